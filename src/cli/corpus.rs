@@ -1,0 +1,100 @@
+//! `raglab corpus stats|list|show`.
+
+use anyhow::{Result, bail};
+use clap::Subcommand;
+
+use super::{Context, print_json};
+use crate::core::stats::corpus_stats;
+use crate::core::text::{sanitize_for_terminal as clean, snippet};
+use crate::store::chunks::ChunkStore;
+
+#[derive(Debug, Subcommand)]
+pub enum CorpusCmd {
+    /// Counts: documents, chunks, words, topics, chunk-length histogram.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List chunks (optionally of one document).
+    List {
+        /// Only chunks of this document id.
+        #[arg(long)]
+        doc: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one chunk with its metadata and full text.
+    Show {
+        chunk_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
+    let store = ChunkStore::new(&ctx.workspace);
+    store.open().await?; // clear error when nothing was ingested
+    let chunks = store.load_all().await?;
+    match cmd {
+        CorpusCmd::Stats { json } => {
+            let s = corpus_stats(&chunks);
+            if json {
+                return print_json(&s);
+            }
+            println!("documents  {}", s.documents);
+            println!("chunks     {}", s.chunks);
+            println!("words      {}", s.words);
+            println!("words/chunk min {} median {} max {}", s.min_words, s.median_words, s.max_words);
+            println!("topics     {}", s.topics.len());
+            for (t, n) in &s.topics {
+                println!("  {:<28} {n} documents", clean(t));
+            }
+            println!("chunk length (words)");
+            let max = s.length_histogram.iter().map(|(_, n)| *n).max().unwrap_or(1).max(1);
+            for (label, n) in &s.length_histogram {
+                println!("  {label:>8} {n:>6} {}", "#".repeat(n * 40 / max));
+            }
+        }
+        CorpusCmd::List { doc, json } => {
+            let sel: Vec<_> = chunks.iter().filter(|c| doc.as_ref().is_none_or(|d| &c.doc_id == d)).collect();
+            if sel.is_empty() {
+                if let Some(d) = doc {
+                    bail!("no document `{d}` in this workspace");
+                }
+            }
+            if json {
+                let rows: Vec<_> = sel
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({
+                            "id": c.id, "doc_id": c.doc_id, "title": c.title, "topic": c.topic,
+                            "header_path": c.header_path, "word_count": c.word_count,
+                            "byte_start": c.byte_start, "byte_end": c.byte_end,
+                        })
+                    })
+                    .collect();
+                return print_json(&rows);
+            }
+            for c in sel {
+                println!("{}\t{}\t{}", clean(&c.id), c.word_count, clean(&c.path_label()));
+            }
+        }
+        CorpusCmd::Show { chunk_id, json } => {
+            let Some(c) = chunks.iter().find(|c| c.id == chunk_id) else {
+                bail!("no chunk `{chunk_id}` in this workspace (see `raglab corpus list`)");
+            };
+            if json {
+                return print_json(c);
+            }
+            println!("id        {}", clean(&c.id));
+            println!("document  {} ({})", clean(&c.doc_id), clean(&c.title));
+            println!("topic     {}", clean(c.topic.as_deref().unwrap_or("-")));
+            println!("path      {}", clean(&c.path_label()));
+            println!("words     {}   bytes {}..{}", c.word_count, c.byte_start, c.byte_end);
+            println!("preview   {}", clean(&snippet(&c.text, 80)));
+            println!();
+            println!("{}", clean(&c.text));
+        }
+    }
+    Ok(())
+}

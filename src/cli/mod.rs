@@ -1,0 +1,117 @@
+//! Headless commands. Each reuses `core`, `store` and `infer`; the TUI is one more
+//! front end started when no subcommand is given.
+
+mod corpus;
+pub mod eval;
+pub mod index;
+mod ingest;
+mod search;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, Paths};
+use crate::store::workspace::Workspace;
+
+#[derive(Debug, Parser)]
+#[command(name = "raglab", version, about = "A terminal workbench for evaluating RAG over public-health guidance")]
+pub struct Cli {
+    /// Workspace folder (default: from config, else DATA_DIR/workspaces/default).
+    #[arg(long, global = true, env = "RAGLAB_WORKSPACE")]
+    pub workspace: Option<PathBuf>,
+    /// Theme for the TUI: dark, light, high-contrast, or a file in CONFIG_DIR/themes.
+    #[arg(long, global = true)]
+    pub theme: Option<String>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read documents (.md .markdown .txt .html .jsonl) and store their chunks.
+    Ingest(ingest::IngestArgs),
+    /// Inspect the ingested corpus.
+    Corpus {
+        #[command(subcommand)]
+        cmd: corpus::CorpusCmd,
+    },
+    /// Build or update the sparse index (BM25, TF-IDF) and the dense embeddings.
+    Index(index::IndexArgs),
+    /// Retrieve chunks for a question, with dense, sparse and fused ranks and scores.
+    Search(search::SearchArgs),
+    /// Evaluate retrieval (and later generation) against a query set.
+    Eval {
+        #[command(subcommand)]
+        cmd: eval::EvalCmd,
+    },
+    /// Print where raglab keeps config, data, models and the workspace.
+    Paths,
+}
+
+/// What every command needs: resolved paths, config and the workspace.
+pub struct Context {
+    pub paths: Paths,
+    pub config: Config,
+    pub workspace: Workspace,
+}
+
+impl Context {
+    pub fn new(workspace: Option<PathBuf>) -> Result<Self> {
+        let paths = Paths::discover()?;
+        let config = Config::load(&paths)?;
+        let dir = workspace.unwrap_or_else(|| config.workspace_dir(&paths));
+        let workspace = Workspace::open(&dir)
+            .with_context(|| format!("cannot open workspace {}", dir.display()))?;
+        Ok(Self { paths, config, workspace })
+    }
+}
+
+/// Send logs to DATA_DIR/logs/raglab.log: stdout and stderr belong to the user (and
+/// to the TUI's screen). `RAGLAB_LOG` sets the filter (default `info`).
+fn init_logging(paths: &Paths) {
+    let file = paths.log_file();
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let Ok(f) = std::fs::OpenOptions::new().create(true).append(true).open(&file) else { return };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RAGLAB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,lance=warn,tantivy=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(f))
+        .try_init();
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    let ctx = Context::new(cli.workspace)?;
+    init_logging(&ctx.paths);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    match cli.command {
+        None => rt.block_on(crate::tui::run(ctx, cli.theme)),
+        Some(Command::Ingest(args)) => rt.block_on(ingest::run(&ctx, args)),
+        Some(Command::Corpus { cmd }) => rt.block_on(corpus::run(&ctx, cmd)),
+        Some(Command::Index(args)) => rt.block_on(index::run(&ctx, args)),
+        Some(Command::Search(args)) => rt.block_on(search::run(&ctx, args)),
+        Some(Command::Eval { cmd }) => rt.block_on(eval::run(&ctx, cmd)),
+        Some(Command::Paths) => {
+            println!("config:    {}", ctx.paths.config_file().display());
+            println!("data:      {}", ctx.paths.data_dir.display());
+            println!("models:    {}", ctx.paths.models_dir().display());
+            println!("workspace: {}", ctx.workspace.root().display());
+            println!("log:       {}", ctx.paths.log_file().display());
+            Ok(())
+        }
+    }
+}
+
+/// Print `value` as pretty JSON on stdout.
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! `raglab search "QUESTION"`: the ranked chunks with every rank and score.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+use super::{Context, print_json};
+use crate::core::fusion::{Fusion, RRF_C};
+use crate::core::retrieval::Method;
+use crate::core::text::{sanitize_for_terminal as clean, snippet};
+use crate::service::retrieval::{DEFAULT_DEPTH, Retriever, embed_config};
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    pub question: String,
+    #[arg(short, long, default_value_t = 15)]
+    pub k: usize,
+    #[arg(long, default_value = "hybrid")]
+    pub method: Method,
+    /// Dense weight a in R(d; a) = a/(60 + r_dense) + (1 - a)/(60 + r_sparse).
+    #[arg(long, default_value_t = 0.7)]
+    pub alpha: f64,
+    #[arg(long)]
+    pub embed_model: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
+    if !(0.0..=1.0).contains(&args.alpha) {
+        bail!("alpha must be between 0 and 1");
+    }
+    let cfg = args.method.needs_dense().then(|| embed_config(ctx, args.embed_model.clone(), Some(1)));
+    let r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
+    if !r.is_fresh() {
+        bail!("the indexes are out of date with the chunks: run `raglab index` first");
+    }
+    let (lists, timings) = r.query(&args.question, DEFAULT_DEPTH.max(args.k))?;
+    let fusion = match args.method {
+        Method::Linear => Fusion::MinMax { w: args.alpha },
+        _ => Fusion::Rrf { alpha: args.alpha, c: RRF_C },
+    };
+    let fused = lists.candidates.fuse(fusion);
+    let rank_in = |list: &[crate::core::fusion::Scored], id: &str| {
+        list.iter().position(|s| s.id == id).map(|i| (i + 1, list[i].score))
+    };
+    let ids: Vec<&str> = lists.ranking(args.method, args.alpha);
+    let rows: Vec<serde_json::Value> = ids
+        .iter()
+        .take(args.k)
+        .enumerate()
+        .map(|(i, id)| {
+            let c = r.chunk(id);
+            let d = rank_in(&lists.dense, id);
+            let s = rank_in(&lists.bm25, id);
+            let f = fused.iter().find(|h| h.id == *id).map(|h| h.fused);
+            serde_json::json!({
+                "rank": i + 1, "chunk_id": id,
+                "dense_rank": d.map(|x| x.0), "dense_score": d.map(|x| x.1),
+                "sparse_rank": s.map(|x| x.0), "sparse_score": s.map(|x| x.1),
+                "tfidf_rank": rank_in(&lists.tfidf, id).map(|x| x.0),
+                "fused_score": f,
+                "header_path": c.map(crate::core::chunk::Chunk::path_label),
+                "snippet": c.map(|c| snippet(&c.text, 100)),
+            })
+        })
+        .collect();
+    if args.json {
+        return print_json(&serde_json::json!({
+            "question": args.question, "method": args.method.to_string(), "alpha": args.alpha,
+            "fusion": "R(d; a) = a/(60 + r_dense(d)) + (1 - a)/(60 + r_sparse(d))",
+            "embedding_model": r.model_name, "timings_ms": timings, "results": rows,
+        }));
+    }
+    println!("{} a={:.2}  R(d;a) = a/(60+r_dense) + (1-a)/(60+r_sparse)", args.method, args.alpha);
+    println!("{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  chunk", "rank", "dense", "cos", "bm25", "score", "fused");
+    let opt = |v: &serde_json::Value| v.as_u64().map_or_else(|| "-".to_string(), |x| x.to_string());
+    let optf = |v: &serde_json::Value, p: usize| v.as_f64().map_or_else(|| "-".to_string(), |x| format!("{x:.p$}"));
+    for row in &rows {
+        println!(
+            "{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  {}\n     {}\n     {}",
+            row["rank"],
+            opt(&row["dense_rank"]),
+            optf(&row["dense_score"], 3),
+            opt(&row["sparse_rank"]),
+            optf(&row["sparse_score"], 2),
+            optf(&row["fused_score"], 5),
+            clean(row["chunk_id"].as_str().unwrap_or_default()),
+            clean(row["header_path"].as_str().unwrap_or_default()),
+            clean(row["snippet"].as_str().unwrap_or_default()),
+        );
+    }
+    println!(
+        "timings: embed {:.1} ms, dense {:.2} ms, bm25 {:.2} ms, tfidf {:.2} ms, fusion {:.3} ms",
+        timings.embed_ms, timings.dense_ms, timings.bm25_ms, timings.tfidf_ms, timings.fusion_ms
+    );
+    Ok(())
+}

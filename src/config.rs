@@ -1,0 +1,122 @@
+//! Configuration and paths.
+//!
+//! Paths: `RAGLAB_CONFIG_DIR` / `RAGLAB_DATA_DIR` override; otherwise XDG locations via
+//! `directories` (`~/.config/raglab`, `~/.local/share/raglab` on Linux). The config file
+//! is `CONFIG_DIR/config.toml`; every field is optional and falls back to a default.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// Where raglab keeps its files.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub config_dir: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+impl Paths {
+    pub fn discover() -> Result<Self> {
+        let dirs = directories::ProjectDirs::from("", "", "raglab");
+        let pick = |var: &str, fallback: Option<&Path>| -> Result<PathBuf> {
+            match std::env::var_os(var) {
+                Some(v) if !v.is_empty() => Ok(PathBuf::from(v)),
+                _ => fallback
+                    .map(Path::to_path_buf)
+                    .with_context(|| format!("cannot determine a home directory; set {var}")),
+            }
+        };
+        Ok(Self {
+            config_dir: pick("RAGLAB_CONFIG_DIR", dirs.as_ref().map(|d| d.config_dir()))?,
+            data_dir: pick("RAGLAB_DATA_DIR", dirs.as_ref().map(|d| d.data_dir()))?,
+        })
+    }
+
+    pub fn config_file(&self) -> PathBuf {
+        self.config_dir.join("config.toml")
+    }
+    pub fn keymap_file(&self) -> PathBuf {
+        self.config_dir.join("keymap.toml")
+    }
+    pub fn themes_dir(&self) -> PathBuf {
+        self.config_dir.join("themes")
+    }
+    pub fn models_dir(&self) -> PathBuf {
+        self.data_dir.join("models")
+    }
+    pub fn default_workspace(&self) -> PathBuf {
+        self.data_dir.join("workspaces").join("default")
+    }
+    pub fn log_file(&self) -> PathBuf {
+        self.data_dir.join("logs").join("raglab.log")
+    }
+}
+
+/// File name of the embedding model that `scripts/setup.sh` converts.
+pub const DEFAULT_EMBED_MODEL: &str = "all-MiniLM-L6-v2.F16.gguf";
+/// File name of the generator that `scripts/setup.sh` installs.
+pub const DEFAULT_GEN_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Workspace folder (default: DATA_DIR/workspaces/default).
+    pub workspace: Option<PathBuf>,
+    /// Theme name (`dark`, `light`, `high-contrast`) or a file in CONFIG_DIR/themes.
+    pub theme: Option<String>,
+    pub models: ModelConfig,
+    pub chunking: ChunkingConfig,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// GGUF embedding model (default: MODELS_DIR/all-MiniLM-L6-v2.F16.gguf).
+    pub embed: Option<PathBuf>,
+    /// GGUF generator (default: MODELS_DIR/SmolLM2-135M-Instruct.Q4_1.gguf).
+    pub generate: Option<PathBuf>,
+    /// GGUF judge model (default: the generator).
+    pub judge: Option<PathBuf>,
+    /// Prefix prepended to queries before embedding (e5: "query: ").
+    pub query_prefix: Option<String>,
+    /// Prefix prepended to documents before embedding (e5: "passage: ").
+    pub document_prefix: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChunkingConfig {
+    pub window_size: usize,
+    pub window_overlap: usize,
+}
+
+impl Default for ChunkingConfig {
+    fn default() -> Self {
+        Self { window_size: 500, window_overlap: 50 }
+    }
+}
+
+impl Config {
+    /// Load the config file if present; a malformed file is an error naming the file.
+    pub fn load(paths: &Paths) -> Result<Self> {
+        let file = paths.config_file();
+        match std::fs::read_to_string(&file) {
+            Ok(s) => toml::from_str(&s).with_context(|| format!("invalid config {}", file.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", file.display())),
+        }
+    }
+
+    pub fn workspace_dir(&self, paths: &Paths) -> PathBuf {
+        self.workspace.clone().unwrap_or_else(|| paths.default_workspace())
+    }
+
+    pub fn embed_model(&self, paths: &Paths) -> PathBuf {
+        self.models.embed.clone().unwrap_or_else(|| paths.models_dir().join(DEFAULT_EMBED_MODEL))
+    }
+
+    pub fn gen_model(&self, paths: &Paths) -> PathBuf {
+        self.models.generate.clone().unwrap_or_else(|| paths.models_dir().join(DEFAULT_GEN_MODEL))
+    }
+}

@@ -1,0 +1,208 @@
+//! Inter-rater agreement (SPEC §6): Cohen's kappa, raw agreement and macro-F1 for any
+//! categorical label set, with percentile-bootstrap confidence intervals over items.
+//!
+//! - kappa = (p_o - p_e) / (1 - p_e) with p_e from the two raters' marginals; when
+//!   p_e = 1 kappa is undefined and reported as `None`, never as 0 or 1.
+//! - macro-F1 treats the second rater as the reference and averages the per-class F1
+//!   unweighted over the classes either rater used (scikit-learn's `average="macro"`;
+//!   a class never predicted has F1 0).
+//! - Bootstrap: resample items with replacement B times (seeded), recompute, take the
+//!   2.5th and 97.5th percentiles (linear interpolation, numpy's default). Resamples
+//!   where the statistic is undefined are skipped and counted.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::rng::Rng;
+
+/// Confusion counts of two raters over a label set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Confusion {
+    pub labels: Vec<String>,
+    /// `counts[i][j]`: rater A said labels[i], rater B said labels[j].
+    pub counts: Vec<Vec<usize>>,
+}
+
+impl Confusion {
+    pub fn new<S: AsRef<str>>(pairs: &[(S, S)]) -> Self {
+        let labels: BTreeSet<String> =
+            pairs.iter().flat_map(|(a, b)| [a.as_ref().to_string(), b.as_ref().to_string()]).collect();
+        Self::with_labels(pairs, labels.into_iter().collect())
+    }
+
+    /// Counts over a fixed label order (labels outside it are ignored).
+    pub fn with_labels<S: AsRef<str>>(pairs: &[(S, S)], labels: Vec<String>) -> Self {
+        let k = labels.len();
+        let mut counts = vec![vec![0; k]; k];
+        for (a, b) in pairs {
+            let i = labels.iter().position(|l| l == a.as_ref());
+            let j = labels.iter().position(|l| l == b.as_ref());
+            if let (Some(i), Some(j)) = (i, j) {
+                counts[i][j] += 1;
+            }
+        }
+        Self { labels, counts }
+    }
+
+    pub fn total(&self) -> usize {
+        self.counts.iter().flatten().sum()
+    }
+}
+
+/// Observed agreement p_o.
+pub fn raw_agreement(c: &Confusion) -> Option<f64> {
+    let n = c.total();
+    (n > 0).then(|| (0..c.labels.len()).map(|i| c.counts[i][i]).sum::<usize>() as f64 / n as f64)
+}
+
+/// Cohen's kappa; `None` when undefined (no items, or chance agreement p_e = 1).
+pub fn cohen_kappa(c: &Confusion) -> Option<f64> {
+    let n = c.total() as f64;
+    if n == 0.0 {
+        return None;
+    }
+    let k = c.labels.len();
+    let p_o = (0..k).map(|i| c.counts[i][i]).sum::<usize>() as f64 / n;
+    let p_e: f64 = (0..k)
+        .map(|i| {
+            let row: usize = c.counts[i].iter().sum();
+            let col: usize = (0..k).map(|r| c.counts[r][i]).sum();
+            (row as f64 / n) * (col as f64 / n)
+        })
+        .sum();
+    if (1.0 - p_e).abs() < 1e-12 {
+        return None;
+    }
+    Some((p_o - p_e) / (1.0 - p_e))
+}
+
+/// Macro-F1 with rater B (columns) as the reference; `None` with no items.
+pub fn macro_f1(c: &Confusion) -> Option<f64> {
+    let k = c.labels.len();
+    let present: Vec<usize> = (0..k)
+        .filter(|&i| c.counts[i].iter().sum::<usize>() + (0..k).map(|r| c.counts[r][i]).sum::<usize>() > 0)
+        .collect();
+    if present.is_empty() {
+        return None;
+    }
+    let f1s = present.iter().map(|&i| {
+        let tp = c.counts[i][i] as f64;
+        let predicted: usize = c.counts[i].iter().sum(); // A said i
+        let actual: usize = (0..k).map(|r| c.counts[r][i]).sum(); // B said i
+        let denom = predicted as f64 + actual as f64;
+        if denom == 0.0 { 0.0 } else { 2.0 * tp / denom }
+    });
+    Some(f1s.sum::<f64>() / present.len() as f64)
+}
+
+/// A point estimate with its bootstrap interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub value: Option<f64>,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    /// Bootstrap resamples where the statistic was undefined (skipped).
+    pub undefined_resamples: usize,
+}
+
+/// Bootstrap settings (SPEC: B >= 1000; default 2000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Bootstrap {
+    pub resamples: usize,
+    pub seed: u64,
+}
+
+impl Default for Bootstrap {
+    fn default() -> Self {
+        Self { resamples: 2000, seed: 20_240_601 }
+    }
+}
+
+/// Percentile with linear interpolation between order statistics (numpy's default).
+pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let pos = q / 100.0 * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
+}
+
+/// Kappa, macro-F1 and raw agreement of one comparison, each with a CI.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgreementReport {
+    pub items: usize,
+    pub units: usize,
+    pub kappa: Estimate,
+    pub macro_f1: Estimate,
+    pub raw_agreement: Estimate,
+    pub confusion: Confusion,
+}
+
+/// Agreement over items, each item holding one or more (A, B) label pairs (one per
+/// criterion when criteria are pooled). Bootstrap resamples whole items.
+pub fn agreement(items: &[Vec<(String, String)>], boot: Bootstrap) -> AgreementReport {
+    let all: Vec<(String, String)> = items.iter().flatten().cloned().collect();
+    let confusion = Confusion::new(&all);
+    let labels = confusion.labels.clone();
+    let stats = |c: &Confusion| [cohen_kappa(c), macro_f1(c), raw_agreement(c)];
+    let point = stats(&confusion);
+    let mut samples: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    let mut undefined = [0usize; 3];
+    if !items.is_empty() {
+        let mut rng = Rng::new(boot.seed);
+        let k = labels.len();
+        // Per-item confusion contributions, summed per resample (fast for large B).
+        let per_item: Vec<Vec<(usize, usize)>> = items
+            .iter()
+            .map(|pairs| {
+                pairs
+                    .iter()
+                    .filter_map(|(a, b)| {
+                        Some((labels.iter().position(|l| l == a)?, labels.iter().position(|l| l == b)?))
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut c = Confusion { labels: labels.clone(), counts: vec![vec![0; k]; k] };
+        for _ in 0..boot.resamples {
+            for row in &mut c.counts {
+                row.iter_mut().for_each(|x| *x = 0);
+            }
+            for _ in 0..items.len() {
+                for &(i, j) in &per_item[rng.below(items.len())] {
+                    c.counts[i][j] += 1;
+                }
+            }
+            for (s, v) in stats(&c).into_iter().enumerate() {
+                match v {
+                    Some(v) => samples[s].push(v),
+                    None => undefined[s] += 1,
+                }
+            }
+        }
+    }
+    let est = |s: usize| {
+        let mut v = std::mem::take(&mut samples[s]);
+        v.sort_by(f64::total_cmp);
+        Estimate {
+            value: point[s],
+            lo: percentile(&v, 2.5),
+            hi: percentile(&v, 97.5),
+            undefined_resamples: undefined[s],
+        }
+    };
+    AgreementReport {
+        items: items.len(),
+        units: all.len(),
+        kappa: est(0),
+        macro_f1: est(1),
+        raw_agreement: est(2),
+        confusion,
+    }
+}
+
+#[cfg(test)]
+mod tests;

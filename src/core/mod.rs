@@ -1,0 +1,13 @@
+//! The domain, pure and synchronous: corpus and chunking, fusion, metrics, agreement
+//! statistics, rubric, prompt assembly, frugality. Depends on serde/thiserror only —
+//! no async runtime, no UI, no storage, no inference crates.
+
+pub mod chunk;
+pub mod corpus;
+pub mod stats;
+pub mod text;
+pub mod agreement;
+pub mod fusion;
+pub mod metrics;
+pub mod retrieval;
+pub mod rng;

@@ -1,0 +1,186 @@
+//! Retrieval methods and the evaluation of their rankings (pure: rank lists in,
+//! metrics and breakdowns out).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use super::fusion::{Candidates, Fusion, RRF_C};
+use super::metrics::{MeanMetrics, Qrel, QueryMetrics, eta_squared, mean_metrics, query_metrics};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    Bm25,
+    Tfidf,
+    Dense,
+    /// Weighted RRF of dense and BM25.
+    Hybrid,
+    /// Min-max linear fusion of dense and BM25 (equal weights by default, seed 002).
+    Linear,
+}
+
+impl Method {
+    pub const ALL: [Self; 5] = [Self::Bm25, Self::Tfidf, Self::Dense, Self::Hybrid, Self::Linear];
+
+    pub fn needs_dense(self) -> bool {
+        matches!(self, Self::Dense | Self::Hybrid | Self::Linear)
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Bm25 => "bm25",
+            Self::Tfidf => "tfidf",
+            Self::Dense => "dense",
+            Self::Hybrid => "hybrid",
+            Self::Linear => "linear",
+        })
+    }
+}
+
+impl FromStr for Method {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.to_string() == s)
+            .ok_or_else(|| format!("unknown method `{s}` (expected bm25, tfidf, dense, hybrid or linear)"))
+    }
+}
+
+/// The rank lists of one query, computed once and re-fused for any weight.
+#[derive(Debug, Clone, Default)]
+pub struct QueryLists {
+    pub bm25: Vec<super::fusion::Scored>,
+    pub tfidf: Vec<super::fusion::Scored>,
+    pub dense: Vec<super::fusion::Scored>,
+    pub candidates: Candidates,
+}
+
+impl QueryLists {
+    pub fn new(bm25: Vec<super::fusion::Scored>, tfidf: Vec<super::fusion::Scored>, dense: Vec<super::fusion::Scored>) -> Self {
+        let candidates = Candidates::new(&dense, &bm25);
+        Self { bm25, tfidf, dense, candidates }
+    }
+
+    /// The ranked ids of `method` (alpha: dense weight for hybrid/linear).
+    pub fn ranking(&self, method: Method, alpha: f64) -> Vec<&str> {
+        let ids = |l: &[super::fusion::Scored]| l.iter().map(|s| s.id.as_str()).collect::<Vec<_>>();
+        match method {
+            Method::Bm25 => ids(&self.bm25),
+            Method::Tfidf => ids(&self.tfidf),
+            Method::Dense => ids(&self.dense),
+            Method::Hybrid => self.candidates.fused_ids(Fusion::Rrf { alpha, c: RRF_C }),
+            Method::Linear => self.candidates.fused_ids(Fusion::MinMax { w: alpha }),
+        }
+    }
+}
+
+/// One evaluated query.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryOutcome {
+    pub qid: String,
+    pub metrics: QueryMetrics,
+}
+
+/// Evaluate one method at one weight over all queries (queries without relevant
+/// documents are dropped, as trec_eval does).
+pub fn evaluate(
+    lists: &[(String, QueryLists)],
+    qrels: &HashMap<String, Qrel>,
+    method: Method,
+    alpha: f64,
+) -> Vec<QueryOutcome> {
+    lists
+        .iter()
+        .filter_map(|(qid, l)| {
+            let q = qrels.get(qid).filter(|q| q.values().any(|&r| r > 0))?;
+            Some(QueryOutcome { qid: qid.clone(), metrics: query_metrics(&l.ranking(method, alpha), q) })
+        })
+        .collect()
+}
+
+pub fn mean(outcomes: &[QueryOutcome]) -> MeanMetrics {
+    mean_metrics(outcomes.iter().map(|o| &o.metrics))
+}
+
+/// Metric names, in the paper's table order, with accessors.
+pub const METRICS: [(&str, fn(&MeanMetrics) -> f64); 5] = [
+    ("P@1", |m| m.p1),
+    ("Recall@5", |m| m.recall5),
+    ("Recall@10", |m| m.recall10),
+    ("MRR", |m| m.mrr),
+    ("nDCG@10", |m| m.ndcg10),
+];
+
+/// Per-group mean nDCG@10 and the effect size of the grouping.
+#[derive(Debug, Clone, Serialize)]
+pub struct Breakdown {
+    pub groups: BTreeMap<String, MeanMetrics>,
+    pub eta_squared_ndcg10: Option<f64>,
+}
+
+pub fn breakdown(outcomes: &[QueryOutcome], group_of: impl Fn(&str) -> Option<String>) -> Breakdown {
+    let mut by: BTreeMap<String, Vec<QueryMetrics>> = BTreeMap::new();
+    let mut values = Vec::new();
+    for o in outcomes {
+        if let Some(g) = group_of(&o.qid) {
+            values.push((g.clone(), o.metrics.ndcg10));
+            by.entry(g).or_default().push(o.metrics);
+        }
+    }
+    Breakdown {
+        groups: by.into_iter().map(|(g, ms)| (g, mean_metrics(ms.iter()))).collect(),
+        eta_squared_ndcg10: eta_squared(&values),
+    }
+}
+
+/// Queries whose first relevant document is not in the top `k`.
+pub fn failures(outcomes: &[QueryOutcome], k: usize) -> Vec<&QueryOutcome> {
+    outcomes.iter().filter(|o| o.metrics.first_relevant_rank.is_none_or(|r| r > k)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fusion::Scored;
+
+    fn l(ids: &[&str]) -> Vec<Scored> {
+        ids.iter().enumerate().map(|(i, id)| Scored { id: (*id).into(), score: 1.0 / (i + 1) as f64 }).collect()
+    }
+
+    #[test]
+    fn evaluate_drops_queries_without_relevant_documents() {
+        let lists = vec![
+            ("q1".to_string(), QueryLists::new(l(&["a", "t"]), l(&["t"]), l(&["t", "a"]))),
+            ("q2".to_string(), QueryLists::new(l(&["x"]), vec![], l(&["x"]))),
+        ];
+        let qrels: HashMap<String, Qrel> = [
+            ("q1".to_string(), [("t".to_string(), 1)].into_iter().collect()),
+            ("q2".to_string(), [("x".to_string(), 0)].into_iter().collect()),
+        ]
+        .into_iter()
+        .collect();
+        let bm25 = evaluate(&lists, &qrels, Method::Bm25, 0.5);
+        assert_eq!(bm25.len(), 1);
+        assert_eq!(bm25[0].metrics.rr, 0.5);
+        let dense = evaluate(&lists, &qrels, Method::Dense, 0.5);
+        assert_eq!(dense[0].metrics.p1, 1.0);
+        // Hybrid at alpha 0.7: t = .7/61 + .3/62 beats a = .7/62 + .3/61.
+        let hybrid = evaluate(&lists, &qrels, Method::Hybrid, 0.7);
+        assert_eq!(hybrid[0].metrics.p1, 1.0);
+        assert_eq!(failures(&bm25, 1).len(), 1);
+        assert_eq!(failures(&dense, 1).len(), 0);
+    }
+
+    #[test]
+    fn method_names_round_trip() {
+        for m in Method::ALL {
+            assert_eq!(m.to_string().parse::<Method>(), Ok(m));
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Small text helpers shared by chunking, ingestion and display.
+
+/// Remove everything that could drive a terminal: ANSI/VT escape sequences (CSI, OSC,
+/// DCS and two-byte ESC sequences) and C0/C1 control characters except `\n` and `\t`.
+/// Corpus text and model output are untrusted, so every string that reaches the screen
+/// passes through here first.
+pub fn sanitize_for_terminal(input: &str) -> String {
+    let mut out = String::with_capacity(input.len());
+    let mut chars = input.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => skip_escape(&mut chars),
+            // 8-bit CSI and OSC/DCS/APC/PM/SOS introducers.
+            '\u{9b}' => skip_until_final(&mut chars),
+            '\u{90}' | '\u{9d}' | '\u{9e}' | '\u{9f}' | '\u{98}' => skip_string(&mut chars),
+            '\n' | '\t' => out.push(c),
+            '\r' => {}
+            c if c.is_control() => {}
+            // Bidi overrides can visually reorder a line; drop them too.
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    match chars.next() {
+        Some('[') => skip_until_final(chars),
+        Some(']' | 'P' | 'X' | '^' | '_') => skip_string(chars),
+        // ESC followed by intermediates then a final byte (e.g. ESC ( B).
+        Some(c) if ('\u{20}'..='\u{2f}').contains(&c) => {
+            while let Some(&n) = chars.peek() {
+                chars.next();
+                if !('\u{20}'..='\u{2f}').contains(&n) {
+                    break;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// CSI: parameters and intermediates up to a final byte in `@`..=`~`.
+fn skip_until_final(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    for c in chars.by_ref() {
+        if ('\u{40}'..='\u{7e}').contains(&c) {
+            break;
+        }
+    }
+}
+
+/// OSC/DCS-style strings end at BEL or ST (`ESC \` or U+009C).
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{7}' | '\u{9c}' => break,
+            '\u{1b}' => {
+                if chars.peek() == Some(&'\\') {
+                    chars.next();
+                }
+                break;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Lowercase ASCII alphanumeric runs joined by `-`, cut at a word boundary at `limit`
+/// bytes. Must stay identical to `slug()` in scripts/build_sample_data.py, which
+/// precomputes the sample questions' target chunk ids.
+pub fn slug(text: &str, limit: usize) -> String {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut s = words.join("-");
+    if s.len() > limit {
+        s.truncate(limit);
+        if let Some(cut) = s.rfind('-') {
+            s.truncate(cut);
+        }
+    }
+    if s.is_empty() { "untitled".to_string() } else { s }
+}
+
+/// Whitespace-separated word count, as used for length buckets.
+pub fn word_count(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
+/// A one-line preview of at most `max_chars` characters.
+pub fn snippet(text: &str, max_chars: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max_chars {
+        flat
+    } else {
+        let mut s: String = flat.chars().take(max_chars.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_csi_osc_and_controls() {
+        let evil = "safe\u{1b}[2J\u{1b}[1;1Hmoved\u{1b}]0;pwned title\u{7} end\u{8}\r\n\u{9b}31mred";
+        assert_eq!(sanitize_for_terminal(evil), "safemoved end\nred");
+    }
+
+    #[test]
+    fn keeps_unicode_text() {
+        assert_eq!(sanitize_for_terminal("fièvre 结核 🐛\tx"), "fièvre 结核 🐛\tx");
+    }
+
+    #[test]
+    fn slug_matches_python_builder() {
+        assert_eq!(
+            slug("Acanthamoeba - Granulomatous Amebic Encephalitis (GAE); Keratitis", 64),
+            "acanthamoeba-granulomatous-amebic-encephalitis-gae-keratitis"
+        );
+        assert_eq!(slug("Prevention (2)", 64), "prevention-2");
+        assert_eq!(slug("Über!", 64), "ber");
+        assert_eq!(slug("???", 64), "untitled");
+        assert_eq!(slug("aaaa bbbb cccc", 11), "aaaa-bbbb");
+    }
+
+    #[test]
+    fn snippet_truncates_on_chars() {
+        assert_eq!(snippet("a  b\nc", 10), "a b c");
+        assert_eq!(snippet("ééééé", 3), "éé…");
+    }
+}

@@ -1,0 +1,56 @@
+//! The process-wide llama.cpp backend: initialised once (a second `init` is an error),
+//! with llama.cpp's own logging routed to `tracing` (it would otherwise print hundreds
+//! of lines per model load onto the TUI's screen).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+
+use super::{InferError, Result};
+
+static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
+
+pub fn backend() -> Result<&'static LlamaBackend> {
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default().with_logs_enabled(false));
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| InferError::Backend(e.clone()))
+}
+
+/// Load a GGUF model, with clear errors for a missing or unreadable file.
+pub fn load_model(path: &Path, n_gpu_layers: u32) -> Result<LlamaModel> {
+    if !path.is_file() {
+        return Err(InferError::MissingModel(path.display().to_string()));
+    }
+    let mut magic = [0u8; 4];
+    let ok = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+    if ok.is_err() || &magic != b"GGUF" {
+        return Err(InferError::Load {
+            path: path.display().to_string(),
+            reason: "not a GGUF file (bad magic bytes)".into(),
+        });
+    }
+    let params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers);
+    LlamaModel::load_from_file(backend()?, path, &params).map_err(|e| InferError::Load {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Threads to use by default: every core for batch work.
+pub fn all_cores() -> i32 {
+    std::thread::available_parallelism().map_or(1, |n| i32::try_from(n.get()).unwrap_or(1))
+}
+
+/// Short model name for provenance: the file name without `.gguf`.
+pub fn model_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().trim_end_matches(".gguf").to_string())
+        .unwrap_or_else(|| path.display().to_string())
+}

@@ -1,0 +1,23 @@
+//! llama.cpp inference through `llama-cpp-2`: the embedder, the streaming generator and
+//! the grammar-bound judge. Everything here is blocking; callers run it on worker
+//! threads (one thread owns a model and its context and serves requests over a channel).
+
+pub mod backend;
+pub mod embed;
+
+/// Errors from model loading and inference. Each names the model file involved.
+#[derive(Debug, thiserror::Error)]
+pub enum InferError {
+    #[error("model file {0} does not exist (run scripts/setup.sh, or set the model path in config or by flag)")]
+    MissingModel(String),
+    #[error("cannot load model {path}: {reason}")]
+    Load { path: String, reason: String },
+    #[error("llama.cpp backend: {0}")]
+    Backend(String),
+    #[error("{model}: {reason}")]
+    Inference { model: String, reason: String },
+    #[error("the model worker stopped")]
+    WorkerGone,
+}
+
+pub type Result<T, E = InferError> = std::result::Result<T, E>;

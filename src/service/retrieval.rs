@@ -1,0 +1,171 @@
+//! The retrieval service: keeps the sparse index and the dense vectors of a workspace in
+//! step with its chunks, and computes every rank list of a query once.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::core::chunk::Chunk;
+use crate::core::retrieval::QueryLists;
+use crate::infer::embed::{EmbedConfig, Embedder};
+use crate::store::chunks::ChunkStore;
+use crate::store::sparse::{SparseIndex, SyncSummary, text_hash};
+use crate::store::vectors::{VectorSet, VectorStore, merge, stale};
+use crate::store::workspace::Workspace;
+
+/// Depth of each retriever's list: deep enough that reciprocal rank is computed over
+/// (nearly) the whole ranking, as trec_eval's is.
+pub const DEFAULT_DEPTH: usize = 100;
+
+/// Where the time of one query went, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct QueryTimings {
+    pub embed_ms: f64,
+    pub dense_ms: f64,
+    pub bm25_ms: f64,
+    pub tfidf_ms: f64,
+    pub fusion_ms: f64,
+}
+
+/// Progress of a long indexing step: (done, total).
+pub type Progress<'a> = &'a dyn Fn(usize, usize);
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct IndexSummary {
+    pub chunks: usize,
+    pub sparse: SyncSummary,
+    pub embedded: usize,
+    pub embed_seconds: f64,
+    pub chunks_per_second: f64,
+}
+
+pub struct Retriever {
+    pub chunks: Vec<Chunk>,
+    pub by_id: HashMap<String, usize>,
+    pub sparse: SparseIndex,
+    pub vectors: VectorSet,
+    pub embedder: Option<Embedder>,
+    pub model_name: Option<String>,
+}
+
+impl Retriever {
+    /// Open the workspace's retrieval state. With an embedder, dense retrieval uses its
+    /// model's vectors (which must have been built by [`Retriever::build`]).
+    pub async fn open(ws: &Workspace, embed: Option<&EmbedConfig>) -> Result<Self> {
+        let store = ChunkStore::new(ws);
+        store.open().await?;
+        let chunks = store.load_all().await?;
+        let sparse = SparseIndex::open(&ws.path(crate::store::sparse::INDEX_DIR))?;
+        let (embedder, vectors, model_name) = match embed {
+            Some(cfg) => {
+                let e = Embedder::spawn(cfg)?;
+                let name = e.info.name.clone();
+                let v = VectorStore::new(ws, &name).load().await?;
+                (Some(e), v, Some(name))
+            }
+            None => (None, VectorSet::default(), None),
+        };
+        let by_id = chunks.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        Ok(Self { chunks, by_id, sparse, vectors, embedder, model_name })
+    }
+
+    /// Whether the indexes hold exactly the current chunks.
+    pub fn is_fresh(&self) -> bool {
+        let sparse_ok = self.sparse.num_docs() as usize == self.chunks.len();
+        let dense_ok = self.embedder.is_none() || {
+            let want: Vec<(String, String)> = self.chunks.iter().map(|c| (c.id.clone(), text_hash(c))).collect();
+            self.vectors.len() == want.len() && stale(&self.vectors, &want).is_empty()
+        };
+        sparse_ok && dense_ok
+    }
+
+    /// Bring the sparse index and (with an embedder) the vectors up to date, embedding
+    /// only chunks that are new or changed.
+    pub async fn build(&mut self, ws: &Workspace, progress: Progress<'_>) -> Result<IndexSummary> {
+        let sparse = self.sparse.sync(&self.chunks)?;
+        let mut summary = IndexSummary { chunks: self.chunks.len(), sparse, ..Default::default() };
+        let (Some(embedder), Some(name)) = (&self.embedder, &self.model_name) else {
+            return Ok(summary);
+        };
+        let wanted: Vec<(String, String)> = self.chunks.iter().map(|c| (c.id.clone(), text_hash(c))).collect();
+        let todo: Vec<&(String, String)> = stale(&self.vectors, &wanted);
+        let started = Instant::now();
+        let mut fresh = HashMap::new();
+        const BATCH: usize = 16;
+        for (n, group) in todo.chunks(BATCH).enumerate() {
+            let texts: Vec<String> =
+                group.iter().map(|(id, _)| self.chunks[self.by_id[id]].indexed_text()).collect();
+            let vecs = embedder.embed_documents(&texts).context("embedding chunks")?;
+            for ((id, _), v) in group.iter().zip(vecs) {
+                fresh.insert(id.clone(), v);
+            }
+            progress((n * BATCH + group.len()).min(todo.len()), todo.len());
+        }
+        summary.embedded = fresh.len();
+        summary.embed_seconds = started.elapsed().as_secs_f64();
+        if summary.embedded > 0 {
+            summary.chunks_per_second = summary.embedded as f64 / summary.embed_seconds;
+        }
+        let needs_write = !fresh.is_empty() || self.vectors.len() != wanted.len();
+        if needs_write {
+            let merged = merge(&self.vectors, &wanted, fresh, embedder.info.dim);
+            VectorStore::new(ws, name).save(&merged).await?;
+            self.vectors = merged;
+        }
+        Ok(summary)
+    }
+
+    pub fn chunk(&self, id: &str) -> Option<&Chunk> {
+        self.by_id.get(id).map(|&i| &self.chunks[i])
+    }
+
+    pub fn has_dense(&self) -> bool {
+        self.embedder.is_some() && !self.vectors.is_empty()
+    }
+
+    /// Every rank list of `query`, `depth` deep, with timings. Dense lists are empty
+    /// without an embedder.
+    pub fn query(&self, query: &str, depth: usize) -> Result<(QueryLists, QueryTimings)> {
+        if query.trim().is_empty() {
+            bail!("empty query");
+        }
+        let mut t = QueryTimings::default();
+        let ms = |s: Instant| s.elapsed().as_secs_f64() * 1e3;
+        let dense = match &self.embedder {
+            Some(e) if !self.vectors.is_empty() => {
+                let s = Instant::now();
+                let q = e.embed_query(query)?;
+                t.embed_ms = ms(s);
+                let s = Instant::now();
+                let hits = self.vectors.search(&q, depth);
+                t.dense_ms = ms(s);
+                hits
+            }
+            _ => Vec::new(),
+        };
+        let s = Instant::now();
+        let bm25 = self.sparse.bm25(query, depth)?;
+        t.bm25_ms = ms(s);
+        let s = Instant::now();
+        let tfidf = self.sparse.tfidf(query, depth)?;
+        t.tfidf_ms = ms(s);
+        let s = Instant::now();
+        let lists = QueryLists::new(bm25, tfidf, dense);
+        t.fusion_ms = ms(s);
+        Ok((lists, t))
+    }
+}
+
+/// The embedding configuration from config and an optional `--embed-model` flag.
+pub fn embed_config(ctx: &crate::cli::Context, model: Option<PathBuf>, threads: Option<i32>) -> EmbedConfig {
+    let mut cfg = EmbedConfig::new(model.unwrap_or_else(|| ctx.config.embed_model(&ctx.paths)));
+    cfg.query_prefix = ctx.config.models.query_prefix.clone().unwrap_or_default();
+    cfg.document_prefix = ctx.config.models.document_prefix.clone().unwrap_or_default();
+    if let Some(t) = threads {
+        cfg.threads = t;
+    }
+    cfg
+}

@@ -1,0 +1,45 @@
+//! Adapters that read, persist or index core types: source files, the workspace
+//! layout, lance datasets (chunks, embeddings, answers, judgements, labels) and the
+//! tantivy index. Async where lance is async; never imported by `core`.
+
+pub mod chunks;
+pub mod sources;
+pub mod sparse;
+pub mod vectors;
+pub mod workspace;
+
+/// Errors from the storage layer. Each names the dataset or file involved.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("lance dataset {path}: {source}")]
+    Lance {
+        path: String,
+        #[source]
+        source: lance::Error,
+    },
+    #[error("arrow data in {what}: {source}")]
+    Arrow {
+        what: String,
+        #[source]
+        source: arrow_schema::ArrowError,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl StoreError {
+    pub(crate) fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+        Self::Io { path: path.as_ref().display().to_string(), source }
+    }
+    pub(crate) fn lance(path: impl Into<String>, source: lance::Error) -> Self {
+        Self::Lance { path: path.into(), source }
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -1,0 +1,258 @@
+//! Read ingestible documents from files and folders.
+//!
+//! Accepted: `.md`/`.markdown`, `.txt`, `.html`/`.htm` and `.jsonl` (records
+//! `{id, title, text, ...metadata}`). Every rejected file or record is reported with its
+//! path and reason; the rest still ingests. Folder walks are sorted so that the same
+//! input always yields the same documents in the same order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::core::corpus::{
+    DocFormat, InputLimits, SourceDoc, check_text, front_matter, html_to_markdown,
+};
+
+/// An input that was not ingested, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// The outcome of reading a set of paths.
+#[derive(Debug, Default)]
+pub struct SourceSet {
+    pub docs: Vec<SourceDoc>,
+    pub skipped: Vec<Skipped>,
+    /// Files visited (accepted or not), for progress and summaries.
+    pub files_seen: usize,
+}
+
+const EXTENSIONS: &[&str] = &["md", "markdown", "txt", "html", "htm", "jsonl"];
+
+/// List the candidate files under `paths` (files are taken as given, folders walked
+/// recursively, hidden entries and symlinked folders skipped).
+pub fn collect_files(paths: &[PathBuf], skipped: &mut Vec<Skipped>) -> Vec<(PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    for p in paths {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => walk(p, p, &mut out, skipped),
+            Ok(_) => {
+                let root = p.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+                out.push((root, p.clone()));
+            }
+            Err(e) => skipped.push(Skipped { path: p.display().to_string(), reason: e.to_string() }),
+        }
+    }
+    out
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, PathBuf)>, skipped: &mut Vec<Skipped>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            skipped.push(Skipped { path: dir.display().to_string(), reason: e.to_string() });
+            return;
+        }
+    };
+    let mut entries: Vec<_> = entries.filter_map(std::result::Result::ok).collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let path = entry.path();
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let Ok(ft) = entry.file_type() else { continue };
+        if ft.is_dir() {
+            walk(root, &path, out, skipped);
+        } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
+            let ext = extension(&path);
+            if EXTENSIONS.contains(&ext.as_str()) {
+                out.push((root.to_path_buf(), path));
+            } else {
+                skipped.push(Skipped {
+                    path: path.display().to_string(),
+                    reason: format!("unsupported file type `.{ext}`"),
+                });
+            }
+        }
+    }
+}
+
+fn extension(path: &Path) -> String {
+    path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default()
+}
+
+/// Document id of a file: its path under the ingest root, without extension, with `/`
+/// separators, so the same tree gives the same ids on every machine.
+pub fn doc_id_for(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let rel = rel.with_extension("");
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Read one file into documents (one for text formats, one per record for JSONL).
+/// `seen_records` maps record ids already read to where they came from.
+pub fn read_file(
+    root: &Path,
+    path: &Path,
+    limits: InputLimits,
+    seen_records: &mut HashMap<String, String>,
+    set: &mut SourceSet,
+) {
+    set.files_seen += 1;
+    let shown = path.display().to_string();
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            set.skipped.push(Skipped { path: shown, reason: format!("unreadable: {e}") });
+            return;
+        }
+    };
+    let text = match check_text(&bytes, limits) {
+        Ok(t) => t,
+        Err(r) => {
+            set.skipped.push(Skipped { path: shown, reason: r.to_string() });
+            return;
+        }
+    };
+    let id = doc_id_for(root, path);
+    // Topic: the first folder under the ingest root, unless the document says otherwise.
+    let folder_topic = id.split_once('/').map(|(t, _)| t.to_string());
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    match extension(path).as_str() {
+        "jsonl" => read_records(path, text, seen_records, set),
+        "html" | "htm" => {
+            let md = html_to_markdown(text);
+            let title = first_h1(&md).unwrap_or(stem);
+            set.docs.push(SourceDoc {
+                id,
+                title,
+                topic: folder_topic,
+                format: DocFormat::Html,
+                text: md,
+                origin: shown,
+                metadata: BTreeMap::new(),
+            });
+        }
+        "txt" => set.docs.push(SourceDoc {
+            id,
+            title: stem,
+            topic: folder_topic,
+            format: DocFormat::Text,
+            text: text.to_string(),
+            origin: shown,
+            metadata: BTreeMap::new(),
+        }),
+        _ => {
+            let (meta, body) = front_matter(text);
+            let title = meta.get("title").cloned().or_else(|| first_h1(&text[body..])).unwrap_or(stem);
+            let topic = meta.get("topic").cloned().or(folder_topic);
+            set.docs.push(SourceDoc {
+                id,
+                title,
+                topic,
+                format: DocFormat::Markdown,
+                text: text.to_string(),
+                origin: shown,
+                metadata: meta,
+            });
+        }
+    }
+}
+
+fn first_h1(md: &str) -> Option<String> {
+    crate::core::chunk::markdown::headers(md, 0)
+        .into_iter()
+        .find(|h| h.level == 1 && !h.title.is_empty())
+        .map(|h| h.title)
+}
+
+fn read_records(
+    path: &Path,
+    text: &str,
+    seen: &mut HashMap<String, String>,
+    set: &mut SourceSet,
+) {
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let origin = format!("{}:{}", path.display(), i + 1);
+        let value: serde_json::Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                set.skipped.push(Skipped { path: origin, reason: format!("invalid JSON: {e}") });
+                continue;
+            }
+        };
+        let Some(obj) = value.as_object() else {
+            set.skipped.push(Skipped { path: origin, reason: "record is not a JSON object".into() });
+            continue;
+        };
+        let id = match obj.get("id") {
+            Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s.clone(),
+            Some(serde_json::Value::Number(n)) => n.to_string(),
+            _ => {
+                set.skipped.push(Skipped { path: origin, reason: "record has no `id`".into() });
+                continue;
+            }
+        };
+        let Some(body) = obj.get("text").and_then(|t| t.as_str()).filter(|t| !t.trim().is_empty())
+        else {
+            set.skipped.push(Skipped { path: origin, reason: format!("record `{id}` has no `text`") });
+            continue;
+        };
+        if let Some(first) = seen.get(&id) {
+            set.skipped.push(Skipped {
+                path: origin,
+                reason: format!("duplicate record id `{id}` (first seen at {first})"),
+            });
+            continue;
+        }
+        seen.insert(id.clone(), origin.clone());
+        let mut metadata = BTreeMap::new();
+        for (k, v) in obj {
+            if k == "text" {
+                continue;
+            }
+            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            metadata.insert(k.clone(), v);
+        }
+        let title = metadata.get("title").cloned().unwrap_or_else(|| id.clone());
+        let topic = metadata.get("topic").cloned();
+        set.docs.push(SourceDoc {
+            id,
+            title,
+            topic,
+            format: DocFormat::Record,
+            text: body.to_string(),
+            origin,
+            metadata,
+        });
+    }
+}
+
+impl SourceSet {
+    /// Drop documents whose id was already taken by an earlier one (e.g. `a.md` and
+    /// `a.txt` in one folder), reporting each.
+    pub fn dedupe_ids(&mut self) {
+        let mut first: HashMap<String, String> = HashMap::new();
+        let mut kept = Vec::with_capacity(self.docs.len());
+        for doc in std::mem::take(&mut self.docs) {
+            if let Some(origin) = first.get(&doc.id) {
+                self.skipped.push(Skipped {
+                    path: doc.origin.clone(),
+                    reason: format!("duplicate document id `{}` (first seen at {origin})", doc.id),
+                });
+            } else {
+                first.insert(doc.id.clone(), doc.origin.clone());
+                kept.push(doc);
+            }
+        }
+        self.docs = kept;
+    }
+}

@@ -1,0 +1,299 @@
+//! Sparse retrieval over a tantivy index of the chunks (text with its header path).
+//!
+//! - **BM25**: tantivy's own scorer (k1 = 1.2, b = 0.75) over a disjunction of the
+//!   query's analysed terms (each term once; no query syntax, so `?`, `:` or `(` in a
+//!   question never fails to parse).
+//! - **TF-IDF**: cosine between tf-idf vectors, computed from tantivy's postings and
+//!   term statistics with scikit-learn's default weighting (raw tf, smooth idf
+//!   `ln((1 + N) / (1 + df)) + 1`, L2 norm). Document norms need one pass over the
+//!   whole inverted index; they are computed on first use and kept.
+//!
+//! The index is updated incrementally: each document stores its chunk id and a hash of
+//! its indexed text; `sync` deletes and re-adds only what changed.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use sha2::{Digest, Sha256};
+use tantivy::collector::TopDocs;
+use tantivy::postings::Postings;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
+use tantivy::{DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, TantivyDocument, Term};
+
+use super::{Result, StoreError};
+use crate::core::chunk::Chunk;
+use crate::core::fusion::Scored;
+
+pub const INDEX_DIR: &str = "index/bm25";
+
+fn err(path: &Path, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Invalid(format!("tantivy index {}: {e}", path.display()))
+}
+
+/// Hash of the text a chunk is indexed under (changes when text or header path do).
+pub fn text_hash(chunk: &Chunk) -> String {
+    let digest = Sha256::digest(chunk.indexed_text().as_bytes());
+    digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+}
+
+struct Fields {
+    id: Field,
+    hash: Field,
+    text: Field,
+}
+
+/// Per-segment TF-IDF data: document norms and chunk ids.
+struct TfIdfCache {
+    /// (segment ord, doc) -> (chunk id, norm)
+    docs: HashMap<(u32, u32), (String, f64)>,
+}
+
+pub struct SparseIndex {
+    path: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    tfidf: OnceLock<TfIdfCache>,
+}
+
+/// What a sync changed.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct SyncSummary {
+    pub added: usize,
+    pub removed: usize,
+    pub unchanged: usize,
+}
+
+impl SparseIndex {
+    fn schema() -> Schema {
+        let mut b = Schema::builder();
+        b.add_text_field("chunk_id", STRING | STORED);
+        b.add_text_field("hash", STRING | STORED);
+        b.add_text_field("text", TEXT);
+        b.build()
+    }
+
+    /// Open the index in `dir`, creating an empty one if absent.
+    pub fn open(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        let index = if dir.join("meta.json").is_file() {
+            Index::open_in_dir(dir).map_err(|e| err(dir, e))?
+        } else {
+            Index::create_in_dir(dir, Self::schema()).map_err(|e| err(dir, e))?
+        };
+        let schema = index.schema();
+        let field = |n: &str| schema.get_field(n).map_err(|e| err(dir, e));
+        let fields = Fields { id: field("chunk_id")?, hash: field("hash")?, text: field("text")? };
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| err(dir, e))?;
+        Ok(Self { path: dir.to_path_buf(), index, reader, fields, tfidf: OnceLock::new() })
+    }
+
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// (chunk id, hash) of every live document.
+    fn indexed(&self) -> Result<HashMap<String, String>> {
+        let searcher = self.reader.searcher();
+        let mut out = HashMap::new();
+        for seg in searcher.segment_readers() {
+            let store = seg.get_store_reader(64).map_err(|e| err(&self.path, e))?;
+            for doc in seg.doc_ids_alive() {
+                let d: TantivyDocument = store.get(doc).map_err(|e| err(&self.path, e))?;
+                let get = |f: Field| d.get_first(f).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+                out.insert(get(self.fields.id), get(self.fields.hash));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Make the index hold exactly `chunks`, touching only what changed.
+    pub fn sync(&mut self, chunks: &[Chunk]) -> Result<SyncSummary> {
+        let indexed = self.indexed()?;
+        let wanted: HashMap<&str, String> = chunks.iter().map(|c| (c.id.as_str(), text_hash(c))).collect();
+        let mut writer: IndexWriter = self.index.writer(64 << 20).map_err(|e| err(&self.path, e))?;
+        let mut summary = SyncSummary::default();
+        for (id, hash) in &indexed {
+            if wanted.get(id.as_str()) != Some(hash) {
+                writer.delete_term(Term::from_field_text(self.fields.id, id));
+                summary.removed += 1;
+            }
+        }
+        for c in chunks {
+            let hash = &wanted[c.id.as_str()];
+            if indexed.get(&c.id) == Some(hash) {
+                summary.unchanged += 1;
+                continue;
+            }
+            let mut doc = TantivyDocument::default();
+            doc.add_text(self.fields.id, &c.id);
+            doc.add_text(self.fields.hash, hash);
+            doc.add_text(self.fields.text, c.indexed_text());
+            writer.add_document(doc).map_err(|e| err(&self.path, e))?;
+            summary.added += 1;
+        }
+        if summary.added + summary.removed > 0 {
+            writer.commit().map_err(|e| err(&self.path, e))?;
+        }
+        writer.wait_merging_threads().map_err(|e| err(&self.path, e))?;
+        self.reader.reload().map_err(|e| err(&self.path, e))?;
+        self.tfidf = OnceLock::new();
+        Ok(summary)
+    }
+
+    /// The query's terms as the index analyses them (with repeats).
+    fn analyse(&self, text: &str) -> Result<Vec<Term>> {
+        let mut analyzer = self.index.tokenizer_for_field(self.fields.text).map_err(|e| err(&self.path, e))?;
+        let mut stream = analyzer.token_stream(text);
+        let mut terms = Vec::new();
+        while stream.advance() {
+            terms.push(Term::from_field_text(self.fields.text, &stream.token().text));
+        }
+        Ok(terms)
+    }
+
+    fn chunk_id(&self, searcher: &tantivy::Searcher, addr: tantivy::DocAddress) -> Result<String> {
+        let d: TantivyDocument = searcher.doc(addr).map_err(|e| err(&self.path, e))?;
+        Ok(d.get_first(self.fields.id).and_then(|v| v.as_str()).unwrap_or_default().to_string())
+    }
+
+    /// Top `k` chunks by BM25, best first.
+    pub fn bm25(&self, query: &str, k: usize) -> Result<Vec<Scored>> {
+        let mut terms = self.analyse(query)?;
+        let mut seen = HashSet::new();
+        terms.retain(|t| seen.insert(t.clone()));
+        if terms.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .into_iter()
+            .map(|t| (Occur::Should, Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>))
+            .collect();
+        let q = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&q, &TopDocs::with_limit(k).order_by_score()).map_err(|e| err(&self.path, e))?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            out.push(Scored { id: self.chunk_id(&searcher, addr)?, score: f64::from(score) });
+        }
+        // Equal scores: chunk id descending, like trec_eval.
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(&a.id)));
+        Ok(out)
+    }
+
+    fn idf(n: f64, df: f64) -> f64 {
+        ((1.0 + n) / (1.0 + df)).ln() + 1.0
+    }
+
+    fn tfidf_cache(&self) -> Result<&TfIdfCache> {
+        if let Some(c) = self.tfidf.get() {
+            return Ok(c);
+        }
+        let searcher = self.reader.searcher();
+        let n = searcher.num_docs() as f64;
+        let mut docs = HashMap::new();
+        // Global document frequencies first (a term's df spans segments).
+        let mut df: HashMap<Vec<u8>, u64> = HashMap::new();
+        for seg in searcher.segment_readers() {
+            let inv = seg.inverted_index(self.fields.text).map_err(|e| err(&self.path, e))?;
+            let mut stream = inv.terms().stream().map_err(|e| err(&self.path, e))?;
+            while stream.advance() {
+                let ti = stream.value();
+                let mut postings = inv
+                    .read_postings_from_terminfo(ti, IndexRecordOption::Basic)
+                    .map_err(|e| err(&self.path, e))?;
+                let mut count = 0u64;
+                let mut d = postings.doc();
+                while d != TERMINATED {
+                    if !seg.is_deleted(d) {
+                        count += 1;
+                    }
+                    d = postings.advance();
+                }
+                *df.entry(stream.key().to_vec()).or_default() += count;
+            }
+        }
+        for (ord, seg) in searcher.segment_readers().iter().enumerate() {
+            let ord = u32::try_from(ord).unwrap_or(u32::MAX);
+            let inv = seg.inverted_index(self.fields.text).map_err(|e| err(&self.path, e))?;
+            let mut sq: HashMap<u32, f64> = HashMap::new();
+            let mut stream = inv.terms().stream().map_err(|e| err(&self.path, e))?;
+            while stream.advance() {
+                let idf = Self::idf(n, df.get(stream.key()).copied().unwrap_or(0) as f64);
+                let mut postings = inv
+                    .read_postings_from_terminfo(stream.value(), IndexRecordOption::WithFreqs)
+                    .map_err(|e| err(&self.path, e))?;
+                let mut d = postings.doc();
+                while d != TERMINATED {
+                    if !seg.is_deleted(d) {
+                        let w = f64::from(postings.term_freq()) * idf;
+                        *sq.entry(d).or_default() += w * w;
+                    }
+                    d = postings.advance();
+                }
+            }
+            let store = seg.get_store_reader(64).map_err(|e| err(&self.path, e))?;
+            for doc in seg.doc_ids_alive() {
+                let stored: TantivyDocument = store.get(doc).map_err(|e| err(&self.path, e))?;
+                let id = stored.get_first(self.fields.id).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+                docs.insert((ord, doc), (id, sq.get(&doc).copied().unwrap_or(0.0).sqrt()));
+            }
+        }
+        Ok(self.tfidf.get_or_init(|| TfIdfCache { docs }))
+    }
+
+    /// Top `k` chunks by tf-idf cosine, best first.
+    pub fn tfidf(&self, query: &str, k: usize) -> Result<Vec<Scored>> {
+        let cache = self.tfidf_cache()?;
+        let searcher = self.reader.searcher();
+        let n = searcher.num_docs() as f64;
+        let mut qtf: HashMap<Term, u32> = HashMap::new();
+        for t in self.analyse(query)? {
+            *qtf.entry(t).or_default() += 1;
+        }
+        let mut dot: HashMap<(u32, u32), f64> = HashMap::new();
+        let mut qnorm = 0.0;
+        for (term, tf) in &qtf {
+            let df = searcher.doc_freq(term).map_err(|e| err(&self.path, e))? as f64;
+            let idf = Self::idf(n, df);
+            let qw = f64::from(*tf) * idf;
+            qnorm += qw * qw;
+            if df == 0.0 {
+                continue;
+            }
+            for (ord, seg) in searcher.segment_readers().iter().enumerate() {
+                let ord = u32::try_from(ord).unwrap_or(u32::MAX);
+                let inv = seg.inverted_index(self.fields.text).map_err(|e| err(&self.path, e))?;
+                let Some(mut postings) =
+                    inv.read_postings(term, IndexRecordOption::WithFreqs).map_err(|e| err(&self.path, e))?
+                else {
+                    continue;
+                };
+                let mut d = postings.doc();
+                while d != TERMINATED {
+                    if !seg.is_deleted(d) {
+                        *dot.entry((ord, d)).or_default() += qw * f64::from(postings.term_freq()) * idf;
+                    }
+                    d = postings.advance();
+                }
+            }
+        }
+        let qnorm = qnorm.sqrt();
+        let mut out: Vec<Scored> = dot
+            .into_iter()
+            .filter_map(|(addr, dot)| {
+                let (id, norm) = cache.docs.get(&addr)?;
+                (*norm > 0.0 && qnorm > 0.0).then(|| Scored { id: id.clone(), score: dot / (norm * qnorm) })
+            })
+            .collect();
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(&a.id)));
+        out.truncate(k);
+        Ok(out)
+    }
+}

@@ -1,0 +1,143 @@
+//! Application state and its update function. Drawing lives in `ui.rs` and is a pure
+//! function of this state.
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use super::action::Action;
+use super::keymap::{Key, Keymap};
+use super::panes::corpus::CorpusPane;
+use crate::core::chunk::Chunk;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Corpus,
+    Query,
+    Generate,
+    Annotate,
+    Agreement,
+}
+
+impl Pane {
+    pub const ALL: [Self; 5] =
+        [Self::Corpus, Self::Query, Self::Generate, Self::Annotate, Self::Agreement];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Corpus => "Corpus",
+            Self::Query => "Query",
+            Self::Generate => "Generate",
+            Self::Annotate => "Annotate",
+            Self::Agreement => "Agreement",
+        }
+    }
+
+    /// Keymap section of the pane.
+    pub fn section(self) -> &'static str {
+        match self {
+            Self::Corpus => "corpus",
+            Self::Query => "query",
+            Self::Generate => "generate",
+            Self::Annotate => "annotate",
+            Self::Agreement => "agreement",
+        }
+    }
+
+    fn index(self) -> usize {
+        Self::ALL.iter().position(|p| *p == self).unwrap_or(0)
+    }
+}
+
+/// Which layer receives keys. Derived from state, never stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    Help,
+    Input,
+    Pane(Pane),
+}
+
+pub struct App {
+    pub pane: Pane,
+    pub show_help: bool,
+    pub help_scroll: u16,
+    pub should_quit: bool,
+    pub corpus: CorpusPane,
+    pub keymap: Keymap,
+    /// Shown in the status bar: workspace and counts.
+    pub context_line: String,
+    pub message: Option<String>,
+}
+
+impl App {
+    pub fn new(chunks: Vec<Chunk>, keymap: Keymap, context_line: String) -> Self {
+        Self {
+            pane: Pane::Corpus,
+            show_help: false,
+            help_scroll: 0,
+            should_quit: false,
+            corpus: CorpusPane::new(chunks),
+            keymap,
+            context_line,
+            message: None,
+        }
+    }
+
+    pub fn layer(&self) -> Layer {
+        if self.show_help {
+            Layer::Help
+        } else if self.pane == Pane::Corpus && self.corpus.editing {
+            Layer::Input
+        } else {
+            Layer::Pane(self.pane)
+        }
+    }
+
+    /// Translate a key press into an action for the current layer (text input takes
+    /// printable characters itself).
+    pub fn handle_key(&mut self, ev: KeyEvent) {
+        let key = Key::from_event(ev);
+        let action = match self.layer() {
+            Layer::Help => self.keymap.lookup(&["help"], key),
+            Layer::Input => {
+                let a = self.keymap.lookup(&["input"], key);
+                if a.is_none() {
+                    if let (KeyCode::Char(c), false) = (key.code, key.ctrl) {
+                        self.corpus.input_char(c);
+                        return;
+                    }
+                }
+                a
+            }
+            Layer::Pane(p) => self.keymap.lookup(&[p.section(), "global"], key),
+        };
+        if let Some(a) = action {
+            self.update(a);
+        }
+    }
+
+    pub fn update(&mut self, action: Action) {
+        self.message = None;
+        match action {
+            Action::Quit => self.should_quit = true,
+            Action::ToggleHelp => {
+                self.show_help = !self.show_help;
+                self.help_scroll = 0;
+            }
+            Action::Down if self.show_help => self.help_scroll = self.help_scroll.saturating_add(1),
+            Action::Up if self.show_help => self.help_scroll = self.help_scroll.saturating_sub(1),
+            Action::NextPane => self.pane = Pane::ALL[(self.pane.index() + 1) % Pane::ALL.len()],
+            Action::PrevPane => {
+                self.pane = Pane::ALL[(self.pane.index() + Pane::ALL.len() - 1) % Pane::ALL.len()];
+            }
+            Action::PaneCorpus => self.pane = Pane::Corpus,
+            Action::PaneQuery => self.pane = Pane::Query,
+            Action::PaneGenerate => self.pane = Pane::Generate,
+            Action::PaneAnnotate => self.pane = Pane::Annotate,
+            Action::PaneAgreement => self.pane = Pane::Agreement,
+            other => {
+                if self.pane == Pane::Corpus {
+                    self.corpus.update(other);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Corpus pane: documents with chunk counts, the chunks of the selected document with
+//! header paths and word counts, the chunk text (scrollable), a filter over titles and
+//! header paths, and a histogram of chunk lengths.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Bar, BarChart, BarGroup, Block, List, ListItem, ListState, Paragraph, Wrap};
+
+use crate::core::chunk::Chunk;
+use crate::core::stats::length_histogram;
+use crate::core::text::sanitize_for_terminal as clean;
+use crate::tui::action::Action;
+use crate::tui::theme::Theme;
+
+const PAGE: usize = 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Documents,
+    Chunks,
+    Text,
+}
+
+/// A chunk as displayed: every string already sanitized, once, at load time.
+#[derive(Debug, Clone)]
+pub struct ChunkView {
+    pub id: String,
+    pub path: String,
+    pub text: String,
+    pub words: usize,
+    pub chunk: Chunk,
+}
+
+#[derive(Debug, Clone)]
+pub struct DocView {
+    pub doc_id: String,
+    pub title: String,
+    pub chunks: Vec<usize>,
+}
+
+#[derive(Debug)]
+pub struct CorpusPane {
+    pub chunks: Vec<ChunkView>,
+    pub docs: Vec<DocView>,
+    pub filter: String,
+    pub editing: bool,
+    /// Visible documents (index into `docs`) with their visible chunks.
+    pub visible: Vec<(usize, Vec<usize>)>,
+    pub doc_sel: usize,
+    pub chunk_sel: usize,
+    pub text_scroll: u16,
+    pub focus: Focus,
+}
+
+impl CorpusPane {
+    pub fn new(chunks: Vec<Chunk>) -> Self {
+        let mut views: Vec<ChunkView> = chunks
+            .into_iter()
+            .map(|c| ChunkView {
+                id: clean(&c.id),
+                path: clean(&c.path_label()),
+                text: clean(&c.text),
+                words: c.word_count,
+                chunk: c,
+            })
+            .collect();
+        views.sort_by(|a, b| {
+            a.chunk.doc_id.cmp(&b.chunk.doc_id).then(a.chunk.ordinal.cmp(&b.chunk.ordinal))
+        });
+        let mut docs: Vec<DocView> = Vec::new();
+        for (i, v) in views.iter().enumerate() {
+            match docs.last_mut() {
+                Some(d) if d.doc_id == v.chunk.doc_id => d.chunks.push(i),
+                _ => docs.push(DocView {
+                    doc_id: v.chunk.doc_id.clone(),
+                    title: clean(&v.chunk.title),
+                    chunks: vec![i],
+                }),
+            }
+        }
+        let mut pane = Self {
+            chunks: views,
+            docs,
+            filter: String::new(),
+            editing: false,
+            visible: Vec::new(),
+            doc_sel: 0,
+            chunk_sel: 0,
+            text_scroll: 0,
+            focus: Focus::Documents,
+        };
+        pane.apply_filter();
+        pane
+    }
+
+    /// Recompute the visible documents and chunks. A document matches when its title
+    /// does (all its chunks shown) or when some of its chunks' header paths do (only
+    /// those shown). Case-insensitive substring match.
+    pub fn apply_filter(&mut self) {
+        let needle = self.filter.to_lowercase();
+        self.visible = self
+            .docs
+            .iter()
+            .enumerate()
+            .filter_map(|(d, doc)| {
+                if needle.is_empty() || doc.title.to_lowercase().contains(&needle) {
+                    return Some((d, doc.chunks.clone()));
+                }
+                let hits: Vec<usize> = doc
+                    .chunks
+                    .iter()
+                    .copied()
+                    .filter(|&c| self.chunks[c].path.to_lowercase().contains(&needle))
+                    .collect();
+                (!hits.is_empty()).then_some((d, hits))
+            })
+            .collect();
+        self.doc_sel = self.doc_sel.min(self.visible.len().saturating_sub(1));
+        self.chunk_sel = 0;
+        self.text_scroll = 0;
+    }
+
+    pub fn selected_doc(&self) -> Option<&DocView> {
+        self.visible.get(self.doc_sel).map(|(d, _)| &self.docs[*d])
+    }
+
+    pub fn selected_chunk(&self) -> Option<&ChunkView> {
+        let (_, cs) = self.visible.get(self.doc_sel)?;
+        cs.get(self.chunk_sel).map(|&c| &self.chunks[c])
+    }
+
+    fn visible_chunk_count(&self) -> usize {
+        self.visible.get(self.doc_sel).map_or(0, |(_, c)| c.len())
+    }
+
+    fn move_by(&mut self, delta: isize) {
+        let step = |cur: usize, len: usize| -> usize {
+            if len == 0 {
+                return 0;
+            }
+            cur.saturating_add_signed(delta).min(len - 1)
+        };
+        match self.focus {
+            Focus::Documents => {
+                let n = step(self.doc_sel, self.visible.len());
+                if n != self.doc_sel {
+                    self.doc_sel = n;
+                    self.chunk_sel = 0;
+                    self.text_scroll = 0;
+                }
+            }
+            Focus::Chunks => {
+                let n = step(self.chunk_sel, self.visible_chunk_count());
+                if n != self.chunk_sel {
+                    self.chunk_sel = n;
+                    self.text_scroll = 0;
+                }
+            }
+            Focus::Text => {
+                self.text_scroll = self.text_scroll.saturating_add_signed(delta as i16);
+            }
+        }
+    }
+
+    /// Handle an action aimed at this pane; returns whether it was used.
+    pub fn update(&mut self, action: Action) -> bool {
+        let big = isize::MAX / 2;
+        match action {
+            Action::Down => self.move_by(1),
+            Action::Up => self.move_by(-1),
+            Action::PageDown => self.move_by(PAGE as isize),
+            Action::PageUp => self.move_by(-(PAGE as isize)),
+            Action::Top => self.move_by(-big),
+            Action::Bottom => self.move_by(big),
+            Action::FocusRight => {
+                self.focus = match self.focus {
+                    Focus::Documents => Focus::Chunks,
+                    _ => Focus::Text,
+                }
+            }
+            Action::FocusLeft => {
+                self.focus = match self.focus {
+                    Focus::Text => Focus::Chunks,
+                    _ => Focus::Documents,
+                }
+            }
+            Action::StartFilter => self.editing = true,
+            Action::ClearFilter => {
+                self.filter.clear();
+                self.apply_filter();
+            }
+            Action::SubmitInput => self.editing = false,
+            Action::CancelInput => {
+                self.editing = false;
+                self.filter.clear();
+                self.apply_filter();
+            }
+            Action::InputBackspace => {
+                self.filter.pop();
+                self.apply_filter();
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Typed text while the filter box is being edited.
+    pub fn input_char(&mut self, c: char) {
+        self.filter.push(c);
+        self.apply_filter();
+    }
+
+    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [left, mid, right] = Layout::horizontal([
+            Constraint::Percentage(30),
+            Constraint::Percentage(30),
+            Constraint::Percentage(40),
+        ])
+        .areas(area);
+        let [filter_area, docs_area] =
+            Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(left);
+        let [text_area, hist_area] =
+            Layout::vertical([Constraint::Min(5), Constraint::Length(9)]).areas(right);
+        let block = |title: String, focused: bool| {
+            Block::bordered()
+                .title(Span::styled(title, theme.title))
+                .border_style(if focused { theme.focused_border } else { theme.border })
+        };
+
+        let cursor = if self.editing { "▏" } else { "" };
+        let filter_title = if self.editing { " Filter (enter/esc) " } else { " Filter (/) " };
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled(clean(&self.filter), theme.filter),
+                Span::styled(cursor, theme.filter),
+            ]))
+            .block(block(filter_title.into(), self.editing)),
+            filter_area,
+        );
+
+        let doc_items: Vec<ListItem> = self
+            .visible
+            .iter()
+            .map(|(d, cs)| {
+                let doc = &self.docs[*d];
+                let count = if cs.len() == doc.chunks.len() {
+                    format!("{:>3}", cs.len())
+                } else {
+                    format!("{}/{}", cs.len(), doc.chunks.len())
+                };
+                ListItem::new(Line::from(vec![
+                    Span::styled(format!("{count} "), theme.muted),
+                    Span::styled(doc.title.clone(), theme.text),
+                ]))
+            })
+            .collect();
+        let docs_title = format!(" Documents {}/{} ", self.visible.len(), self.docs.len());
+        let mut state = ListState::default().with_selected(Some(self.doc_sel));
+        f.render_stateful_widget(
+            List::new(doc_items)
+                .block(block(docs_title, self.focus == Focus::Documents))
+                .highlight_style(theme.selected),
+            docs_area,
+            &mut state,
+        );
+
+        let chunk_items: Vec<ListItem> = self
+            .visible
+            .get(self.doc_sel)
+            .map(|(_, cs)| {
+                cs.iter()
+                    .map(|&c| {
+                        let v = &self.chunks[c];
+                        ListItem::new(Line::from(vec![
+                            Span::styled(format!("{:>5}w ", v.words), theme.muted),
+                            Span::styled(v.path.clone(), theme.header_path),
+                        ]))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut state = ListState::default().with_selected(Some(self.chunk_sel));
+        f.render_stateful_widget(
+            List::new(chunk_items)
+                .block(block(" Chunks ".into(), self.focus == Focus::Chunks))
+                .highlight_style(theme.selected),
+            mid,
+            &mut state,
+        );
+
+        let (title, body) = match self.selected_chunk() {
+            Some(v) => (
+                format!(" {} ", v.id),
+                vec![
+                    Line::styled(v.path.clone(), theme.header_path),
+                    Line::styled(
+                        format!("{} words · bytes {}..{}", v.words, v.chunk.byte_start, v.chunk.byte_end),
+                        theme.muted,
+                    ),
+                    Line::raw(""),
+                ]
+                .into_iter()
+                .chain(v.text.lines().map(|l| Line::styled(l.to_string(), theme.text)))
+                .collect::<Vec<_>>(),
+            ),
+            None if self.docs.is_empty() => (
+                " Text ".into(),
+                vec![Line::styled("No chunks yet: run `raglab ingest PATH`.", theme.muted)],
+            ),
+            None => (" Text ".into(), vec![Line::styled("No match for the filter.", theme.muted)]),
+        };
+        f.render_widget(
+            Paragraph::new(body)
+                .wrap(Wrap { trim: false })
+                .scroll((self.text_scroll, 0))
+                .block(block(title, self.focus == Focus::Text)),
+            text_area,
+        );
+
+        let shown = self.visible.iter().flat_map(|(_, cs)| cs.iter().map(|&c| &self.chunks[c].chunk));
+        let hist = length_histogram(shown);
+        let bars: Vec<Bar> = hist
+            .iter()
+            .map(|(label, n)| Bar::default().value(*n as u64).label(Line::from(label.clone())))
+            .collect();
+        f.render_widget(
+            BarChart::default()
+                .block(block(" Chunk length (words) ".into(), false))
+                .data(BarGroup::default().bars(&bars))
+                .bar_width(6)
+                .bar_gap(1)
+                .bar_style(theme.histogram)
+                .value_style(theme.selected),
+            hist_area,
+        );
+    }
+}

@@ -1,0 +1,4 @@
+//! One pane per file.
+
+pub mod corpus;
+pub mod placeholder;

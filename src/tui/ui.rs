@@ -1,0 +1,97 @@
+//! Drawing: a pure function of the app state. No IO, no locks, no awaits.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Tabs};
+
+use super::app::{App, Layer, Pane};
+use super::panes::{corpus, placeholder};
+use super::theme::Theme;
+
+pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
+    let [tabs_area, body, status] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)])
+            .areas(f.area());
+    let titles: Vec<Line> = Pane::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Line::from(format!(" {} {} ", i + 1, p.title())))
+        .collect();
+    let selected = Pane::ALL.iter().position(|p| *p == app.pane).unwrap_or(0);
+    f.render_widget(
+        Tabs::new(titles)
+            .select(selected)
+            .style(theme.tab)
+            .highlight_style(theme.tab_active)
+            .divider(" "),
+        tabs_area,
+    );
+
+    match app.pane {
+        Pane::Corpus => app.corpus.draw(f, body, theme),
+        Pane::Query => placeholder::draw(f, body, theme, "Query", "Retrieval (BM25, TF-IDF, dense, weighted RRF) arrives with the retrieval issue."),
+        Pane::Generate => placeholder::draw(f, body, theme, "Generate", "Streaming generation with llama.cpp arrives with the generation issue."),
+        Pane::Annotate => placeholder::draw(f, body, theme, "Annotate", "Blind two-reviewer labelling arrives with the annotation issue."),
+        Pane::Agreement => placeholder::draw(f, body, theme, "Agreement", "Kappa and macro-F1 reports arrive with the annotation issue."),
+    }
+
+    draw_status(app, f, status, theme);
+    if app.layer() == Layer::Help {
+        draw_help(app, f, theme);
+    }
+}
+
+fn draw_status(app: &App, f: &mut Frame, area: Rect, theme: &Theme) {
+    let mut spans = vec![Span::styled(format!(" {} ", app.context_line), theme.status_bar)];
+    if let Some(m) = &app.message {
+        spans.push(Span::styled(format!(" {m} "), theme.error));
+    }
+    let hints = match app.layer() {
+        Layer::Input => " enter apply  esc cancel ",
+        Layer::Help => " esc close ",
+        Layer::Pane(_) => " ? help  tab pane  q quit ",
+    };
+    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    let pad = usize::from(area.width).saturating_sub(used + hints.chars().count());
+    spans.push(Span::styled(" ".repeat(pad), theme.status_bar));
+    spans.push(Span::styled(hints, theme.status_key));
+    f.render_widget(Paragraph::new(Line::from(spans)).style(theme.status_bar), area);
+}
+
+fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
+    let mut lines = Vec::new();
+    let sections = [("Everywhere", "global"), (app.pane.title(), app.pane.section())];
+    for (heading, section) in sections {
+        let rows = app.keymap.help_rows(section);
+        if rows.is_empty() {
+            continue;
+        }
+        lines.push(Line::styled(heading.to_string(), theme.title));
+        for (keys, desc) in rows {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {keys:<18}"), theme.status_key),
+                Span::styled(desc, theme.text),
+            ]));
+        }
+        lines.push(Line::raw(""));
+    }
+    lines.push(Line::styled(
+        "Keys come from assets/keymap.toml; override them in CONFIG_DIR/keymap.toml.",
+        theme.muted,
+    ));
+    let area = centered(f.area(), 70, 80);
+    f.render_widget(Clear, area);
+    f.render_widget(
+        Paragraph::new(lines)
+            .scroll((app.help_scroll, 0))
+            .block(Block::bordered().title(" Help ").border_style(theme.focused_border)),
+        area,
+    );
+}
+
+fn centered(area: Rect, pct_w: u16, pct_h: u16) -> Rect {
+    let [v] = Layout::vertical([Constraint::Percentage(pct_h)]).flex(Flex::Center).areas(area);
+    let [h] = Layout::horizontal([Constraint::Percentage(pct_w)]).flex(Flex::Center).areas(v);
+    h
+}

@@ -1,0 +1,71 @@
+//! Helpers shared by the integration tests: run the real binary in an isolated
+//! environment (temporary config, data and workspace folders).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Self { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_raglab"));
+        c.env("RAGLAB_CONFIG_DIR", self.dir.path().join("config"))
+            .env("RAGLAB_DATA_DIR", self.dir.path().join("data"))
+            .env_remove("RAGLAB_WORKSPACE")
+            .arg("--workspace")
+            .arg(self.workspace());
+        c
+    }
+
+    /// Run with arguments; panic with stderr when it fails.
+    pub fn ok(&self, args: &[&str]) -> Output {
+        let out = self.cmd().args(args).output().expect("spawn raglab");
+        assert!(
+            out.status.success(),
+            "raglab {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        out
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.ok(args);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("raglab {args:?} printed invalid JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
+        })
+    }
+}
+
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn sample_guidance() -> PathBuf {
+    repo().join("sample-data").join("guidance")
+}
+
+/// The sample questions (`sample-data/questions.jsonl`).
+pub fn sample_questions() -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(repo().join("sample-data/questions.jsonl")).expect("questions");
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json")).collect()
+}
+
+/// Path of an installed model; panics with the fix when setup has not run.
+pub fn model(file: &str) -> PathBuf {
+    let paths = raglab::config::Paths::discover().expect("paths");
+    let p = paths.models_dir().join(file);
+    assert!(p.is_file(), "{} missing: run scripts/setup.sh first", p.display());
+    p
+}

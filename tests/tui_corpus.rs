@@ -1,0 +1,168 @@
+//! The TUI driven headless: keys in, frames rendered into ratatui's TestBackend.
+
+mod common;
+
+use std::collections::HashMap;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use raglab::core::chunk::{Chunk, Chunker, chunk_document};
+use raglab::core::corpus::InputLimits;
+use raglab::store::sources::{SourceSet, collect_files, read_file};
+use raglab::tui::app::{App, Pane};
+use raglab::tui::keymap::Keymap;
+use raglab::tui::theme::Theme;
+
+fn sample_chunks() -> Vec<Chunk> {
+    let mut set = SourceSet::default();
+    let files = collect_files(&[common::sample_guidance()], &mut set.skipped);
+    let mut seen = HashMap::new();
+    for (root, path) in &files {
+        read_file(root, path, InputLimits::default(), &mut seen, &mut set);
+    }
+    set.docs.iter().flat_map(|d| chunk_document(d, Chunker::Headers)).collect()
+}
+
+fn app_with(chunks: Vec<Chunk>) -> App {
+    App::new(chunks, Keymap::default_keymap(), "test workspace".into())
+}
+
+fn render(app: &App) -> String {
+    let mut term = Terminal::new(TestBackend::new(140, 40)).expect("terminal");
+    let theme = Theme::builtin("dark").expect("theme");
+    term.draw(|f| raglab::tui::ui::draw(app, f, &theme)).expect("draw");
+    let buf = term.backend().buffer().clone();
+    let mut s = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            s.push_str(buf[(x, y)].symbol());
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn press(app: &mut App, keys: &str) {
+    for c in keys.chars() {
+        app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    }
+}
+
+fn press_code(app: &mut App, code: KeyCode) {
+    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+}
+
+#[test]
+fn corpus_pane_shows_documents_chunks_text_and_histogram() {
+    let app = app_with(sample_chunks());
+    let screen = render(&app);
+    assert!(screen.contains("Documents 57/57"), "{screen}");
+    // Documents are sorted by id: anaplasmosis comes first.
+    assert!(screen.contains("Anaplasmosis"), "{screen}");
+    assert!(screen.contains("Chunk length (words)"));
+    assert!(screen.contains("1 Corpus") && screen.contains("5 Agreement"));
+    let first = app.corpus.selected_chunk().expect("a chunk");
+    assert!(screen.contains(&first.path), "header path of the selected chunk shown");
+    assert!(screen.contains("? help"));
+}
+
+#[test]
+fn keys_move_between_documents_chunks_and_text() {
+    let mut app = app_with(sample_chunks());
+    let doc0 = app.corpus.selected_doc().expect("doc").doc_id.clone();
+    press(&mut app, "j");
+    let doc1 = app.corpus.selected_doc().expect("doc").doc_id.clone();
+    assert_ne!(doc0, doc1);
+    press(&mut app, "l"); // focus chunks
+    let c0 = app.corpus.selected_chunk().expect("chunk").id.clone();
+    press(&mut app, "j");
+    let c1 = app.corpus.selected_chunk().expect("chunk").id.clone();
+    assert_ne!(c0, c1);
+    assert!(render(&app).contains(&format!(" {c1} ")), "the selected chunk's id titles the text box");
+    press(&mut app, "G");
+    let last = app.corpus.selected_doc().expect("doc");
+    assert_eq!(app.corpus.selected_chunk().map(|c| c.id.clone()), last.chunks.last().map(|&i| app.corpus.chunks[i].id.clone()));
+    press(&mut app, "l"); // focus text, scroll
+    press(&mut app, "jj");
+    assert_eq!(app.corpus.text_scroll, 2);
+    press(&mut app, "hh");
+    press(&mut app, "G");
+    let last_doc = app.corpus.docs.last().map(|d| d.doc_id.clone());
+    assert_eq!(app.corpus.selected_doc().map(|d| d.doc_id.clone()), last_doc);
+    press_code(&mut app, KeyCode::Tab);
+    assert_eq!(app.pane, Pane::Query);
+    assert!(render(&app).contains("not yet available"));
+    press(&mut app, "1");
+    assert_eq!(app.pane, Pane::Corpus);
+    press(&mut app, "q");
+    assert!(app.should_quit);
+}
+
+#[test]
+fn filter_narrows_titles_and_header_paths() {
+    let mut app = app_with(sample_chunks());
+    press(&mut app, "/");
+    press(&mut app, "rabies");
+    let screen = render(&app);
+    assert!(screen.contains("Documents 1/57"), "{screen}");
+    assert!(screen.contains("rabies"));
+    // While typing, `q` is text, not quit.
+    press(&mut app, "q");
+    assert!(!app.should_quit);
+    assert_eq!(app.corpus.filter, "rabiesq");
+    press_code(&mut app, KeyCode::Backspace);
+    press_code(&mut app, KeyCode::Enter);
+    assert!(!app.corpus.editing);
+    // A header-path match shows only the matching chunks of each document.
+    press_code(&mut app, KeyCode::Esc);
+    press(&mut app, "/");
+    press(&mut app, "how common");
+    press_code(&mut app, KeyCode::Enter);
+    let n = app.corpus.visible.len();
+    assert!(n >= 1 && n < 57);
+    assert!(app.corpus.visible.iter().all(|(_, cs)| cs.len() == 1));
+    assert!(render(&app).contains("1/"), "partial chunk counts shown");
+    press_code(&mut app, KeyCode::Esc);
+    assert_eq!(app.corpus.visible.len(), 57);
+}
+
+#[test]
+fn help_overlay_lists_bindings_from_the_keymap() {
+    let mut app = app_with(sample_chunks());
+    press(&mut app, "?");
+    let screen = render(&app);
+    assert!(screen.contains(" Help "));
+    assert!(screen.contains("Filter titles and header paths"), "{screen}");
+    assert!(screen.contains("Quit"));
+    // In help, q closes the overlay instead of quitting.
+    press(&mut app, "q");
+    assert!(!app.should_quit);
+    assert!(!render(&app).contains(" Help "));
+}
+
+#[test]
+fn escape_sequences_in_chunks_never_reach_the_screen() {
+    let doc = raglab::core::corpus::SourceDoc {
+        id: "evil".into(),
+        title: "Evil \u{1b}]0;pwned\u{7}doc".into(),
+        topic: None,
+        format: raglab::core::corpus::DocFormat::Markdown,
+        text: "# Evil\n\nclear\u{1b}[2J\u{1b}[H screen \u{1b}[31mred\u{1b}[0m and bell\u{7}\n".into(),
+        origin: "evil.md".into(),
+        metadata: Default::default(),
+    };
+    let mut app = app_with(chunk_document(&doc, Chunker::Headers));
+    press(&mut app, "l");
+    let screen = render(&app);
+    assert!(screen.contains("clear screen red and bell"), "{screen}");
+    assert!(screen.contains("Evil doc"));
+    assert!(!screen.contains('\u{1b}') && !screen.contains('\u{7}'));
+    assert!(!screen.contains("[2J") && !screen.contains("pwned"));
+}
+
+#[test]
+fn empty_workspace_says_what_to_do() {
+    let app = app_with(Vec::new());
+    assert!(render(&app).contains("raglab ingest"));
+}

@@ -117,7 +117,7 @@ case "$mode" in
     say "ingesting sample-data/guidance"
     "$bin" ingest sample-data/guidance --index
     say "opening the TUI (q quits, ? shows the keys)"
-    exec "$bin"
+    exec "$bin" --questions sample-data/questions.jsonl
     ;;
   --test)
     say "running the test suite"

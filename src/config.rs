@@ -65,6 +65,8 @@ pub struct Config {
     pub workspace: Option<PathBuf>,
     /// Theme name (`dark`, `light`, `high-contrast`) or a file in CONFIG_DIR/themes.
     pub theme: Option<String>,
+    /// Questions JSONL listed in the TUI's query pane.
+    pub questions: Option<PathBuf>,
     pub models: ModelConfig,
     pub chunking: ChunkingConfig,
 }

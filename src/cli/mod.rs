@@ -1,8 +1,10 @@
 //! Headless commands. Each reuses `core`, `store` and `infer`; the TUI is one more
 //! front end started when no subcommand is given.
 
+pub mod annotate;
 mod corpus;
 pub mod eval;
+pub mod generate;
 pub mod index;
 mod ingest;
 mod search;
@@ -24,6 +26,12 @@ pub struct Cli {
     /// Theme for the TUI: dark, light, high-contrast, or a file in CONFIG_DIR/themes.
     #[arg(long, global = true)]
     pub theme: Option<String>,
+    /// Questions JSONL listed in the TUI's query pane (default: config `questions`).
+    #[arg(long, global = true)]
+    pub questions: Option<PathBuf>,
+    /// Reviewer name for the Annotate pane (asked for when absent).
+    #[arg(long, global = true)]
+    pub reviewer: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -46,8 +54,35 @@ pub enum Command {
         #[command(subcommand)]
         cmd: eval::EvalCmd,
     },
+    /// Generate answers for a question set with retrieval and full provenance.
+    Generate(generate::GenerateArgs),
+    /// Judge stored answers on the rubric with a grammar-constrained model.
+    Judge(generate::JudgeArgs),
+    /// Reports over stored answers.
+    Report {
+        #[command(subcommand)]
+        cmd: ReportCmd,
+    },
+    /// Annotation items.
+    Annotate {
+        #[command(subcommand)]
+        cmd: annotate::AnnotateCmd,
+    },
+    /// Reviewer labels: import, export, history.
+    Labels {
+        #[command(subcommand)]
+        cmd: annotate::LabelsCmd,
+    },
+    /// Agreement table: kappa and macro-F1 with bootstrap CIs per criterion and overall.
+    Agree(annotate::AgreeArgs),
     /// Print where raglab keeps config, data, models and the workspace.
     Paths,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCmd {
+    /// Pass rates per criterion and target-rank bucket, latency and tokens, frugality.
+    Answers(generate::ReportArgs),
 }
 
 /// What every command needs: resolved paths, config and the workspace.
@@ -93,12 +128,18 @@ pub fn run(cli: Cli) -> Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     match cli.command {
-        None => rt.block_on(crate::tui::run(ctx, cli.theme)),
+        None => rt.block_on(crate::tui::run(ctx, crate::tui::TuiOptions { theme: cli.theme, questions: cli.questions, reviewer: cli.reviewer })),
         Some(Command::Ingest(args)) => rt.block_on(ingest::run(&ctx, args)),
         Some(Command::Corpus { cmd }) => rt.block_on(corpus::run(&ctx, cmd)),
         Some(Command::Index(args)) => rt.block_on(index::run(&ctx, args)),
         Some(Command::Search(args)) => rt.block_on(search::run(&ctx, args)),
         Some(Command::Eval { cmd }) => rt.block_on(eval::run(&ctx, cmd)),
+        Some(Command::Annotate { cmd }) => rt.block_on(annotate::create(&ctx, cmd)),
+        Some(Command::Labels { cmd }) => rt.block_on(annotate::labels(&ctx, cmd)),
+        Some(Command::Agree(args)) => rt.block_on(annotate::agree(&ctx, args)),
+        Some(Command::Generate(args)) => rt.block_on(generate::generate(&ctx, args)),
+        Some(Command::Judge(args)) => rt.block_on(generate::run_judge(&ctx, args)),
+        Some(Command::Report { cmd: ReportCmd::Answers(args) }) => rt.block_on(generate::report(&ctx, args)),
         Some(Command::Paths) => {
             println!("config:    {}", ctx.paths.config_file().display());
             println!("data:      {}", ctx.paths.data_dir.display());

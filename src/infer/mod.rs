@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod embed;
+pub mod generate;
 
 /// Errors from model loading and inference. Each names the model file involved.
 #[derive(Debug, thiserror::Error)]

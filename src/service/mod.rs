@@ -1,4 +1,7 @@
 //! Services shared by the CLI and the TUI: they combine `store` and `infer` around the
 //! pure `core` (e.g. building indexes, answering a query with every retriever).
 
+pub mod annotation;
+pub mod generation;
 pub mod retrieval;
+pub mod rubric;

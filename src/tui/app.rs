@@ -6,6 +6,10 @@ use crossterm::event::{KeyCode, KeyEvent};
 use super::action::Action;
 use super::keymap::{Key, Keymap};
 use super::panes::corpus::CorpusPane;
+use super::panes::agreement::AgreementPane;
+use super::panes::annotate::AnnotatePane;
+use super::panes::generate::GeneratePane;
+use super::panes::query::QueryPane;
 use crate::core::chunk::Chunk;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +65,10 @@ pub struct App {
     pub help_scroll: u16,
     pub should_quit: bool,
     pub corpus: CorpusPane,
+    pub query: QueryPane,
+    pub generate: GeneratePane,
+    pub annotate: AnnotatePane,
+    pub agreement: AgreementPane,
     pub keymap: Keymap,
     /// Shown in the status bar: workspace and counts.
     pub context_line: String,
@@ -74,17 +82,29 @@ impl App {
             show_help: false,
             help_scroll: 0,
             should_quit: false,
+            query: QueryPane::new(Vec::new(), Vec::new(), chunk_info(&chunks)),
             corpus: CorpusPane::new(chunks),
+            generate: GeneratePane::new(String::new()),
+            annotate: AnnotatePane::new(None, crate::service::rubric::default_rubric()),
+            agreement: AgreementPane::default(),
             keymap,
             context_line,
             message: None,
         }
     }
 
+    /// Whether an overlay of the current pane takes the keys (e.g. an opened chunk).
+    fn overlay_open(&self) -> bool {
+        self.pane == Pane::Query && self.query.open_chunk
+    }
+
     pub fn layer(&self) -> Layer {
         if self.show_help {
             Layer::Help
-        } else if self.pane == Pane::Corpus && self.corpus.editing {
+        } else if (self.pane == Pane::Corpus && self.corpus.editing)
+            || (self.pane == Pane::Query && self.query.editing)
+            || (self.pane == Pane::Annotate && self.annotate.editing())
+        {
             Layer::Input
         } else {
             Layer::Pane(self.pane)
@@ -101,17 +121,37 @@ impl App {
                 let a = self.keymap.lookup(&["input"], key);
                 if a.is_none() {
                     if let (KeyCode::Char(c), false) = (key.code, key.ctrl) {
-                        self.corpus.input_char(c);
+                        match self.pane {
+                            Pane::Query => self.query.input.push(c),
+                            Pane::Annotate => self.annotate.input_char(c),
+                            _ => self.corpus.input_char(c),
+                        }
                         return;
                     }
                 }
                 a
             }
+            Layer::Pane(_) if self.overlay_open() => self.keymap.lookup(&["overlay"], key),
             Layer::Pane(p) => self.keymap.lookup(&[p.section(), "global"], key),
         };
         if let Some(a) = action {
             self.update(a);
         }
+    }
+
+    /// Generate an answer to the Query pane's current question with its ranking
+    /// settings; `new_seed` moves to the next seed (regenerate).
+    pub fn start_generation(&mut self, new_seed: bool) {
+        let q = self.query.current.clone().or_else(|| self.generate.question.clone());
+        let Some(q) = q else {
+            self.message = Some("pick or type a question in the Query pane first".into());
+            return;
+        };
+        if new_seed {
+            self.generate.sampling.seed = self.generate.sampling.seed.wrapping_add(1);
+        }
+        self.generate.start(q, self.query.method, self.query.alpha, self.query.k);
+        self.pane = Pane::Generate;
     }
 
     pub fn update(&mut self, action: Action) {
@@ -133,11 +173,38 @@ impl App {
             Action::PaneGenerate => self.pane = Pane::Generate,
             Action::PaneAnnotate => self.pane = Pane::Annotate,
             Action::PaneAgreement => self.pane = Pane::Agreement,
-            other => {
-                if self.pane == Pane::Corpus {
+            other => match self.pane {
+                Pane::Corpus => {
                     self.corpus.update(other);
                 }
-            }
+                Pane::Query if matches!(other, Action::Generate) => self.start_generation(false),
+                Pane::Query => {
+                    self.query.update(other);
+                }
+                Pane::Generate => match other {
+                    Action::Generate => self.start_generation(false),
+                    Action::Regenerate => self.start_generation(true),
+                    _ => {
+                        self.generate.update(other);
+                    }
+                },
+                Pane::Annotate => {
+                    self.annotate.update(other);
+                }
+                Pane::Agreement => {
+                    self.agreement.update(other);
+                }
+            },
         }
     }
+}
+
+/// (path label, text) per chunk id, sanitized once for the query pane.
+pub fn chunk_info(chunks: &[Chunk]) -> crate::tui::panes::query::ChunkInfo {
+    chunks
+        .iter()
+        .map(|c| {
+            (c.id.clone(), (crate::core::text::sanitize_for_terminal(&c.path_label()), crate::core::text::sanitize_for_terminal(&c.text)))
+        })
+        .collect()
 }

@@ -1,16 +1,20 @@
-//! The terminal UI: app state, actions, event loop, keymap, theme, panes.
+//! The terminal UI: app state, actions, event loop, jobs, keymap, theme, panes.
 //!
-//! Events (keys, resize, ticks) become Actions; background work will report back as
-//! Actions over an mpsc channel. Drawing is a pure function of state and happens at
-//! most once per frame, only when something changed.
+//! Events (keys, resize) become Actions; background work (retrieval, generation, label
+//! commits, the agreement bootstrap) runs as jobs and reports back as `Msg`s carrying
+//! owned data over an mpsc channel. Drawing is a pure function of state and happens at
+//! most once per frame, only when something changed: a stream of tokens costs one draw
+//! per frame, not one per token.
 
 pub mod action;
 pub mod app;
+pub mod jobs;
 pub mod keymap;
 pub mod panes;
 pub mod theme;
 pub mod ui;
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -20,11 +24,12 @@ use futures::StreamExt;
 use crate::cli::Context;
 use crate::store::chunks::ChunkStore;
 use app::App;
+use jobs::{Jobs, Msg};
 use keymap::Keymap;
 use theme::Theme;
 
 /// Shortest time between two frames: coalesces bursts of events into one draw.
-const FRAME: Duration = Duration::from_millis(16);
+pub const FRAME: Duration = Duration::from_millis(16);
 
 /// Resolve the theme: flag, then config, then dark.
 pub fn resolve_theme(ctx: &Context, flag: Option<String>) -> Result<Theme> {
@@ -32,20 +37,43 @@ pub fn resolve_theme(ctx: &Context, flag: Option<String>) -> Result<Theme> {
     Theme::load(&name, &ctx.paths.themes_dir())
 }
 
-pub async fn run(ctx: Context, theme_flag: Option<String>) -> Result<()> {
-    let theme = resolve_theme(&ctx, theme_flag)?;
+/// Read a questions JSONL file (`{id, text, relevant, answer}`), skipping bad lines.
+fn load_questions(path: &std::path::Path) -> Vec<panes::query::Question> {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Options of the TUI beyond the context.
+#[derive(Debug, Default)]
+pub struct TuiOptions {
+    pub theme: Option<String>,
+    pub questions: Option<PathBuf>,
+    pub reviewer: Option<String>,
+}
+
+pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
+    let started = Instant::now();
+    let theme = resolve_theme(&ctx, opts.theme)?;
     let keymap = Keymap::load(&ctx.paths.keymap_file())?;
     let chunks = ChunkStore::new(&ctx.workspace).load_all().await.context("loading chunks")?;
     let docs = chunks.iter().map(|c| c.doc_id.as_str()).collect::<std::collections::HashSet<_>>().len();
-    let context_line = format!(
-        "{} · {} documents · {} chunks",
-        ctx.workspace.root().display(),
-        docs,
-        chunks.len()
-    );
+    let context_line = format!("{} · {} documents · {} chunks", ctx.workspace.root().display(), docs, chunks.len());
     let mut app = App::new(chunks, keymap, context_line);
+    let questions = opts.questions.or_else(|| ctx.config.questions.clone());
+    app.query.questions = questions.as_deref().map(load_questions).unwrap_or_default();
+    app.query.failures = std::fs::read_to_string(ctx.workspace.path(crate::cli::eval::LAST_FAILURES))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    app.annotate.reviewer = opts.reviewer;
+    let gen_model = ctx.config.gen_model(&ctx.paths);
+    app.generate.model = crate::infer::backend::model_name(&gen_model);
+    let (mut jobs, rx) = Jobs::new(&ctx);
+    jobs.load_background();
+    let exit_after_first = std::env::var_os("RAGLAB_EXIT_AFTER_FIRST_FRAME").is_some();
     let mut terminal = ratatui::init(); // installs a panic hook that restores the terminal
-    let result = event_loop(&mut terminal, &mut app, &theme).await;
+    let result = event_loop(&mut terminal, &mut app, &theme, &mut jobs, rx, started, exit_after_first).await;
     ratatui::restore();
     result
 }
@@ -54,28 +82,48 @@ async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     theme: &Theme,
+    jobs: &mut Jobs,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Msg>,
+    started: Instant,
+    exit_after_first: bool,
 ) -> Result<()> {
     let mut events = EventStream::new();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
-    let started = Instant::now();
     let mut dirty = true;
     let mut last_draw = Instant::now() - FRAME;
     let mut first_frame_logged = false;
+    let mut frame_times: Vec<f64> = Vec::new();
+    app.query.status = Some("loading the retrieval indexes and the embedding model…".into());
     loop {
+        jobs.dispatch(app);
         if dirty && last_draw.elapsed() >= FRAME {
+            let t = Instant::now();
             terminal.draw(|f| ui::draw(app, f, theme))?;
+            if app.generate.running {
+                frame_times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
             last_draw = Instant::now();
             dirty = false;
             if !first_frame_logged {
-                tracing::info!(ms = started.elapsed().as_secs_f64() * 1e3, "first frame drawn");
+                let ms = started.elapsed().as_secs_f64() * 1e3;
+                tracing::info!(ms, "first frame drawn");
+                if exit_after_first {
+                    eprintln!("first frame after {ms:.1} ms");
+                    return Ok(());
+                }
                 first_frame_logged = true;
             }
         }
         if app.should_quit {
+            if !frame_times.is_empty() {
+                frame_times.sort_by(f64::total_cmp);
+                let p = |q: f64| frame_times[((frame_times.len() - 1) as f64 * q) as usize];
+                tracing::info!(frames = frame_times.len(), p50_ms = p(0.5), p95_ms = p(0.95), max_ms = p(1.0), "frame time while streaming");
+            }
             return Ok(());
         }
-        let wait = if dirty { FRAME.saturating_sub(last_draw.elapsed()) } else { Duration::from_secs(1) };
+        let wait = if dirty { FRAME.saturating_sub(last_draw.elapsed()) } else { Duration::from_millis(250) };
         tokio::select! {
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release => {
@@ -87,8 +135,19 @@ async fn event_loop(
                 Some(Err(e)) => return Err(e).context("reading terminal events"),
                 None => return Ok(()),
             },
+            Some(msg) = rx.recv() => {
+                jobs.apply(app, msg);
+                // Drain whatever else is queued (e.g. a burst of tokens) before drawing.
+                while let Ok(msg) = rx.try_recv() {
+                    jobs.apply(app, msg);
+                }
+                dirty = true;
+            }
             _ = sigterm.recv() => return Ok(()),
-            () = tokio::time::sleep(wait) => {}
+            () = tokio::time::sleep(wait) => {
+                // The live line (elapsed, tokens/s) ticks while generating.
+                if app.generate.running { dirty = true; }
+            }
         }
     }
 }

@@ -6,7 +6,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Tabs};
 
 use super::app::{App, Layer, Pane};
-use super::panes::{corpus, placeholder};
 use super::theme::Theme;
 
 pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
@@ -30,10 +29,10 @@ pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
 
     match app.pane {
         Pane::Corpus => app.corpus.draw(f, body, theme),
-        Pane::Query => placeholder::draw(f, body, theme, "Query", "Retrieval (BM25, TF-IDF, dense, weighted RRF) arrives with the retrieval issue."),
-        Pane::Generate => placeholder::draw(f, body, theme, "Generate", "Streaming generation with llama.cpp arrives with the generation issue."),
-        Pane::Annotate => placeholder::draw(f, body, theme, "Annotate", "Blind two-reviewer labelling arrives with the annotation issue."),
-        Pane::Agreement => placeholder::draw(f, body, theme, "Agreement", "Kappa and macro-F1 reports arrive with the annotation issue."),
+        Pane::Query => app.query.draw(f, body, theme),
+        Pane::Generate => app.generate.draw(f, body, theme),
+        Pane::Annotate => app.annotate.draw(f, body, theme),
+        Pane::Agreement => app.agreement.draw(f, body, theme),
     }
 
     draw_status(app, f, status, theme);
@@ -90,7 +89,7 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
     );
 }
 
-fn centered(area: Rect, pct_w: u16, pct_h: u16) -> Rect {
+pub fn centered(area: Rect, pct_w: u16, pct_h: u16) -> Rect {
     let [v] = Layout::vertical([Constraint::Percentage(pct_h)]).flex(Flex::Center).areas(area);
     let [h] = Layout::horizontal([Constraint::Percentage(pct_w)]).flex(Flex::Center).areas(v);
     h

@@ -1,4 +1,7 @@
 //! One pane per file.
 
+pub mod annotate;
+pub mod agreement;
 pub mod corpus;
-pub mod placeholder;
+pub mod generate;
+pub mod query;

@@ -1,0 +1,172 @@
+//! Rubrics are data (SPEC §5): a TOML file with criteria (key, name, definition, allowed
+//! labels; pass/fail by default). From a rubric come the judge's output grammar (GBNF,
+//! so a constrained model always produces one label per criterion) and the parser of
+//! that output.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Criterion {
+    pub key: String,
+    pub name: String,
+    pub definition: String,
+    /// Overrides the rubric's labels for this criterion.
+    #[serde(default)]
+    pub labels: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rubric {
+    pub name: String,
+    pub version: String,
+    #[serde(default = "pass_fail")]
+    pub labels: Vec<String>,
+    pub criteria: Vec<Criterion>,
+}
+
+fn pass_fail() -> Vec<String> {
+    vec!["pass".into(), "fail".into()]
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RubricError {
+    #[error("invalid rubric: {0}")]
+    Invalid(String),
+    #[error("judge output has no line for criterion `{0}`")]
+    Missing(String),
+    #[error("label `{label}` is not allowed for `{criterion}`")]
+    BadLabel { criterion: String, label: String },
+}
+
+/// The labels of every criterion and a rationale.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Judgement {
+    pub labels: Vec<(String, String)>,
+    pub rationale: String,
+}
+
+impl Rubric {
+    /// Check a deserialized rubric (the file format is parsed by the caller).
+    pub fn validated(self) -> Result<Self, RubricError> {
+        let r = self;
+        if r.criteria.is_empty() {
+            return Err(RubricError::Invalid("no criteria".into()));
+        }
+        for c in &r.criteria {
+            if c.key.is_empty() || !c.key.chars().all(|ch| ch.is_ascii_lowercase() || ch == '_' || ch.is_ascii_digit()) {
+                return Err(RubricError::Invalid(format!("criterion key `{}` must be lowercase snake_case", c.key)));
+            }
+            let labels = r.labels_of(c);
+            if labels.is_empty() || labels.iter().any(|l| l.is_empty() || l.contains(['"', '\n', '\\'])) {
+                return Err(RubricError::Invalid(format!("criterion `{}` has no usable labels", c.key)));
+            }
+        }
+        Ok(r)
+    }
+
+    pub fn labels_of<'a>(&'a self, c: &'a Criterion) -> &'a [String] {
+        c.labels.as_deref().unwrap_or(&self.labels)
+    }
+
+    pub fn criterion(&self, key: &str) -> Option<&Criterion> {
+        self.criteria.iter().find(|c| c.key == key)
+    }
+
+    /// The criteria block of the judge prompt.
+    pub fn describe(&self) -> String {
+        self.criteria
+            .iter()
+            .map(|c| format!("- {} ({}): {} [{}]", c.key, c.name, c.definition, self.labels_of(c).join("/")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// GBNF grammar: one `key: label` line per criterion in rubric order, then a
+    /// one-line rationale of at most 300 characters.
+    pub fn grammar(&self) -> String {
+        let mut g = String::from("root ::=");
+        for (i, c) in self.criteria.iter().enumerate() {
+            g.push_str(&format!(" \"{}: \" l{i} \"\\n\"", c.key));
+        }
+        g.push_str(" \"rationale: \" rationale\n");
+        for (i, c) in self.criteria.iter().enumerate() {
+            let alts: Vec<String> = self.labels_of(c).iter().map(|l| format!("\"{l}\"")).collect();
+            g.push_str(&format!("l{i} ::= {}\n", alts.join(" | ")));
+        }
+        g.push_str("rationale ::= [^\\n]{0,300}\n");
+        g
+    }
+
+    /// Parse judge output (as the grammar produces it, tolerant of spacing and case).
+    pub fn parse_judgement(&self, text: &str) -> Result<Judgement, RubricError> {
+        let mut labels = Vec::new();
+        for c in &self.criteria {
+            let line = text
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    (k.trim().eq_ignore_ascii_case(&c.key)).then(|| v.trim().to_lowercase())
+                })
+                .ok_or_else(|| RubricError::Missing(c.key.clone()))?;
+            if !self.labels_of(c).iter().any(|l| l.eq_ignore_ascii_case(&line)) {
+                return Err(RubricError::BadLabel { criterion: c.key.clone(), label: line });
+            }
+            labels.push((c.key.clone(), line));
+        }
+        let rationale = text
+            .lines()
+            .find_map(|l| l.strip_prefix("rationale:").map(|r| r.trim().to_string()))
+            .unwrap_or_default();
+        Ok(Judgement { labels, rationale })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pass_fail_rubric() -> Rubric {
+        let c = |k: &str| Criterion { key: k.into(), name: k.into(), definition: "d".into(), labels: None };
+        Rubric {
+            name: "t".into(),
+            version: "1".into(),
+            labels: pass_fail(),
+            criteria: vec![c("faithfulness"), c("completeness"), c("factual_consistency"), c("clarity")],
+        }
+        .validated()
+        .expect("valid")
+    }
+
+    #[test]
+    fn grammar_lists_every_criterion_and_label() {
+        let g = pass_fail_rubric().grammar();
+        assert!(g.starts_with("root ::= \"faithfulness: \" l0 \"\\n\" \"completeness: \" l1"), "{g}");
+        assert!(g.contains("l3 ::= \"pass\" | \"fail\""));
+    }
+
+    #[test]
+    fn parses_output_and_rejects_bad_labels() {
+        let r = pass_fail_rubric();
+        let out = "faithfulness: pass\ncompleteness: fail\nfactual_consistency: pass\nclarity: pass\nrationale: misses the dose.";
+        let j = r.parse_judgement(out).expect("parse");
+        assert_eq!(j.labels[1], ("completeness".into(), "fail".into()));
+        assert_eq!(j.rationale, "misses the dose.");
+        assert!(matches!(r.parse_judgement("faithfulness: pass"), Err(RubricError::Missing(_))));
+        let bad = out.replace("clarity: pass", "clarity: maybe");
+        assert!(matches!(r.parse_judgement(&bad), Err(RubricError::BadLabel { .. })));
+    }
+
+    #[test]
+    fn validation_rejects_bad_rubrics() {
+        let mut r = pass_fail_rubric();
+        r.criteria[0].key = "Bad Key".into();
+        assert!(r.validated().is_err());
+        let mut r = pass_fail_rubric();
+        r.criteria.clear();
+        assert!(r.validated().is_err());
+        let mut r = pass_fail_rubric();
+        r.criteria[1].labels = Some(vec!["yes".into(), "no".into(), "maybe".into()]);
+        let r = r.validated().expect("valid");
+        assert!(r.grammar().contains("l1 ::= \"yes\" | \"no\" | \"maybe\""));
+    }
+}

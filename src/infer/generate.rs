@@ -1,0 +1,347 @@
+//! Streaming text generation with llama.cpp.
+//!
+//! A [`Generator`] owns a model on its own worker thread; each request creates a context
+//! sized for its prompt, decodes the prompt in batches, then samples token by token,
+//! sending each piece back over a channel as soon as it exists. A shared stop flag is
+//! checked before every token: stopping keeps the partial answer and marks it stopped.
+//! An optional GBNF grammar constrains the output (the judge).
+
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use serde::{Deserialize, Serialize};
+
+use super::backend::{load_model, model_name};
+use super::{InferError, Result};
+
+/// Sampling parameters; the effective values are stored with every answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub temperature: f32,
+    pub top_k: i32,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub repeat_penalty: f32,
+    pub repeat_last_n: i32,
+    pub seed: u32,
+    pub max_tokens: usize,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Self {
+            temperature: 0.7,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repeat_penalty: 1.1,
+            repeat_last_n: 64,
+            seed: 42,
+            max_tokens: 256,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GenConfig {
+    pub model: PathBuf,
+    pub threads: i32,
+    pub n_gpu_layers: u32,
+    /// Largest context to create (prompt + output); prompts beyond it are rejected.
+    pub max_context: u32,
+}
+
+impl GenConfig {
+    pub fn new(model: impl Into<PathBuf>) -> Self {
+        Self { model: model.into(), threads: super::backend::all_cores(), n_gpu_layers: 0, max_context: 16_384 }
+    }
+}
+
+/// Figures of one generation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GenStats {
+    pub prompt_tokens: usize,
+    pub output_tokens: usize,
+    pub ttft_ms: f64,
+    pub prompt_tokens_per_s: f64,
+    pub gen_tokens_per_s: f64,
+    pub total_ms: f64,
+    pub stopped: bool,
+}
+
+/// What the worker streams back for one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GenEvent {
+    /// The prompt was accepted (its token count).
+    Started { prompt_tokens: usize },
+    /// The next piece of text (whole UTF-8 characters only).
+    Token(String),
+    Done { text: String, stats: GenStats },
+    Failed(String),
+}
+
+pub struct GenRequest {
+    /// Chat messages (role, content); the model's chat template is applied.
+    pub messages: Vec<(String, String)>,
+    pub sampling: Sampling,
+    pub grammar: Option<String>,
+    pub stop: Arc<AtomicBool>,
+    pub events: mpsc::Sender<GenEvent>,
+}
+
+enum Request {
+    Generate(GenRequest),
+    CountTokens(String, mpsc::Sender<usize>),
+    ChatPrompt(Vec<(String, String)>, mpsc::Sender<std::result::Result<String, String>>),
+}
+
+#[derive(Debug, Clone)]
+pub struct GenInfo {
+    pub name: String,
+    pub file: String,
+    pub n_ctx_train: u32,
+    pub has_chat_template: bool,
+}
+
+/// Handle to a generation worker.
+#[derive(Clone)]
+pub struct Generator {
+    tx: mpsc::Sender<Request>,
+    pub info: GenInfo,
+}
+
+impl Generator {
+    pub fn spawn(cfg: &GenConfig) -> Result<Self> {
+        let (tx, rx) = mpsc::channel::<Request>();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let cfg = cfg.clone();
+        std::thread::Builder::new()
+            .name("raglab-generate".into())
+            .spawn(move || worker(&cfg, &rx, &ready_tx))
+            .map_err(|e| InferError::Backend(e.to_string()))?;
+        let info = ready_rx.recv().map_err(|_| InferError::WorkerGone)??;
+        Ok(Self { tx, info })
+    }
+
+    /// Start a generation; events arrive on `req.events`.
+    pub fn start(&self, req: GenRequest) -> Result<()> {
+        self.tx.send(Request::Generate(req)).map_err(|_| InferError::WorkerGone)
+    }
+
+    /// Generate to completion, calling `on_token` for each piece.
+    pub fn generate(
+        &self,
+        messages: Vec<(String, String)>,
+        sampling: Sampling,
+        grammar: Option<String>,
+        stop: Arc<AtomicBool>,
+        mut on_token: impl FnMut(&str),
+    ) -> Result<(String, GenStats)> {
+        let (tx, rx) = mpsc::channel();
+        self.start(GenRequest { messages, sampling, grammar, stop, events: tx })?;
+        for ev in rx {
+            match ev {
+                GenEvent::Started { .. } => {}
+                GenEvent::Token(t) => on_token(&t),
+                GenEvent::Done { text, stats } => return Ok((text, stats)),
+                GenEvent::Failed(e) => {
+                    return Err(InferError::Inference { model: self.info.name.clone(), reason: e });
+                }
+            }
+        }
+        Err(InferError::WorkerGone)
+    }
+
+    /// Tokens of `text` in this model's vocabulary (for prompt budgets).
+    pub fn count_tokens(&self, text: &str) -> Result<usize> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Request::CountTokens(text.to_string(), tx)).map_err(|_| InferError::WorkerGone)?;
+        rx.recv().map_err(|_| InferError::WorkerGone)
+    }
+
+    /// The exact text the model will see for these messages (template applied).
+    pub fn chat_prompt(&self, messages: Vec<(String, String)>) -> Result<String> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Request::ChatPrompt(messages, tx)).map_err(|_| InferError::WorkerGone)?;
+        rx.recv()
+            .map_err(|_| InferError::WorkerGone)?
+            .map_err(|e| InferError::Inference { model: self.info.name.clone(), reason: e })
+    }
+}
+
+fn apply_template(model: &LlamaModel, messages: &[(String, String)]) -> std::result::Result<String, String> {
+    let tmpl = model
+        .chat_template(None)
+        .map_err(|_| "the model has no chat template; choose an instruction-tuned GGUF".to_string())?;
+    let chat: Vec<LlamaChatMessage> = messages
+        .iter()
+        .map(|(r, c)| LlamaChatMessage::new(r.clone(), c.clone()).map_err(|e| e.to_string()))
+        .collect::<std::result::Result<_, _>>()?;
+    model.apply_chat_template(&tmpl, &chat, true).map_err(|e| e.to_string())
+}
+
+fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Result<GenInfo>>) {
+    let model = match load_model(&cfg.model, cfg.n_gpu_layers) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let info = GenInfo {
+        name: model_name(&cfg.model),
+        file: cfg.model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        n_ctx_train: model.n_ctx_train(),
+        has_chat_template: model.chat_template(None).is_ok(),
+    };
+    if ready.send(Ok(info)).is_err() {
+        return;
+    }
+    for req in rx {
+        match req {
+            Request::CountTokens(text, reply) => {
+                let _ = reply.send(model.vocab().tokenize(text.as_bytes(), false, false).len());
+            }
+            Request::ChatPrompt(messages, reply) => {
+                let _ = reply.send(apply_template(&model, &messages));
+            }
+            Request::Generate(req) => {
+                let events = req.events.clone();
+                if let Err(e) = run_one(&model, cfg, req) {
+                    let _ = events.send(GenEvent::Failed(e));
+                }
+            }
+        }
+    }
+}
+
+fn sampler(model: &LlamaModel, s: &Sampling, grammar: Option<&str>) -> std::result::Result<LlamaSampler, String> {
+    let mut chain = Vec::new();
+    if let Some(g) = grammar {
+        chain.push(LlamaSampler::grammar(model, g, "root").map_err(|e| format!("invalid grammar: {e}"))?);
+    }
+    chain.push(LlamaSampler::penalties(model.n_vocab(), s.repeat_last_n, s.repeat_penalty, 0.0, 0.0));
+    if s.temperature <= 0.0 {
+        chain.push(LlamaSampler::greedy());
+    } else {
+        chain.push(LlamaSampler::top_k(s.top_k));
+        chain.push(LlamaSampler::top_p(s.top_p, 1));
+        chain.push(LlamaSampler::min_p(s.min_p, 1));
+        chain.push(LlamaSampler::temp(s.temperature));
+        chain.push(LlamaSampler::dist(s.seed));
+    }
+    Ok(LlamaSampler::chain_simple(chain))
+}
+
+fn run_one(model: &LlamaModel, cfg: &GenConfig, req: GenRequest) -> std::result::Result<(), String> {
+    let started = Instant::now();
+    let prompt = apply_template(model, &req.messages)?;
+    // The template already holds the special tokens it needs (BOS included for models
+    // that want one), so tokenize without adding more and with special parsing on.
+    let tokens = model.vocab().tokenize(prompt.as_bytes(), false, true);
+    if tokens.is_empty() {
+        return Err("empty prompt".into());
+    }
+    let n_prompt = tokens.len();
+    let need = n_prompt + req.sampling.max_tokens + 8;
+    let limit = (cfg.max_context as usize).min(model.n_ctx_train() as usize);
+    if need > limit {
+        return Err(format!(
+            "prompt of {n_prompt} tokens + {} output tokens exceeds the context size ({limit}); lower the context budget or k",
+            req.sampling.max_tokens
+        ));
+    }
+    let n_ctx = u32::try_from(need.next_multiple_of(256)).unwrap_or(u32::MAX);
+    let n_batch = 512u32;
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(n_ctx))
+        .with_n_batch(n_batch)
+        .with_n_ubatch(n_batch)
+        .with_n_threads(cfg.threads)
+        .with_n_threads_batch(cfg.threads);
+    let backend = super::backend::backend().map_err(|e| e.to_string())?;
+    let mut ctx = model.new_context(backend, params).map_err(|e| format!("cannot create a context: {e}"))?;
+    let _ = req.events.send(GenEvent::Started { prompt_tokens: n_prompt });
+
+    let mut batch = LlamaBatch::new(n_batch as usize, 1);
+    for (c, chunk) in tokens.chunks(n_batch as usize).enumerate() {
+        batch.clear();
+        for (i, t) in chunk.iter().enumerate() {
+            let pos = c * n_batch as usize + i;
+            let last = pos == n_prompt - 1;
+            batch.add(*t, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last).map_err(|e| e.to_string())?;
+        }
+        ctx.decode(&mut batch).map_err(|e| format!("prompt decode failed: {e}"))?;
+    }
+    let prompt_done = Instant::now();
+    let mut sampler = sampler(model, &req.sampling, req.grammar.as_deref())?;
+    let mut text = String::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut n_out = 0usize;
+    let mut first_token: Option<Instant> = None;
+    let mut stopped = false;
+    let mut pos = n_prompt;
+    let mut idx = batch.n_tokens() - 1;
+    while n_out < req.sampling.max_tokens {
+        if req.stop.load(Ordering::Relaxed) {
+            stopped = true;
+            break;
+        }
+        // `sample` also accepts the token into the chain (grammar, penalties).
+        let token = sampler.sample(&ctx, idx);
+        if model.vocab().is_eog(token) {
+            break;
+        }
+        n_out += 1;
+        first_token.get_or_insert_with(Instant::now);
+        pending.extend(model.vocab().token_to_piece(token, false, None));
+        // Emit only whole UTF-8 characters; keep an incomplete tail for the next token.
+        let valid = match std::str::from_utf8(&pending) {
+            Ok(s) => s.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        if valid > 0 {
+            let piece = String::from_utf8_lossy(&pending[..valid]).into_owned();
+            pending.drain(..valid);
+            text.push_str(&piece);
+            if req.events.send(GenEvent::Token(piece)).is_err() {
+                stopped = true; // nobody listens any more
+                break;
+            }
+        }
+        batch.clear();
+        batch.add(token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], true).map_err(|e| e.to_string())?;
+        pos += 1;
+        idx = 0;
+        ctx.decode(&mut batch).map_err(|e| format!("decode failed: {e}"))?;
+    }
+    if !pending.is_empty() {
+        let piece = String::from_utf8_lossy(&pending).into_owned();
+        text.push_str(&piece);
+        let _ = req.events.send(GenEvent::Token(piece));
+    }
+    let end = Instant::now();
+    let prompt_s = prompt_done.duration_since(started).as_secs_f64();
+    let first = first_token.unwrap_or(end);
+    let gen_s = end.duration_since(first).as_secs_f64();
+    let stats = GenStats {
+        prompt_tokens: n_prompt,
+        output_tokens: n_out,
+        ttft_ms: first.duration_since(started).as_secs_f64() * 1e3,
+        prompt_tokens_per_s: if prompt_s > 0.0 { n_prompt as f64 / prompt_s } else { 0.0 },
+        // The first token's time belongs to prompt processing; rate over the rest.
+        gen_tokens_per_s: if gen_s > 0.0 && n_out > 1 { (n_out - 1) as f64 / gen_s } else { 0.0 },
+        total_ms: end.duration_since(started).as_secs_f64() * 1e3,
+        stopped,
+    };
+    let _ = req.events.send(GenEvent::Done { text, stats });
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! Annotation: items to label, labels from blind reviewers, and agreement reports.
+//!
+//! Labels are an append-only log in `labels.lance`: every confirmed label is one row
+//! committed before the UI says "saved"; a change of mind appends a new version and an
+//! undo appends a retraction, so nothing is ever overwritten and the whole history
+//! stays readable. The current label of (item, reviewer, criterion) is its newest row.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use anyhow::{Result, bail};
+use arrow_schema::DataType;
+use serde::{Deserialize, Serialize};
+
+use crate::core::agreement::{AgreementReport, Bootstrap, agreement};
+use crate::core::rubric::Rubric;
+use crate::service::generation::now_rfc3339;
+use crate::store::records::{Table, schema};
+use crate::store::workspace::Workspace;
+
+pub const ITEMS: &str = "items.lance";
+pub const LABELS: &str = "labels.lance";
+/// The reviewer name used for the LLM judge's labels.
+pub const JUDGE: &str = "judge";
+
+/// One thing to label: question, reference answer, target chunk, model answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub item_id: String,
+    pub set: String,
+    pub question: String,
+    #[serde(default)]
+    pub reference_answer: String,
+    #[serde(default)]
+    pub target_chunk: String,
+    pub answer: String,
+    #[serde(default)]
+    pub answer_id: Option<String>,
+}
+
+pub fn items_table(ws: &Workspace) -> Table<'_> {
+    use DataType::Utf8;
+    Table::new(
+        ws,
+        ITEMS,
+        schema(&[
+            ("item_id", Utf8, false),
+            ("set", Utf8, false),
+            ("question", Utf8, false),
+            ("reference_answer", Utf8, false),
+            ("target_chunk", Utf8, false),
+            ("answer", Utf8, false),
+            ("answer_id", Utf8, true),
+        ]),
+    )
+}
+
+/// One label version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Label {
+    pub label_id: String,
+    pub item_id: String,
+    pub reviewer: String,
+    pub criterion: String,
+    /// `None`: a retraction (undo).
+    pub label: Option<String>,
+    pub note: Option<String>,
+    pub timestamp: String,
+    /// Nanoseconds since the epoch: orders versions within a second.
+    pub seq: u64,
+    pub rubric_version: String,
+}
+
+pub fn labels_table(ws: &Workspace) -> Table<'_> {
+    use DataType::{UInt64, Utf8};
+    Table::new(
+        ws,
+        LABELS,
+        schema(&[
+            ("label_id", Utf8, false),
+            ("item_id", Utf8, false),
+            ("reviewer", Utf8, false),
+            ("criterion", Utf8, false),
+            ("label", Utf8, true),
+            ("note", Utf8, true),
+            ("timestamp", Utf8, false),
+            ("seq", UInt64, false),
+            ("rubric_version", Utf8, false),
+        ]),
+    )
+}
+
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+impl Label {
+    pub fn new(item: &str, reviewer: &str, criterion: &str, label: Option<&str>, note: Option<&str>, rubric_version: &str) -> Self {
+        let seq = now_nanos();
+        Self {
+            label_id: format!("{reviewer}-{seq:x}-{}", std::process::id()),
+            item_id: item.into(),
+            reviewer: reviewer.into(),
+            criterion: criterion.into(),
+            label: label.map(str::to_string),
+            note: note.map(str::to_string),
+            timestamp: now_rfc3339(),
+            seq,
+            rubric_version: rubric_version.into(),
+        }
+    }
+}
+
+/// Validate and commit labels (all or nothing): unknown items, criteria or label
+/// values, and mixed rubric versions are rejected before anything is written.
+pub async fn save_labels(ws: &Workspace, rubric: &Rubric, items: &[Item], labels: &[Label]) -> Result<u64> {
+    let known: BTreeSet<&str> = items.iter().map(|i| i.item_id.as_str()).collect();
+    let versions: BTreeSet<&str> = labels.iter().map(|l| l.rubric_version.as_str()).collect();
+    if versions.len() > 1 {
+        bail!("labels mix rubric versions {versions:?}; import one version at a time");
+    }
+    for l in labels {
+        if !known.contains(l.item_id.as_str()) {
+            bail!("label {}: unknown item `{}`", l.label_id, l.item_id);
+        }
+        let Some(c) = rubric.criterion(&l.criterion) else {
+            bail!("label {}: unknown criterion `{}` (rubric {} has {:?})", l.label_id, l.criterion, rubric.name, rubric.criteria.iter().map(|c| &c.key).collect::<Vec<_>>());
+        };
+        if let Some(v) = &l.label {
+            if !rubric.labels_of(c).contains(v) {
+                bail!("label {}: `{v}` is not a label of `{}` (allowed: {:?})", l.label_id, l.criterion, rubric.labels_of(c));
+            }
+        }
+        if l.rubric_version != rubric.version {
+            bail!("label {}: rubric version {} but the rubric is version {}", l.label_id, l.rubric_version, rubric.version);
+        }
+    }
+    Ok(labels_table(ws).append(labels).await?)
+}
+
+/// Current labels: (item, reviewer, criterion) -> newest label (retractions removed).
+pub fn current(labels: &[Label]) -> BTreeMap<(String, String, String), Label> {
+    let mut out: BTreeMap<(String, String, String), Label> = BTreeMap::new();
+    for l in labels {
+        let key = (l.item_id.clone(), l.reviewer.clone(), l.criterion.clone());
+        if out.get(&key).is_none_or(|old| old.seq <= l.seq) {
+            out.insert(key, l.clone());
+        }
+    }
+    out.retain(|_, l| l.label.is_some());
+    out
+}
+
+/// One row of the agreement table.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgreementRow {
+    pub criterion: String,
+    pub pairs: Vec<(String, Option<AgreementReport>)>,
+}
+
+/// The SPEC §6 table: rows criteria + Overall, pairs R1-R2, Judge-R1, Judge-R2.
+pub fn agreement_table(
+    rubric: &Rubric,
+    current: &BTreeMap<(String, String, String), Label>,
+    reviewers: (&str, &str),
+    boot: Bootstrap,
+) -> Vec<AgreementRow> {
+    let (r1, r2) = reviewers;
+    let pairs = [(r1, r2), (JUDGE, r1), (JUDGE, r2)];
+    // label of (reviewer, item, criterion)
+    let mut by: HashMap<(&str, &str, &str), &str> = HashMap::new();
+    let mut items: BTreeSet<&str> = BTreeSet::new();
+    for ((item, reviewer, criterion), l) in current {
+        if let Some(v) = &l.label {
+            by.insert((reviewer.as_str(), item.as_str(), criterion.as_str()), v.as_str());
+            items.insert(item.as_str());
+        }
+    }
+    let criteria: Vec<Option<&str>> =
+        rubric.criteria.iter().map(|c| Some(c.key.as_str())).chain(std::iter::once(None)).collect();
+    criteria
+        .iter()
+        .map(|crit| {
+            let name = crit.map_or_else(|| "Overall".to_string(), |k| rubric.criterion(k).map_or(k.to_string(), |c| c.name.clone()));
+            let reports = pairs
+                .iter()
+                .map(|(a, b)| {
+                    let keys: Vec<&str> = match crit {
+                        Some(k) => vec![k],
+                        None => rubric.criteria.iter().map(|c| c.key.as_str()).collect(),
+                    };
+                    let units: Vec<Vec<(String, String)>> = items
+                        .iter()
+                        .map(|item| {
+                            keys.iter()
+                                .filter_map(|k| {
+                                    Some((by.get(&(*a, *item, *k))?.to_string(), by.get(&(*b, *item, *k))?.to_string()))
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                        .filter(|v| !v.is_empty())
+                        .collect();
+                    let label = format!("{a} vs {b}");
+                    (label, (!units.is_empty()).then(|| agreement(&units, boot)))
+                })
+                .collect();
+            AgreementRow { criterion: name, pairs: reports }
+        })
+        .collect()
+}
+
+/// The paper's published values (seed 000, table 6; 100 items) as a reference row.
+pub const PAPER_REFERENCE: &str =
+    "paper (100 items): R1 vs R2 overall kappa 0.56 [0.48, 0.64], macro-F1 0.78 [0.74, 0.82]; Judge vs R1 0.42 / 0.71; Judge vs R2 0.55 / 0.78";
+
+/// The two human reviewers to compare: given, else the two with most labels.
+pub fn pick_reviewers(current: &BTreeMap<(String, String, String), Label>, given: Option<(String, String)>) -> Result<(String, String)> {
+    if let Some(g) = given {
+        return Ok(g);
+    }
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, r, _) in current.keys() {
+        if r != JUDGE {
+            *counts.entry(r.as_str()).or_default() += 1;
+        }
+    }
+    let mut v: Vec<(&str, usize)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    match v.as_slice() {
+        [a, b, ..] => {
+            let mut pair = [a.0.to_string(), b.0.to_string()];
+            pair.sort();
+            let [x, y] = pair;
+            Ok((x, y))
+        }
+        _ => bail!("agreement needs labels from two reviewers (found {})", v.len()),
+    }
+}
+
+/// Judge labels as label rows (reviewer `judge`), mapped to items via answer ids.
+pub fn judge_labels(items: &[Item], judg: &[crate::service::generation::JudgementRecord]) -> Vec<Label> {
+    let by_answer: BTreeMap<&str, &Item> = items.iter().filter_map(|i| Some((i.answer_id.as_deref()?, i))).collect();
+    let mut out = Vec::new();
+    for (n, j) in judg.iter().enumerate() {
+        if let Some(item) = by_answer.get(j.answer_id.as_str()) {
+            for (c, l) in j.criteria.iter().zip(&j.labels) {
+                let mut label = Label::new(&item.item_id, JUDGE, c, Some(l), None, &j.rubric_version);
+                label.seq = n as u64; // later judgements win
+                out.push(label);
+            }
+        }
+    }
+    out
+}
+
+
+/// Items where `a` and `b` disagree: (item, criterion, label a, label b).
+pub fn disagreements(current: &BTreeMap<(String, String, String), Label>, a: &str, b: &str) -> Vec<(String, String, String, String)> {
+    let mut out = Vec::new();
+    for ((item, reviewer, criterion), la) in current {
+        if reviewer != a {
+            continue;
+        }
+        if let Some(lb) = current.get(&(item.clone(), b.to_string(), criterion.clone())) {
+            if la.label != lb.label {
+                out.push((item.clone(), criterion.clone(), la.label.clone().unwrap_or_default(), lb.label.clone().unwrap_or_default()));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,377 @@
+//! Answer generation with full provenance, and the rubric judge.
+//!
+//! One answer = retrieval (method, alpha, k, embedding model) + prompt assembly under a
+//! token budget + streamed generation; everything needed to reproduce or audit it is
+//! stored with it in `answers.lance`. Judgements go to `judgements.lance` with the
+//! judge model and prompt.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use arrow_schema::DataType;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::core::prompt::{ContextChunk, DEFAULT_CONTEXT_BUDGET, FREE_FORM, assemble, no_retrieval};
+use crate::core::retrieval::Method;
+use crate::core::rubric::{Judgement, Rubric};
+use crate::infer::generate::{GenStats, Generator, Sampling};
+use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
+use crate::store::records::{Table, list_of, schema};
+use crate::store::workspace::Workspace;
+
+pub const ANSWERS: &str = "answers.lance";
+pub const JUDGEMENTS: &str = "judgements.lance";
+
+/// How answers of a run are produced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub run: String,
+    pub method: Method,
+    pub alpha: f64,
+    pub k: usize,
+    pub context_budget: usize,
+    pub no_retrieval: bool,
+    pub sampling: Sampling,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            run: "default".into(),
+            method: Method::Hybrid,
+            alpha: 0.7,
+            k: 15,
+            context_budget: DEFAULT_CONTEXT_BUDGET,
+            no_retrieval: false,
+            sampling: Sampling::default(),
+        }
+    }
+}
+
+/// One stored answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerRecord {
+    pub answer_id: String,
+    pub run: String,
+    pub question_id: String,
+    pub question: String,
+    pub reference_answer: Option<String>,
+    pub target_ids: Vec<String>,
+    pub method: String,
+    pub alpha: f64,
+    pub k: u32,
+    pub no_retrieval: bool,
+    pub embed_model: Option<String>,
+    pub chunk_ids: Vec<String>,
+    pub chunk_ranks: Vec<u32>,
+    pub dropped_chunk_ids: Vec<String>,
+    /// Fused rank of the first target chunk in the retrieved top-k (None: not retrieved).
+    pub target_rank: Option<u32>,
+    pub prompt: String,
+    pub model_file: String,
+    pub model_sha256: String,
+    pub sampling: String,
+    pub seed: u32,
+    pub prompt_tokens: u32,
+    pub output_tokens: u32,
+    pub input_words: u32,
+    pub retrieval_ms: f64,
+    pub ttft_ms: f64,
+    pub prompt_tokens_per_s: f64,
+    pub gen_tokens_per_s: f64,
+    pub total_ms: f64,
+    pub stopped: bool,
+    pub answer: String,
+    pub created_at: String,
+}
+
+pub fn answers_schema() -> arrow_schema::SchemaRef {
+    use DataType::{Boolean, Float64, UInt32, Utf8};
+    schema(&[
+        ("answer_id", Utf8, false),
+        ("run", Utf8, false),
+        ("question_id", Utf8, false),
+        ("question", Utf8, false),
+        ("reference_answer", Utf8, true),
+        ("target_ids", list_of(Utf8), false),
+        ("method", Utf8, false),
+        ("alpha", Float64, false),
+        ("k", UInt32, false),
+        ("no_retrieval", Boolean, false),
+        ("embed_model", Utf8, true),
+        ("chunk_ids", list_of(Utf8), false),
+        ("chunk_ranks", list_of(UInt32), false),
+        ("dropped_chunk_ids", list_of(Utf8), false),
+        ("target_rank", UInt32, true),
+        ("prompt", Utf8, false),
+        ("model_file", Utf8, false),
+        ("model_sha256", Utf8, false),
+        ("sampling", Utf8, false),
+        ("seed", UInt32, false),
+        ("prompt_tokens", UInt32, false),
+        ("output_tokens", UInt32, false),
+        ("input_words", UInt32, false),
+        ("retrieval_ms", Float64, false),
+        ("ttft_ms", Float64, false),
+        ("prompt_tokens_per_s", Float64, false),
+        ("gen_tokens_per_s", Float64, false),
+        ("total_ms", Float64, false),
+        ("stopped", Boolean, false),
+        ("answer", Utf8, false),
+        ("created_at", Utf8, false),
+    ])
+}
+
+/// A stored judgement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgementRecord {
+    pub answer_id: String,
+    pub run: String,
+    pub judge_model: String,
+    pub rubric: String,
+    pub rubric_version: String,
+    pub criteria: Vec<String>,
+    pub labels: Vec<String>,
+    pub rationale: String,
+    pub prompt: String,
+    pub raw_output: String,
+    pub created_at: String,
+}
+
+pub fn judgements_schema() -> arrow_schema::SchemaRef {
+    use DataType::Utf8;
+    schema(&[
+        ("answer_id", Utf8, false),
+        ("run", Utf8, false),
+        ("judge_model", Utf8, false),
+        ("rubric", Utf8, false),
+        ("rubric_version", Utf8, false),
+        ("criteria", list_of(Utf8), false),
+        ("labels", list_of(Utf8), false),
+        ("rationale", Utf8, false),
+        ("prompt", Utf8, false),
+        ("raw_output", Utf8, false),
+        ("created_at", Utf8, false),
+    ])
+}
+
+pub fn answers(ws: &Workspace) -> Table<'_> {
+    Table::new(ws, ANSWERS, answers_schema())
+}
+
+pub fn judgements(ws: &Workspace) -> Table<'_> {
+    Table::new(ws, JUDGEMENTS, judgements_schema())
+}
+
+/// RFC 3339 UTC timestamp without a time crate.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = secs / 86_400;
+    let (h, m, s) = ((secs % 86_400) / 3600, (secs % 3600) / 60, secs % 60);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+/// SHA-256 of a model file (hex), for provenance.
+pub fn file_sha256(path: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A question to answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QuestionRecord {
+    pub id: String,
+    pub text: String,
+    #[serde(default)]
+    pub answer: Option<String>,
+    #[serde(default)]
+    pub relevant: Vec<String>,
+}
+
+/// Everything one generation needs besides the question.
+pub struct Answerer<'a> {
+    pub retriever: Option<&'a Retriever>,
+    pub generator: &'a Generator,
+    pub model_sha256: String,
+    pub config: &'a RunConfig,
+    pub template: &'a str,
+}
+
+/// The assembled prompt of a question (retrieval included), before generation.
+pub struct Prepared {
+    pub user_prompt: String,
+    pub chunk_ids: Vec<String>,
+    pub chunk_ranks: Vec<u32>,
+    pub dropped: Vec<String>,
+    pub target_rank: Option<u32>,
+    pub retrieval_ms: f64,
+}
+
+impl Answerer<'_> {
+    pub fn prepare(&self, q: &QuestionRecord) -> Result<Prepared> {
+        if q.text.trim().is_empty() {
+            anyhow::bail!("question `{}` is empty", q.id);
+        }
+        let started = Instant::now();
+        if self.config.no_retrieval {
+            return Ok(Prepared {
+                user_prompt: no_retrieval(&q.text),
+                chunk_ids: vec![],
+                chunk_ranks: vec![],
+                dropped: vec![],
+                target_rank: None,
+                retrieval_ms: 0.0,
+            });
+        }
+        let r = self.retriever.context("retrieval is required unless --no-retrieval")?;
+        let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(self.config.k))?;
+        let ranked = lists.ranking(self.config.method, self.config.alpha);
+        let top: Vec<ContextChunk> = ranked
+            .iter()
+            .take(self.config.k)
+            .enumerate()
+            .filter_map(|(i, id)| {
+                let c = r.chunk(id)?;
+                Some(ContextChunk { id: c.id.clone(), rank: i + 1, path: c.path_label(), text: c.text.clone() })
+            })
+            .collect();
+        let target_rank = top.iter().find(|c| q.relevant.contains(&c.id)).map(|c| c.rank as u32);
+        let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
+        let gen = self.generator;
+        let count = |s: &str| gen.count_tokens(s).unwrap_or(usize::MAX / 4);
+        let prompt = assemble(self.template, &q.text, &top, self.config.context_budget, &count);
+        Ok(Prepared {
+            user_prompt: prompt.text,
+            chunk_ids: prompt.included.iter().map(|(id, _)| id.clone()).collect(),
+            chunk_ranks: prompt.included.iter().map(|(_, r)| *r as u32).collect(),
+            dropped: prompt.dropped.iter().map(|(id, _)| id.clone()).collect(),
+            target_rank,
+            retrieval_ms,
+        })
+    }
+
+    /// Generate (streaming each piece to `on_token`) and build the record.
+    pub fn answer(
+        &self,
+        q: &QuestionRecord,
+        prepared: Prepared,
+        stop: Arc<AtomicBool>,
+        on_token: impl FnMut(&str),
+    ) -> Result<AnswerRecord> {
+        let messages = vec![("user".to_string(), prepared.user_prompt.clone())];
+        let full_prompt = self.generator.chat_prompt(messages.clone())?;
+        let (text, stats): (String, GenStats) =
+            self.generator.generate(messages, self.config.sampling.clone(), None, stop, on_token)?;
+        let c = self.config;
+        Ok(AnswerRecord {
+            answer_id: format!("{}/{}/s{}", c.run, q.id, c.sampling.seed),
+            run: c.run.clone(),
+            question_id: q.id.clone(),
+            question: q.text.clone(),
+            reference_answer: q.answer.clone(),
+            target_ids: q.relevant.clone(),
+            method: if c.no_retrieval { "none".into() } else { c.method.to_string() },
+            alpha: c.alpha,
+            k: c.k as u32,
+            no_retrieval: c.no_retrieval,
+            embed_model: if c.no_retrieval { None } else { self.retriever.and_then(|r| r.model_name.clone()) },
+            chunk_ids: prepared.chunk_ids,
+            chunk_ranks: prepared.chunk_ranks,
+            dropped_chunk_ids: prepared.dropped,
+            target_rank: prepared.target_rank,
+            input_words: full_prompt.split_whitespace().count() as u32,
+            prompt: full_prompt,
+            model_file: self.generator.info.file.clone(),
+            model_sha256: self.model_sha256.clone(),
+            sampling: serde_json::to_string(&c.sampling)?,
+            seed: c.sampling.seed,
+            prompt_tokens: stats.prompt_tokens as u32,
+            output_tokens: stats.output_tokens as u32,
+            retrieval_ms: prepared.retrieval_ms,
+            ttft_ms: stats.ttft_ms,
+            prompt_tokens_per_s: stats.prompt_tokens_per_s,
+            gen_tokens_per_s: stats.gen_tokens_per_s,
+            total_ms: stats.total_ms + prepared.retrieval_ms,
+            stopped: stats.stopped,
+            answer: text,
+            created_at: now_rfc3339(),
+        })
+    }
+}
+
+/// Answer ids already stored (for resuming a run without duplicates).
+pub async fn existing_answer_ids(ws: &Workspace) -> Result<HashSet<String>> {
+    Ok(answers(ws).read_all::<AnswerRecord>().await?.into_iter().map(|a| a.answer_id).collect())
+}
+
+/// The judge's prompt for one answer (template in assets/prompts/judge.txt).
+pub fn judge_prompt(rubric: &Rubric, a: &AnswerRecord, target_text: &str) -> String {
+    include_str!("../../assets/prompts/judge.txt")
+        .replace("{criteria}", &rubric.describe())
+        .replace("{question}", &a.question)
+        .replace("{reference}", a.reference_answer.as_deref().unwrap_or("(none)"))
+        .replace("{chunk}", target_text)
+        .replace("{answer}", &a.answer)
+}
+
+/// Judge one answer with a grammar-constrained model.
+pub fn judge(generator: &Generator, rubric: &Rubric, a: &AnswerRecord, target_text: &str, seed: u32) -> Result<(JudgementRecord, Judgement)> {
+    let prompt = judge_prompt(rubric, a, target_text);
+    let sampling = Sampling { temperature: 0.0, seed, max_tokens: 160, ..Sampling::default() };
+    let (raw, _) = generator.generate(
+        vec![("user".into(), prompt.clone())],
+        sampling,
+        Some(rubric.grammar()),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    )?;
+    let j = rubric.parse_judgement(&raw).with_context(|| format!("judge output did not parse: {raw:?}"))?;
+    let rec = JudgementRecord {
+        answer_id: a.answer_id.clone(),
+        run: a.run.clone(),
+        judge_model: generator.info.file.clone(),
+        rubric: rubric.name.clone(),
+        rubric_version: rubric.version.clone(),
+        criteria: j.labels.iter().map(|(c, _)| c.clone()).collect(),
+        labels: j.labels.iter().map(|(_, l)| l.clone()).collect(),
+        rationale: j.rationale.clone(),
+        prompt,
+        raw_output: raw,
+        created_at: now_rfc3339(),
+    };
+    Ok((rec, j))
+}
+
+/// The default free-form template.
+pub fn default_template() -> &'static str {
+    FREE_FORM
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_look_right() {
+        let t = now_rfc3339();
+        assert_eq!(t.len(), 20);
+        assert!(t.starts_with("20") && t.ends_with('Z'));
+    }
+}

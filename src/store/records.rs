@@ -1,0 +1,85 @@
+//! Append-only lance tables of serde records (answers, judgements, labels).
+//!
+//! Rows are converted to and from arrow with `arrow-json` against an explicit schema,
+//! so each table has real typed columns (lists, numbers, booleans) that lance, pandas or
+//! DuckDB can read directly. Every append is one lance commit taken under the
+//! workspace's writer lock: once `append` returns, the rows are in a committed version
+//! (a killed process cannot lose them), and two processes appending at once are
+//! serialised instead of racing.
+
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use lance::Dataset;
+use lance::dataset::{WriteMode, WriteParams};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::workspace::Workspace;
+use super::{Result, StoreError};
+
+/// Build a schema from `(name, type, nullable)` triples.
+pub fn schema(fields: &[(&str, DataType, bool)]) -> SchemaRef {
+    Arc::new(Schema::new(fields.iter().map(|(n, t, null)| Field::new(*n, t.clone(), *null)).collect::<Vec<_>>()))
+}
+
+/// A list-of-strings column type.
+pub fn list_of(t: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", t, true)))
+}
+
+pub struct Table<'a> {
+    ws: &'a Workspace,
+    name: &'a str,
+    schema: SchemaRef,
+}
+
+impl<'a> Table<'a> {
+    pub fn new(ws: &'a Workspace, name: &'a str, schema: SchemaRef) -> Self {
+        Self { ws, name, schema }
+    }
+
+    pub fn exists(&self) -> bool {
+        self.ws.path(self.name).join("_versions").is_dir()
+    }
+
+    fn to_batch<T: Serialize>(&self, rows: &[T]) -> Result<RecordBatch> {
+        let arrow = |source| StoreError::Arrow { what: self.name.to_string(), source };
+        let mut decoder = arrow_json::ReaderBuilder::new(self.schema.clone()).build_decoder().map_err(arrow)?;
+        decoder.serialize(rows).map_err(arrow)?;
+        Ok(decoder.flush().map_err(arrow)?.unwrap_or_else(|| RecordBatch::new_empty(self.schema.clone())))
+    }
+
+    /// Append rows as one commit; returns the new dataset version.
+    pub async fn append<T: Serialize>(&self, rows: &[T]) -> Result<u64> {
+        let batch = self.to_batch(rows)?;
+        let _guard = self.ws.lock_for_write()?;
+        let mode = if self.exists() { WriteMode::Append } else { WriteMode::Create };
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone());
+        let params = WriteParams { mode, ..Default::default() };
+        let uri = self.ws.uri(self.name);
+        let ds = Dataset::write(reader, uri.as_str(), Some(params)).await.map_err(|e| StoreError::lance(&uri, e))?;
+        Ok(ds.version().version)
+    }
+
+    /// Every row, in commit order.
+    pub async fn read_all<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        if !self.exists() {
+            return Ok(Vec::new());
+        }
+        let uri = self.ws.uri(self.name);
+        let ds = Dataset::open(&uri).await.map_err(|e| StoreError::lance(&uri, e))?;
+        let batch = ds.scan().try_into_batch().await.map_err(|e| StoreError::lance(&uri, e))?;
+        let arrow = |source| StoreError::Arrow { what: self.name.to_string(), source };
+        let mut writer = arrow_json::LineDelimitedWriter::new(Vec::new());
+        writer.write_batches(&[&batch]).map_err(arrow)?;
+        writer.finish().map_err(arrow)?;
+        let bytes = writer.into_inner();
+        let text = String::from_utf8_lossy(&bytes);
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).map_err(|e| StoreError::Invalid(format!("{}: bad row: {e}", self.name))))
+            .collect()
+    }
+}

@@ -1,0 +1,158 @@
+//! Agreement pane: the SPEC §6 table (criteria and Overall; kappa and macro-F1 with
+//! bootstrap CIs for R1 vs R2, Judge vs R1, Judge vs R2) with the paper's values as a
+//! reference row, a chart of kappa per criterion with CI whiskers, the confusion matrix
+//! of the selected pair and criterion, and the items on which that pair disagrees.
+//! The bootstrap runs as a background job (`r` recomputes).
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph, Row, Table};
+
+use crate::core::agreement::{AgreementReport, Estimate};
+use crate::service::annotation::{AgreementRow, PAPER_REFERENCE};
+use crate::tui::action::Action;
+use crate::tui::theme::Theme;
+
+#[derive(Default)]
+pub struct AgreementPane {
+    pub rows: Vec<AgreementRow>,
+    pub reviewers: Option<(String, String)>,
+    pub computing: bool,
+    pub pair: usize,
+    pub criterion: usize,
+    pub status: Option<String>,
+    /// Items where the selected pair disagrees: (item id, criterion, label a, label b).
+    pub disagreements: Vec<(String, String, String, String)>,
+    pub wants_refresh: bool,
+}
+
+fn est(e: &Estimate) -> String {
+    match (e.value, e.lo, e.hi) {
+        (Some(v), Some(lo), Some(hi)) => format!("{v:.2} [{lo:.2},{hi:.2}]"),
+        (Some(v), _, _) => format!("{v:.2}"),
+        _ => "undefined".into(),
+    }
+}
+
+impl AgreementPane {
+    pub fn update(&mut self, action: Action) -> bool {
+        match action {
+            Action::Refresh => self.wants_refresh = true,
+            Action::NextPair => self.pair = (self.pair + 1) % 3,
+            Action::NextCriterion | Action::Down => {
+                self.criterion = (self.criterion + 1) % self.rows.len().max(1);
+            }
+            Action::Up => self.criterion = (self.criterion + self.rows.len().max(1) - 1) % self.rows.len().max(1),
+            _ => return false,
+        }
+        true
+    }
+
+    fn selected(&self) -> Option<&AgreementReport> {
+        self.rows.get(self.criterion)?.pairs.get(self.pair)?.1.as_ref()
+    }
+
+    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let block = |t: String| Block::bordered().title(Span::styled(t, theme.title)).border_style(theme.border);
+        if self.rows.is_empty() {
+            let msg = if self.computing {
+                "computing the bootstrap…".to_string()
+            } else {
+                self.status.clone().unwrap_or_else(|| "No agreement yet: two reviewers must label the same items (r to refresh).".into())
+            };
+            f.render_widget(Paragraph::new(msg).style(theme.muted).block(block(" Agreement ".into())), area);
+            return;
+        }
+        let [table_area, bottom] = Layout::vertical([Constraint::Length(self.rows.len() as u16 + 5), Constraint::Min(6)]).areas(area);
+        let [chart_area, matrix_area, list_area] =
+            Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(25), Constraint::Percentage(35)]).areas(bottom);
+        let (r1, r2) = self.reviewers.clone().unwrap_or_default();
+        let header = Row::new(vec![
+            "criterion".to_string(),
+            format!("κ {r1}/{r2}"),
+            format!("F1 {r1}/{r2}"),
+            format!("κ judge/{r1}"),
+            format!("F1 judge/{r1}"),
+            format!("κ judge/{r2}"),
+            format!("F1 judge/{r2}"),
+        ])
+        .style(theme.title);
+        let mut rows: Vec<Row> = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut cells = vec![r.criterion.clone()];
+                for (_, rep) in &r.pairs {
+                    match rep {
+                        Some(rep) => {
+                            cells.push(est(&rep.kappa));
+                            cells.push(est(&rep.macro_f1));
+                        }
+                        None => {
+                            cells.push("no data".into());
+                            cells.push(String::new());
+                        }
+                    }
+                }
+                Row::new(cells).style(if i == self.criterion { theme.selected } else { theme.text })
+            })
+            .collect();
+        rows.push(Row::new(vec!["paper (n=100)", "0.56 [0.48,0.64]", "0.78 [0.74,0.82]", "0.42", "0.71", "0.55", "0.78"]).style(theme.muted));
+        let w = Constraint::Length(17);
+        f.render_widget(
+            Table::new(rows, [Constraint::Length(20), w, w, w, w, w, w])
+                .header(header)
+                .block(block(format!(" Agreement (95% bootstrap CI) · tab-free keys: j/k criterion, x pair, r recompute{} ", if self.computing { " · computing…" } else { "" }))),
+            table_area,
+        );
+        // Kappa per criterion with CI whiskers on a [-1, 1] axis.
+        let width = usize::from(chart_area.width.saturating_sub(24)).max(10);
+        let pos = |v: f64| (((v + 1.0) / 2.0) * (width - 1) as f64).round().clamp(0.0, (width - 1) as f64) as usize;
+        let mut lines = vec![Line::styled(format!("{:<20}-1{}+1", "", " ".repeat(width.saturating_sub(4))), theme.muted)];
+        for r in &self.rows {
+            let mut bar = vec![' '; width];
+            bar[pos(0.0)] = '┆';
+            if let Some(Some(rep)) = r.pairs.get(self.pair).map(|p| p.1.as_ref()) {
+                if let (Some(lo), Some(hi)) = (rep.kappa.lo, rep.kappa.hi) {
+                    for c in bar.iter_mut().take(pos(hi) + 1).skip(pos(lo)) {
+                        *c = '─';
+                    }
+                    bar[pos(lo)] = '├';
+                    bar[pos(hi)] = '┤';
+                }
+                if let Some(v) = rep.kappa.value {
+                    bar[pos(v)] = '●';
+                }
+            }
+            lines.push(Line::from(vec![
+                Span::styled(format!("{:<20}", r.criterion), theme.text),
+                Span::styled(bar.into_iter().collect::<String>(), theme.score_bar),
+            ]));
+        }
+        let pair_name = self.rows.first().and_then(|r| r.pairs.get(self.pair)).map(|p| p.0.clone()).unwrap_or_default();
+        f.render_widget(Paragraph::new(lines).block(block(format!(" κ with 95% CI · {pair_name} "))), chart_area);
+        let mut m = vec![];
+        if let Some(rep) = self.selected() {
+            let c = &rep.confusion;
+            m.push(Line::styled(format!("{:>8} {}", "", c.labels.iter().map(|l| format!("{l:>6}")).collect::<String>()), theme.title));
+            for (i, l) in c.labels.iter().enumerate() {
+                m.push(Line::styled(format!("{l:>8} {}", c.counts[i].iter().map(|n| format!("{n:>6}")).collect::<String>()), theme.text));
+            }
+            m.push(Line::styled(format!("n = {} labels on {} items", rep.units, rep.items), theme.muted));
+        }
+        f.render_widget(Paragraph::new(m).block(block(" Confusion (rows: first) ".into())), matrix_area);
+        let list: Vec<Line> = self
+            .disagreements
+            .iter()
+            .take(usize::from(list_area.height.saturating_sub(2)))
+            .map(|(item, c, a, b)| Line::styled(format!("{item}  {c}: {a} vs {b}"), theme.error))
+            .collect();
+        f.render_widget(
+            Paragraph::new(list).block(block(format!(" Disagreements ({}) ", self.disagreements.len()))),
+            list_area,
+        );
+        let _ = PAPER_REFERENCE;
+    }
+}

@@ -1,0 +1,224 @@
+//! Generate pane: answer the Query pane's current question with its current ranking
+//! (method, alpha, k), streaming tokens as they come. A live line shows tokens/s,
+//! tokens so far and elapsed time; `s` stops (the partial answer is kept and marked
+//! stopped), `v` shows the exact prompt, `r` regenerates with the next seed, and the
+//! question's previous answers are listed. Tokens update state at any rate; the event
+//! loop draws at most once per frame.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, List, ListItem, Paragraph, Wrap};
+
+use crate::core::retrieval::Method;
+use crate::core::text::sanitize_for_terminal as clean;
+use crate::infer::generate::Sampling;
+use crate::service::generation::AnswerRecord;
+use crate::tui::action::Action;
+use crate::tui::panes::query::Question;
+use crate::tui::theme::Theme;
+
+/// A generation the event loop should start.
+#[derive(Debug, Clone)]
+pub struct GenJob {
+    pub ticket: u64,
+    pub question: Question,
+    pub method: Method,
+    pub alpha: f64,
+    pub k: usize,
+    pub sampling: Sampling,
+    pub stop: Arc<AtomicBool>,
+}
+
+pub struct GeneratePane {
+    pub question: Option<Question>,
+    pub text: String,
+    pub prompt: Option<String>,
+    pub show_prompt: bool,
+    pub running: bool,
+    pub started: Option<Instant>,
+    pub first_token: Option<Instant>,
+    pub tokens: usize,
+    pub ticket: u64,
+    pub stop: Arc<AtomicBool>,
+    pub sampling: Sampling,
+    pub last: Option<AnswerRecord>,
+    pub previous: Vec<AnswerRecord>,
+    pub status: Option<String>,
+    pub scroll: u16,
+    pub model: String,
+    pub jobs: Vec<GenJob>,
+    /// Frames drawn while streaming, and their total draw time (for the frame-time figure).
+    pub frames: usize,
+}
+
+impl GeneratePane {
+    pub fn new(model: String) -> Self {
+        Self {
+            question: None,
+            text: String::new(),
+            prompt: None,
+            show_prompt: false,
+            running: false,
+            started: None,
+            first_token: None,
+            tokens: 0,
+            ticket: 0,
+            stop: Arc::new(AtomicBool::new(false)),
+            sampling: Sampling::default(),
+            last: None,
+            previous: Vec::new(),
+            status: None,
+            scroll: 0,
+            model,
+            jobs: Vec::new(),
+            frames: 0,
+        }
+    }
+
+    /// Start generating for `q` with the given retrieval settings.
+    pub fn start(&mut self, q: Question, method: Method, alpha: f64, k: usize) {
+        if q.text.trim().is_empty() {
+            self.status = Some("no question: pick one in the Query pane first".into());
+            return;
+        }
+        self.stop.store(true, Ordering::Relaxed); // supersede a running generation
+        self.stop = Arc::new(AtomicBool::new(false));
+        self.ticket += 1;
+        self.text.clear();
+        self.prompt = None;
+        self.tokens = 0;
+        self.scroll = 0;
+        self.running = true;
+        self.started = Some(Instant::now());
+        self.first_token = None;
+        self.status = None;
+        self.question = Some(q.clone());
+        self.jobs.push(GenJob {
+            ticket: self.ticket,
+            question: q,
+            method,
+            alpha,
+            k,
+            sampling: self.sampling.clone(),
+            stop: Arc::clone(&self.stop),
+        });
+    }
+
+    pub fn on_prompt(&mut self, ticket: u64, prompt: String) {
+        if ticket == self.ticket {
+            self.prompt = Some(clean(&prompt));
+        }
+    }
+
+    pub fn on_token(&mut self, ticket: u64, piece: &str) {
+        if ticket == self.ticket {
+            self.first_token.get_or_insert_with(Instant::now);
+            self.tokens += 1;
+            self.text.push_str(&clean(piece));
+        }
+    }
+
+    pub fn on_done(&mut self, ticket: u64, result: Result<AnswerRecord, String>) {
+        if ticket != self.ticket {
+            return;
+        }
+        self.running = false;
+        match result {
+            Ok(a) => {
+                self.text = clean(&a.answer);
+                self.status = Some(if a.stopped { "stopped: partial answer saved".into() } else { "answer saved".into() });
+                self.previous.insert(0, a.clone());
+                self.last = Some(a);
+            }
+            Err(e) => self.status = Some(e),
+        }
+    }
+
+    pub fn update(&mut self, action: Action) -> bool {
+        match action {
+            Action::StopGeneration => {
+                if self.running {
+                    self.stop.store(true, Ordering::Relaxed);
+                    self.status = Some("stopping…".into());
+                }
+            }
+            Action::ViewPrompt => self.show_prompt = !self.show_prompt,
+            Action::Down => self.scroll = self.scroll.saturating_add(1),
+            Action::Up => self.scroll = self.scroll.saturating_sub(1),
+            _ => return false,
+        }
+        true
+    }
+
+    fn live_line(&self) -> String {
+        let elapsed = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let rate = match (self.first_token, self.tokens) {
+            (Some(f), n) if n > 1 => (n - 1) as f64 / f.elapsed().as_secs_f64().max(1e-6),
+            _ => 0.0,
+        };
+        let s = &self.sampling;
+        format!(
+            "{} · {} tokens · {rate:.1} tok/s · {elapsed:.1}s · T={} top-k={} top-p={} min-p={} rep={} seed={} max={}",
+            if self.running { "generating" } else { "idle" },
+            self.tokens,
+            s.temperature,
+            s.top_k,
+            s.top_p,
+            s.min_p,
+            s.repeat_penalty,
+            s.seed,
+            s.max_tokens
+        )
+    }
+
+    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [head, live, body] =
+            Layout::vertical([Constraint::Length(3), Constraint::Length(1), Constraint::Min(5)]).areas(area);
+        let [main, side] = Layout::horizontal([Constraint::Percentage(72), Constraint::Percentage(28)]).areas(body);
+        let q = self.question.as_ref().map_or_else(|| "(press g in the Query pane or here to generate)".into(), |q| clean(&q.text));
+        f.render_widget(
+            Paragraph::new(Line::styled(q, theme.text))
+                .block(Block::bordered().title(Span::styled(format!(" Question · generator {} ", self.model), theme.title)).border_style(theme.border)),
+            head,
+        );
+        let status = self.status.clone().unwrap_or_default();
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled(format!(" {} ", self.live_line()), theme.muted),
+                Span::styled(status, theme.filter),
+            ])),
+            live,
+        );
+        let (title, text) = if self.show_prompt {
+            (" Prompt (exact text sent to the model; v: back) ", self.prompt.clone().unwrap_or_else(|| "(prompt not built yet)".into()))
+        } else {
+            (" Answer (g generate · s stop · r new seed · v prompt) ", self.text.clone())
+        };
+        f.render_widget(
+            Paragraph::new(text.lines().map(|l| Line::styled(l.to_string(), theme.text)).collect::<Vec<_>>())
+                .wrap(Wrap { trim: false })
+                .scroll((self.scroll, 0))
+                .block(Block::bordered().title(Span::styled(title, theme.title)).border_style(if self.running { theme.focused_border } else { theme.border })),
+            main,
+        );
+        let items: Vec<ListItem> = self
+            .previous
+            .iter()
+            .map(|a| {
+                ListItem::new(vec![
+                    Line::styled(format!("seed {} · {} tok · {:.0} ms{}", a.seed, a.output_tokens, a.total_ms, if a.stopped { " · stopped" } else { "" }), theme.muted),
+                    Line::styled(clean(&crate::core::text::snippet(&a.answer, 60)), theme.text),
+                ])
+            })
+            .collect();
+        f.render_widget(
+            List::new(items).block(Block::bordered().title(Span::styled(" Previous answers ", theme.title)).border_style(theme.border)),
+            side,
+        );
+    }
+}

@@ -1,0 +1,409 @@
+//! Query pane: type or pick a question, see the top-k with each chunk's dense rank,
+//! sparse (BM25) rank and fused score (as a bar), the target chunk marked with its rank
+//! in every list; alpha and method change the ranking instantly (the rank lists are
+//! cached, only re-fused); open any chunk; step through the last evaluation's failures.
+//! Retrieval itself runs as a background job; the newest query wins.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState, Wrap};
+
+use crate::core::fusion::{FusedHit, Fusion, RRF_C, Scored};
+use crate::core::retrieval::{Method, QueryLists};
+use crate::core::text::{sanitize_for_terminal as clean, snippet};
+use crate::service::retrieval::QueryTimings;
+use crate::tui::action::Action;
+use crate::tui::theme::Theme;
+
+/// A question to pick: from the questions file or the last evaluation's failures.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Question {
+    pub id: String,
+    pub text: String,
+    #[serde(default)]
+    pub relevant: Vec<String>,
+    #[serde(default)]
+    pub answer: Option<String>,
+}
+
+/// One displayed result row.
+#[derive(Debug, Clone)]
+pub struct ResultRow {
+    pub id: String,
+    pub path: String,
+    pub snippet: String,
+    pub hit: FusedHit,
+    pub is_target: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Questions,
+    Results,
+}
+
+/// Chunk lookups the pane needs, resolved by the caller (the retriever's chunks).
+pub type ChunkInfo = std::collections::HashMap<String, (String, String)>;
+
+pub struct QueryPane {
+    pub questions: Vec<Question>,
+    pub failures: Vec<Question>,
+    pub failure_pos: Option<usize>,
+    pub question_sel: usize,
+    pub input: String,
+    pub editing: bool,
+    pub method: Method,
+    pub alpha: f64,
+    pub k: usize,
+    pub focus: Focus,
+    pub result_sel: usize,
+    pub open_chunk: bool,
+    /// The question whose results are shown (its targets).
+    pub current: Option<Question>,
+    pub lists: Option<QueryLists>,
+    pub timings: QueryTimings,
+    pub rows: Vec<ResultRow>,
+    pub busy: bool,
+    pub ticket: u64,
+    pub status: Option<String>,
+    /// (path label, text) of each chunk id, sanitized once.
+    pub chunks: ChunkInfo,
+    /// Search requests for the event loop to run: (ticket, text).
+    pub jobs: Vec<(u64, String)>,
+}
+
+impl QueryPane {
+    pub fn new(questions: Vec<Question>, failures: Vec<Question>, chunks: ChunkInfo) -> Self {
+        Self {
+            questions,
+            failures,
+            failure_pos: None,
+            question_sel: 0,
+            input: String::new(),
+            editing: false,
+            method: Method::Hybrid,
+            alpha: 0.7,
+            k: 15,
+            focus: Focus::Questions,
+            result_sel: 0,
+            open_chunk: false,
+            current: None,
+            lists: None,
+            timings: QueryTimings::default(),
+            rows: Vec::new(),
+            busy: false,
+            ticket: 0,
+            status: None,
+            chunks,
+            jobs: Vec::new(),
+        }
+    }
+
+    /// Ask for retrieval of `q`; any older request is superseded by the new ticket.
+    pub fn submit(&mut self, q: Question) {
+        if q.text.trim().is_empty() {
+            self.status = Some("empty question".into());
+            return;
+        }
+        self.ticket += 1;
+        self.busy = true;
+        self.input = q.text.clone();
+        self.jobs.push((self.ticket, q.text.clone()));
+        self.current = Some(q);
+    }
+
+    /// A finished job; results of superseded tickets are dropped.
+    pub fn on_result(&mut self, ticket: u64, result: Result<(QueryLists, QueryTimings), String>) {
+        if ticket != self.ticket {
+            return;
+        }
+        self.busy = false;
+        match result {
+            Ok((lists, timings)) => {
+                self.lists = Some(lists);
+                self.timings = timings;
+                self.result_sel = 0;
+                self.status = None;
+                self.refuse();
+            }
+            Err(e) => self.status = Some(e),
+        }
+    }
+
+    fn fusion(&self) -> Fusion {
+        match self.method {
+            Method::Linear => Fusion::MinMax { w: self.alpha },
+            _ => Fusion::Rrf { alpha: self.alpha, c: RRF_C },
+        }
+    }
+
+    /// Recompute the displayed ranking from the cached lists (no retrieval).
+    pub fn refuse(&mut self) {
+        let Some(lists) = &self.lists else { return };
+        let fused = lists.candidates.fuse(self.fusion());
+        let targets: Vec<String> = self.current.as_ref().map(|q| q.relevant.clone()).unwrap_or_default();
+        let single = |list: &[Scored]| -> Vec<FusedHit> {
+            list.iter()
+                .map(|s| fused.iter().find(|h| h.id == s.id).cloned().unwrap_or(FusedHit {
+                    id: s.id.clone(),
+                    dense_rank: None,
+                    dense_score: None,
+                    sparse_rank: None,
+                    sparse_score: None,
+                    fused: 0.0,
+                }))
+                .collect()
+        };
+        let order: Vec<FusedHit> = match self.method {
+            Method::Hybrid | Method::Linear => fused.clone(),
+            Method::Dense => single(&lists.dense),
+            Method::Bm25 => single(&lists.bm25),
+            Method::Tfidf => single(&lists.tfidf),
+        };
+        self.rows = order
+            .into_iter()
+            .take(self.k)
+            .map(|hit| {
+                let (path, text) = self.chunks.get(&hit.id).cloned().unwrap_or_default();
+                ResultRow {
+                    id: clean(&hit.id),
+                    path,
+                    snippet: snippet(&text, 80),
+                    is_target: targets.contains(&hit.id),
+                    hit,
+                }
+            })
+            .collect();
+        self.result_sel = self.result_sel.min(self.rows.len().saturating_sub(1));
+    }
+
+    /// Where each target chunk sits in every list (1-based), for the target line.
+    pub fn target_ranks(&self) -> Vec<(String, Option<usize>, Option<usize>, Option<usize>)> {
+        let (Some(q), Some(lists)) = (&self.current, &self.lists) else { return Vec::new() };
+        let ids = lists.ranking(self.method, self.alpha);
+        q.relevant
+            .iter()
+            .map(|t| {
+                let pos = |l: &[Scored]| l.iter().position(|s| &s.id == t).map(|i| i + 1);
+                (t.clone(), pos(&lists.dense), pos(&lists.bm25), ids.iter().position(|i| i == t).map(|i| i + 1))
+            })
+            .collect()
+    }
+
+    fn step_failure(&mut self, delta: isize) {
+        if self.failures.is_empty() {
+            self.status = Some("no failed queries: run `raglab eval retrieval` first".into());
+            return;
+        }
+        let n = self.failures.len();
+        let next = match self.failure_pos {
+            None => if delta > 0 { 0 } else { n - 1 },
+            Some(p) => (p as isize + delta).rem_euclid(n as isize) as usize,
+        };
+        self.failure_pos = Some(next);
+        let q = self.failures[next].clone();
+        self.submit(q);
+    }
+
+    pub fn update(&mut self, action: Action) -> bool {
+        if self.open_chunk {
+            if matches!(action, Action::CloseOverlay | Action::OpenChunk) {
+                self.open_chunk = false;
+            }
+            return true;
+        }
+        match action {
+            Action::Down | Action::Up => {
+                let d: isize = if action == Action::Down { 1 } else { -1 };
+                match self.focus {
+                    Focus::Questions => {
+                        let n = self.questions.len();
+                        if n > 0 {
+                            self.question_sel = self.question_sel.saturating_add_signed(d).min(n - 1);
+                        }
+                    }
+                    Focus::Results => {
+                        let n = self.rows.len();
+                        if n > 0 {
+                            self.result_sel = self.result_sel.saturating_add_signed(d).min(n - 1);
+                        }
+                    }
+                }
+            }
+            Action::FocusLeft => self.focus = Focus::Questions,
+            Action::FocusRight => self.focus = Focus::Results,
+            Action::RunSelected => match self.focus {
+                Focus::Questions => {
+                    if let Some(q) = self.questions.get(self.question_sel).cloned() {
+                        self.failure_pos = None;
+                        self.submit(q);
+                    }
+                }
+                Focus::Results => self.open_chunk = !self.rows.is_empty(),
+            },
+            Action::OpenChunk => self.open_chunk = !self.rows.is_empty(),
+            Action::StartFilter => {
+                self.editing = true;
+                self.input.clear();
+            }
+            Action::SubmitInput => {
+                self.editing = false;
+                let text = self.input.clone();
+                // A typed question has no known target unless it matches a listed one.
+                let q = self.questions.iter().find(|q| q.text == text).cloned().unwrap_or(Question {
+                    id: "typed".into(),
+                    text,
+                    relevant: Vec::new(),
+                    answer: None,
+                });
+                self.submit(q);
+            }
+            Action::CancelInput => self.editing = false,
+            Action::InputBackspace => {
+                self.input.pop();
+            }
+            Action::AlphaUp | Action::AlphaDown => {
+                let step = if action == Action::AlphaUp { 0.05 } else { -0.05 };
+                self.alpha = ((self.alpha + step) * 100.0).round().clamp(0.0, 100.0) / 100.0;
+                self.refuse();
+            }
+            Action::CycleMethod => {
+                let all = Method::ALL;
+                let i = all.iter().position(|m| *m == self.method).unwrap_or(0);
+                self.method = all[(i + 1) % all.len()];
+                self.refuse();
+            }
+            Action::NextFailure => self.step_failure(1),
+            Action::PrevFailure => self.step_failure(-1),
+            _ => return false,
+        }
+        true
+    }
+
+    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [input_area, info_area, body] =
+            Layout::vertical([Constraint::Length(3), Constraint::Length(2), Constraint::Min(5)]).areas(area);
+        let [left, right] = Layout::horizontal([Constraint::Percentage(32), Constraint::Percentage(68)]).areas(body);
+        let [table_area, target_area] =
+            Layout::vertical([Constraint::Min(5), Constraint::Length(4)]).areas(right);
+        let block = |title: String, focused: bool| {
+            Block::bordered()
+                .title(Span::styled(title, theme.title))
+                .border_style(if focused { theme.focused_border } else { theme.border })
+        };
+        let cursor = if self.editing { "▏" } else { "" };
+        let busy = if self.busy { " (searching…)" } else { "" };
+        f.render_widget(
+            Paragraph::new(Line::from(vec![Span::styled(clean(&self.input), theme.text), Span::styled(cursor, theme.filter)]))
+                .block(block(format!(" Question{busy} (/ type, enter run) "), self.editing)),
+            input_area,
+        );
+        let formula = match self.method {
+            Method::Linear => "linear: w·minmax(dense) + (1-w)·minmax(bm25)".to_string(),
+            _ => "R(d;a) = a/(60+r_dense) + (1-a)/(60+r_sparse)".to_string(),
+        };
+        let failure = match self.failure_pos {
+            Some(p) => format!("  failure {}/{}", p + 1, self.failures.len()),
+            None if !self.failures.is_empty() => format!("  {} failures (n/p)", self.failures.len()),
+            None => String::new(),
+        };
+        let t = &self.timings;
+        f.render_widget(
+            Paragraph::new(vec![
+                Line::from(vec![
+                    Span::styled(format!(" method {}  a = {:.2}  ", self.method, self.alpha), theme.title),
+                    Span::styled(formula, theme.muted),
+                    Span::styled(failure, theme.filter),
+                ]),
+                Line::styled(
+                    match &self.status {
+                        Some(s) => format!(" {s}"),
+                        None => format!(
+                            " embed {:.1} ms · dense {:.2} ms · bm25 {:.2} ms · tfidf {:.2} ms · fusion {:.3} ms",
+                            t.embed_ms, t.dense_ms, t.bm25_ms, t.tfidf_ms, t.fusion_ms
+                        ),
+                    },
+                    if self.status.is_some() { theme.error } else { theme.muted },
+                ),
+            ]),
+            info_area,
+        );
+
+        let items: Vec<ListItem> =
+            self.questions.iter().map(|q| ListItem::new(Line::styled(clean(&q.text), theme.text))).collect();
+        let mut state = ListState::default().with_selected(Some(self.question_sel));
+        f.render_stateful_widget(
+            List::new(items)
+                .block(block(format!(" Questions {} ", self.questions.len()), self.focus == Focus::Questions))
+                .highlight_style(theme.selected),
+            left,
+            &mut state,
+        );
+
+        let max = self.rows.iter().map(|r| r.hit.fused).fold(0.0f64, f64::max);
+        let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| r.to_string());
+        let rows: Vec<Row> = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let width = if max > 0.0 { (r.hit.fused / max * 10.0).round() as usize } else { 0 };
+                let style = if r.is_target { theme.target_chunk } else { theme.text };
+                Row::new(vec![
+                    Line::styled(format!("{}{}", if r.is_target { "▶" } else { " " }, i + 1), style),
+                    Line::styled(rank(r.hit.dense_rank), theme.rank_dense),
+                    Line::styled(rank(r.hit.sparse_rank), theme.rank_sparse),
+                    Line::from(vec![
+                        Span::styled("█".repeat(width), theme.score_bar),
+                        Span::styled(format!(" {:.4}", r.hit.fused), theme.muted),
+                    ]),
+                    Line::styled(format!("{}  {}", r.id, r.path), style),
+                ])
+            })
+            .collect();
+        let header = Row::new(vec!["rank", "dense", "bm25", "fused", "chunk"]).style(theme.title);
+        let mut tstate = TableState::default().with_selected(Some(self.result_sel));
+        f.render_stateful_widget(
+            Table::new(rows, [Constraint::Length(5), Constraint::Length(6), Constraint::Length(5), Constraint::Length(18), Constraint::Min(10)])
+                .header(header)
+                .row_highlight_style(theme.selected)
+                .block(block(format!(" Top {} ", self.k), self.focus == Focus::Results)),
+            table_area,
+            &mut tstate,
+        );
+
+        let mut lines = Vec::new();
+        let ranks = self.target_ranks();
+        if ranks.is_empty() {
+            lines.push(Line::styled("no target chunk known for this question", theme.muted));
+        }
+        for (id, d, s, fr) in ranks {
+            let show = |r: Option<usize>| r.map_or("not retrieved".to_string(), |r| format!("#{r}"));
+            lines.push(Line::from(vec![
+                Span::styled(format!("target {} ", clean(&id)), theme.target_chunk),
+                Span::styled(format!(" dense {} ", show(d)), theme.rank_dense),
+                Span::styled(format!(" bm25 {} ", show(s)), theme.rank_sparse),
+                Span::styled(format!(" {} {}", self.method, show(fr)), theme.title),
+            ]));
+        }
+        f.render_widget(Paragraph::new(lines).block(block(" Target ".into(), false)), target_area);
+
+        if self.open_chunk {
+            if let Some(r) = self.rows.get(self.result_sel) {
+                let text = self.chunks.get(&r.hit.id).map(|(_, t)| t.clone()).unwrap_or_default();
+                let area = super::super::ui::centered(f.area(), 80, 80);
+                f.render_widget(Clear, area);
+                f.render_widget(
+                    Paragraph::new(vec![Line::styled(r.path.clone(), theme.header_path), Line::raw("")]
+                        .into_iter()
+                        .chain(text.lines().map(|l| Line::styled(l.to_string(), theme.text)))
+                        .collect::<Vec<_>>())
+                    .wrap(Wrap { trim: false })
+                    .block(block(format!(" {} (esc closes) ", r.id), true)),
+                    area,
+                );
+            }
+        }
+    }
+}

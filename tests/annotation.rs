@@ -1,0 +1,150 @@
+//! Labels: validation, durability under SIGKILL, two concurrent writers, agreement.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::Env;
+
+fn with_items(n: usize) -> Env {
+    let env = Env::new();
+    let f = env.dir.path().join("items.jsonl");
+    let mut s = String::new();
+    for i in 0..n {
+        s.push_str(&format!(
+            "{{\"item_id\": \"i{i}\", \"question\": \"Q{i}?\", \"reference_answer\": \"R{i}\", \"target_chunk\": \"T{i}\", \"answer\": \"A{i}\"}}\n"
+        ));
+    }
+    std::fs::write(&f, s).expect("write");
+    env.ok(&["annotate", "create", "--from-file", f.to_str().expect("utf8")]);
+    env
+}
+
+fn exported_ids(env: &Env) -> HashSet<String> {
+    let out = env.ok(&["labels", "export", "--format", "jsonl"]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["label_id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+#[test]
+fn bad_imports_are_rejected_whole() {
+    let env = with_items(3);
+    let f = env.dir.path().join("labels.jsonl");
+    let good = "{\"item_id\": \"i0\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\"}\n";
+    for (bad, why) in [
+        ("{\"item_id\": \"nope\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\"}", "unknown item"),
+        ("{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"tone\", \"label\": \"pass\"}", "unknown criterion"),
+        ("{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"maybe\"}", "is not a label"),
+        ("{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\", \"rubric_version\": \"9\"}", "mix rubric versions"),
+    ] {
+        std::fs::write(&f, format!("{good}{bad}\n")).expect("write");
+        let out = env.cmd().args(["labels", "import", f.to_str().expect("utf8")]).output().expect("spawn");
+        assert!(!out.status.success(), "{why} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "expected `{why}` in: {err}");
+        assert!(exported_ids(&env).is_empty(), "nothing partially imported ({why})");
+    }
+    std::fs::write(&f, good).expect("write");
+    env.ok(&["labels", "import", f.to_str().expect("utf8")]);
+    assert_eq!(exported_ids(&env).len(), 1);
+}
+
+/// Kill a labelling process at random points many times: every label it reported as
+/// saved must be there afterwards.
+#[test]
+fn every_saved_label_survives_sigkill() {
+    let env = with_items(5);
+    let mut reported: HashSet<String> = HashSet::new();
+    let mut rng = raglab::core::rng::Rng::new(11);
+    for round in 0..12 {
+        let mut child = env
+            .cmd()
+            .args(["labels", "stress", "--reviewer", &format!("r{round}"), "--count", "1000"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(150 + rng.below(600) as u64));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            if let Some(id) = line.strip_prefix("saved ").and_then(|r| r.split_whitespace().next()) {
+                reported.insert(id.to_string());
+            }
+        }
+    }
+    assert!(reported.len() > 10, "the stress runs saved too little to test: {}", reported.len());
+    let stored = exported_ids(&env);
+    let missing: Vec<_> = reported.difference(&stored).collect();
+    assert!(missing.is_empty(), "{} reported labels lost: {missing:?}", missing.len());
+}
+
+#[test]
+fn two_concurrent_writers_lose_nothing() {
+    let env = with_items(4);
+    let spawn = |who: &str| {
+        env.cmd()
+            .args(["labels", "stress", "--reviewer", who, "--count", "25"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn")
+    };
+    let (a, b) = (spawn("alice"), spawn("bob"));
+    let mut saved = HashSet::new();
+    for child in [a, b] {
+        let out = child.wait_with_output().expect("wait");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for l in String::from_utf8_lossy(&out.stdout).lines() {
+            saved.insert(l.split_whitespace().nth(1).expect("id").to_string());
+        }
+    }
+    assert_eq!(saved.len(), 50);
+    assert_eq!(exported_ids(&env), saved);
+}
+
+#[test]
+fn agreement_table_matches_hand_computation() {
+    let env = with_items(4);
+    // Clarity: ann p p f f, bob p f f f -> kappa 0.5, macro-F1 (bob as reference) (0.8 + 2/3) / 2.
+    let f = env.dir.path().join("labels.jsonl");
+    let mut s = String::new();
+    for (i, (a, b)) in [("pass", "pass"), ("pass", "fail"), ("fail", "fail"), ("fail", "fail")].iter().enumerate() {
+        s.push_str(&format!("{{\"item_id\": \"i{i}\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"{a}\"}}\n"));
+        s.push_str(&format!("{{\"item_id\": \"i{i}\", \"reviewer\": \"bob\", \"criterion\": \"clarity\", \"label\": \"{b}\"}}\n"));
+    }
+    std::fs::write(&f, s).expect("write");
+    env.ok(&["labels", "import", f.to_str().expect("utf8")]);
+    let out = env.json(&["agree", "--bootstrap", "500", "--seed", "3", "--json"]);
+    let rows = out["rows"].as_array().expect("rows");
+    let clarity = rows.iter().find(|r| r["criterion"] == "Clarity").expect("clarity row");
+    let rep = &clarity["pairs"][0][1];
+    assert!((rep["kappa"]["value"].as_f64().expect("k") - 0.5).abs() < 1e-12);
+    assert!((rep["macro_f1"]["value"].as_f64().expect("f") - (0.8 + 2.0 / 3.0) / 2.0).abs() < 1e-12);
+    assert!(clarity["pairs"][1][1].is_null(), "no judge labels -> no data");
+    let again = env.json(&["agree", "--bootstrap", "500", "--seed", "3", "--json"]);
+    assert_eq!(out["rows"], again["rows"], "same seed, same intervals");
+    // A change of mind is a new version; the history keeps both.
+    std::fs::write(&f, "{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"fail\"}\n").expect("write");
+    env.ok(&["labels", "import", f.to_str().expect("utf8")]);
+    let hist = env.ok(&["labels", "history", "i1"]);
+    let h = String::from_utf8_lossy(&hist.stdout);
+    assert_eq!(h.lines().filter(|l| l.contains("ann")).count(), 2, "{h}");
+    let out = env.json(&["agree", "--bootstrap", "200", "--json"]);
+    let clarity = out["rows"].as_array().expect("rows").iter().find(|r| r["criterion"] == "Clarity").cloned().expect("row");
+    assert_eq!(clarity["pairs"][0][1]["raw_agreement"]["value"].as_f64(), Some(1.0));
+}

@@ -1,0 +1,156 @@
+//! Real generation with the small SmolLM2 GGUF (short outputs): streaming order, stop,
+//! the grammar-constrained judge across seeds, and errors for bad models.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
+use raglab::config::DEFAULT_GEN_MODEL;
+use raglab::infer::generate::{GenConfig, GenEvent, GenRequest, Generator, Sampling};
+use raglab::service::generation::{AnswerRecord, judge};
+use raglab::service::rubric::default_rubric;
+
+fn generator() -> Generator {
+    let mut cfg = GenConfig::new(common::model(DEFAULT_GEN_MODEL));
+    cfg.threads = 2;
+    Generator::spawn(&cfg).expect("load SmolLM2")
+}
+
+fn ask(q: &str) -> Vec<(String, String)> {
+    vec![("user".to_string(), q.to_string())]
+}
+
+#[test]
+fn tokens_stream_in_order_and_concatenate_to_the_answer() {
+    let g = generator();
+    assert!(g.info.has_chat_template);
+    let sampling = Sampling { max_tokens: 40, seed: 3, ..Sampling::default() };
+    let mut pieces = Vec::new();
+    let (text, stats) = g
+        .generate(ask("How can I prevent the flu?"), sampling, None, Arc::new(AtomicBool::new(false)), |t| pieces.push(t.to_string()))
+        .expect("generate");
+    assert!(!text.trim().is_empty());
+    assert_eq!(pieces.concat(), text, "streamed pieces must concatenate to the answer");
+    assert!(pieces.len() > 1, "more than one streamed piece");
+    assert!(stats.output_tokens > 0 && stats.output_tokens <= 40);
+    assert!(stats.prompt_tokens > 5);
+    assert!(!stats.stopped);
+    assert!(stats.gen_tokens_per_s > 0.0 && stats.prompt_tokens_per_s > 0.0);
+    // Same seed, same text (reproducible with the stored parameters).
+    let (again, _) = g
+        .generate(ask("How can I prevent the flu?"), Sampling { max_tokens: 40, seed: 3, ..Sampling::default() }, None, Arc::new(AtomicBool::new(false)), |_| {})
+        .expect("generate");
+    assert_eq!(again, text);
+}
+
+#[test]
+fn stopping_mid_stream_keeps_a_partial_answer_marked_stopped() {
+    let g = generator();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    g.start(GenRequest {
+        messages: ask("Write a long essay about vaccination history."),
+        sampling: Sampling { max_tokens: 200, temperature: 0.8, ..Sampling::default() },
+        grammar: None,
+        stop: Arc::clone(&stop),
+        events: tx,
+    })
+    .expect("start");
+    let mut streamed = String::new();
+    let mut n = 0;
+    let (text, stats) = loop {
+        match rx.recv().expect("event") {
+            GenEvent::Token(t) => {
+                streamed.push_str(&t);
+                n += 1;
+                if n == 5 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            GenEvent::Done { text, stats } => break (text, stats),
+            GenEvent::Failed(e) => panic!("{e}"),
+            GenEvent::Started { .. } => {}
+        }
+    };
+    assert!(stats.stopped);
+    assert_eq!(text, streamed);
+    assert!(stats.output_tokens >= 5 && stats.output_tokens < 200, "{}", stats.output_tokens);
+}
+
+#[test]
+fn judge_grammar_always_parses_across_seeds() {
+    let g = generator();
+    let rubric = default_rubric();
+    let answer = AnswerRecord {
+        answer_id: "r/q/s1".into(),
+        run: "r".into(),
+        question_id: "q".into(),
+        question: "How is rabies prevented?".into(),
+        reference_answer: Some("Vaccinate pets and avoid wild animals.".into()),
+        target_ids: vec![],
+        method: "hybrid".into(),
+        alpha: 0.7,
+        k: 15,
+        no_retrieval: false,
+        embed_model: None,
+        chunk_ids: vec![],
+        chunk_ranks: vec![],
+        dropped_chunk_ids: vec![],
+        target_rank: None,
+        prompt: String::new(),
+        model_file: String::new(),
+        model_sha256: String::new(),
+        sampling: String::new(),
+        seed: 1,
+        prompt_tokens: 0,
+        output_tokens: 0,
+        input_words: 0,
+        retrieval_ms: 0.0,
+        ttft_ms: 0.0,
+        prompt_tokens_per_s: 0.0,
+        gen_tokens_per_s: 0.0,
+        total_ms: 0.0,
+        stopped: false,
+        answer: "Get your dog vaccinated and stay away from bats.".into(),
+        created_at: String::new(),
+    };
+    for seed in 0..8 {
+        let (rec, j) = judge(&g, &rubric, &answer, "Vaccinate pets; avoid contact with wild animals.", seed).expect("judge output parses");
+        assert_eq!(j.labels.len(), 4);
+        assert_eq!(rec.criteria, vec!["faithfulness", "completeness", "factual_consistency", "clarity"]);
+        assert!(rec.labels.iter().all(|l| l == "pass" || l == "fail"), "{:?}", rec.labels);
+        assert!(rec.raw_output.starts_with("faithfulness: "), "{}", rec.raw_output);
+    }
+}
+
+#[test]
+fn bad_models_get_clear_errors() {
+    let e = Generator::spawn(&GenConfig::new("/no/such/model.gguf")).err().expect("missing");
+    assert!(e.to_string().contains("does not exist"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("corrupt.gguf");
+    std::fs::write(&p, b"GGUF\x03\x00\x00\x00garbage").expect("write");
+    let e = Generator::spawn(&GenConfig::new(&p)).err().expect("corrupt");
+    assert!(e.to_string().contains("cannot load model"), "{e}");
+}
+
+#[test]
+fn over_long_prompts_are_refused_not_fatal() {
+    let mut cfg = GenConfig::new(common::model(DEFAULT_GEN_MODEL));
+    cfg.max_context = 512;
+    cfg.threads = 1;
+    let g = Generator::spawn(&cfg).expect("load");
+    let long = "guidance ".repeat(2000);
+    let e = g
+        .generate(ask(&long), Sampling { max_tokens: 8, ..Sampling::default() }, None, Arc::new(AtomicBool::new(false)), |_| {})
+        .err()
+        .expect("too long");
+    assert!(e.to_string().contains("exceeds the context size"), "{e}");
+    // The worker survives and still answers.
+    let (t, _) = g
+        .generate(ask("Hi"), Sampling { max_tokens: 4, ..Sampling::default() }, None, Arc::new(AtomicBool::new(false)), |_| {})
+        .expect("still works");
+    assert!(!t.is_empty());
+}

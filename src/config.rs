@@ -42,8 +42,12 @@ impl Paths {
     pub fn themes_dir(&self) -> PathBuf {
         self.config_dir.join("themes")
     }
+    /// `RAGLAB_MODELS_DIR`, else DATA_DIR/models.
     pub fn models_dir(&self) -> PathBuf {
-        self.data_dir.join("models")
+        match std::env::var_os("RAGLAB_MODELS_DIR") {
+            Some(v) if !v.is_empty() => PathBuf::from(v),
+            _ => self.data_dir.join("models"),
+        }
     }
     pub fn default_workspace(&self) -> PathBuf {
         self.data_dir.join("workspaces").join("default")
@@ -95,7 +99,10 @@ pub struct ChunkingConfig {
 
 impl Default for ChunkingConfig {
     fn default() -> Self {
-        Self { window_size: 500, window_overlap: 50 }
+        Self {
+            window_size: 500,
+            window_overlap: 50,
+        }
     }
 }
 
@@ -104,21 +111,31 @@ impl Config {
     pub fn load(paths: &Paths) -> Result<Self> {
         let file = paths.config_file();
         match std::fs::read_to_string(&file) {
-            Ok(s) => toml::from_str(&s).with_context(|| format!("invalid config {}", file.display())),
+            Ok(s) => {
+                toml::from_str(&s).with_context(|| format!("invalid config {}", file.display()))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(e).with_context(|| format!("cannot read {}", file.display())),
         }
     }
 
     pub fn workspace_dir(&self, paths: &Paths) -> PathBuf {
-        self.workspace.clone().unwrap_or_else(|| paths.default_workspace())
+        self.workspace
+            .clone()
+            .unwrap_or_else(|| paths.default_workspace())
     }
 
     pub fn embed_model(&self, paths: &Paths) -> PathBuf {
-        self.models.embed.clone().unwrap_or_else(|| paths.models_dir().join(DEFAULT_EMBED_MODEL))
+        self.models
+            .embed
+            .clone()
+            .unwrap_or_else(|| paths.models_dir().join(DEFAULT_EMBED_MODEL))
     }
 
     pub fn gen_model(&self, paths: &Paths) -> PathBuf {
-        self.models.generate.clone().unwrap_or_else(|| paths.models_dir().join(DEFAULT_GEN_MODEL))
+        self.models
+            .generate
+            .clone()
+            .unwrap_or_else(|| paths.models_dir().join(DEFAULT_GEN_MODEL))
     }
 }

@@ -19,7 +19,12 @@ fn with_items(n: usize) -> Env {
         ));
     }
     std::fs::write(&f, s).expect("write");
-    env.ok(&["annotate", "create", "--from-file", f.to_str().expect("utf8")]);
+    env.ok(&[
+        "annotate",
+        "create",
+        "--from-file",
+        f.to_str().expect("utf8"),
+    ]);
     env
 }
 
@@ -27,7 +32,12 @@ fn exported_ids(env: &Env) -> HashSet<String> {
     let out = env.ok(&["labels", "export", "--format", "jsonl"]);
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["label_id"].as_str().expect("id").to_string())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["label_id"]
+                .as_str()
+                .expect("id")
+                .to_string()
+        })
         .collect()
 }
 
@@ -37,17 +47,36 @@ fn bad_imports_are_rejected_whole() {
     let f = env.dir.path().join("labels.jsonl");
     let good = "{\"item_id\": \"i0\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\"}\n";
     for (bad, why) in [
-        ("{\"item_id\": \"nope\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\"}", "unknown item"),
-        ("{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"tone\", \"label\": \"pass\"}", "unknown criterion"),
-        ("{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"maybe\"}", "is not a label"),
-        ("{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\", \"rubric_version\": \"9\"}", "mix rubric versions"),
+        (
+            "{\"item_id\": \"nope\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\"}",
+            "unknown item",
+        ),
+        (
+            "{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"tone\", \"label\": \"pass\"}",
+            "unknown criterion",
+        ),
+        (
+            "{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"maybe\"}",
+            "is not a label",
+        ),
+        (
+            "{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\", \"rubric_version\": \"9\"}",
+            "mix rubric versions",
+        ),
     ] {
         std::fs::write(&f, format!("{good}{bad}\n")).expect("write");
-        let out = env.cmd().args(["labels", "import", f.to_str().expect("utf8")]).output().expect("spawn");
+        let out = env
+            .cmd()
+            .args(["labels", "import", f.to_str().expect("utf8")])
+            .output()
+            .expect("spawn");
         assert!(!out.status.success(), "{why} accepted");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(why), "expected `{why}` in: {err}");
-        assert!(exported_ids(&env).is_empty(), "nothing partially imported ({why})");
+        assert!(
+            exported_ids(&env).is_empty(),
+            "nothing partially imported ({why})"
+        );
     }
     std::fs::write(&f, good).expect("write");
     env.ok(&["labels", "import", f.to_str().expect("utf8")]);
@@ -64,7 +93,14 @@ fn every_saved_label_survives_sigkill() {
     for round in 0..12 {
         let mut child = env
             .cmd()
-            .args(["labels", "stress", "--reviewer", &format!("r{round}"), "--count", "1000"])
+            .args([
+                "labels",
+                "stress",
+                "--reviewer",
+                &format!("r{round}"),
+                "--count",
+                "1000",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -82,15 +118,26 @@ fn every_saved_label_survives_sigkill() {
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
         while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            if let Some(id) = line.strip_prefix("saved ").and_then(|r| r.split_whitespace().next()) {
+            if let Some(id) = line
+                .strip_prefix("saved ")
+                .and_then(|r| r.split_whitespace().next())
+            {
                 reported.insert(id.to_string());
             }
         }
     }
-    assert!(reported.len() > 10, "the stress runs saved too little to test: {}", reported.len());
+    assert!(
+        reported.len() > 10,
+        "the stress runs saved too little to test: {}",
+        reported.len()
+    );
     let stored = exported_ids(&env);
     let missing: Vec<_> = reported.difference(&stored).collect();
-    assert!(missing.is_empty(), "{} reported labels lost: {missing:?}", missing.len());
+    assert!(
+        missing.is_empty(),
+        "{} reported labels lost: {missing:?}",
+        missing.len()
+    );
 }
 
 #[test]
@@ -108,7 +155,11 @@ fn two_concurrent_writers_lose_nothing() {
     let mut saved = HashSet::new();
     for child in [a, b] {
         let out = child.wait_with_output().expect("wait");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         for l in String::from_utf8_lossy(&out.stdout).lines() {
             saved.insert(l.split_whitespace().nth(1).expect("id").to_string());
         }
@@ -123,7 +174,15 @@ fn agreement_table_matches_hand_computation() {
     // Clarity: ann p p f f, bob p f f f -> kappa 0.5, macro-F1 (bob as reference) (0.8 + 2/3) / 2.
     let f = env.dir.path().join("labels.jsonl");
     let mut s = String::new();
-    for (i, (a, b)) in [("pass", "pass"), ("pass", "fail"), ("fail", "fail"), ("fail", "fail")].iter().enumerate() {
+    for (i, (a, b)) in [
+        ("pass", "pass"),
+        ("pass", "fail"),
+        ("fail", "fail"),
+        ("fail", "fail"),
+    ]
+    .iter()
+    .enumerate()
+    {
         s.push_str(&format!("{{\"item_id\": \"i{i}\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"{a}\"}}\n"));
         s.push_str(&format!("{{\"item_id\": \"i{i}\", \"reviewer\": \"bob\", \"criterion\": \"clarity\", \"label\": \"{b}\"}}\n"));
     }
@@ -131,11 +190,19 @@ fn agreement_table_matches_hand_computation() {
     env.ok(&["labels", "import", f.to_str().expect("utf8")]);
     let out = env.json(&["agree", "--bootstrap", "500", "--seed", "3", "--json"]);
     let rows = out["rows"].as_array().expect("rows");
-    let clarity = rows.iter().find(|r| r["criterion"] == "Clarity").expect("clarity row");
+    let clarity = rows
+        .iter()
+        .find(|r| r["criterion"] == "Clarity")
+        .expect("clarity row");
     let rep = &clarity["pairs"][0][1];
     assert!((rep["kappa"]["value"].as_f64().expect("k") - 0.5).abs() < 1e-12);
-    assert!((rep["macro_f1"]["value"].as_f64().expect("f") - (0.8 + 2.0 / 3.0) / 2.0).abs() < 1e-12);
-    assert!(clarity["pairs"][1][1].is_null(), "no judge labels -> no data");
+    assert!(
+        (rep["macro_f1"]["value"].as_f64().expect("f") - (0.8 + 2.0 / 3.0) / 2.0).abs() < 1e-12
+    );
+    assert!(
+        clarity["pairs"][1][1].is_null(),
+        "no judge labels -> no data"
+    );
     let again = env.json(&["agree", "--bootstrap", "500", "--seed", "3", "--json"]);
     assert_eq!(out["rows"], again["rows"], "same seed, same intervals");
     // A change of mind is a new version; the history keeps both.
@@ -145,6 +212,15 @@ fn agreement_table_matches_hand_computation() {
     let h = String::from_utf8_lossy(&hist.stdout);
     assert_eq!(h.lines().filter(|l| l.contains("ann")).count(), 2, "{h}");
     let out = env.json(&["agree", "--bootstrap", "200", "--json"]);
-    let clarity = out["rows"].as_array().expect("rows").iter().find(|r| r["criterion"] == "Clarity").cloned().expect("row");
-    assert_eq!(clarity["pairs"][0][1]["raw_agreement"]["value"].as_f64(), Some(1.0));
+    let clarity = out["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["criterion"] == "Clarity")
+        .cloned()
+        .expect("row");
+    assert_eq!(
+        clarity["pairs"][0][1]["raw_agreement"]["value"].as_f64(),
+        Some(1.0)
+    );
 }

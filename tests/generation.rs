@@ -26,13 +26,27 @@ fn ask(q: &str) -> Vec<(String, String)> {
 fn tokens_stream_in_order_and_concatenate_to_the_answer() {
     let g = generator();
     assert!(g.info.has_chat_template);
-    let sampling = Sampling { max_tokens: 40, seed: 3, ..Sampling::default() };
+    let sampling = Sampling {
+        max_tokens: 40,
+        seed: 3,
+        ..Sampling::default()
+    };
     let mut pieces = Vec::new();
     let (text, stats) = g
-        .generate(ask("How can I prevent the flu?"), sampling, None, Arc::new(AtomicBool::new(false)), |t| pieces.push(t.to_string()))
+        .generate(
+            ask("How can I prevent the flu?"),
+            sampling,
+            None,
+            Arc::new(AtomicBool::new(false)),
+            |t| pieces.push(t.to_string()),
+        )
         .expect("generate");
     assert!(!text.trim().is_empty());
-    assert_eq!(pieces.concat(), text, "streamed pieces must concatenate to the answer");
+    assert_eq!(
+        pieces.concat(),
+        text,
+        "streamed pieces must concatenate to the answer"
+    );
     assert!(pieces.len() > 1, "more than one streamed piece");
     assert!(stats.output_tokens > 0 && stats.output_tokens <= 40);
     assert!(stats.prompt_tokens > 5);
@@ -40,7 +54,17 @@ fn tokens_stream_in_order_and_concatenate_to_the_answer() {
     assert!(stats.gen_tokens_per_s > 0.0 && stats.prompt_tokens_per_s > 0.0);
     // Same seed, same text (reproducible with the stored parameters).
     let (again, _) = g
-        .generate(ask("How can I prevent the flu?"), Sampling { max_tokens: 40, seed: 3, ..Sampling::default() }, None, Arc::new(AtomicBool::new(false)), |_| {})
+        .generate(
+            ask("How can I prevent the flu?"),
+            Sampling {
+                max_tokens: 40,
+                seed: 3,
+                ..Sampling::default()
+            },
+            None,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )
         .expect("generate");
     assert_eq!(again, text);
 }
@@ -52,7 +76,11 @@ fn stopping_mid_stream_keeps_a_partial_answer_marked_stopped() {
     let (tx, rx) = mpsc::channel();
     g.start(GenRequest {
         messages: ask("Write a long essay about vaccination history."),
-        sampling: Sampling { max_tokens: 200, temperature: 0.8, ..Sampling::default() },
+        sampling: Sampling {
+            max_tokens: 200,
+            temperature: 0.8,
+            ..Sampling::default()
+        },
         grammar: None,
         stop: Arc::clone(&stop),
         events: tx,
@@ -76,7 +104,11 @@ fn stopping_mid_stream_keeps_a_partial_answer_marked_stopped() {
     };
     assert!(stats.stopped);
     assert_eq!(text, streamed);
-    assert!(stats.output_tokens >= 5 && stats.output_tokens < 200, "{}", stats.output_tokens);
+    assert!(
+        stats.output_tokens >= 5 && stats.output_tokens < 200,
+        "{}",
+        stats.output_tokens
+    );
 }
 
 #[test]
@@ -116,23 +148,51 @@ fn judge_grammar_always_parses_across_seeds() {
         answer: "Get your dog vaccinated and stay away from bats.".into(),
         created_at: String::new(),
     };
-    for seed in 0..8 {
-        let (rec, j) = judge(&g, &rubric, &answer, "Vaccinate pets; avoid contact with wild animals.", seed).expect("judge output parses");
+    for seed in 0..4 {
+        let (rec, j) = judge(
+            &g,
+            &rubric,
+            &answer,
+            "Vaccinate pets; avoid contact with wild animals.",
+            0.9,
+            seed,
+        )
+        .expect("judge output parses");
         assert_eq!(j.labels.len(), 4);
-        assert_eq!(rec.criteria, vec!["faithfulness", "completeness", "factual_consistency", "clarity"]);
-        assert!(rec.labels.iter().all(|l| l == "pass" || l == "fail"), "{:?}", rec.labels);
-        assert!(rec.raw_output.starts_with("faithfulness: "), "{}", rec.raw_output);
+        assert_eq!(
+            rec.criteria,
+            vec![
+                "faithfulness",
+                "completeness",
+                "factual_consistency",
+                "clarity"
+            ]
+        );
+        assert!(
+            rec.labels.iter().all(|l| l == "pass" || l == "fail"),
+            "{:?}",
+            rec.labels
+        );
+        assert!(
+            rec.raw_output.starts_with("faithfulness: "),
+            "{}",
+            rec.raw_output
+        );
     }
 }
 
 #[test]
 fn bad_models_get_clear_errors() {
-    let e = Generator::spawn(&GenConfig::new("/no/such/model.gguf")).err().expect("missing");
+    let e = Generator::spawn(&GenConfig::new("/no/such/model.gguf"))
+        .err()
+        .expect("missing");
     assert!(e.to_string().contains("does not exist"));
     let dir = tempfile::tempdir().expect("tmp");
     let p = dir.path().join("corrupt.gguf");
     std::fs::write(&p, b"GGUF\x03\x00\x00\x00garbage").expect("write");
-    let e = Generator::spawn(&GenConfig::new(&p)).err().expect("corrupt");
+    let e = Generator::spawn(&GenConfig::new(&p))
+        .err()
+        .expect("corrupt");
     assert!(e.to_string().contains("cannot load model"), "{e}");
 }
 
@@ -144,13 +204,30 @@ fn over_long_prompts_are_refused_not_fatal() {
     let g = Generator::spawn(&cfg).expect("load");
     let long = "guidance ".repeat(2000);
     let e = g
-        .generate(ask(&long), Sampling { max_tokens: 8, ..Sampling::default() }, None, Arc::new(AtomicBool::new(false)), |_| {})
-        .err()
-        .expect("too long");
+        .generate(
+            ask(&long),
+            Sampling {
+                max_tokens: 8,
+                ..Sampling::default()
+            },
+            None,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )
+        .expect_err("too long");
     assert!(e.to_string().contains("exceeds the context size"), "{e}");
     // The worker survives and still answers.
     let (t, _) = g
-        .generate(ask("Hi"), Sampling { max_tokens: 4, ..Sampling::default() }, None, Arc::new(AtomicBool::new(false)), |_| {})
+        .generate(
+            ask("Hi"),
+            Sampling {
+                max_tokens: 4,
+                ..Sampling::default()
+            },
+            None,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )
         .expect("still works");
     assert!(!t.is_empty());
 }

@@ -38,13 +38,21 @@ fn bad_files_are_reported_and_the_rest_ingests() {
         b"{\"id\": \"a\", \"text\": \"alpha\"}\n{not json}\n{\"id\": \"a\", \"text\": \"again\"}\n{\"id\": \"b\"}\n[1,2]\n{\"id\": \"c\", \"text\": \"gamma\", \"title\": \"C\"}\n",
     );
     let missing = dir.join("does-not-exist.md");
-    let out = env.json(&["ingest", dir.to_str().expect("utf8"), missing.to_str().expect("utf8"), "--json"]);
+    let out = env.json(&[
+        "ingest",
+        dir.to_str().expect("utf8"),
+        missing.to_str().expect("utf8"),
+        "--json",
+    ]);
     let skipped = out["skipped"].as_array().expect("skipped").clone();
 
     assert_eq!(reason_for(&skipped, "empty.md"), "empty file");
     assert_eq!(reason_for(&skipped, "blank.md"), "empty file");
     assert!(reason_for(&skipped, "binary.md").starts_with("binary file"));
-    assert_eq!(reason_for(&skipped, "latin1.txt"), "not valid UTF-8 (invalid byte at offset 3)");
+    assert_eq!(
+        reason_for(&skipped, "latin1.txt"),
+        "not valid UTF-8 (invalid byte at offset 3)"
+    );
     assert!(reason_for(&skipped, "minified.txt").starts_with("line 2 is 2097152 bytes long"));
     assert!(reason_for(&skipped, "only-headers.md").contains("no text"));
     assert!(reason_for(&skipped, "notes.pdf").contains("unsupported"));
@@ -52,16 +60,31 @@ fn bad_files_are_reported_and_the_rest_ingests() {
     assert!(reason_for(&skipped, "records.jsonl:3").contains("duplicate record id `a`"));
     assert!(reason_for(&skipped, "records.jsonl:4").contains("no `text`"));
     assert!(reason_for(&skipped, "records.jsonl:5").contains("not a JSON object"));
-    assert!(reason_for(&skipped, "does-not-exist.md").to_lowercase().contains("no such file"));
+    assert!(
+        reason_for(&skipped, "does-not-exist.md")
+            .to_lowercase()
+            .contains("no such file")
+    );
     assert_eq!(skipped.len(), 12, "{skipped:#?}");
 
     // good.md, sub/also-good.txt, records a and c; only-headers.md was read but empty.
     let list = env.json(&["corpus", "list", "--json"]);
-    let mut ids: Vec<&str> = list.as_array().expect("list").iter().filter_map(|c| c["id"].as_str()).collect();
+    let mut ids: Vec<&str> = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
     ids.sort_unstable();
-    assert_eq!(ids, vec!["a#top", "c#top", "good#overview", "sub/also-good#top"]);
+    assert_eq!(
+        ids,
+        vec!["a#top", "c#top", "good#overview", "sub/also-good#top"]
+    );
     let shown = env.json(&["corpus", "show", "a#top", "--json"]);
-    assert_eq!(shown["text"], "alpha", "the first of two duplicate records wins");
+    assert_eq!(
+        shown["text"], "alpha",
+        "the first of two duplicate records wins"
+    );
 }
 
 #[test]
@@ -70,7 +93,11 @@ fn nothing_ingestible_is_an_error() {
     let dir = env.dir.path().join("empty");
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(dir.join("e.md"), b"").expect("write");
-    let out = env.cmd().args(["ingest", dir.to_str().expect("utf8")]).output().expect("spawn");
+    let out = env
+        .cmd()
+        .args(["ingest", dir.to_str().expect("utf8")])
+        .output()
+        .expect("spawn");
     assert!(!out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("e.md: empty file"), "{stdout}");
@@ -87,7 +114,9 @@ fn killed_ingest_leaves_a_consistent_dataset() {
     for d in 0..40 {
         let mut s = format!("# Doc {d}\n");
         for k in 0..100 {
-            s.push_str(&format!("## Section {k}\n\nGuidance text {d} {k} about hand washing and vaccines.\n\n"));
+            s.push_str(&format!(
+                "## Section {k}\n\nGuidance text {d} {k} about hand washing and vaccines.\n\n"
+            ));
         }
         std::fs::write(big.join(format!("d{d:02}.md")), s).expect("write");
     }
@@ -106,7 +135,10 @@ fn killed_ingest_leaves_a_consistent_dataset() {
         let _ = child.wait();
         let stats = env.json(&["corpus", "stats", "--json"]);
         let chunks = stats["chunks"].as_u64().expect("chunks");
-        assert!(chunks == 261 || chunks == 261 + 4000, "after kill at {ms} ms: {chunks} chunks");
+        assert!(
+            chunks == 261 || chunks == 261 + 4000,
+            "after kill at {ms} ms: {chunks} chunks"
+        );
         outcomes.push(chunks);
     }
     // Finishing the ingest afterwards still works and gives the full corpus.

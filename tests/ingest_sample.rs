@@ -35,7 +35,12 @@ fn sample_corpus_gives_one_chunk_per_passage_and_matches_question_targets() {
             assert!(ids.contains(t.as_str().expect("str")), "missing target {t}");
         }
         if targets.len() == 1 && checked < 5 {
-            let shown = env.json(&["corpus", "show", targets[0].as_str().expect("str"), "--json"]);
+            let shown = env.json(&[
+                "corpus",
+                "show",
+                targets[0].as_str().expect("str"),
+                "--json",
+            ]);
             assert_eq!(shown["text"], q["answer"]);
             assert!(shown["header_path"].as_array().expect("path").len() == 2);
             checked += 1;
@@ -46,7 +51,13 @@ fn sample_corpus_gives_one_chunk_per_passage_and_matches_question_targets() {
     let stats = env.json(&["corpus", "stats", "--json"]);
     assert_eq!(stats["documents"], 57);
     assert_eq!(stats["chunks"], 261);
-    assert_eq!(stats["topics"].as_object().map(|t| t.values().filter_map(serde_json::Value::as_u64).sum::<u64>()), Some(57));
+    assert_eq!(
+        stats["topics"].as_object().map(|t| t
+            .values()
+            .filter_map(serde_json::Value::as_u64)
+            .sum::<u64>()),
+        Some(57)
+    );
 }
 
 #[test]
@@ -79,12 +90,24 @@ fn window_and_none_chunkers() {
         "{\"id\": \"r1\", \"title\": \"One\", \"text\": \"first record\"}\n{\"id\": \"r2\", \"text\": \"second\"}\n",
     )
     .expect("write");
-    let s = env.json(&["ingest", dir.to_str().expect("utf8"), "--chunker", "window", "--json"]);
+    let s = env.json(&[
+        "ingest",
+        dir.to_str().expect("utf8"),
+        "--chunker",
+        "window",
+        "--json",
+    ]);
     // 1,500 characters of body at 500/50: windows start at 0, 450, 900, 1350.
     assert_eq!(s["chunker"], "window(500/50)");
     let list = env.json(&["corpus", "list", "--doc", "a", "--json"]);
     assert_eq!(list.as_array().map(Vec::len), Some(4));
-    let s = env.json(&["ingest", dir.join("r.jsonl").to_str().expect("utf8"), "--chunker", "none", "--json"]);
+    let s = env.json(&[
+        "ingest",
+        dir.join("r.jsonl").to_str().expect("utf8"),
+        "--chunker",
+        "none",
+        "--json",
+    ]);
     assert_eq!(s["chunks"], 2);
     let shown = env.json(&["corpus", "show", "r1", "--json"]);
     assert_eq!(shown["text"], "first record");
@@ -99,7 +122,11 @@ fn corpus_commands_explain_missing_data() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("raglab ingest"), "unhelpful error: {err}");
     env.ok(&["ingest", sample_guidance().to_str().expect("utf8")]);
-    let out = env.cmd().args(["corpus", "show", "no-such-chunk"]).output().expect("spawn");
+    let out = env
+        .cmd()
+        .args(["corpus", "show", "no-such-chunk"])
+        .output()
+        .expect("spawn");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no chunk `no-such-chunk`"));
 }

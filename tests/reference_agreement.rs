@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use raglab::core::agreement::{Confusion, cohen_kappa, macro_f1, raw_agreement};
 
 fn raters() -> Vec<serde_json::Value> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/pubmedqa_pqal/raters.jsonl");
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/pubmedqa_pqal/raters.jsonl");
     std::fs::read_to_string(p)
         .expect("raters.jsonl")
         .lines()
@@ -17,7 +18,12 @@ fn raters() -> Vec<serde_json::Value> {
 
 fn pairs(rows: &[&serde_json::Value], a: &str, b: &str) -> Vec<(String, String)> {
     rows.iter()
-        .map(|r| (r[a].as_str().expect("label").to_string(), r[b].as_str().expect("label").to_string()))
+        .map(|r| {
+            (
+                r[a].as_str().expect("label").to_string(),
+                r[b].as_str().expect("label").to_string(),
+            )
+        })
         .collect()
 }
 
@@ -36,8 +42,14 @@ fn all_items_match_scikit_learn() {
     assert!(close(cohen_kappa(&ab), 0.45673898034085536));
     assert!(close(raw_agreement(&ab), 0.701));
     // REFERENCE.md: confusion A (rows) x B (columns), order yes, no, maybe.
-    let ordered = Confusion::with_labels(&pairs(&all, A, B), vec!["yes".into(), "no".into(), "maybe".into()]);
-    assert_eq!(ordered.counts, vec![vec![454, 98, 62], vec![53, 224, 25], vec![43, 18, 23]]);
+    let ordered = Confusion::with_labels(
+        &pairs(&all, A, B),
+        vec!["yes".into(), "no".into(), "maybe".into()],
+    );
+    assert_eq!(
+        ordered.counts,
+        vec![vec![454, 98, 62], vec![53, 224, 25], vec![43, 18, 23]]
+    );
 
     let af = Confusion::new(&pairs(&all, A, F));
     assert!(close(cohen_kappa(&af), 0.6016414554820684));

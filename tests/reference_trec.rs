@@ -9,7 +9,9 @@ use raglab::core::metrics::{
 };
 
 fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(rel)
 }
 
 #[test]
@@ -18,16 +20,23 @@ fn per_query_values_match_trec_eval() {
     let mut qrels: HashMap<String, Qrel> = HashMap::new();
     for line in qrels_text.lines().filter(|l| !l.trim().is_empty()) {
         let f: Vec<&str> = line.split_whitespace().collect();
-        qrels.entry(f[0].into()).or_default().insert(f[2].into(), f[3].parse().expect("rel"));
+        qrels
+            .entry(f[0].into())
+            .or_default()
+            .insert(f[2].into(), f[3].parse().expect("rel"));
     }
-    let run_text = std::fs::read_to_string(data("reference_runs/medquad_cdc_sample.run.trec")).expect("run");
+    let run_text =
+        std::fs::read_to_string(data("reference_runs/medquad_cdc_sample.run.trec")).expect("run");
     let mut run: HashMap<String, Vec<(String, f64)>> = HashMap::new();
     for line in run_text.lines().filter(|l| !l.trim().is_empty()) {
         let f: Vec<&str> = line.split_whitespace().collect();
-        run.entry(f[0].into()).or_default().push((f[2].into(), f[4].parse().expect("score")));
+        run.entry(f[0].into())
+            .or_default()
+            .push((f[2].into(), f[4].parse().expect("score")));
     }
     let reference: HashMap<String, HashMap<String, f64>> = serde_json::from_str(
-        &std::fs::read_to_string(data("reference_runs/medquad_cdc_sample.per_query.json")).expect("ref"),
+        &std::fs::read_to_string(data("reference_runs/medquad_cdc_sample.per_query.json"))
+            .expect("ref"),
     )
     .expect("json");
     assert_eq!(reference.len(), 259);
@@ -50,7 +59,10 @@ fn per_query_values_match_trec_eval() {
         ];
         for (name, value) in ours {
             let want = expected[name];
-            assert!((value - want).abs() < 1e-9, "{qid} {name}: ours {value}, trec_eval {want}");
+            assert!(
+                (value - want).abs() < 1e-9,
+                "{qid} {name}: ours {value}, trec_eval {want}"
+            );
             checked += 1;
         }
         mean_ndcg += ndcg_at(&ranked, q, 10);

@@ -23,7 +23,10 @@ fn sparse_methods_rank_by_term_statistics() {
     let dir = write_docs(
         &env,
         &[
-            ("a.md", "# Rabies\n\nRabies vaccine for dogs. Rabies rabies."),
+            (
+                "a.md",
+                "# Rabies\n\nRabies vaccine for dogs. Rabies rabies.",
+            ),
             ("b.md", "# Flu\n\nInfluenza vaccine every year."),
             ("c.md", "# Hands\n\nWash hands with soap and water."),
         ],
@@ -33,7 +36,12 @@ fn sparse_methods_rank_by_term_statistics() {
     assert_eq!(s["sparse"]["added"], 3);
     for method in ["bm25", "tfidf"] {
         let r = env.json(&["search", "rabies vaccine", "--method", method, "--json"]);
-        let ids: Vec<&str> = r["results"].as_array().expect("results").iter().filter_map(|x| x["chunk_id"].as_str()).collect();
+        let ids: Vec<&str> = r["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .filter_map(|x| x["chunk_id"].as_str())
+            .collect();
         assert_eq!(ids.first(), Some(&"a#rabies"), "{method}: {ids:?}");
         assert!(ids.contains(&"b#flu"), "{method}: shares `vaccine`");
         assert!(!ids.contains(&"c#hands"), "{method}: no shared term");
@@ -55,20 +63,44 @@ fn sparse_methods_rank_by_term_statistics() {
     let _ = score;
     // The tf-idf score itself is exposed by `eval --run-out`; check it there.
     let q = env.dir.path().join("q.jsonl");
-    std::fs::write(&q, "{\"id\": \"q1\", \"text\": \"rabies vaccine\", \"relevant\": [\"a#rabies\"]}\n").expect("write");
+    std::fs::write(
+        &q,
+        "{\"id\": \"q1\", \"text\": \"rabies vaccine\", \"relevant\": [\"a#rabies\"]}\n",
+    )
+    .expect("write");
     let runs = env.dir.path().join("runs");
-    env.ok(&["eval", "retrieval", "--queries", q.to_str().expect("utf8"), "--methods", "bm25,tfidf", "--run-out", runs.to_str().expect("utf8")]);
+    env.ok(&[
+        "eval",
+        "retrieval",
+        "--queries",
+        q.to_str().expect("utf8"),
+        "--methods",
+        "bm25,tfidf",
+        "--run-out",
+        runs.to_str().expect("utf8"),
+    ]);
     let run = std::fs::read_to_string(runs.join("tfidf.run")).expect("run file");
-    let first: Vec<&str> = run.lines().next().expect("line").split_whitespace().collect();
+    let first: Vec<&str> = run
+        .lines()
+        .next()
+        .expect("line")
+        .split_whitespace()
+        .collect();
     assert_eq!(first[2], "a#rabies");
     let s: f64 = first[4].parse().expect("score");
-    assert!((s - expected).abs() < 1e-6, "tf-idf cosine {s} vs hand-computed {expected}");
+    assert!(
+        (s - expected).abs() < 1e-6,
+        "tf-idf cosine {s} vs hand-computed {expected}"
+    );
 }
 
 #[test]
 fn index_is_incremental() {
     let env = Env::new();
-    let dir = write_docs(&env, &[("a.md", "# A\n\nalpha text"), ("b.md", "# B\n\nbeta text")]);
+    let dir = write_docs(
+        &env,
+        &[("a.md", "# A\n\nalpha text"), ("b.md", "# B\n\nbeta text")],
+    );
     env.ok(&["ingest", dir.to_str().expect("utf8")]);
     let first = env.json(&["index", "--json"]);
     assert_eq!(first["embedded"], 2);
@@ -76,7 +108,10 @@ fn index_is_incremental() {
     std::fs::write(dir.join("a.md"), "# A\n\nalpha text, changed").expect("write");
     env.ok(&["ingest", dir.to_str().expect("utf8")]);
     let second = env.json(&["index", "--json"]);
-    assert_eq!(second["embedded"], 2, "only the new and the changed chunk: {second}");
+    assert_eq!(
+        second["embedded"], 2,
+        "only the new and the changed chunk: {second}"
+    );
     assert_eq!(second["sparse"]["added"], 2);
     assert_eq!(second["sparse"]["removed"], 1);
     assert_eq!(second["sparse"]["unchanged"], 1);
@@ -89,24 +124,55 @@ fn index_is_incremental() {
 #[test]
 fn sample_search_and_evaluation() {
     let env = Env::new();
-    env.ok(&["ingest", sample_guidance().to_str().expect("utf8"), "--index"]);
-    let r = env.json(&["search", "How is rabies prevented?", "-k", "10", "--alpha", "0.7", "--json"]);
+    env.ok(&[
+        "ingest",
+        sample_guidance().to_str().expect("utf8"),
+        "--index",
+    ]);
+    let r = env.json(&[
+        "search",
+        "How is rabies prevented?",
+        "-k",
+        "10",
+        "--alpha",
+        "0.7",
+        "--json",
+    ]);
     let rows = r["results"].as_array().expect("results");
     assert_eq!(rows.len(), 10);
     for row in rows {
         // Every fused score is the SPEC formula applied to the shown ranks.
         let d = row["dense_rank"].as_f64().map_or(0.0, |r| 0.7 / (60.0 + r));
-        let s = row["sparse_rank"].as_f64().map_or(0.0, |r| 0.3 / (60.0 + r));
+        let s = row["sparse_rank"]
+            .as_f64()
+            .map_or(0.0, |r| 0.3 / (60.0 + r));
         let f = row["fused_score"].as_f64().expect("fused");
         assert!((f - (d + s)).abs() < 1e-12, "{row}");
     }
-    assert!(rows.windows(2).all(|w| w[0]["fused_score"].as_f64() >= w[1]["fused_score"].as_f64()));
-    assert!(rows[0]["chunk_id"].as_str().expect("id").starts_with("rabies/"), "{}", rows[0]);
+    assert!(
+        rows.windows(2)
+            .all(|w| w[0]["fused_score"].as_f64() >= w[1]["fused_score"].as_f64())
+    );
+    assert!(
+        rows[0]["chunk_id"]
+            .as_str()
+            .expect("id")
+            .starts_with("rabies/"),
+        "{}",
+        rows[0]
+    );
 
     let runs = env.dir.path().join("runs");
     let q = common::repo().join("sample-data/questions.jsonl");
     let out = env.json(&[
-        "eval", "retrieval", "--queries", q.to_str().expect("utf8"), "--alpha-sweep", "--run-out", runs.to_str().expect("utf8"), "--json",
+        "eval",
+        "retrieval",
+        "--queries",
+        q.to_str().expect("utf8"),
+        "--alpha-sweep",
+        "--run-out",
+        runs.to_str().expect("utf8"),
+        "--json",
     ]);
     assert_eq!(out["evaluated"], 259);
     assert_eq!(out["alpha_sweep"].as_array().map(Vec::len), Some(10));
@@ -115,7 +181,12 @@ fn sample_search_and_evaluation() {
     let qrels: HashMap<String, Qrel> = questions
         .iter()
         .map(|q| {
-            let rel = q["relevant"].as_array().expect("rel").iter().map(|d| (d.as_str().expect("s").to_string(), 1)).collect();
+            let rel = q["relevant"]
+                .as_array()
+                .expect("rel")
+                .iter()
+                .map(|d| (d.as_str().expect("s").to_string(), 1))
+                .collect();
             (q["id"].as_str().expect("id").to_string(), rel)
         })
         .collect();
@@ -129,7 +200,9 @@ fn sample_search_and_evaluation() {
         let mut per: HashMap<String, Vec<(String, f64)>> = HashMap::new();
         for line in text.lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
-            per.entry(f[0].into()).or_default().push((f[2].into(), f[4].parse().expect("score")));
+            per.entry(f[0].into())
+                .or_default()
+                .push((f[2].into(), f[4].parse().expect("score")));
         }
         let mut ndcg = 0.0;
         let mut rr = 0.0;
@@ -142,9 +215,18 @@ fn sample_search_and_evaluation() {
             rr += m.rr;
         }
         let n = qrels.len() as f64;
-        assert!((ndcg / n - res["metrics"]["ndcg10"].as_f64().expect("n")).abs() < 1e-6, "{name} nDCG");
-        assert!((rr / n - res["metrics"]["mrr"].as_f64().expect("m")).abs() < 1e-6, "{name} MRR");
-        assert!(res["metrics"]["recall10"].as_f64().expect("r") > 0.5, "{name} retrieves something sensible");
+        assert!(
+            (ndcg / n - res["metrics"]["ndcg10"].as_f64().expect("n")).abs() < 1e-6,
+            "{name} nDCG"
+        );
+        assert!(
+            (rr / n - res["metrics"]["mrr"].as_f64().expect("m")).abs() < 1e-6,
+            "{name} MRR"
+        );
+        assert!(
+            res["metrics"]["recall10"].as_f64().expect("r") > 0.5,
+            "{name} retrieves something sensible"
+        );
     }
     let failures = env.workspace().join("eval/last-failures.json");
     assert!(failures.is_file());

@@ -10,7 +10,8 @@ use super::{Context, print_json};
 use crate::core::agreement::{AgreementReport, Bootstrap, Estimate};
 use crate::core::rng::Rng;
 use crate::service::annotation::{
-    Item, Label, PAPER_REFERENCE, agreement_table, current, items_table, judge_labels, labels_table, pick_reviewers, save_labels,
+    Item, Label, PAPER_REFERENCE, agreement_table, current, items_table, judge_labels,
+    labels_table, pick_reviewers, save_labels,
 };
 use crate::service::generation::{AnswerRecord, answers, judgements};
 use crate::service::rubric::load_rubric;
@@ -87,7 +88,9 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
     let existing: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
     let mut items: Vec<Item> = if let Some(run) = &args.from_run {
         let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
-        let chunks = crate::store::chunks::ChunkStore::new(&ctx.workspace).load_all().await?;
+        let chunks = crate::store::chunks::ChunkStore::new(&ctx.workspace)
+            .load_all()
+            .await?;
         let set = args.set.clone().unwrap_or_else(|| run.clone());
         let v: Vec<Item> = all
             .into_iter()
@@ -95,7 +98,13 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
             .map(|a| Item {
                 item_id: a.answer_id.clone(),
                 set: set.clone(),
-                target_chunk: a.target_ids.iter().filter_map(|t| chunks.iter().find(|c| &c.id == t)).map(|c| c.text.clone()).collect::<Vec<_>>().join("\n\n"),
+                target_chunk: a
+                    .target_ids
+                    .iter()
+                    .filter_map(|t| chunks.iter().find(|c| &c.id == t))
+                    .map(|c| c.text.clone())
+                    .collect::<Vec<_>>()
+                    .join("\n\n"),
                 question: a.question,
                 reference_answer: a.reference_answer.unwrap_or_default(),
                 answer: a.answer,
@@ -107,13 +116,24 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
         }
         v
     } else if let Some(f) = &args.from_file {
-        let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
-        let set = args.set.clone().unwrap_or_else(|| f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+        let set = args.set.clone().unwrap_or_else(|| {
+            f.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
         let mut v = Vec::new();
-        for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let mut value: serde_json::Value = serde_json::from_str(l).with_context(|| format!("{}:{}: invalid JSON", f.display(), i + 1))?;
+        for (i, l) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let mut value: serde_json::Value = serde_json::from_str(l)
+                .with_context(|| format!("{}:{}: invalid JSON", f.display(), i + 1))?;
             value["set"] = serde_json::Value::String(set.clone());
-            let item: Item = serde_json::from_value(value).with_context(|| format!("{}:{}: not an item", f.display(), i + 1))?;
+            let item: Item = serde_json::from_value(value)
+                .with_context(|| format!("{}:{}: not an item", f.display(), i + 1))?;
             v.push(item);
         }
         v
@@ -151,39 +171,77 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
         LabelsCmd::Import { file, rubric } => {
             let rubric = load_rubric(rubric.as_deref())?;
             let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
-            let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
             let mut rows = Vec::new();
-            for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                let r: ImportRow = serde_json::from_str(l).with_context(|| format!("{}:{}: not a label row", file.display(), i + 1))?;
-                let version = r.rubric_version.clone().unwrap_or_else(|| rubric.version.clone());
-                rows.push(Label::new(&r.item_id, &r.reviewer, &r.criterion, r.label.as_deref(), r.note.as_deref(), &version));
+            for (i, l) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let r: ImportRow = serde_json::from_str(l)
+                    .with_context(|| format!("{}:{}: not a label row", file.display(), i + 1))?;
+                let version = r
+                    .rubric_version
+                    .clone()
+                    .unwrap_or_else(|| rubric.version.clone());
+                rows.push(Label::new(
+                    &r.item_id,
+                    &r.reviewer,
+                    &r.criterion,
+                    r.label.as_deref(),
+                    r.note.as_deref(),
+                    &version,
+                ));
             }
-            let version = save_labels(&ctx.workspace, &rubric, &items, &rows).await.with_context(|| format!("nothing imported from {}", file.display()))?;
-            println!("imported {} labels (labels dataset version {version})", rows.len());
+            let version = save_labels(&ctx.workspace, &rubric, &items, &rows)
+                .await
+                .with_context(|| format!("nothing imported from {}", file.display()))?;
+            println!(
+                "imported {} labels (labels dataset version {version})",
+                rows.len()
+            );
         }
         LabelsCmd::Export { format, out } => {
             let all: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
             let text = match format.as_str() {
-                "jsonl" => all.iter().map(|l| serde_json::to_string(l).unwrap_or_default() + "\n").collect::<String>(),
+                "jsonl" => all
+                    .iter()
+                    .map(|l| serde_json::to_string(l).unwrap_or_default() + "\n")
+                    .collect::<String>(),
                 "csv" => {
                     let esc = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-                    let mut s = String::from("label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version\n");
+                    let mut s = String::from(
+                        "label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version\n",
+                    );
                     for l in &all {
                         let _ = writeln!(
                             s,
                             "{},{},{},{},{},{},{},{},{}",
-                            esc(&l.label_id), esc(&l.item_id), esc(&l.reviewer), esc(&l.criterion),
-                            esc(l.label.as_deref().unwrap_or("")), esc(l.note.as_deref().unwrap_or("")),
-                            esc(&l.timestamp), l.seq, esc(&l.rubric_version)
+                            esc(&l.label_id),
+                            esc(&l.item_id),
+                            esc(&l.reviewer),
+                            esc(&l.criterion),
+                            esc(l.label.as_deref().unwrap_or("")),
+                            esc(l.note.as_deref().unwrap_or("")),
+                            esc(&l.timestamp),
+                            l.seq,
+                            esc(&l.rubric_version)
                         );
                     }
                     s
                 }
-                "parquet" => bail!("parquet export is not built in; the labels are a lance dataset at {} (readable by pyarrow/duckdb), or use --format csv|jsonl", ctx.workspace.path(crate::service::annotation::LABELS).display()),
+                "parquet" => bail!(
+                    "parquet export is not built in; the labels are a lance dataset at {} (readable by pyarrow/duckdb), or use --format csv|jsonl",
+                    ctx.workspace
+                        .path(crate::service::annotation::LABELS)
+                        .display()
+                ),
                 other => bail!("unknown format `{other}` (csv or jsonl)"),
             };
             match out {
-                Some(p) => std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?,
+                Some(p) => std::fs::write(&p, text)
+                    .with_context(|| format!("cannot write {}", p.display()))?,
                 None => print!("{text}"),
             }
         }
@@ -192,7 +250,14 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
             let mut rows: Vec<&Label> = all.iter().filter(|l| l.item_id == item_id).collect();
             rows.sort_by_key(|l| l.seq);
             for l in rows {
-                println!("{} {:<12} {:<20} {:<6} {}", l.timestamp, l.reviewer, l.criterion, l.label.as_deref().unwrap_or("(undone)"), l.note.as_deref().unwrap_or(""));
+                println!(
+                    "{} {:<12} {:<20} {:<6} {}",
+                    l.timestamp,
+                    l.reviewer,
+                    l.criterion,
+                    l.label.as_deref().unwrap_or("(undone)"),
+                    l.note.as_deref().unwrap_or("")
+                );
             }
         }
         LabelsCmd::Stress { reviewer, count } => {
@@ -206,10 +271,21 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
                 let item = &items[n % items.len()];
                 let c = &rubric.criteria[rng.below(rubric.criteria.len())];
                 let label = &rubric.labels_of(c)[rng.below(rubric.labels_of(c).len())];
-                let l = Label::new(&item.item_id, &reviewer, &c.key, Some(label), None, &rubric.version);
+                let l = Label::new(
+                    &item.item_id,
+                    &reviewer,
+                    &c.key,
+                    Some(label),
+                    None,
+                    &rubric.version,
+                );
                 let started = std::time::Instant::now();
                 save_labels(&ctx.workspace, &rubric, &items, std::slice::from_ref(&l)).await?;
-                println!("saved {} {:.1}ms", l.label_id, started.elapsed().as_secs_f64() * 1e3);
+                println!(
+                    "saved {} {:.1}ms",
+                    l.label_id,
+                    started.elapsed().as_secs_f64() * 1e3
+                );
             }
         }
     }
@@ -228,11 +304,17 @@ pub async fn agree(ctx: &Context, args: AgreeArgs) -> Result<()> {
     let rubric = load_rubric(args.rubric.as_deref())?;
     let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
     let mut all: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
-    all.extend(judge_labels(&items, &judgements(&ctx.workspace).read_all().await?));
+    all.extend(judge_labels(
+        &items,
+        &judgements(&ctx.workspace).read_all().await?,
+    ));
     let cur = current(&all);
     let given = args.reviewers.map(|v| (v[0].clone(), v[1].clone()));
     let (r1, r2) = pick_reviewers(&cur, given)?;
-    let boot = Bootstrap { resamples: args.bootstrap, seed: args.seed };
+    let boot = Bootstrap {
+        resamples: args.bootstrap,
+        seed: args.seed,
+    };
     let started = std::time::Instant::now();
     let table = agreement_table(&rubric, &cur, (&r1, &r2), boot);
     let seconds = started.elapsed().as_secs_f64();
@@ -246,17 +328,39 @@ pub async fn agree(ctx: &Context, args: AgreeArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn render_table(table: &[crate::service::annotation::AgreementRow], r1: &str, r2: &str, boot: Bootstrap) -> String {
+pub fn render_table(
+    table: &[crate::service::annotation::AgreementRow],
+    r1: &str,
+    r2: &str,
+    boot: Bootstrap,
+) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "Cohen's kappa and macro-F1 with 95% percentile bootstrap CIs (B = {}, seed {})", boot.resamples, boot.seed);
-    let _ = writeln!(s, "{:<20} | {:^44} | {:^44} | {:^44}", "", format!("{r1} vs {r2}"), format!("judge vs {r1}"), format!("judge vs {r2}"));
-    let _ = writeln!(s, "{:<20} | {:<21} {:<22} | {:<21} {:<22} | {:<21} {:<22}", "criterion", "kappa", "macro-F1", "kappa", "macro-F1", "kappa", "macro-F1");
+    let _ = writeln!(
+        s,
+        "Cohen's kappa and macro-F1 with 95% percentile bootstrap CIs (B = {}, seed {})",
+        boot.resamples, boot.seed
+    );
+    let _ = writeln!(
+        s,
+        "{:<20} | {:^44} | {:^44} | {:^44}",
+        "",
+        format!("{r1} vs {r2}"),
+        format!("judge vs {r1}"),
+        format!("judge vs {r2}")
+    );
+    let _ = writeln!(
+        s,
+        "{:<20} | {:<21} {:<22} | {:<21} {:<22} | {:<21} {:<22}",
+        "criterion", "kappa", "macro-F1", "kappa", "macro-F1", "kappa", "macro-F1"
+    );
     for row in table {
         let cells: Vec<String> = row
             .pairs
             .iter()
             .map(|(_, r)| match r {
-                Some(AgreementReport { kappa, macro_f1, .. }) => format!("{:<21} {:<22}", fmt_est(kappa), fmt_est(macro_f1)),
+                Some(AgreementReport {
+                    kappa, macro_f1, ..
+                }) => format!("{:<21} {:<22}", fmt_est(kappa), fmt_est(macro_f1)),
                 None => format!("{:<21} {:<22}", "no data", ""),
             })
             .collect();

@@ -44,23 +44,35 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
             println!("documents  {}", s.documents);
             println!("chunks     {}", s.chunks);
             println!("words      {}", s.words);
-            println!("words/chunk min {} median {} max {}", s.min_words, s.median_words, s.max_words);
+            println!(
+                "words/chunk min {} median {} max {}",
+                s.min_words, s.median_words, s.max_words
+            );
             println!("topics     {}", s.topics.len());
             for (t, n) in &s.topics {
                 println!("  {:<28} {n} documents", clean(t));
             }
             println!("chunk length (words)");
-            let max = s.length_histogram.iter().map(|(_, n)| *n).max().unwrap_or(1).max(1);
+            let max = s
+                .length_histogram
+                .iter()
+                .map(|(_, n)| *n)
+                .max()
+                .unwrap_or(1)
+                .max(1);
             for (label, n) in &s.length_histogram {
                 println!("  {label:>8} {n:>6} {}", "#".repeat(n * 40 / max));
             }
         }
         CorpusCmd::List { doc, json } => {
-            let sel: Vec<_> = chunks.iter().filter(|c| doc.as_ref().is_none_or(|d| &c.doc_id == d)).collect();
-            if sel.is_empty() {
-                if let Some(d) = doc {
-                    bail!("no document `{d}` in this workspace");
-                }
+            let sel: Vec<_> = chunks
+                .iter()
+                .filter(|c| doc.as_ref().is_none_or(|d| &c.doc_id == d))
+                .collect();
+            if sel.is_empty()
+                && let Some(d) = doc
+            {
+                bail!("no document `{d}` in this workspace");
             }
             if json {
                 let rows: Vec<_> = sel
@@ -76,7 +88,12 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
                 return print_json(&rows);
             }
             for c in sel {
-                println!("{}\t{}\t{}", clean(&c.id), c.word_count, clean(&c.path_label()));
+                println!(
+                    "{}\t{}\t{}",
+                    clean(&c.id),
+                    c.word_count,
+                    clean(&c.path_label())
+                );
             }
         }
         CorpusCmd::Show { chunk_id, json } => {
@@ -90,7 +107,10 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
             println!("document  {} ({})", clean(&c.doc_id), clean(&c.title));
             println!("topic     {}", clean(c.topic.as_deref().unwrap_or("-")));
             println!("path      {}", clean(&c.path_label()));
-            println!("words     {}   bytes {}..{}", c.word_count, c.byte_start, c.byte_end);
+            println!(
+                "words     {}   bytes {}..{}",
+                c.word_count, c.byte_start, c.byte_end
+            );
             println!("preview   {}", clean(&snippet(&c.text, 80)));
             println!();
             println!("{}", clean(&c.text));

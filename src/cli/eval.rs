@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::{Context, print_json};
 use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
 use crate::core::metrics::{MeanMetrics, Qrel, recall_at};
-use crate::core::retrieval::{METRICS, Method, QueryLists, QueryOutcome, breakdown, evaluate, failures, mean};
+use crate::core::retrieval::{
+    METRICS, Method, QueryLists, QueryOutcome, breakdown, evaluate, failures, mean,
+};
 use crate::core::stats::{bucket_label, bucket_of};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever, embed_config};
 
@@ -85,32 +87,59 @@ pub struct FailedQuery {
 pub const LAST_FAILURES: &str = "eval/last-failures.json";
 
 fn read_queries(args: &RetrievalArgs) -> Result<(Vec<QueryRecord>, HashMap<String, Qrel>)> {
-    let text = std::fs::read_to_string(&args.queries).with_context(|| format!("cannot read {}", args.queries.display()))?;
+    let text = std::fs::read_to_string(&args.queries)
+        .with_context(|| format!("cannot read {}", args.queries.display()))?;
     let mut queries = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let q: QueryRecord = serde_json::from_str(line)
-            .with_context(|| format!("{}:{}: not a query record {{id, text, relevant}}", args.queries.display(), i + 1))?;
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let q: QueryRecord = serde_json::from_str(line).with_context(|| {
+            format!(
+                "{}:{}: not a query record {{id, text, relevant}}",
+                args.queries.display(),
+                i + 1
+            )
+        })?;
         queries.push(q);
     }
     let mut qrels: HashMap<String, Qrel> = HashMap::new();
     if let Some(path) = &args.qrels {
-        let t = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let t = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         for (i, line) in t.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             let f: Vec<&str> = line.split_whitespace().collect();
-            let (Some(q), Some(d), Some(r)) = (f.first(), f.get(2), f.get(3).and_then(|r| r.parse::<u32>().ok())) else {
+            let (Some(q), Some(d), Some(r)) = (
+                f.first(),
+                f.get(2),
+                f.get(3).and_then(|r| r.parse::<u32>().ok()),
+            ) else {
                 bail!("{}:{}: expected `qid 0 docid rel`", path.display(), i + 1);
             };
-            qrels.entry((*q).to_string()).or_default().insert((*d).to_string(), r);
+            qrels
+                .entry((*q).to_string())
+                .or_default()
+                .insert((*d).to_string(), r);
         }
     } else {
         for q in &queries {
-            qrels.insert(q.id.clone(), q.relevant.iter().map(|d| (d.clone(), 1)).collect());
+            qrels.insert(
+                q.id.clone(),
+                q.relevant.iter().map(|d| (d.clone(), 1)).collect(),
+            );
         }
     }
     Ok((queries, qrels))
 }
 
-fn write_run(dir: &std::path::Path, name: &str, lists: &[(String, QueryLists)], method: Method, alpha: f64) -> Result<()> {
+fn write_run(
+    dir: &std::path::Path,
+    name: &str,
+    lists: &[(String, QueryLists)],
+    method: Method,
+    alpha: f64,
+) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut out = String::new();
     for (qid, l) in lists {
@@ -118,8 +147,18 @@ fn write_run(dir: &std::path::Path, name: &str, lists: &[(String, QueryLists)], 
             Method::Bm25 => l.bm25.iter().map(|s| (s.id.clone(), s.score)).collect(),
             Method::Tfidf => l.tfidf.iter().map(|s| (s.id.clone(), s.score)).collect(),
             Method::Dense => l.dense.iter().map(|s| (s.id.clone(), s.score)).collect(),
-            Method::Hybrid => l.candidates.fuse(Fusion::Rrf { alpha, c: RRF_C }).into_iter().map(|h| (h.id, h.fused)).collect(),
-            Method::Linear => l.candidates.fuse(Fusion::MinMax { w: alpha }).into_iter().map(|h| (h.id, h.fused)).collect(),
+            Method::Hybrid => l
+                .candidates
+                .fuse(Fusion::Rrf { alpha, c: RRF_C })
+                .into_iter()
+                .map(|h| (h.id, h.fused))
+                .collect(),
+            Method::Linear => l
+                .candidates
+                .fuse(Fusion::MinMax { w: alpha })
+                .into_iter()
+                .map(|h| (h.id, h.fused))
+                .collect(),
         };
         for (i, (doc, score)) in scored.iter().enumerate() {
             let _ = writeln!(out, "{qid} Q0 {doc} {} {score:.10} raglab-{name}", i + 1);
@@ -166,7 +205,14 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
                     })
                     .collect();
                 let _ = outcomes;
-                (k, if vals.is_empty() { 0.0 } else { vals.iter().sum::<f64>() / vals.len() as f64 })
+                (
+                    k,
+                    if vals.is_empty() {
+                        0.0
+                    } else {
+                        vals.iter().sum::<f64>() / vals.len() as f64
+                    },
+                )
             })
             .collect()
     };
@@ -187,7 +233,10 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
                 .map(|(a, m)| ((*name).to_string(), *a, get(m)))
         })
         .collect();
-    let hybrid_alpha = best.iter().find(|(n, _, _)| n == "nDCG@10").map_or(args.alpha, |b| b.1);
+    let hybrid_alpha = best
+        .iter()
+        .find(|(n, _, _)| n == "nDCG@10")
+        .map_or(args.alpha, |b| b.1);
 
     let mut results = Vec::new();
     let mut outcomes_by: HashMap<Method, Vec<QueryOutcome>> = HashMap::new();
@@ -195,7 +244,11 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
         if m.needs_dense() && !r.has_dense() {
             bail!("no embeddings for this model: run `raglab index`");
         }
-        let alpha = if m == Method::Hybrid { hybrid_alpha } else { args.alpha };
+        let alpha = if m == Method::Hybrid {
+            hybrid_alpha
+        } else {
+            args.alpha
+        };
         let o = evaluate(&lists, &qrels, m, alpha);
         results.push(MethodResult {
             method: m.to_string(),
@@ -214,22 +267,38 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
     }
 
     // Breakdowns and failures for the headline method (hybrid when evaluated).
-    let head = [Method::Hybrid, Method::Dense, Method::Bm25, Method::Tfidf, Method::Linear]
-        .into_iter()
-        .find(|m| outcomes_by.contains_key(m))
-        .unwrap_or(Method::Bm25);
+    let head = [
+        Method::Hybrid,
+        Method::Dense,
+        Method::Bm25,
+        Method::Tfidf,
+        Method::Linear,
+    ]
+    .into_iter()
+    .find(|m| outcomes_by.contains_key(m))
+    .unwrap_or(Method::Bm25);
     let head_outcomes = outcomes_by.get(&head).cloned().unwrap_or_default();
     let topic_of: HashMap<&str, Option<String>> = queries
         .iter()
         .map(|q| {
-            let t = q.topic.clone().or_else(|| q.relevant.first().and_then(|d| r.chunk(d)).and_then(|c| c.topic.clone()));
+            let t = q.topic.clone().or_else(|| {
+                q.relevant
+                    .first()
+                    .and_then(|d| r.chunk(d))
+                    .and_then(|c| c.topic.clone())
+            });
             (q.id.as_str(), t)
         })
         .collect();
     let by_topic = breakdown(&head_outcomes, |qid| topic_of.get(qid).cloned().flatten());
     let length_of = |qid: &str| -> Option<String> {
         let q = qrels.get(qid)?;
-        let words = q.iter().filter(|(_, r)| **r > 0).filter_map(|(d, _)| r.chunk(d)).map(|c| c.word_count).max()?;
+        let words = q
+            .iter()
+            .filter(|(_, r)| **r > 0)
+            .filter_map(|(d, _)| r.chunk(d))
+            .map(|c| c.word_count)
+            .max()?;
         Some(bucket_label(bucket_of(words)))
     };
     let by_length = breakdown(&head_outcomes, length_of);
@@ -239,8 +308,19 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
         .into_iter()
         .map(|o| FailedQuery {
             qid: o.qid.clone(),
-            text: text_of.get(o.qid.as_str()).map(|q| q.text.clone()).unwrap_or_default(),
-            relevant: qrels.get(&o.qid).map(|q| q.iter().filter(|(_, r)| **r > 0).map(|(d, _)| d.clone()).collect()).unwrap_or_default(),
+            text: text_of
+                .get(o.qid.as_str())
+                .map(|q| q.text.clone())
+                .unwrap_or_default(),
+            relevant: qrels
+                .get(&o.qid)
+                .map(|q| {
+                    q.iter()
+                        .filter(|(_, r)| **r > 0)
+                        .map(|(d, _)| d.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
             rank: o.metrics.first_relevant_rank,
         })
         .collect();
@@ -248,9 +328,14 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    std::fs::write(&path, serde_json::to_string_pretty(&failed)?).with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(&path, serde_json::to_string_pretty(&failed)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
 
-    let single_ms = if sweep.is_empty() { 0.0 } else { sweep_ms / sweep.len() as f64 };
+    let single_ms = if sweep.is_empty() {
+        0.0
+    } else {
+        sweep_ms / sweep.len() as f64
+    };
     let dropped = queries.len() - head_outcomes.len();
     if args.json {
         return print_json(&serde_json::json!({
@@ -274,41 +359,100 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
         r.model_name.as_deref().unwrap_or("-")
     );
     let ks: Vec<String> = args.k.iter().map(|k| format!("R@{k}")).collect();
-    println!("{:<16} {:>7} {:>9} {:>9} {:>7} {:>8} {}", "method", "P@1", "Recall@5", "Recall@10", "MRR", "nDCG@10", ks.join("  "));
+    println!(
+        "{:<16} {:>7} {:>9} {:>9} {:>7} {:>8} {}",
+        "method",
+        "P@1",
+        "Recall@5",
+        "Recall@10",
+        "MRR",
+        "nDCG@10",
+        ks.join("  ")
+    );
     for res in &results {
-        let label = res.alpha.map_or_else(|| res.method.clone(), |a| format!("{} a={a:.2}", res.method));
-        let extra: Vec<String> = res.recall_at.iter().map(|(_, v)| format!("{v:.4}")).collect();
+        let label = res.alpha.map_or_else(
+            || res.method.clone(),
+            |a| format!("{} a={a:.2}", res.method),
+        );
+        let extra: Vec<String> = res
+            .recall_at
+            .iter()
+            .map(|(_, v)| format!("{v:.4}"))
+            .collect();
         let m = &res.metrics;
         println!(
             "{label:<16} {:>7.4} {:>9.4} {:>9.4} {:>7.4} {:>8.4} {}",
-            m.p1, m.recall5, m.recall10, m.mrr, m.ndcg10, extra.join(" ")
+            m.p1,
+            m.recall5,
+            m.recall10,
+            m.mrr,
+            m.ndcg10,
+            extra.join(" ")
         );
     }
     if !sweep.is_empty() {
-        println!("\nalpha sweep (hybrid, weighted RRF, c = 60; {sweep_ms:.1} ms for {} alphas)", sweep.len());
-        println!("{:>6} {:>7} {:>9} {:>9} {:>7} {:>8}", "alpha", "P@1", "Recall@5", "Recall@10", "MRR", "nDCG@10");
+        println!(
+            "\nalpha sweep (hybrid, weighted RRF, c = 60; {sweep_ms:.1} ms for {} alphas)",
+            sweep.len()
+        );
+        println!(
+            "{:>6} {:>7} {:>9} {:>9} {:>7} {:>8}",
+            "alpha", "P@1", "Recall@5", "Recall@10", "MRR", "nDCG@10"
+        );
         for (a, m) in &sweep {
-            println!("{a:>6.2} {:>7.4} {:>9.4} {:>9.4} {:>7.4} {:>8.4}", m.p1, m.recall5, m.recall10, m.mrr, m.ndcg10);
+            println!(
+                "{a:>6.2} {:>7.4} {:>9.4} {:>9.4} {:>7.4} {:>8.4}",
+                m.p1, m.recall5, m.recall10, m.mrr, m.ndcg10
+            );
         }
         for (n, a, v) in &best {
             println!("best a for {n:<9}: {a:.2} ({v:.4})");
         }
     }
-    println!("\nby topic ({head}; eta^2 of nDCG@10 = {})", by_topic.eta_squared_ndcg10.map_or("undefined".into(), |e| format!("{e:.4}")));
+    println!(
+        "\nby topic ({head}; eta^2 of nDCG@10 = {})",
+        by_topic
+            .eta_squared_ndcg10
+            .map_or("undefined".into(), |e| format!("{e:.4}"))
+    );
     for (t, m) in &by_topic.groups {
-        println!("  {t:<28} n={:<4} nDCG@10 {:.4}  MRR {:.4}", m.queries, m.ndcg10, m.mrr);
+        println!(
+            "  {t:<28} n={:<4} nDCG@10 {:.4}  MRR {:.4}",
+            m.queries, m.ndcg10, m.mrr
+        );
     }
-    println!("by target length in words ({head}; eta^2 = {})", by_length.eta_squared_ndcg10.map_or("undefined".into(), |e| format!("{e:.4}")));
+    println!(
+        "by target length in words ({head}; eta^2 = {})",
+        by_length
+            .eta_squared_ndcg10
+            .map_or("undefined".into(), |e| format!("{e:.4}"))
+    );
     for (t, m) in &by_length.groups {
-        println!("  {t:<10} n={:<4} nDCG@10 {:.4}  MRR {:.4}", m.queries, m.ndcg10, m.mrr);
+        println!(
+            "  {t:<10} n={:<4} nDCG@10 {:.4}  MRR {:.4}",
+            m.queries, m.ndcg10, m.mrr
+        );
     }
-    println!("\nfailed queries ({head}: target not in the top {fail_k}): {}", failed.len());
+    println!(
+        "\nfailed queries ({head}: target not in the top {fail_k}): {}",
+        failed.len()
+    );
     for f in failed.iter().take(20) {
-        let rank = f.rank.map_or("not retrieved".into(), |r| format!("rank {r}"));
-        println!("  {} [{rank}] {}", f.qid, crate::core::text::sanitize_for_terminal(&f.text));
+        let rank = f
+            .rank
+            .map_or("not retrieved".into(), |r| format!("rank {r}"));
+        println!(
+            "  {} [{rank}] {}",
+            f.qid,
+            crate::core::text::sanitize_for_terminal(&f.text)
+        );
     }
     if failed.len() > 20 {
-        println!("  ... {} more (all in {})", failed.len() - 20, path.display());
+        println!(
+            "  ... {} more (all in {})",
+            failed.len() - 20,
+            path.display()
+        );
     }
     Ok(())
 }

@@ -14,8 +14,8 @@ use crate::core::frugality::{frugality, std_dev};
 use crate::core::retrieval::Method;
 use crate::infer::generate::{GenConfig, Generator, Sampling};
 use crate::service::generation::{
-    AnswerRecord, Answerer, JudgementRecord, QuestionRecord, RunConfig, answers, default_template, existing_answer_ids,
-    file_sha256, judge, judgements,
+    AnswerRecord, Answerer, JudgementRecord, QuestionRecord, RunConfig, answers, default_template,
+    existing_answer_ids, file_sha256, judge, judgements,
 };
 use crate::service::retrieval::{Retriever, embed_config};
 use crate::service::rubric::load_rubric;
@@ -87,15 +87,24 @@ pub struct GenerateArgs {
 }
 
 pub fn read_questions(path: &std::path::Path) -> Result<Vec<QuestionRecord>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{}:{}: not a question record", path.display(), i + 1)))
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("{}:{}: not a question record", path.display(), i + 1))
+        })
         .collect()
 }
 
-pub fn gen_config(ctx: &Context, model: Option<PathBuf>, threads: Option<i32>, n_gpu_layers: u32) -> GenConfig {
+pub fn gen_config(
+    ctx: &Context,
+    model: Option<PathBuf>,
+    threads: Option<i32>,
+    n_gpu_layers: u32,
+) -> GenConfig {
     let mut cfg = GenConfig::new(model.unwrap_or_else(|| ctx.config.gen_model(&ctx.paths)));
     if let Some(t) = threads {
         cfg.threads = t;
@@ -109,7 +118,10 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     let gcfg = gen_config(ctx, args.model.clone(), args.threads, args.n_gpu_layers);
     let generator = Generator::spawn(&gcfg)?;
     if !generator.info.has_chat_template {
-        bail!("{} has no chat template; choose an instruction-tuned GGUF", gcfg.model.display());
+        bail!(
+            "{} has no chat template; choose an instruction-tuned GGUF",
+            gcfg.model.display()
+        );
     }
     let sha = file_sha256(&gcfg.model)?;
     let retriever = if args.no_retrieval {
@@ -140,17 +152,27 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     let done = existing_answer_ids(&ctx.workspace).await?;
     let todo: Vec<&QuestionRecord> = questions
         .iter()
-        .filter(|q| !done.contains(&format!("{}/{}/s{}", config.run, q.id, config.sampling.seed)))
+        .filter(|q| {
+            !done.contains(&format!(
+                "{}/{}/s{}",
+                config.run, q.id, config.sampling.seed
+            ))
+        })
         .take(args.limit.unwrap_or(usize::MAX))
         .collect();
-    let skipped = questions.len().min(args.limit.unwrap_or(usize::MAX)) - todo.len().min(args.limit.unwrap_or(usize::MAX));
+    let skipped = questions.len().min(args.limit.unwrap_or(usize::MAX))
+        - todo.len().min(args.limit.unwrap_or(usize::MAX));
     eprintln!(
         "run `{}`: {} questions to answer ({} already done) with {} [{}]",
         config.run,
         todo.len(),
         skipped,
         generator.info.file,
-        if config.no_retrieval { "no retrieval".to_string() } else { format!("{} a={} k={}", config.method, config.alpha, config.k) }
+        if config.no_retrieval {
+            "no retrieval".to_string()
+        } else {
+            format!("{} a={} k={}", config.method, config.alpha, config.k)
+        }
     );
     let bar = super::index::progress_bar("generating");
     bar.set_length(todo.len() as u64);
@@ -160,7 +182,9 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         let rec = answerer.answer(q, prepared, Arc::new(AtomicBool::new(false)), |_| {})?;
         tokens += rec.output_tokens as usize;
         // Each answer is committed before the next starts: an interrupted batch resumes.
-        answers(&ctx.workspace).append(std::slice::from_ref(&rec)).await?;
+        answers(&ctx.workspace)
+            .append(std::slice::from_ref(&rec))
+            .await?;
         bar.inc(1);
         bar.set_message(format!("{tokens} tokens"));
     }
@@ -201,21 +225,40 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
         .into_iter()
         .map(|j| (j.answer_id, j.judge_model))
         .collect();
-    let chunks = crate::store::chunks::ChunkStore::new(&ctx.workspace).load_all().await?;
-    let text_of: HashMap<&str, &str> = chunks.iter().map(|c| (c.id.as_str(), c.text.as_str())).collect();
+    let chunks = crate::store::chunks::ChunkStore::new(&ctx.workspace)
+        .load_all()
+        .await?;
+    let text_of: HashMap<&str, &str> = chunks
+        .iter()
+        .map(|c| (c.id.as_str(), c.text.as_str()))
+        .collect();
     let todo: Vec<&AnswerRecord> = all
         .iter()
         .filter(|a| args.answers.as_ref().is_none_or(|r| &a.run == r))
         .filter(|a| !judged.contains(&(a.answer_id.clone(), generator.info.file.clone())))
         .take(args.limit.unwrap_or(usize::MAX))
         .collect();
-    eprintln!("judging {} answers with {} (rubric {} v{})", todo.len(), generator.info.file, rubric.name, rubric.version);
+    eprintln!(
+        "judging {} answers with {} (rubric {} v{})",
+        todo.len(),
+        generator.info.file,
+        rubric.name,
+        rubric.version
+    );
     let bar = super::index::progress_bar("judging");
     bar.set_length(todo.len() as u64);
     for a in todo {
-        let target = a.target_ids.iter().filter_map(|t| text_of.get(t.as_str())).copied().collect::<Vec<_>>().join("\n\n");
-        let (rec, _) = judge(&generator, &rubric, a, &target, 7)?;
-        judgements(&ctx.workspace).append(std::slice::from_ref(&rec)).await?;
+        let target = a
+            .target_ids
+            .iter()
+            .filter_map(|t| text_of.get(t.as_str()))
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let (rec, _) = judge(&generator, &rubric, a, &target, 0.0, 7)?;
+        judgements(&ctx.workspace)
+            .append(std::slice::from_ref(&rec))
+            .await?;
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -252,13 +295,18 @@ pub async fn report(ctx: &Context, args: ReportArgs) -> Result<()> {
         bail!("no answers yet: run `raglab generate --questions FILE` first");
     }
     let judg: Vec<JudgementRecord> = judgements(&ctx.workspace).read_all().await?;
-    let by_answer: HashMap<&str, Vec<&JudgementRecord>> = judg.iter().fold(HashMap::new(), |mut m, j| {
-        m.entry(j.answer_id.as_str()).or_insert_with(Vec::new).push(j);
-        m
-    });
+    let by_answer: HashMap<&str, Vec<&JudgementRecord>> =
+        judg.iter().fold(HashMap::new(), |mut m, j| {
+            m.entry(j.answer_id.as_str())
+                .or_insert_with(Vec::new)
+                .push(j);
+            m
+        });
     let mut runs: BTreeMap<&str, Vec<&AnswerRecord>> = BTreeMap::new();
     for a in &all {
-        if args.run.as_ref().is_none_or(|r| &a.run == r) || args.baseline.as_ref().is_some_and(|b| &a.run == b) {
+        if args.run.as_ref().is_none_or(|r| &a.run == r)
+            || args.baseline.as_ref().is_some_and(|b| &a.run == b)
+        {
             runs.entry(a.run.as_str()).or_default().push(a);
         }
     }
@@ -294,7 +342,13 @@ pub async fn report(ctx: &Context, args: ReportArgs) -> Result<()> {
             "mean_gen_tokens_per_s": mean(&|a| a.gen_tokens_per_s),
             "stopped": answers.iter().filter(|a| a.stopped).count(),
             "judge_models": judges.iter().collect::<Vec<_>>(),
-            "pass_rates": pass.iter().map(|(c, b)| (c.clone(), b.iter().map(|(k, (p, t))| (k.to_string(), serde_json::json!({"pass": p, "total": t, "rate": *p as f64 / *t as f64}))).collect::<serde_json::Map<_, _>>())).collect::<serde_json::Map<_, _>>(),
+            "pass_rates": pass.iter().map(|(c, b)| {
+                let buckets: serde_json::Map<String, serde_json::Value> = b
+                    .iter()
+                    .map(|(k, (p, t))| (k.to_string(), serde_json::json!({"pass": p, "total": t, "rate": *p as f64 / *t as f64})))
+                    .collect();
+                (c.clone(), serde_json::Value::Object(buckets))
+            }).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
         out.insert((*run).to_string(), summary);
     }
@@ -303,13 +357,26 @@ pub async fn report(ctx: &Context, args: ReportArgs) -> Result<()> {
     if let (Some(rag), Some(base)) = (&args.run, &args.baseline) {
         let acc = |run: &str| -> Option<f64> {
             let rates = out.get(run)?.get("pass_rates")?.as_object()?;
-            let v: Vec<f64> = rates.values().filter_map(|b| b.get("overall")?.get("rate")?.as_f64()).collect();
+            let v: Vec<f64> = rates
+                .values()
+                .filter_map(|b| b.get("overall")?.get("rate")?.as_f64())
+                .collect();
             (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
-        let lat = |run: &str| out.get(run)?.get("mean_total_ms")?.as_f64().map(|ms| ms / 1e3);
-        if let (Some(a1), Some(a0), Some(c1), Some(c0)) = (acc(rag), acc(base), lat(rag), lat(base)) {
+        let lat = |run: &str| {
+            out.get(run)?
+                .get("mean_total_ms")?
+                .as_f64()
+                .map(|ms| ms / 1e3)
+        };
+        if let (Some(a1), Some(a0), Some(c1), Some(c0)) = (acc(rag), acc(base), lat(rag), lat(base))
+        {
             // One comparison: the temperatures default to the per-answer spread.
-            let per = |run: &str| runs.get(run).map(|v| v.iter().map(|a| a.total_ms / 1e3).collect::<Vec<_>>()).unwrap_or_default();
+            let per = |run: &str| {
+                runs.get(run)
+                    .map(|v| v.iter().map(|a| a.total_ms / 1e3).collect::<Vec<_>>())
+                    .unwrap_or_default()
+            };
             let t_c = std_dev(&per(rag)).unwrap_or(1.0).max(1e-9);
             let f = frugality(a1 - a0, c1 - c0, 0.1, t_c);
             out.insert("frugality".into(), serde_json::json!({"rag": rag, "baseline": base, "d_accuracy": a1 - a0, "d_latency_s": c1 - c0, "t_accuracy": 0.1, "t_latency_s": t_c, "score": f}));

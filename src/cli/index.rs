@@ -26,12 +26,19 @@ pub struct IndexArgs {
 
 pub fn progress_bar(what: &str) -> ProgressBar {
     ProgressBar::new(0).with_style(
-        ProgressStyle::with_template(&format!("{{spinner}} {what} {{bar:30}} {{pos}}/{{len}} {{per_sec}} eta {{eta}}"))
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} {what} {{bar:30}} {{pos}}/{{len}} {{per_sec}} eta {{eta}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     )
 }
 
-pub async fn build(ctx: &Context, embed_model: Option<PathBuf>, sparse_only: bool, threads: Option<i32>) -> Result<IndexSummary> {
+pub async fn build(
+    ctx: &Context,
+    embed_model: Option<PathBuf>,
+    sparse_only: bool,
+    threads: Option<i32>,
+) -> Result<IndexSummary> {
     let cfg = (!sparse_only).then(|| embed_config(ctx, embed_model, threads));
     let mut r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
     let bar = progress_bar("embedding chunks");
@@ -52,7 +59,13 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
     }
     println!(
         "{} chunks: sparse index +{} -{} ({} unchanged); embedded {} chunks in {:.1}s ({:.1} chunks/s)",
-        s.chunks, s.sparse.added, s.sparse.removed, s.sparse.unchanged, s.embedded, s.embed_seconds, s.chunks_per_second
+        s.chunks,
+        s.sparse.added,
+        s.sparse.removed,
+        s.sparse.unchanged,
+        s.embedded,
+        s.embed_seconds,
+        s.chunks_per_second
     );
     Ok(())
 }

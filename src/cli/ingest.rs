@@ -55,14 +55,16 @@ pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
     let chunker = match args.chunker {
         Chunker::Window { .. } => Chunker::Window {
             size: args.window_size.unwrap_or(ctx.config.chunking.window_size),
-            overlap: args.window_overlap.unwrap_or(ctx.config.chunking.window_overlap),
+            overlap: args
+                .window_overlap
+                .unwrap_or(ctx.config.chunking.window_overlap),
         },
         other => other,
     };
-    if let Chunker::Window { size, overlap } = chunker {
-        if size == 0 || overlap >= size {
-            bail!("window overlap ({overlap}) must be smaller than the window size ({size})");
-        }
+    if let Chunker::Window { size, overlap } = chunker
+        && (size == 0 || overlap >= size)
+    {
+        bail!("window overlap ({overlap}) must be smaller than the window size ({size})");
     }
     let started = Instant::now();
     let mut set = SourceSet::default();
@@ -73,7 +75,13 @@ pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
     );
     let mut seen_records = HashMap::new();
     for (root, path) in &files {
-        read_file(root, path, InputLimits::default(), &mut seen_records, &mut set);
+        read_file(
+            root,
+            path,
+            InputLimits::default(),
+            &mut seen_records,
+            &mut set,
+        );
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -110,7 +118,11 @@ pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
         total_chunks: written.map_or(0, |w| w.total),
         dataset_version: written.map_or(0, |w| w.version),
         seconds,
-        chunks_per_second: if seconds > 0.0 { new_chunks as f64 / seconds } else { 0.0 },
+        chunks_per_second: if seconds > 0.0 {
+            new_chunks as f64 / seconds
+        } else {
+            0.0
+        },
         skipped: set.skipped,
     };
     if args.json {
@@ -132,12 +144,19 @@ pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
         if !summary.skipped.is_empty() {
             println!("skipped {}:", summary.skipped.len());
             for s in &summary.skipped {
-                println!("  {}: {}", crate::core::text::sanitize_for_terminal(&s.path), s.reason);
+                println!(
+                    "  {}: {}",
+                    crate::core::text::sanitize_for_terminal(&s.path),
+                    s.reason
+                );
             }
         }
     }
     if summary.documents == 0 {
-        bail!("nothing was ingested ({} inputs skipped)", summary.skipped.len());
+        bail!(
+            "nothing was ingested ({} inputs skipped)",
+            summary.skipped.len()
+        );
     }
     if args.index {
         let s = super::index::build(ctx, None, false, None).await?;

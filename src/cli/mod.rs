@@ -11,14 +11,18 @@ mod search;
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 
 use crate::config::{Config, Paths};
 use crate::store::workspace::Workspace;
 
 #[derive(Debug, Parser)]
-#[command(name = "raglab", version, about = "A terminal workbench for evaluating RAG over public-health guidance")]
+#[command(
+    name = "raglab",
+    version,
+    about = "A terminal workbench for evaluating RAG over public-health guidance"
+)]
 pub struct Cli {
     /// Workspace folder (default: from config, else DATA_DIR/workspaces/default).
     #[arg(long, global = true, env = "RAGLAB_WORKSPACE")]
@@ -99,7 +103,11 @@ impl Context {
         let dir = workspace.unwrap_or_else(|| config.workspace_dir(&paths));
         let workspace = Workspace::open(&dir)
             .with_context(|| format!("cannot open workspace {}", dir.display()))?;
-        Ok(Self { paths, config, workspace })
+        Ok(Self {
+            paths,
+            config,
+            workspace,
+        })
     }
 }
 
@@ -110,7 +118,13 @@ fn init_logging(paths: &Paths) {
     if let Some(dir) = file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    let Ok(f) = std::fs::OpenOptions::new().create(true).append(true).open(&file) else { return };
+    let Ok(f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+    else {
+        return;
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAGLAB_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,lance=warn,tantivy=warn"));
     let _ = tracing_subscriber::fmt()
@@ -128,7 +142,14 @@ pub fn run(cli: Cli) -> Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     match cli.command {
-        None => rt.block_on(crate::tui::run(ctx, crate::tui::TuiOptions { theme: cli.theme, questions: cli.questions, reviewer: cli.reviewer })),
+        None => rt.block_on(crate::tui::run(
+            ctx,
+            crate::tui::TuiOptions {
+                theme: cli.theme,
+                questions: cli.questions,
+                reviewer: cli.reviewer,
+            },
+        )),
         Some(Command::Ingest(args)) => rt.block_on(ingest::run(&ctx, args)),
         Some(Command::Corpus { cmd }) => rt.block_on(corpus::run(&ctx, cmd)),
         Some(Command::Index(args)) => rt.block_on(index::run(&ctx, args)),
@@ -139,7 +160,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Agree(args)) => rt.block_on(annotate::agree(&ctx, args)),
         Some(Command::Generate(args)) => rt.block_on(generate::generate(&ctx, args)),
         Some(Command::Judge(args)) => rt.block_on(generate::run_judge(&ctx, args)),
-        Some(Command::Report { cmd: ReportCmd::Answers(args) }) => rt.block_on(generate::report(&ctx, args)),
+        Some(Command::Report {
+            cmd: ReportCmd::Answers(args),
+        }) => rt.block_on(generate::report(&ctx, args)),
         Some(Command::Paths) => {
             println!("config:    {}", ctx.paths.config_file().display());
             println!("data:      {}", ctx.paths.data_dir.display());

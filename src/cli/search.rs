@@ -31,7 +31,10 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
     if !(0.0..=1.0).contains(&args.alpha) {
         bail!("alpha must be between 0 and 1");
     }
-    let cfg = args.method.needs_dense().then(|| embed_config(ctx, args.embed_model.clone(), Some(1)));
+    let cfg = args
+        .method
+        .needs_dense()
+        .then(|| embed_config(ctx, args.embed_model.clone(), Some(1)));
     let r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
     if !r.is_fresh() {
         bail!("the indexes are out of date with the chunks: run `raglab index` first");
@@ -39,11 +42,16 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
     let (lists, timings) = r.query(&args.question, DEFAULT_DEPTH.max(args.k))?;
     let fusion = match args.method {
         Method::Linear => Fusion::MinMax { w: args.alpha },
-        _ => Fusion::Rrf { alpha: args.alpha, c: RRF_C },
+        _ => Fusion::Rrf {
+            alpha: args.alpha,
+            c: RRF_C,
+        },
     };
     let fused = lists.candidates.fuse(fusion);
     let rank_in = |list: &[crate::core::fusion::Scored], id: &str| {
-        list.iter().position(|s| s.id == id).map(|i| (i + 1, list[i].score))
+        list.iter()
+            .position(|s| s.id == id)
+            .map(|i| (i + 1, list[i].score))
     };
     let ids: Vec<&str> = lists.ranking(args.method, args.alpha);
     let rows: Vec<serde_json::Value> = ids
@@ -73,10 +81,22 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
             "embedding_model": r.model_name, "timings_ms": timings, "results": rows,
         }));
     }
-    println!("{} a={:.2}  R(d;a) = a/(60+r_dense) + (1-a)/(60+r_sparse)", args.method, args.alpha);
-    println!("{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  chunk", "rank", "dense", "cos", "bm25", "score", "fused");
-    let opt = |v: &serde_json::Value| v.as_u64().map_or_else(|| "-".to_string(), |x| x.to_string());
-    let optf = |v: &serde_json::Value, p: usize| v.as_f64().map_or_else(|| "-".to_string(), |x| format!("{x:.p$}"));
+    println!(
+        "{} a={:.2}  R(d;a) = a/(60+r_dense) + (1-a)/(60+r_sparse)",
+        args.method, args.alpha
+    );
+    println!(
+        "{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  chunk",
+        "rank", "dense", "cos", "bm25", "score", "fused"
+    );
+    let opt = |v: &serde_json::Value| {
+        v.as_u64()
+            .map_or_else(|| "-".to_string(), |x| x.to_string())
+    };
+    let optf = |v: &serde_json::Value, p: usize| {
+        v.as_f64()
+            .map_or_else(|| "-".to_string(), |x| format!("{x:.p$}"))
+    };
     for row in &rows {
         println!(
             "{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  {}\n     {}\n     {}",

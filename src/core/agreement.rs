@@ -26,8 +26,10 @@ pub struct Confusion {
 
 impl Confusion {
     pub fn new<S: AsRef<str>>(pairs: &[(S, S)]) -> Self {
-        let labels: BTreeSet<String> =
-            pairs.iter().flat_map(|(a, b)| [a.as_ref().to_string(), b.as_ref().to_string()]).collect();
+        let labels: BTreeSet<String> = pairs
+            .iter()
+            .flat_map(|(a, b)| [a.as_ref().to_string(), b.as_ref().to_string()])
+            .collect();
         Self::with_labels(pairs, labels.into_iter().collect())
     }
 
@@ -81,7 +83,9 @@ pub fn cohen_kappa(c: &Confusion) -> Option<f64> {
 pub fn macro_f1(c: &Confusion) -> Option<f64> {
     let k = c.labels.len();
     let present: Vec<usize> = (0..k)
-        .filter(|&i| c.counts[i].iter().sum::<usize>() + (0..k).map(|r| c.counts[r][i]).sum::<usize>() > 0)
+        .filter(|&i| {
+            c.counts[i].iter().sum::<usize>() + (0..k).map(|r| c.counts[r][i]).sum::<usize>() > 0
+        })
         .collect();
     if present.is_empty() {
         return None;
@@ -115,7 +119,10 @@ pub struct Bootstrap {
 
 impl Default for Bootstrap {
     fn default() -> Self {
-        Self { resamples: 2000, seed: 20_240_601 }
+        Self {
+            resamples: 2000,
+            seed: 20_240_601,
+        }
     }
 }
 
@@ -161,12 +168,18 @@ pub fn agreement(items: &[Vec<(String, String)>], boot: Bootstrap) -> AgreementR
                 pairs
                     .iter()
                     .filter_map(|(a, b)| {
-                        Some((labels.iter().position(|l| l == a)?, labels.iter().position(|l| l == b)?))
+                        Some((
+                            labels.iter().position(|l| l == a)?,
+                            labels.iter().position(|l| l == b)?,
+                        ))
                     })
                     .collect()
             })
             .collect();
-        let mut c = Confusion { labels: labels.clone(), counts: vec![vec![0; k]; k] };
+        let mut c = Confusion {
+            labels: labels.clone(),
+            counts: vec![vec![0; k]; k],
+        };
         for _ in 0..boot.resamples {
             for row in &mut c.counts {
                 row.iter_mut().for_each(|x| *x = 0);
@@ -184,7 +197,7 @@ pub fn agreement(items: &[Vec<(String, String)>], boot: Bootstrap) -> AgreementR
             }
         }
     }
-    let est = |s: usize| {
+    let mut est = |s: usize| {
         let mut v = std::mem::take(&mut samples[s]);
         v.sort_by(f64::total_cmp);
         Estimate {

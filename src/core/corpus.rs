@@ -44,7 +44,10 @@ pub struct InputLimits {
 
 impl Default for InputLimits {
     fn default() -> Self {
-        Self { max_file_bytes: 64 << 20, max_line_bytes: 1 << 20 }
+        Self {
+            max_file_bytes: 64 << 20,
+            max_line_bytes: 1 << 20,
+        }
     }
 }
 
@@ -60,13 +63,20 @@ pub enum Rejection {
     #[error("file too large ({size} bytes, limit {limit})")]
     TooLarge { size: usize, limit: usize },
     #[error("line {line} is {len} bytes long (limit {limit}); minified or generated data?")]
-    LineTooLong { line: usize, len: usize, limit: usize },
+    LineTooLong {
+        line: usize,
+        len: usize,
+        limit: usize,
+    },
 }
 
 /// Validate raw bytes as an ingestible text document.
 pub fn check_text(bytes: &[u8], limits: InputLimits) -> Result<&str, Rejection> {
     if bytes.len() > limits.max_file_bytes {
-        return Err(Rejection::TooLarge { size: bytes.len(), limit: limits.max_file_bytes });
+        return Err(Rejection::TooLarge {
+            size: bytes.len(),
+            limit: limits.max_file_bytes,
+        });
     }
     if let Some(pos) = bytes.iter().take(8192).position(|&b| b == 0) {
         return Err(Rejection::Binary(pos));
@@ -75,8 +85,10 @@ pub fn check_text(bytes: &[u8], limits: InputLimits) -> Result<&str, Rejection> 
     if text.trim().is_empty() {
         return Err(Rejection::Empty);
     }
-    if let Some((i, line)) =
-        text.split('\n').enumerate().find(|(_, l)| l.len() > limits.max_line_bytes)
+    if let Some((i, line)) = text
+        .split('\n')
+        .enumerate()
+        .find(|(_, l)| l.len() > limits.max_line_bytes)
     {
         return Err(Rejection::LineTooLong {
             line: i + 1,
@@ -170,7 +182,10 @@ fn decode_entities(s: &str) -> String {
 /// Returns the fields and the byte offset where the body starts (0 when absent).
 pub fn front_matter(text: &str) -> (BTreeMap<String, String>, usize) {
     let mut fields = BTreeMap::new();
-    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
         return (fields, 0);
     };
     let mut offset = text.len() - rest.len();
@@ -198,16 +213,26 @@ mod tests {
 
     #[test]
     fn rejects_bad_inputs() {
-        let l = InputLimits { max_file_bytes: 100, max_line_bytes: 10 };
+        let l = InputLimits {
+            max_file_bytes: 100,
+            max_line_bytes: 10,
+        };
         assert_eq!(check_text(b"", l), Err(Rejection::Empty));
         assert_eq!(check_text(b" \n\t", l), Err(Rejection::Empty));
         assert_eq!(check_text(b"ab\0cd", l), Err(Rejection::Binary(2)));
         assert_eq!(check_text(b"ok \xff", l), Err(Rejection::NotUtf8(3)));
         assert_eq!(
             check_text(b"short\n0123456789abc\n", l),
-            Err(Rejection::LineTooLong { line: 2, len: 13, limit: 10 })
+            Err(Rejection::LineTooLong {
+                line: 2,
+                len: 13,
+                limit: 10
+            })
         );
-        assert!(matches!(check_text(&[b'a'; 101], l), Err(Rejection::TooLarge { .. })));
+        assert!(matches!(
+            check_text(&[b'a'; 101], l),
+            Err(Rejection::TooLarge { .. })
+        ));
         assert_eq!(check_text(b"fine\ntext", l), Ok("fine\ntext"));
     }
 
@@ -217,7 +242,10 @@ mod tests {
             <h1>Measles</h1><p>Intro &amp; more.</p><h2>Symptoms</h2><ul><li>Fever</li></ul>\
             <script>alert(1)</script></body></html>";
         let md = html_to_markdown(html);
-        assert_eq!(md, "x\n# Measles\n\nIntro & more.\n\n## Symptoms\n\n- Fever");
+        assert_eq!(
+            md,
+            "x\n# Measles\n\nIntro & more.\n\n## Symptoms\n\n- Fever"
+        );
     }
 
     #[test]

@@ -47,7 +47,9 @@ mod tests {
 
     #[test]
     fn std_dev_sample() {
-        assert!((std_dev(&[1.0, 2.0, 3.0, 4.0]).expect("sd") - (5.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert!(
+            (std_dev(&[1.0, 2.0, 3.0, 4.0]).expect("sd") - (5.0f64 / 3.0).sqrt()).abs() < 1e-12
+        );
         assert_eq!(std_dev(&[1.0]), None);
     }
 }

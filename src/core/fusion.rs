@@ -63,7 +63,10 @@ pub struct Candidates {
 }
 
 fn range(list: &[Scored]) -> (f64, f64) {
-    list.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| (lo.min(s.score), hi.max(s.score)))
+    list.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
+            (lo.min(s.score), hi.max(s.score))
+        })
 }
 
 impl Candidates {
@@ -95,7 +98,11 @@ impl Candidates {
                 }
             }
         }
-        Self { rows, dense_range: range(dense), sparse_range: range(sparse) }
+        Self {
+            rows,
+            dense_range: range(dense),
+            sparse_range: range(sparse),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -111,7 +118,9 @@ impl Candidates {
         match fusion {
             Fusion::Rrf { alpha, c } => {
                 let d = r.dense_rank.map_or(0.0, |k| alpha / (c + k as f64));
-                let s = r.sparse_rank.map_or(0.0, |k| (1.0 - alpha) / (c + k as f64));
+                let s = r
+                    .sparse_rank
+                    .map_or(0.0, |k| (1.0 - alpha) / (c + k as f64));
                 d + s
             }
             Fusion::MinMax { w } => {
@@ -129,7 +138,10 @@ impl Candidates {
         let mut out: Vec<FusedHit> = self
             .rows
             .iter()
-            .map(|r| FusedHit { fused: self.score(r, fusion), ..r.clone() })
+            .map(|r| FusedHit {
+                fused: self.score(r, fusion),
+                ..r.clone()
+            })
             .collect();
         out.sort_by(|a, b| b.fused.total_cmp(&a.fused).then_with(|| b.id.cmp(&a.id)));
         out
@@ -137,8 +149,11 @@ impl Candidates {
 
     /// Only the ids of the fused ranking, cheaper for sweeps.
     pub fn fused_ids(&self, fusion: Fusion) -> Vec<&str> {
-        let mut scored: Vec<(f64, &str)> =
-            self.rows.iter().map(|r| (self.score(r, fusion), r.id.as_str())).collect();
+        let mut scored: Vec<(f64, &str)> = self
+            .rows
+            .iter()
+            .map(|r| (self.score(r, fusion), r.id.as_str()))
+            .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.cmp(a.1)));
         scored.into_iter().map(|(_, id)| id).collect()
     }
@@ -151,13 +166,22 @@ mod tests {
     use super::*;
 
     fn list(ids: &[&str]) -> Vec<Scored> {
-        ids.iter().enumerate().map(|(i, id)| Scored { id: (*id).into(), score: 10.0 - i as f64 }).collect()
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| Scored {
+                id: (*id).into(),
+                score: 10.0 - i as f64,
+            })
+            .collect()
     }
 
     #[test]
     fn rrf_matches_the_formula_by_hand() {
         let c = Candidates::new(&list(&["a", "b", "c"]), &list(&["c", "a", "d"]));
-        let hits = c.fuse(Fusion::Rrf { alpha: 0.7, c: 60.0 });
+        let hits = c.fuse(Fusion::Rrf {
+            alpha: 0.7,
+            c: 60.0,
+        });
         let get = |id: &str| hits.iter().find(|h| h.id == id).expect("hit").clone();
         // a: dense 1, sparse 2
         assert!((get("a").fused - (0.7 / 61.0 + 0.3 / 62.0)).abs() < 1e-15);
@@ -177,20 +201,56 @@ mod tests {
         let dense = list(&["a", "b", "c"]);
         let sparse = list(&["c", "b", "a"]);
         let c = Candidates::new(&dense, &sparse);
-        assert_eq!(c.fused_ids(Fusion::Rrf { alpha: 1.0, c: 60.0 }), vec!["a", "b", "c"]);
-        assert_eq!(c.fused_ids(Fusion::Rrf { alpha: 0.0, c: 60.0 }), vec!["c", "b", "a"]);
+        assert_eq!(
+            c.fused_ids(Fusion::Rrf {
+                alpha: 1.0,
+                c: 60.0
+            }),
+            vec!["a", "b", "c"]
+        );
+        assert_eq!(
+            c.fused_ids(Fusion::Rrf {
+                alpha: 0.0,
+                c: 60.0
+            }),
+            vec!["c", "b", "a"]
+        );
     }
 
     #[test]
     fn ties_break_by_id_descending() {
         let c = Candidates::new(&list(&["a", "b"]), &list(&["b", "a"]));
-        assert_eq!(c.fused_ids(Fusion::Rrf { alpha: 0.5, c: 60.0 }), vec!["b", "a"]);
+        assert_eq!(
+            c.fused_ids(Fusion::Rrf {
+                alpha: 0.5,
+                c: 60.0
+            }),
+            vec!["b", "a"]
+        );
     }
 
     #[test]
     fn minmax_normalises_each_list() {
-        let dense = vec![Scored { id: "a".into(), score: 0.9 }, Scored { id: "b".into(), score: 0.5 }];
-        let sparse = vec![Scored { id: "b".into(), score: 12.0 }, Scored { id: "c".into(), score: 2.0 }];
+        let dense = vec![
+            Scored {
+                id: "a".into(),
+                score: 0.9,
+            },
+            Scored {
+                id: "b".into(),
+                score: 0.5,
+            },
+        ];
+        let sparse = vec![
+            Scored {
+                id: "b".into(),
+                score: 12.0,
+            },
+            Scored {
+                id: "c".into(),
+                score: 2.0,
+            },
+        ];
         let hits = Candidates::new(&dense, &sparse).fuse(Fusion::MinMax { w: 0.5 });
         let get = |id: &str| hits.iter().find(|h| h.id == id).expect("hit").fused;
         assert!((get("a") - 0.5).abs() < 1e-15);

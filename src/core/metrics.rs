@@ -63,7 +63,10 @@ pub fn recall_at(ranked: &[&str], qrel: &Qrel, k: usize) -> f64 {
 
 /// Reciprocal rank of the first relevant document over the whole list.
 pub fn reciprocal_rank(ranked: &[&str], qrel: &Qrel) -> f64 {
-    ranked.iter().position(|d| rel(qrel, d) > 0).map_or(0.0, |i| 1.0 / (i + 1) as f64)
+    ranked
+        .iter()
+        .position(|d| rel(qrel, d) > 0)
+        .map_or(0.0, |i| 1.0 / (i + 1) as f64)
 }
 
 /// nDCG at cutoff k with linear gain and log2 discount.
@@ -165,8 +168,10 @@ pub fn eta_squared<K: std::hash::Hash + Eq>(values: &[(K, f64)]) -> Option<f64> 
         e.1 += 1;
     }
     let ss_total: f64 = values.iter().map(|(_, v)| (v - grand).powi(2)).sum();
-    let ss_between: f64 =
-        groups.values().map(|(s, c)| *c as f64 * (s / *c as f64 - grand).powi(2)).sum();
+    let ss_between: f64 = groups
+        .values()
+        .map(|(s, c)| *c as f64 * (s / *c as f64 - grand).powi(2))
+        .sum();
     (ss_total > 0.0).then(|| ss_between / ss_total)
 }
 
@@ -205,12 +210,19 @@ mod tests {
     #[test]
     fn absent_target_scores_zero() {
         let m = query_metrics(&["a", "b"], &qrel(&[("t", 1)]));
-        assert_eq!((m.rr, m.ndcg10, m.ap, m.first_relevant_rank), (0.0, 0.0, 0.0, None));
+        assert_eq!(
+            (m.rr, m.ndcg10, m.ap, m.first_relevant_rank),
+            (0.0, 0.0, 0.0, None)
+        );
     }
 
     #[test]
     fn ties_break_by_doc_id_descending() {
-        let mut run = vec![("a".to_string(), 1.0), ("c".to_string(), 1.0), ("b".to_string(), 2.0)];
+        let mut run = vec![
+            ("a".to_string(), 1.0),
+            ("c".to_string(), 1.0),
+            ("b".to_string(), 2.0),
+        ];
         order_run(&mut run);
         let ids: Vec<_> = run.iter().map(|(d, _)| d.as_str()).collect();
         assert_eq!(ids, vec!["b", "c", "a"]);

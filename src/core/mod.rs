@@ -2,11 +2,9 @@
 //! statistics, rubric, prompt assembly, frugality. Depends on serde/thiserror only —
 //! no async runtime, no UI, no storage, no inference crates.
 
+pub mod agreement;
 pub mod chunk;
 pub mod corpus;
-pub mod stats;
-pub mod text;
-pub mod agreement;
 pub mod frugality;
 pub mod fusion;
 pub mod metrics;
@@ -14,3 +12,5 @@ pub mod prompt;
 pub mod retrieval;
 pub mod rng;
 pub mod rubric;
+pub mod stats;
+pub mod text;

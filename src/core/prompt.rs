@@ -51,7 +51,11 @@ pub fn assemble(
     let mut dropped = Vec::new();
     let mut used = 0;
     for (i, c) in chunks.iter().enumerate() {
-        let piece = if block.is_empty() { render_chunk(c) } else { format!("{CHUNK_SEPARATOR}{}", render_chunk(c)) };
+        let piece = if block.is_empty() {
+            render_chunk(c)
+        } else {
+            format!("{CHUNK_SEPARATOR}{}", render_chunk(c))
+        };
         let cost = count_tokens(&piece);
         if dropped.is_empty() && used + cost <= budget {
             block.push_str(&piece);
@@ -62,14 +66,28 @@ pub fn assemble(
             break;
         }
     }
-    let context = if block.is_empty() { "(no guidance retrieved)".to_string() } else { block };
-    let text = template.replace("{context}", &context).replace("{question}", question.trim());
-    Prompt { text, included, dropped, context_tokens: used }
+    let context = if block.is_empty() {
+        "(no guidance retrieved)".to_string()
+    } else {
+        block
+    };
+    let text = template
+        .replace("{context}", &context)
+        .replace("{question}", question.trim());
+    Prompt {
+        text,
+        included,
+        dropped,
+        context_tokens: used,
+    }
 }
 
 /// The same question with no context at all (the "LLM only" baseline of SPEC §7).
 pub fn no_retrieval(question: &str) -> String {
-    format!("You are a public-health assistant. Answer the question.\n\nQuestion: {}\n\nAnswer:\n", question.trim())
+    format!(
+        "You are a public-health assistant. Answer the question.\n\nQuestion: {}\n\nAnswer:\n",
+        question.trim()
+    )
 }
 
 #[cfg(test)]
@@ -77,7 +95,12 @@ mod tests {
     use super::*;
 
     fn chunk(id: &str, rank: usize, words: usize) -> ContextChunk {
-        ContextChunk { id: id.into(), rank, path: format!("Doc > {id}"), text: "w ".repeat(words) }
+        ContextChunk {
+            id: id.into(),
+            rank,
+            path: format!("Doc > {id}"),
+            text: "w ".repeat(words),
+        }
     }
 
     /// A hand-countable tokenizer: one token per whitespace-separated word.
@@ -87,10 +110,20 @@ mod tests {
 
     #[test]
     fn everything_fits() {
-        let p = assemble("C:\n{context}\nQ: {question}", " Why? ", &[chunk("a", 1, 3), chunk("b", 2, 3)], 100, &words);
+        let p = assemble(
+            "C:\n{context}\nQ: {question}",
+            " Why? ",
+            &[chunk("a", 1, 3), chunk("b", 2, 3)],
+            100,
+            &words,
+        );
         assert_eq!(p.included, vec![("a".into(), 1), ("b".into(), 2)]);
         assert!(p.dropped.is_empty());
-        assert!(p.text.starts_with("C:\n[chunk a] Doc > a\nw w w\n---\n[chunk b] Doc > b\nw w w\nQ: Why?"));
+        assert!(
+            p.text.starts_with(
+                "C:\n[chunk a] Doc > a\nw w w\n---\n[chunk b] Doc > b\nw w w\nQ: Why?"
+            )
+        );
         // "[chunk a] Doc > a" is 5 words + 3 = 8; the second piece adds "---": 9
         assert_eq!(p.context_tokens, 17);
     }

@@ -10,7 +10,9 @@ use serde::Serialize;
 use super::fusion::{Candidates, Fusion, RRF_C};
 use super::metrics::{MeanMetrics, Qrel, QueryMetrics, eta_squared, mean_metrics, query_metrics};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, PartialOrd, Ord,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
     Bm25,
@@ -23,7 +25,13 @@ pub enum Method {
 }
 
 impl Method {
-    pub const ALL: [Self; 5] = [Self::Bm25, Self::Tfidf, Self::Dense, Self::Hybrid, Self::Linear];
+    pub const ALL: [Self; 5] = [
+        Self::Bm25,
+        Self::Tfidf,
+        Self::Dense,
+        Self::Hybrid,
+        Self::Linear,
+    ];
 
     pub fn needs_dense(self) -> bool {
         matches!(self, Self::Dense | Self::Hybrid | Self::Linear)
@@ -48,7 +56,9 @@ impl FromStr for Method {
         Self::ALL
             .into_iter()
             .find(|m| m.to_string() == s)
-            .ok_or_else(|| format!("unknown method `{s}` (expected bm25, tfidf, dense, hybrid or linear)"))
+            .ok_or_else(|| {
+                format!("unknown method `{s}` (expected bm25, tfidf, dense, hybrid or linear)")
+            })
     }
 }
 
@@ -62,14 +72,25 @@ pub struct QueryLists {
 }
 
 impl QueryLists {
-    pub fn new(bm25: Vec<super::fusion::Scored>, tfidf: Vec<super::fusion::Scored>, dense: Vec<super::fusion::Scored>) -> Self {
+    pub fn new(
+        bm25: Vec<super::fusion::Scored>,
+        tfidf: Vec<super::fusion::Scored>,
+        dense: Vec<super::fusion::Scored>,
+    ) -> Self {
         let candidates = Candidates::new(&dense, &bm25);
-        Self { bm25, tfidf, dense, candidates }
+        Self {
+            bm25,
+            tfidf,
+            dense,
+            candidates,
+        }
     }
 
     /// The ranked ids of `method` (alpha: dense weight for hybrid/linear).
     pub fn ranking(&self, method: Method, alpha: f64) -> Vec<&str> {
-        let ids = |l: &[super::fusion::Scored]| l.iter().map(|s| s.id.as_str()).collect::<Vec<_>>();
+        fn ids(l: &[super::fusion::Scored]) -> Vec<&str> {
+            l.iter().map(|s| s.id.as_str()).collect()
+        }
         match method {
             Method::Bm25 => ids(&self.bm25),
             Method::Tfidf => ids(&self.tfidf),
@@ -99,7 +120,10 @@ pub fn evaluate(
         .iter()
         .filter_map(|(qid, l)| {
             let q = qrels.get(qid).filter(|q| q.values().any(|&r| r > 0))?;
-            Some(QueryOutcome { qid: qid.clone(), metrics: query_metrics(&l.ranking(method, alpha), q) })
+            Some(QueryOutcome {
+                qid: qid.clone(),
+                metrics: query_metrics(&l.ranking(method, alpha), q),
+            })
         })
         .collect()
 }
@@ -109,7 +133,9 @@ pub fn mean(outcomes: &[QueryOutcome]) -> MeanMetrics {
 }
 
 /// Metric names, in the paper's table order, with accessors.
-pub const METRICS: [(&str, fn(&MeanMetrics) -> f64); 5] = [
+pub type MetricFn = fn(&MeanMetrics) -> f64;
+
+pub const METRICS: [(&str, MetricFn); 5] = [
     ("P@1", |m| m.p1),
     ("Recall@5", |m| m.recall5),
     ("Recall@10", |m| m.recall10),
@@ -124,7 +150,10 @@ pub struct Breakdown {
     pub eta_squared_ndcg10: Option<f64>,
 }
 
-pub fn breakdown(outcomes: &[QueryOutcome], group_of: impl Fn(&str) -> Option<String>) -> Breakdown {
+pub fn breakdown(
+    outcomes: &[QueryOutcome],
+    group_of: impl Fn(&str) -> Option<String>,
+) -> Breakdown {
     let mut by: BTreeMap<String, Vec<QueryMetrics>> = BTreeMap::new();
     let mut values = Vec::new();
     for o in outcomes {
@@ -134,14 +163,20 @@ pub fn breakdown(outcomes: &[QueryOutcome], group_of: impl Fn(&str) -> Option<St
         }
     }
     Breakdown {
-        groups: by.into_iter().map(|(g, ms)| (g, mean_metrics(ms.iter()))).collect(),
+        groups: by
+            .into_iter()
+            .map(|(g, ms)| (g, mean_metrics(ms.iter())))
+            .collect(),
         eta_squared_ndcg10: eta_squared(&values),
     }
 }
 
 /// Queries whose first relevant document is not in the top `k`.
 pub fn failures(outcomes: &[QueryOutcome], k: usize) -> Vec<&QueryOutcome> {
-    outcomes.iter().filter(|o| o.metrics.first_relevant_rank.is_none_or(|r| r > k)).collect()
+    outcomes
+        .iter()
+        .filter(|o| o.metrics.first_relevant_rank.is_none_or(|r| r > k))
+        .collect()
 }
 
 #[cfg(test)]
@@ -150,18 +185,36 @@ mod tests {
     use crate::core::fusion::Scored;
 
     fn l(ids: &[&str]) -> Vec<Scored> {
-        ids.iter().enumerate().map(|(i, id)| Scored { id: (*id).into(), score: 1.0 / (i + 1) as f64 }).collect()
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| Scored {
+                id: (*id).into(),
+                score: 1.0 / (i + 1) as f64,
+            })
+            .collect()
     }
 
     #[test]
     fn evaluate_drops_queries_without_relevant_documents() {
         let lists = vec![
-            ("q1".to_string(), QueryLists::new(l(&["a", "t"]), l(&["t"]), l(&["t", "a"]))),
-            ("q2".to_string(), QueryLists::new(l(&["x"]), vec![], l(&["x"]))),
+            (
+                "q1".to_string(),
+                QueryLists::new(l(&["a", "t"]), l(&["t"]), l(&["t", "a"])),
+            ),
+            (
+                "q2".to_string(),
+                QueryLists::new(l(&["x"]), vec![], l(&["x"])),
+            ),
         ];
         let qrels: HashMap<String, Qrel> = [
-            ("q1".to_string(), [("t".to_string(), 1)].into_iter().collect()),
-            ("q2".to_string(), [("x".to_string(), 0)].into_iter().collect()),
+            (
+                "q1".to_string(),
+                [("t".to_string(), 1)].into_iter().collect(),
+            ),
+            (
+                "q2".to_string(),
+                [("x".to_string(), 0)].into_iter().collect(),
+            ),
         ]
         .into_iter()
         .collect();

@@ -17,7 +17,9 @@ impl Rng {
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         };
-        Self { s: [next(), next(), next(), next()] }
+        Self {
+            s: [next(), next(), next(), next()],
+        }
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -57,13 +59,19 @@ mod tests {
     #[test]
     fn deterministic_and_roughly_uniform() {
         let (mut a, mut b) = (Rng::new(7), Rng::new(7));
-        assert_eq!((0..5).map(|_| a.next_u64()).collect::<Vec<_>>(), (0..5).map(|_| b.next_u64()).collect::<Vec<_>>());
+        assert_eq!(
+            (0..5).map(|_| a.next_u64()).collect::<Vec<_>>(),
+            (0..5).map(|_| b.next_u64()).collect::<Vec<_>>()
+        );
         let mut counts = [0usize; 4];
         let mut r = Rng::new(1);
         for _ in 0..40_000 {
             counts[r.below(4)] += 1;
         }
-        assert!(counts.iter().all(|&c| (9_500..10_500).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (9_500..10_500).contains(&c)),
+            "{counts:?}"
+        );
         let s = Rng::new(3).sample_indices(10, 4);
         let mut d = s.clone();
         d.sort_unstable();

@@ -53,12 +53,27 @@ impl Rubric {
             return Err(RubricError::Invalid("no criteria".into()));
         }
         for c in &r.criteria {
-            if c.key.is_empty() || !c.key.chars().all(|ch| ch.is_ascii_lowercase() || ch == '_' || ch.is_ascii_digit()) {
-                return Err(RubricError::Invalid(format!("criterion key `{}` must be lowercase snake_case", c.key)));
+            if c.key.is_empty()
+                || !c
+                    .key
+                    .chars()
+                    .all(|ch| ch.is_ascii_lowercase() || ch == '_' || ch.is_ascii_digit())
+            {
+                return Err(RubricError::Invalid(format!(
+                    "criterion key `{}` must be lowercase snake_case",
+                    c.key
+                )));
             }
             let labels = r.labels_of(c);
-            if labels.is_empty() || labels.iter().any(|l| l.is_empty() || l.contains(['"', '\n', '\\'])) {
-                return Err(RubricError::Invalid(format!("criterion `{}` has no usable labels", c.key)));
+            if labels.is_empty()
+                || labels
+                    .iter()
+                    .any(|l| l.is_empty() || l.contains(['"', '\n', '\\']))
+            {
+                return Err(RubricError::Invalid(format!(
+                    "criterion `{}` has no usable labels",
+                    c.key
+                )));
             }
         }
         Ok(r)
@@ -76,7 +91,15 @@ impl Rubric {
     pub fn describe(&self) -> String {
         self.criteria
             .iter()
-            .map(|c| format!("- {} ({}): {} [{}]", c.key, c.name, c.definition, self.labels_of(c).join("/")))
+            .map(|c| {
+                format!(
+                    "- {} ({}): {} [{}]",
+                    c.key,
+                    c.name,
+                    c.definition,
+                    self.labels_of(c).join("/")
+                )
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -90,7 +113,11 @@ impl Rubric {
         }
         g.push_str(" \"rationale: \" rationale\n");
         for (i, c) in self.criteria.iter().enumerate() {
-            let alts: Vec<String> = self.labels_of(c).iter().map(|l| format!("\"{l}\"")).collect();
+            let alts: Vec<String> = self
+                .labels_of(c)
+                .iter()
+                .map(|l| format!("\"{l}\""))
+                .collect();
             g.push_str(&format!("l{i} ::= {}\n", alts.join(" | ")));
         }
         g.push_str("rationale ::= [^\\n]{0,300}\n");
@@ -108,8 +135,15 @@ impl Rubric {
                     (k.trim().eq_ignore_ascii_case(&c.key)).then(|| v.trim().to_lowercase())
                 })
                 .ok_or_else(|| RubricError::Missing(c.key.clone()))?;
-            if !self.labels_of(c).iter().any(|l| l.eq_ignore_ascii_case(&line)) {
-                return Err(RubricError::BadLabel { criterion: c.key.clone(), label: line });
+            if !self
+                .labels_of(c)
+                .iter()
+                .any(|l| l.eq_ignore_ascii_case(&line))
+            {
+                return Err(RubricError::BadLabel {
+                    criterion: c.key.clone(),
+                    label: line,
+                });
             }
             labels.push((c.key.clone(), line));
         }
@@ -126,12 +160,22 @@ mod tests {
     use super::*;
 
     fn pass_fail_rubric() -> Rubric {
-        let c = |k: &str| Criterion { key: k.into(), name: k.into(), definition: "d".into(), labels: None };
+        let c = |k: &str| Criterion {
+            key: k.into(),
+            name: k.into(),
+            definition: "d".into(),
+            labels: None,
+        };
         Rubric {
             name: "t".into(),
             version: "1".into(),
             labels: pass_fail(),
-            criteria: vec![c("faithfulness"), c("completeness"), c("factual_consistency"), c("clarity")],
+            criteria: vec![
+                c("faithfulness"),
+                c("completeness"),
+                c("factual_consistency"),
+                c("clarity"),
+            ],
         }
         .validated()
         .expect("valid")
@@ -140,7 +184,10 @@ mod tests {
     #[test]
     fn grammar_lists_every_criterion_and_label() {
         let g = pass_fail_rubric().grammar();
-        assert!(g.starts_with("root ::= \"faithfulness: \" l0 \"\\n\" \"completeness: \" l1"), "{g}");
+        assert!(
+            g.starts_with("root ::= \"faithfulness: \" l0 \"\\n\" \"completeness: \" l1"),
+            "{g}"
+        );
         assert!(g.contains("l3 ::= \"pass\" | \"fail\""));
     }
 
@@ -151,9 +198,15 @@ mod tests {
         let j = r.parse_judgement(out).expect("parse");
         assert_eq!(j.labels[1], ("completeness".into(), "fail".into()));
         assert_eq!(j.rationale, "misses the dose.");
-        assert!(matches!(r.parse_judgement("faithfulness: pass"), Err(RubricError::Missing(_))));
+        assert!(matches!(
+            r.parse_judgement("faithfulness: pass"),
+            Err(RubricError::Missing(_))
+        ));
         let bad = out.replace("clarity: pass", "clarity: maybe");
-        assert!(matches!(r.parse_judgement(&bad), Err(RubricError::BadLabel { .. })));
+        assert!(matches!(
+            r.parse_judgement(&bad),
+            Err(RubricError::BadLabel { .. })
+        ));
     }
 
     #[test]

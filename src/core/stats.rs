@@ -33,7 +33,10 @@ pub fn bucket_label(i: usize) -> String {
 
 /// Index of the length bucket of a word count.
 pub fn bucket_of(words: usize) -> usize {
-    LENGTH_BUCKETS.iter().position(|&hi| words < hi).unwrap_or(LENGTH_BUCKETS.len() - 1)
+    LENGTH_BUCKETS
+        .iter()
+        .position(|&hi| words < hi)
+        .unwrap_or(LENGTH_BUCKETS.len() - 1)
 }
 
 /// Histogram of chunk lengths over the given chunks.
@@ -42,7 +45,11 @@ pub fn length_histogram<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) -> Vec<
     for c in chunks {
         counts[bucket_of(c.word_count)] += 1;
     }
-    counts.iter().enumerate().map(|(i, &n)| (bucket_label(i), n)).collect()
+    counts
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (bucket_label(i), n))
+        .collect()
 }
 
 pub fn corpus_stats(chunks: &[Chunk]) -> CorpusStats {
@@ -51,7 +58,9 @@ pub fn corpus_stats(chunks: &[Chunk]) -> CorpusStats {
     let mut lengths: Vec<usize> = Vec::with_capacity(chunks.len());
     for c in chunks {
         if docs.insert(c.doc_id.as_str()) {
-            *topics.entry(c.topic.clone().unwrap_or_else(|| "(none)".into())).or_default() += 1;
+            *topics
+                .entry(c.topic.clone().unwrap_or_else(|| "(none)".into()))
+                .or_default() += 1;
         }
         lengths.push(c.word_count);
     }

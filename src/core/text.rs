@@ -82,7 +82,11 @@ pub fn slug(text: &str, limit: usize) -> String {
             s.truncate(cut);
         }
     }
-    if s.is_empty() { "untitled".to_string() } else { s }
+    if s.is_empty() {
+        "untitled".to_string()
+    } else {
+        s
+    }
 }
 
 /// Whitespace-separated word count, as used for length buckets.
@@ -108,19 +112,26 @@ mod tests {
 
     #[test]
     fn strips_csi_osc_and_controls() {
-        let evil = "safe\u{1b}[2J\u{1b}[1;1Hmoved\u{1b}]0;pwned title\u{7} end\u{8}\r\n\u{9b}31mred";
+        let evil =
+            "safe\u{1b}[2J\u{1b}[1;1Hmoved\u{1b}]0;pwned title\u{7} end\u{8}\r\n\u{9b}31mred";
         assert_eq!(sanitize_for_terminal(evil), "safemoved end\nred");
     }
 
     #[test]
     fn keeps_unicode_text() {
-        assert_eq!(sanitize_for_terminal("fièvre 结核 🐛\tx"), "fièvre 结核 🐛\tx");
+        assert_eq!(
+            sanitize_for_terminal("fièvre 结核 🐛\tx"),
+            "fièvre 结核 🐛\tx"
+        );
     }
 
     #[test]
     fn slug_matches_python_builder() {
         assert_eq!(
-            slug("Acanthamoeba - Granulomatous Amebic Encephalitis (GAE); Keratitis", 64),
+            slug(
+                "Acanthamoeba - Granulomatous Amebic Encephalitis (GAE); Keratitis",
+                64
+            ),
             "acanthamoeba-granulomatous-amebic-encephalitis-gae-keratitis"
         );
         assert_eq!(slug("Prevention (2)", 64), "prevention-2");

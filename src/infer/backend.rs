@@ -16,7 +16,9 @@ static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::
 pub fn backend() -> Result<&'static LlamaBackend> {
     BACKEND
         .get_or_init(|| {
-            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default().with_logs_enabled(false));
+            llama_cpp_2::send_logs_to_tracing(
+                llama_cpp_2::LogOptions::default().with_logs_enabled(false),
+            );
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
@@ -29,7 +31,8 @@ pub fn load_model(path: &Path, n_gpu_layers: u32) -> Result<LlamaModel> {
         return Err(InferError::MissingModel(path.display().to_string()));
     }
     let mut magic = [0u8; 4];
-    let ok = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+    let ok =
+        std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
     if ok.is_err() || &magic != b"GGUF" {
         return Err(InferError::Load {
             path: path.display().to_string(),

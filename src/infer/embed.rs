@@ -89,7 +89,9 @@ impl Embedder {
     /// Embed raw texts (no prefix added).
     pub fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         let (tx, rx) = mpsc::channel();
-        self.tx.send(Request::Embed(texts, tx)).map_err(|_| InferError::WorkerGone)?;
+        self.tx
+            .send(Request::Embed(texts, tx))
+            .map_err(|_| InferError::WorkerGone)?;
         rx.recv().map_err(|_| InferError::WorkerGone)?
     }
 
@@ -99,20 +101,34 @@ impl Embedder {
     }
 
     pub fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        self.embed(texts.iter().map(|t| format!("{}{t}", self.document_prefix)).collect())
+        self.embed(
+            texts
+                .iter()
+                .map(|t| format!("{}{t}", self.document_prefix))
+                .collect(),
+        )
     }
 
     /// The token ids the model sees for `text` (after truncation), for checks.
     pub fn tokens(&self, text: &str) -> Result<Vec<i32>> {
         let (tx, rx) = mpsc::channel();
-        self.tx.send(Request::Tokens(text.to_string(), tx)).map_err(|_| InferError::WorkerGone)?;
+        self.tx
+            .send(Request::Tokens(text.to_string(), tx))
+            .map_err(|_| InferError::WorkerGone)?;
         rx.recv().map_err(|_| InferError::WorkerGone)
     }
 }
 
-fn worker(cfg: &EmbedConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Result<EmbedInfo>>) {
+fn worker(
+    cfg: &EmbedConfig,
+    rx: &mpsc::Receiver<Request>,
+    ready: &mpsc::Sender<Result<EmbedInfo>>,
+) {
     let name = model_name(&cfg.model);
-    let fail = |reason: String| InferError::Inference { model: name.clone(), reason };
+    let fail = |reason: String| InferError::Inference {
+        model: name.clone(),
+        reason,
+    };
     let model = match load_model(&cfg.model, cfg.n_gpu_layers) {
         Ok(m) => m,
         Err(e) => {
@@ -140,12 +156,18 @@ fn worker(cfg: &EmbedConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<
     let mut ctx = match model.new_context(backend, params) {
         Ok(c) => c,
         Err(e) => {
-            let _ = ready.send(Err(fail(format!("cannot create an embedding context: {e}"))));
+            let _ = ready.send(Err(fail(format!(
+                "cannot create an embedding context: {e}"
+            ))));
             return;
         }
     };
     let dim = usize::try_from(model.n_embd()).unwrap_or(0);
-    let info = EmbedInfo { name: name.clone(), dim, max_tokens };
+    let info = EmbedInfo {
+        name: name.clone(),
+        dim,
+        max_tokens,
+    };
     if ready.send(Ok(info)).is_err() {
         return;
     }
@@ -215,5 +237,9 @@ pub fn normalise(v: &[f32]) -> Vec<f32> {
 
 /// Default location check used by commands: a clear error before spawning.
 pub fn require_model(path: &Path) -> Result<()> {
-    if path.is_file() { Ok(()) } else { Err(InferError::MissingModel(path.display().to_string())) }
+    if path.is_file() {
+        Ok(())
+    } else {
+        Err(InferError::MissingModel(path.display().to_string()))
+    }
 }

@@ -61,7 +61,12 @@ pub struct GenConfig {
 
 impl GenConfig {
     pub fn new(model: impl Into<PathBuf>) -> Self {
-        Self { model: model.into(), threads: super::backend::all_cores(), n_gpu_layers: 0, max_context: 16_384 }
+        Self {
+            model: model.into(),
+            threads: super::backend::all_cores(),
+            n_gpu_layers: 0,
+            max_context: 16_384,
+        }
     }
 }
 
@@ -81,10 +86,15 @@ pub struct GenStats {
 #[derive(Debug, Clone, PartialEq)]
 pub enum GenEvent {
     /// The prompt was accepted (its token count).
-    Started { prompt_tokens: usize },
+    Started {
+        prompt_tokens: usize,
+    },
     /// The next piece of text (whole UTF-8 characters only).
     Token(String),
-    Done { text: String, stats: GenStats },
+    Done {
+        text: String,
+        stats: GenStats,
+    },
     Failed(String),
 }
 
@@ -100,7 +110,10 @@ pub struct GenRequest {
 enum Request {
     Generate(GenRequest),
     CountTokens(String, mpsc::Sender<usize>),
-    ChatPrompt(Vec<(String, String)>, mpsc::Sender<std::result::Result<String, String>>),
+    ChatPrompt(
+        Vec<(String, String)>,
+        mpsc::Sender<std::result::Result<String, String>>,
+    ),
 }
 
 #[derive(Debug, Clone)]
@@ -133,7 +146,9 @@ impl Generator {
 
     /// Start a generation; events arrive on `req.events`.
     pub fn start(&self, req: GenRequest) -> Result<()> {
-        self.tx.send(Request::Generate(req)).map_err(|_| InferError::WorkerGone)
+        self.tx
+            .send(Request::Generate(req))
+            .map_err(|_| InferError::WorkerGone)
     }
 
     /// Generate to completion, calling `on_token` for each piece.
@@ -146,14 +161,23 @@ impl Generator {
         mut on_token: impl FnMut(&str),
     ) -> Result<(String, GenStats)> {
         let (tx, rx) = mpsc::channel();
-        self.start(GenRequest { messages, sampling, grammar, stop, events: tx })?;
+        self.start(GenRequest {
+            messages,
+            sampling,
+            grammar,
+            stop,
+            events: tx,
+        })?;
         for ev in rx {
             match ev {
                 GenEvent::Started { .. } => {}
                 GenEvent::Token(t) => on_token(&t),
                 GenEvent::Done { text, stats } => return Ok((text, stats)),
                 GenEvent::Failed(e) => {
-                    return Err(InferError::Inference { model: self.info.name.clone(), reason: e });
+                    return Err(InferError::Inference {
+                        model: self.info.name.clone(),
+                        reason: e,
+                    });
                 }
             }
         }
@@ -163,29 +187,41 @@ impl Generator {
     /// Tokens of `text` in this model's vocabulary (for prompt budgets).
     pub fn count_tokens(&self, text: &str) -> Result<usize> {
         let (tx, rx) = mpsc::channel();
-        self.tx.send(Request::CountTokens(text.to_string(), tx)).map_err(|_| InferError::WorkerGone)?;
+        self.tx
+            .send(Request::CountTokens(text.to_string(), tx))
+            .map_err(|_| InferError::WorkerGone)?;
         rx.recv().map_err(|_| InferError::WorkerGone)
     }
 
     /// The exact text the model will see for these messages (template applied).
     pub fn chat_prompt(&self, messages: Vec<(String, String)>) -> Result<String> {
         let (tx, rx) = mpsc::channel();
-        self.tx.send(Request::ChatPrompt(messages, tx)).map_err(|_| InferError::WorkerGone)?;
+        self.tx
+            .send(Request::ChatPrompt(messages, tx))
+            .map_err(|_| InferError::WorkerGone)?;
         rx.recv()
             .map_err(|_| InferError::WorkerGone)?
-            .map_err(|e| InferError::Inference { model: self.info.name.clone(), reason: e })
+            .map_err(|e| InferError::Inference {
+                model: self.info.name.clone(),
+                reason: e,
+            })
     }
 }
 
-fn apply_template(model: &LlamaModel, messages: &[(String, String)]) -> std::result::Result<String, String> {
-    let tmpl = model
-        .chat_template(None)
-        .map_err(|_| "the model has no chat template; choose an instruction-tuned GGUF".to_string())?;
+fn apply_template(
+    model: &LlamaModel,
+    messages: &[(String, String)],
+) -> std::result::Result<String, String> {
+    let tmpl = model.chat_template(None).map_err(|_| {
+        "the model has no chat template; choose an instruction-tuned GGUF".to_string()
+    })?;
     let chat: Vec<LlamaChatMessage> = messages
         .iter()
         .map(|(r, c)| LlamaChatMessage::new(r.clone(), c.clone()).map_err(|e| e.to_string()))
         .collect::<std::result::Result<_, _>>()?;
-    model.apply_chat_template(&tmpl, &chat, true).map_err(|e| e.to_string())
+    model
+        .apply_chat_template(&tmpl, &chat, true)
+        .map_err(|e| e.to_string())
 }
 
 fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Result<GenInfo>>) {
@@ -198,7 +234,11 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
     };
     let info = GenInfo {
         name: model_name(&cfg.model),
-        file: cfg.model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        file: cfg
+            .model
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         n_ctx_train: model.n_ctx_train(),
         has_chat_template: model.chat_template(None).is_ok(),
     };
@@ -223,12 +263,24 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
     }
 }
 
-fn sampler(model: &LlamaModel, s: &Sampling, grammar: Option<&str>) -> std::result::Result<LlamaSampler, String> {
+fn sampler(
+    model: &LlamaModel,
+    s: &Sampling,
+    grammar: Option<&str>,
+) -> std::result::Result<LlamaSampler, String> {
     let mut chain = Vec::new();
     if let Some(g) = grammar {
-        chain.push(LlamaSampler::grammar(model, g, "root").map_err(|e| format!("invalid grammar: {e}"))?);
+        chain.push(
+            LlamaSampler::grammar(model, g, "root").map_err(|e| format!("invalid grammar: {e}"))?,
+        );
     }
-    chain.push(LlamaSampler::penalties(model.n_vocab(), s.repeat_last_n, s.repeat_penalty, 0.0, 0.0));
+    chain.push(LlamaSampler::penalties(
+        model.n_vocab(),
+        s.repeat_last_n,
+        s.repeat_penalty,
+        0.0,
+        0.0,
+    ));
     if s.temperature <= 0.0 {
         chain.push(LlamaSampler::greedy());
     } else {
@@ -241,7 +293,11 @@ fn sampler(model: &LlamaModel, s: &Sampling, grammar: Option<&str>) -> std::resu
     Ok(LlamaSampler::chain_simple(chain))
 }
 
-fn run_one(model: &LlamaModel, cfg: &GenConfig, req: GenRequest) -> std::result::Result<(), String> {
+fn run_one(
+    model: &LlamaModel,
+    cfg: &GenConfig,
+    req: GenRequest,
+) -> std::result::Result<(), String> {
     let started = Instant::now();
     let prompt = apply_template(model, &req.messages)?;
     // The template already holds the special tokens it needs (BOS included for models
@@ -268,8 +324,12 @@ fn run_one(model: &LlamaModel, cfg: &GenConfig, req: GenRequest) -> std::result:
         .with_n_threads(cfg.threads)
         .with_n_threads_batch(cfg.threads);
     let backend = super::backend::backend().map_err(|e| e.to_string())?;
-    let mut ctx = model.new_context(backend, params).map_err(|e| format!("cannot create a context: {e}"))?;
-    let _ = req.events.send(GenEvent::Started { prompt_tokens: n_prompt });
+    let mut ctx = model
+        .new_context(backend, params)
+        .map_err(|e| format!("cannot create a context: {e}"))?;
+    let _ = req.events.send(GenEvent::Started {
+        prompt_tokens: n_prompt,
+    });
 
     let mut batch = LlamaBatch::new(n_batch as usize, 1);
     for (c, chunk) in tokens.chunks(n_batch as usize).enumerate() {
@@ -277,9 +337,12 @@ fn run_one(model: &LlamaModel, cfg: &GenConfig, req: GenRequest) -> std::result:
         for (i, t) in chunk.iter().enumerate() {
             let pos = c * n_batch as usize + i;
             let last = pos == n_prompt - 1;
-            batch.add(*t, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last).map_err(|e| e.to_string())?;
+            batch
+                .add(*t, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last)
+                .map_err(|e| e.to_string())?;
         }
-        ctx.decode(&mut batch).map_err(|e| format!("prompt decode failed: {e}"))?;
+        ctx.decode(&mut batch)
+            .map_err(|e| format!("prompt decode failed: {e}"))?;
     }
     let prompt_done = Instant::now();
     let mut sampler = sampler(model, &req.sampling, req.grammar.as_deref())?;
@@ -318,10 +381,13 @@ fn run_one(model: &LlamaModel, cfg: &GenConfig, req: GenRequest) -> std::result:
             }
         }
         batch.clear();
-        batch.add(token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], true).map_err(|e| e.to_string())?;
+        batch
+            .add(token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], true)
+            .map_err(|e| e.to_string())?;
         pos += 1;
         idx = 0;
-        ctx.decode(&mut batch).map_err(|e| format!("decode failed: {e}"))?;
+        ctx.decode(&mut batch)
+            .map_err(|e| format!("decode failed: {e}"))?;
     }
     if !pending.is_empty() {
         let piece = String::from_utf8_lossy(&pending).into_owned();
@@ -336,9 +402,17 @@ fn run_one(model: &LlamaModel, cfg: &GenConfig, req: GenRequest) -> std::result:
         prompt_tokens: n_prompt,
         output_tokens: n_out,
         ttft_ms: first.duration_since(started).as_secs_f64() * 1e3,
-        prompt_tokens_per_s: if prompt_s > 0.0 { n_prompt as f64 / prompt_s } else { 0.0 },
+        prompt_tokens_per_s: if prompt_s > 0.0 {
+            n_prompt as f64 / prompt_s
+        } else {
+            0.0
+        },
         // The first token's time belongs to prompt processing; rate over the rest.
-        gen_tokens_per_s: if gen_s > 0.0 && n_out > 1 { (n_out - 1) as f64 / gen_s } else { 0.0 },
+        gen_tokens_per_s: if gen_s > 0.0 && n_out > 1 {
+            (n_out - 1) as f64 / gen_s
+        } else {
+            0.0
+        },
         total_ms: end.duration_since(started).as_secs_f64() * 1e3,
         stopped,
     };

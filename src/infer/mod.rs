@@ -9,7 +9,9 @@ pub mod generate;
 /// Errors from model loading and inference. Each names the model file involved.
 #[derive(Debug, thiserror::Error)]
 pub enum InferError {
-    #[error("model file {0} does not exist (run scripts/setup.sh, or set the model path in config or by flag)")]
+    #[error(
+        "model file {0} does not exist (run scripts/setup.sh, or set the model path in config or by flag)"
+    )]
     MissingModel(String),
     #[error("cannot load model {path}: {reason}")]
     Load { path: String, reason: String },

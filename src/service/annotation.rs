@@ -90,11 +90,20 @@ pub fn labels_table(ws: &Workspace) -> Table<'_> {
 }
 
 fn now_nanos() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 impl Label {
-    pub fn new(item: &str, reviewer: &str, criterion: &str, label: Option<&str>, note: Option<&str>, rubric_version: &str) -> Self {
+    pub fn new(
+        item: &str,
+        reviewer: &str,
+        criterion: &str,
+        label: Option<&str>,
+        note: Option<&str>,
+        rubric_version: &str,
+    ) -> Self {
         let seq = now_nanos();
         Self {
             label_id: format!("{reviewer}-{seq:x}-{}", std::process::id()),
@@ -112,7 +121,12 @@ impl Label {
 
 /// Validate and commit labels (all or nothing): unknown items, criteria or label
 /// values, and mixed rubric versions are rejected before anything is written.
-pub async fn save_labels(ws: &Workspace, rubric: &Rubric, items: &[Item], labels: &[Label]) -> Result<u64> {
+pub async fn save_labels(
+    ws: &Workspace,
+    rubric: &Rubric,
+    items: &[Item],
+    labels: &[Label],
+) -> Result<u64> {
     let known: BTreeSet<&str> = items.iter().map(|i| i.item_id.as_str()).collect();
     let versions: BTreeSet<&str> = labels.iter().map(|l| l.rubric_version.as_str()).collect();
     if versions.len() > 1 {
@@ -123,15 +137,31 @@ pub async fn save_labels(ws: &Workspace, rubric: &Rubric, items: &[Item], labels
             bail!("label {}: unknown item `{}`", l.label_id, l.item_id);
         }
         let Some(c) = rubric.criterion(&l.criterion) else {
-            bail!("label {}: unknown criterion `{}` (rubric {} has {:?})", l.label_id, l.criterion, rubric.name, rubric.criteria.iter().map(|c| &c.key).collect::<Vec<_>>());
+            bail!(
+                "label {}: unknown criterion `{}` (rubric {} has {:?})",
+                l.label_id,
+                l.criterion,
+                rubric.name,
+                rubric.criteria.iter().map(|c| &c.key).collect::<Vec<_>>()
+            );
         };
-        if let Some(v) = &l.label {
-            if !rubric.labels_of(c).contains(v) {
-                bail!("label {}: `{v}` is not a label of `{}` (allowed: {:?})", l.label_id, l.criterion, rubric.labels_of(c));
-            }
+        if let Some(v) = &l.label
+            && !rubric.labels_of(c).contains(v)
+        {
+            bail!(
+                "label {}: `{v}` is not a label of `{}` (allowed: {:?})",
+                l.label_id,
+                l.criterion,
+                rubric.labels_of(c)
+            );
         }
         if l.rubric_version != rubric.version {
-            bail!("label {}: rubric version {} but the rubric is version {}", l.label_id, l.rubric_version, rubric.version);
+            bail!(
+                "label {}: rubric version {} but the rubric is version {}",
+                l.label_id,
+                l.rubric_version,
+                rubric.version
+            );
         }
     }
     Ok(labels_table(ws).append(labels).await?)
@@ -171,16 +201,30 @@ pub fn agreement_table(
     let mut items: BTreeSet<&str> = BTreeSet::new();
     for ((item, reviewer, criterion), l) in current {
         if let Some(v) = &l.label {
-            by.insert((reviewer.as_str(), item.as_str(), criterion.as_str()), v.as_str());
+            by.insert(
+                (reviewer.as_str(), item.as_str(), criterion.as_str()),
+                v.as_str(),
+            );
             items.insert(item.as_str());
         }
     }
-    let criteria: Vec<Option<&str>> =
-        rubric.criteria.iter().map(|c| Some(c.key.as_str())).chain(std::iter::once(None)).collect();
+    let criteria: Vec<Option<&str>> = rubric
+        .criteria
+        .iter()
+        .map(|c| Some(c.key.as_str()))
+        .chain(std::iter::once(None))
+        .collect();
     criteria
         .iter()
         .map(|crit| {
-            let name = crit.map_or_else(|| "Overall".to_string(), |k| rubric.criterion(k).map_or(k.to_string(), |c| c.name.clone()));
+            let name = crit.map_or_else(
+                || "Overall".to_string(),
+                |k| {
+                    rubric
+                        .criterion(k)
+                        .map_or(k.to_string(), |c| c.name.clone())
+                },
+            );
             let reports = pairs
                 .iter()
                 .map(|(a, b)| {
@@ -193,7 +237,10 @@ pub fn agreement_table(
                         .map(|item| {
                             keys.iter()
                                 .filter_map(|k| {
-                                    Some((by.get(&(*a, *item, *k))?.to_string(), by.get(&(*b, *item, *k))?.to_string()))
+                                    Some((
+                                        by.get(&(*a, *item, *k))?.to_string(),
+                                        by.get(&(*b, *item, *k))?.to_string(),
+                                    ))
                                 })
                                 .collect::<Vec<_>>()
                         })
@@ -203,17 +250,22 @@ pub fn agreement_table(
                     (label, (!units.is_empty()).then(|| agreement(&units, boot)))
                 })
                 .collect();
-            AgreementRow { criterion: name, pairs: reports }
+            AgreementRow {
+                criterion: name,
+                pairs: reports,
+            }
         })
         .collect()
 }
 
 /// The paper's published values (seed 000, table 6; 100 items) as a reference row.
-pub const PAPER_REFERENCE: &str =
-    "paper (100 items): R1 vs R2 overall kappa 0.56 [0.48, 0.64], macro-F1 0.78 [0.74, 0.82]; Judge vs R1 0.42 / 0.71; Judge vs R2 0.55 / 0.78";
+pub const PAPER_REFERENCE: &str = "paper (100 items): R1 vs R2 overall kappa 0.56 [0.48, 0.64], macro-F1 0.78 [0.74, 0.82]; Judge vs R1 0.42 / 0.71; Judge vs R2 0.55 / 0.78";
 
 /// The two human reviewers to compare: given, else the two with most labels.
-pub fn pick_reviewers(current: &BTreeMap<(String, String, String), Label>, given: Option<(String, String)>) -> Result<(String, String)> {
+pub fn pick_reviewers(
+    current: &BTreeMap<(String, String, String), Label>,
+    given: Option<(String, String)>,
+) -> Result<(String, String)> {
     if let Some(g) = given {
         return Ok(g);
     }
@@ -232,18 +284,28 @@ pub fn pick_reviewers(current: &BTreeMap<(String, String, String), Label>, given
             let [x, y] = pair;
             Ok((x, y))
         }
-        _ => bail!("agreement needs labels from two reviewers (found {})", v.len()),
+        _ => bail!(
+            "agreement needs labels from two reviewers (found {})",
+            v.len()
+        ),
     }
 }
 
 /// Judge labels as label rows (reviewer `judge`), mapped to items via answer ids.
-pub fn judge_labels(items: &[Item], judg: &[crate::service::generation::JudgementRecord]) -> Vec<Label> {
-    let by_answer: BTreeMap<&str, &Item> = items.iter().filter_map(|i| Some((i.answer_id.as_deref()?, i))).collect();
+pub fn judge_labels(
+    items: &[Item],
+    judg: &[crate::service::generation::JudgementRecord],
+) -> Vec<Label> {
+    let by_answer: BTreeMap<&str, &Item> = items
+        .iter()
+        .filter_map(|i| Some((i.answer_id.as_deref()?, i)))
+        .collect();
     let mut out = Vec::new();
     for (n, j) in judg.iter().enumerate() {
         if let Some(item) = by_answer.get(j.answer_id.as_str()) {
             for (c, l) in j.criteria.iter().zip(&j.labels) {
-                let mut label = Label::new(&item.item_id, JUDGE, c, Some(l), None, &j.rubric_version);
+                let mut label =
+                    Label::new(&item.item_id, JUDGE, c, Some(l), None, &j.rubric_version);
                 label.seq = n as u64; // later judgements win
                 out.push(label);
             }
@@ -252,18 +314,29 @@ pub fn judge_labels(items: &[Item], judg: &[crate::service::generation::Judgemen
     out
 }
 
+/// (item, criterion, label of a, label of b).
+pub type Disagreement = (String, String, String, String);
 
-/// Items where `a` and `b` disagree: (item, criterion, label a, label b).
-pub fn disagreements(current: &BTreeMap<(String, String, String), Label>, a: &str, b: &str) -> Vec<(String, String, String, String)> {
+/// Items where `a` and `b` disagree.
+pub fn disagreements(
+    current: &BTreeMap<(String, String, String), Label>,
+    a: &str,
+    b: &str,
+) -> Vec<Disagreement> {
     let mut out = Vec::new();
     for ((item, reviewer, criterion), la) in current {
         if reviewer != a {
             continue;
         }
-        if let Some(lb) = current.get(&(item.clone(), b.to_string(), criterion.clone())) {
-            if la.label != lb.label {
-                out.push((item.clone(), criterion.clone(), la.label.clone().unwrap_or_default(), lb.label.clone().unwrap_or_default()));
-            }
+        if let Some(lb) = current.get(&(item.clone(), b.to_string(), criterion.clone()))
+            && la.label != lb.label
+        {
+            out.push((
+                item.clone(),
+                criterion.clone(),
+                la.label.clone().unwrap_or_default(),
+                lb.label.clone().unwrap_or_default(),
+            ));
         }
     }
     out

@@ -16,7 +16,9 @@ use arrow_schema::DataType;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::core::prompt::{ContextChunk, DEFAULT_CONTEXT_BUDGET, FREE_FORM, assemble, no_retrieval};
+use crate::core::prompt::{
+    ContextChunk, DEFAULT_CONTEXT_BUDGET, FREE_FORM, assemble, no_retrieval,
+};
 use crate::core::retrieval::Method;
 use crate::core::rubric::{Judgement, Rubric};
 use crate::infer::generate::{GenStats, Generator, Sampling};
@@ -170,7 +172,9 @@ pub fn judgements(ws: &Workspace) -> Table<'_> {
 
 /// RFC 3339 UTC timestamp without a time crate.
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let days = secs / 86_400;
     let (h, m, s) = ((secs % 86_400) / 3600, (secs % 3600) / 60, secs % 60);
     // Civil from days (Howard Hinnant's algorithm).
@@ -188,7 +192,8 @@ pub fn now_rfc3339() -> String {
 
 /// SHA-256 of a model file (hex), for provenance.
 pub fn file_sha256(path: &Path) -> Result<String> {
-    let mut f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
@@ -240,7 +245,9 @@ impl Answerer<'_> {
                 retrieval_ms: 0.0,
             });
         }
-        let r = self.retriever.context("retrieval is required unless --no-retrieval")?;
+        let r = self
+            .retriever
+            .context("retrieval is required unless --no-retrieval")?;
         let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(self.config.k))?;
         let ranked = lists.ranking(self.config.method, self.config.alpha);
         let top: Vec<ContextChunk> = ranked
@@ -249,14 +256,28 @@ impl Answerer<'_> {
             .enumerate()
             .filter_map(|(i, id)| {
                 let c = r.chunk(id)?;
-                Some(ContextChunk { id: c.id.clone(), rank: i + 1, path: c.path_label(), text: c.text.clone() })
+                Some(ContextChunk {
+                    id: c.id.clone(),
+                    rank: i + 1,
+                    path: c.path_label(),
+                    text: c.text.clone(),
+                })
             })
             .collect();
-        let target_rank = top.iter().find(|c| q.relevant.contains(&c.id)).map(|c| c.rank as u32);
+        let target_rank = top
+            .iter()
+            .find(|c| q.relevant.contains(&c.id))
+            .map(|c| c.rank as u32);
         let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
-        let gen = self.generator;
-        let count = |s: &str| gen.count_tokens(s).unwrap_or(usize::MAX / 4);
-        let prompt = assemble(self.template, &q.text, &top, self.config.context_budget, &count);
+        let generator = self.generator;
+        let count = |s: &str| generator.count_tokens(s).unwrap_or(usize::MAX / 4);
+        let prompt = assemble(
+            self.template,
+            &q.text,
+            &top,
+            self.config.context_budget,
+            &count,
+        );
         Ok(Prepared {
             user_prompt: prompt.text,
             chunk_ids: prompt.included.iter().map(|(id, _)| id.clone()).collect(),
@@ -277,8 +298,13 @@ impl Answerer<'_> {
     ) -> Result<AnswerRecord> {
         let messages = vec![("user".to_string(), prepared.user_prompt.clone())];
         let full_prompt = self.generator.chat_prompt(messages.clone())?;
-        let (text, stats): (String, GenStats) =
-            self.generator.generate(messages, self.config.sampling.clone(), None, stop, on_token)?;
+        let (text, stats): (String, GenStats) = self.generator.generate(
+            messages,
+            self.config.sampling.clone(),
+            None,
+            stop,
+            on_token,
+        )?;
         let c = self.config;
         Ok(AnswerRecord {
             answer_id: format!("{}/{}/s{}", c.run, q.id, c.sampling.seed),
@@ -287,11 +313,19 @@ impl Answerer<'_> {
             question: q.text.clone(),
             reference_answer: q.answer.clone(),
             target_ids: q.relevant.clone(),
-            method: if c.no_retrieval { "none".into() } else { c.method.to_string() },
+            method: if c.no_retrieval {
+                "none".into()
+            } else {
+                c.method.to_string()
+            },
             alpha: c.alpha,
             k: c.k as u32,
             no_retrieval: c.no_retrieval,
-            embed_model: if c.no_retrieval { None } else { self.retriever.and_then(|r| r.model_name.clone()) },
+            embed_model: if c.no_retrieval {
+                None
+            } else {
+                self.retriever.and_then(|r| r.model_name.clone())
+            },
             chunk_ids: prepared.chunk_ids,
             chunk_ranks: prepared.chunk_ranks,
             dropped_chunk_ids: prepared.dropped,
@@ -318,7 +352,12 @@ impl Answerer<'_> {
 
 /// Answer ids already stored (for resuming a run without duplicates).
 pub async fn existing_answer_ids(ws: &Workspace) -> Result<HashSet<String>> {
-    Ok(answers(ws).read_all::<AnswerRecord>().await?.into_iter().map(|a| a.answer_id).collect())
+    Ok(answers(ws)
+        .read_all::<AnswerRecord>()
+        .await?
+        .into_iter()
+        .map(|a| a.answer_id)
+        .collect())
 }
 
 /// The judge's prompt for one answer (template in assets/prompts/judge.txt).
@@ -326,15 +365,31 @@ pub fn judge_prompt(rubric: &Rubric, a: &AnswerRecord, target_text: &str) -> Str
     include_str!("../../assets/prompts/judge.txt")
         .replace("{criteria}", &rubric.describe())
         .replace("{question}", &a.question)
-        .replace("{reference}", a.reference_answer.as_deref().unwrap_or("(none)"))
+        .replace(
+            "{reference}",
+            a.reference_answer.as_deref().unwrap_or("(none)"),
+        )
         .replace("{chunk}", target_text)
         .replace("{answer}", &a.answer)
 }
 
-/// Judge one answer with a grammar-constrained model.
-pub fn judge(generator: &Generator, rubric: &Rubric, a: &AnswerRecord, target_text: &str, seed: u32) -> Result<(JudgementRecord, Judgement)> {
+/// Judge one answer with a grammar-constrained model (temperature 0: greedy and
+/// reproducible; tests raise it to check the grammar under sampling).
+pub fn judge(
+    generator: &Generator,
+    rubric: &Rubric,
+    a: &AnswerRecord,
+    target_text: &str,
+    temperature: f32,
+    seed: u32,
+) -> Result<(JudgementRecord, Judgement)> {
     let prompt = judge_prompt(rubric, a, target_text);
-    let sampling = Sampling { temperature: 0.0, seed, max_tokens: 160, ..Sampling::default() };
+    let sampling = Sampling {
+        temperature,
+        seed,
+        max_tokens: 160,
+        ..Sampling::default()
+    };
     let (raw, _) = generator.generate(
         vec![("user".into(), prompt.clone())],
         sampling,
@@ -342,7 +397,9 @@ pub fn judge(generator: &Generator, rubric: &Rubric, a: &AnswerRecord, target_te
         Arc::new(AtomicBool::new(false)),
         |_| {},
     )?;
-    let j = rubric.parse_judgement(&raw).with_context(|| format!("judge output did not parse: {raw:?}"))?;
+    let j = rubric
+        .parse_judgement(&raw)
+        .with_context(|| format!("judge output did not parse: {raw:?}"))?;
     let rec = JudgementRecord {
         answer_id: a.answer_id.clone(),
         run: a.run.clone(),

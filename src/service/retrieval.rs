@@ -68,15 +68,30 @@ impl Retriever {
             }
             None => (None, VectorSet::default(), None),
         };
-        let by_id = chunks.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-        Ok(Self { chunks, by_id, sparse, vectors, embedder, model_name })
+        let by_id = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.clone(), i))
+            .collect();
+        Ok(Self {
+            chunks,
+            by_id,
+            sparse,
+            vectors,
+            embedder,
+            model_name,
+        })
     }
 
     /// Whether the indexes hold exactly the current chunks.
     pub fn is_fresh(&self) -> bool {
         let sparse_ok = self.sparse.num_docs() as usize == self.chunks.len();
         let dense_ok = self.embedder.is_none() || {
-            let want: Vec<(String, String)> = self.chunks.iter().map(|c| (c.id.clone(), text_hash(c))).collect();
+            let want: Vec<(String, String)> = self
+                .chunks
+                .iter()
+                .map(|c| (c.id.clone(), text_hash(c)))
+                .collect();
             self.vectors.len() == want.len() && stale(&self.vectors, &want).is_empty()
         };
         sparse_ok && dense_ok
@@ -86,19 +101,31 @@ impl Retriever {
     /// only chunks that are new or changed.
     pub async fn build(&mut self, ws: &Workspace, progress: Progress<'_>) -> Result<IndexSummary> {
         let sparse = self.sparse.sync(&self.chunks)?;
-        let mut summary = IndexSummary { chunks: self.chunks.len(), sparse, ..Default::default() };
+        let mut summary = IndexSummary {
+            chunks: self.chunks.len(),
+            sparse,
+            ..Default::default()
+        };
         let (Some(embedder), Some(name)) = (&self.embedder, &self.model_name) else {
             return Ok(summary);
         };
-        let wanted: Vec<(String, String)> = self.chunks.iter().map(|c| (c.id.clone(), text_hash(c))).collect();
+        let wanted: Vec<(String, String)> = self
+            .chunks
+            .iter()
+            .map(|c| (c.id.clone(), text_hash(c)))
+            .collect();
         let todo: Vec<&(String, String)> = stale(&self.vectors, &wanted);
         let started = Instant::now();
         let mut fresh = HashMap::new();
         const BATCH: usize = 16;
         for (n, group) in todo.chunks(BATCH).enumerate() {
-            let texts: Vec<String> =
-                group.iter().map(|(id, _)| self.chunks[self.by_id[id]].indexed_text()).collect();
-            let vecs = embedder.embed_documents(&texts).context("embedding chunks")?;
+            let texts: Vec<String> = group
+                .iter()
+                .map(|(id, _)| self.chunks[self.by_id[id]].indexed_text())
+                .collect();
+            let vecs = embedder
+                .embed_documents(&texts)
+                .context("embedding chunks")?;
             for ((id, _), v) in group.iter().zip(vecs) {
                 fresh.insert(id.clone(), v);
             }
@@ -160,10 +187,19 @@ impl Retriever {
 }
 
 /// The embedding configuration from config and an optional `--embed-model` flag.
-pub fn embed_config(ctx: &crate::cli::Context, model: Option<PathBuf>, threads: Option<i32>) -> EmbedConfig {
+pub fn embed_config(
+    ctx: &crate::cli::Context,
+    model: Option<PathBuf>,
+    threads: Option<i32>,
+) -> EmbedConfig {
     let mut cfg = EmbedConfig::new(model.unwrap_or_else(|| ctx.config.embed_model(&ctx.paths)));
     cfg.query_prefix = ctx.config.models.query_prefix.clone().unwrap_or_default();
-    cfg.document_prefix = ctx.config.models.document_prefix.clone().unwrap_or_default();
+    cfg.document_prefix = ctx
+        .config
+        .models
+        .document_prefix
+        .clone()
+        .unwrap_or_default();
     if let Some(t) = threads {
         cfg.threads = t;
     }

@@ -23,7 +23,8 @@ pub fn load_rubric(path: Option<&Path>) -> Result<Rubric> {
     match path {
         None => Ok(default_rubric()),
         Some(p) => {
-            let t = std::fs::read_to_string(p).with_context(|| format!("cannot read rubric {}", p.display()))?;
+            let t = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read rubric {}", p.display()))?;
             parse_rubric(&t).with_context(|| format!("invalid rubric {}", p.display()))
         }
     }
@@ -37,7 +38,15 @@ mod tests {
     fn default_rubric_has_the_four_criteria() {
         let r = default_rubric();
         let keys: Vec<_> = r.criteria.iter().map(|c| c.key.as_str()).collect();
-        assert_eq!(keys, vec!["faithfulness", "completeness", "factual_consistency", "clarity"]);
+        assert_eq!(
+            keys,
+            vec![
+                "faithfulness",
+                "completeness",
+                "factual_consistency",
+                "clarity"
+            ]
+        );
         assert_eq!(r.labels, vec!["pass", "fail"]);
         assert!(parse_rubric("name = \"x\"\nversion = \"1\"\ncriteria = []\n").is_err());
     }

@@ -59,14 +59,22 @@ fn to_batch(chunks: &[Chunk]) -> Result<RecordBatch> {
     };
     let u32s = |f: &dyn Fn(&Chunk) -> usize| -> ArrayRef {
         Arc::new(
-            chunks.iter().map(|c| u32::try_from(f(c)).unwrap_or(u32::MAX)).collect::<UInt32Array>(),
+            chunks
+                .iter()
+                .map(|c| u32::try_from(f(c)).unwrap_or(u32::MAX))
+                .collect::<UInt32Array>(),
         )
     };
     let columns: Vec<ArrayRef> = vec![
         strings(&|c| &c.id),
         strings(&|c| &c.doc_id),
         strings(&|c| &c.title),
-        Arc::new(chunks.iter().map(|c| c.topic.as_deref()).collect::<StringArray>()),
+        Arc::new(
+            chunks
+                .iter()
+                .map(|c| c.topic.as_deref())
+                .collect::<StringArray>(),
+        ),
         Arc::new(paths.finish()),
         strings(&|c| &c.text),
         u64s(&|c| c.byte_start),
@@ -74,14 +82,20 @@ fn to_batch(chunks: &[Chunk]) -> Result<RecordBatch> {
         u32s(&|c| c.word_count),
         u32s(&|c| c.ordinal),
     ];
-    RecordBatch::try_new(schema(), columns)
-        .map_err(|source| StoreError::Arrow { what: DATASET.into(), source })
+    RecordBatch::try_new(schema(), columns).map_err(|source| StoreError::Arrow {
+        what: DATASET.into(),
+        source,
+    })
 }
 
 fn from_batch(batch: &RecordBatch) -> Result<Vec<Chunk>> {
-    let bad = |name: &str| StoreError::Invalid(format!("{DATASET}: missing or mistyped column `{name}`"));
+    let bad =
+        |name: &str| StoreError::Invalid(format!("{DATASET}: missing or mistyped column `{name}`"));
     let s = |name: &str| -> Result<&StringArray> {
-        batch.column_by_name(name).and_then(|c| c.as_string_opt::<i32>()).ok_or_else(|| bad(name))
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or_else(|| bad(name))
     };
     let (id, doc, title, topic, text) =
         (s("id")?, s("doc_id")?, s("title")?, s("topic")?, s("text")?);
@@ -90,12 +104,23 @@ fn from_batch(batch: &RecordBatch) -> Result<Vec<Chunk>> {
         .and_then(|c| c.as_list_opt::<i32>())
         .ok_or_else(|| bad("header_path"))?;
     let u64col = |name: &str| {
-        batch.column_by_name(name).and_then(|c| c.as_primitive_opt::<UInt64Type>()).ok_or_else(|| bad(name))
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            .ok_or_else(|| bad(name))
     };
     let u32col = |name: &str| {
-        batch.column_by_name(name).and_then(|c| c.as_primitive_opt::<UInt32Type>()).ok_or_else(|| bad(name))
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_primitive_opt::<UInt32Type>())
+            .ok_or_else(|| bad(name))
     };
-    let (bs, be, wc, ord) = (u64col("byte_start")?, u64col("byte_end")?, u32col("word_count")?, u32col("ordinal")?);
+    let (bs, be, wc, ord) = (
+        u64col("byte_start")?,
+        u64col("byte_end")?,
+        u32col("word_count")?,
+        u32col("ordinal")?,
+    );
     let mut out = Vec::with_capacity(batch.num_rows());
     for i in 0..batch.num_rows() {
         let p = paths.value(i);
@@ -148,7 +173,9 @@ impl<'a> ChunkStore<'a> {
             )));
         }
         let uri = self.ws.uri(DATASET);
-        Dataset::open(&uri).await.map_err(|e| StoreError::lance(uri, e))
+        Dataset::open(&uri)
+            .await
+            .map_err(|e| StoreError::lance(uri, e))
     }
 
     /// Every chunk, ordered by document id then position.
@@ -185,24 +212,37 @@ impl<'a> ChunkStore<'a> {
         let _guard = self.ws.lock_for_write()?;
         let existing = self.load_all().await?;
         let before = existing.len();
-        let mut kept: Vec<Chunk> =
-            existing.into_iter().filter(|c| !replaced_docs.contains(&c.doc_id)).collect();
+        let mut kept: Vec<Chunk> = existing
+            .into_iter()
+            .filter(|c| !replaced_docs.contains(&c.doc_id))
+            .collect();
         let replaced = before - kept.len();
         let added = new_chunks.len();
         kept.extend(new_chunks);
         kept.sort_by(|a, b| a.doc_id.cmp(&b.doc_id).then(a.ordinal.cmp(&b.ordinal)));
         let mut ids = HashSet::with_capacity(kept.len());
         if let Some(dup) = kept.iter().find(|c| !ids.insert(c.id.as_str())) {
-            return Err(StoreError::Invalid(format!("duplicate chunk id `{}`", dup.id)));
+            return Err(StoreError::Invalid(format!(
+                "duplicate chunk id `{}`",
+                dup.id
+            )));
         }
         let total = kept.len();
         let batch = to_batch(&kept)?;
         let reader = RecordBatchIterator::new(vec![Ok(batch)], schema());
-        let params = WriteParams { mode: WriteMode::Overwrite, ..Default::default() };
+        let params = WriteParams {
+            mode: WriteMode::Overwrite,
+            ..Default::default()
+        };
         let uri = self.ws.uri(DATASET);
         let ds = Dataset::write(reader, uri.as_str(), Some(params))
             .await
             .map_err(|e| StoreError::lance(&uri, e))?;
-        Ok(WriteSummary { added, replaced, total, version: ds.version().version })
+        Ok(WriteSummary {
+            added,
+            replaced,
+            total,
+            version: ds.version().version,
+        })
     }
 }

@@ -36,10 +36,16 @@ pub enum StoreError {
 
 impl StoreError {
     pub(crate) fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
-        Self::Io { path: path.as_ref().display().to_string(), source }
+        Self::Io {
+            path: path.as_ref().display().to_string(),
+            source,
+        }
     }
     pub(crate) fn lance(path: impl Into<String>, source: lance::Error) -> Self {
-        Self::Lance { path: path.into(), source }
+        Self::Lance {
+            path: path.into(),
+            source,
+        }
     }
 }
 

@@ -21,7 +21,12 @@ use super::{Result, StoreError};
 
 /// Build a schema from `(name, type, nullable)` triples.
 pub fn schema(fields: &[(&str, DataType, bool)]) -> SchemaRef {
-    Arc::new(Schema::new(fields.iter().map(|(n, t, null)| Field::new(*n, t.clone(), *null)).collect::<Vec<_>>()))
+    Arc::new(Schema::new(
+        fields
+            .iter()
+            .map(|(n, t, null)| Field::new(*n, t.clone(), *null))
+            .collect::<Vec<_>>(),
+    ))
 }
 
 /// A list-of-strings column type.
@@ -45,21 +50,38 @@ impl<'a> Table<'a> {
     }
 
     fn to_batch<T: Serialize>(&self, rows: &[T]) -> Result<RecordBatch> {
-        let arrow = |source| StoreError::Arrow { what: self.name.to_string(), source };
-        let mut decoder = arrow_json::ReaderBuilder::new(self.schema.clone()).build_decoder().map_err(arrow)?;
+        let arrow = |source| StoreError::Arrow {
+            what: self.name.to_string(),
+            source,
+        };
+        let mut decoder = arrow_json::ReaderBuilder::new(self.schema.clone())
+            .build_decoder()
+            .map_err(arrow)?;
         decoder.serialize(rows).map_err(arrow)?;
-        Ok(decoder.flush().map_err(arrow)?.unwrap_or_else(|| RecordBatch::new_empty(self.schema.clone())))
+        Ok(decoder
+            .flush()
+            .map_err(arrow)?
+            .unwrap_or_else(|| RecordBatch::new_empty(self.schema.clone())))
     }
 
     /// Append rows as one commit; returns the new dataset version.
     pub async fn append<T: Serialize>(&self, rows: &[T]) -> Result<u64> {
         let batch = self.to_batch(rows)?;
         let _guard = self.ws.lock_for_write()?;
-        let mode = if self.exists() { WriteMode::Append } else { WriteMode::Create };
+        let mode = if self.exists() {
+            WriteMode::Append
+        } else {
+            WriteMode::Create
+        };
         let reader = RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone());
-        let params = WriteParams { mode, ..Default::default() };
+        let params = WriteParams {
+            mode,
+            ..Default::default()
+        };
         let uri = self.ws.uri(self.name);
-        let ds = Dataset::write(reader, uri.as_str(), Some(params)).await.map_err(|e| StoreError::lance(&uri, e))?;
+        let ds = Dataset::write(reader, uri.as_str(), Some(params))
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
         Ok(ds.version().version)
     }
 
@@ -69,9 +91,18 @@ impl<'a> Table<'a> {
             return Ok(Vec::new());
         }
         let uri = self.ws.uri(self.name);
-        let ds = Dataset::open(&uri).await.map_err(|e| StoreError::lance(&uri, e))?;
-        let batch = ds.scan().try_into_batch().await.map_err(|e| StoreError::lance(&uri, e))?;
-        let arrow = |source| StoreError::Arrow { what: self.name.to_string(), source };
+        let ds = Dataset::open(&uri)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let batch = ds
+            .scan()
+            .try_into_batch()
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let arrow = |source| StoreError::Arrow {
+            what: self.name.to_string(),
+            source,
+        };
         let mut writer = arrow_json::LineDelimitedWriter::new(Vec::new());
         writer.write_batches(&[&batch]).map_err(arrow)?;
         writer.finish().map_err(arrow)?;
@@ -79,7 +110,10 @@ impl<'a> Table<'a> {
         let text = String::from_utf8_lossy(&bytes);
         text.lines()
             .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).map_err(|e| StoreError::Invalid(format!("{}: bad row: {e}", self.name))))
+            .map(|l| {
+                serde_json::from_str(l)
+                    .map_err(|e| StoreError::Invalid(format!("{}: bad row: {e}", self.name)))
+            })
             .collect()
     }
 }

@@ -38,10 +38,15 @@ pub fn collect_files(paths: &[PathBuf], skipped: &mut Vec<Skipped>) -> Vec<(Path
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => walk(p, p, &mut out, skipped),
             Ok(_) => {
-                let root = p.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+                let root = p
+                    .parent()
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
                 out.push((root, p.clone()));
             }
-            Err(e) => skipped.push(Skipped { path: p.display().to_string(), reason: e.to_string() }),
+            Err(e) => skipped.push(Skipped {
+                path: p.display().to_string(),
+                reason: e.to_string(),
+            }),
         }
     }
     out
@@ -51,7 +56,10 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, PathBuf)>, skipped: &mu
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
-            skipped.push(Skipped { path: dir.display().to_string(), reason: e.to_string() });
+            skipped.push(Skipped {
+                path: dir.display().to_string(),
+                reason: e.to_string(),
+            });
             return;
         }
     };
@@ -80,7 +88,9 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, PathBuf)>, skipped: &mu
 }
 
 fn extension(path: &Path) -> String {
-    path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default()
+    path.extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default()
 }
 
 /// Document id of a file: its path under the ingest root, without extension, with `/`
@@ -108,21 +118,30 @@ pub fn read_file(
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => {
-            set.skipped.push(Skipped { path: shown, reason: format!("unreadable: {e}") });
+            set.skipped.push(Skipped {
+                path: shown,
+                reason: format!("unreadable: {e}"),
+            });
             return;
         }
     };
     let text = match check_text(&bytes, limits) {
         Ok(t) => t,
         Err(r) => {
-            set.skipped.push(Skipped { path: shown, reason: r.to_string() });
+            set.skipped.push(Skipped {
+                path: shown,
+                reason: r.to_string(),
+            });
             return;
         }
     };
     let id = doc_id_for(root, path);
     // Topic: the first folder under the ingest root, unless the document says otherwise.
     let folder_topic = id.split_once('/').map(|(t, _)| t.to_string());
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match extension(path).as_str() {
         "jsonl" => read_records(path, text, seen_records, set),
         "html" | "htm" => {
@@ -149,7 +168,11 @@ pub fn read_file(
         }),
         _ => {
             let (meta, body) = front_matter(text);
-            let title = meta.get("title").cloned().or_else(|| first_h1(&text[body..])).unwrap_or(stem);
+            let title = meta
+                .get("title")
+                .cloned()
+                .or_else(|| first_h1(&text[body..]))
+                .unwrap_or(stem);
             let topic = meta.get("topic").cloned().or(folder_topic);
             set.docs.push(SourceDoc {
                 id,
@@ -171,12 +194,7 @@ fn first_h1(md: &str) -> Option<String> {
         .map(|h| h.title)
 }
 
-fn read_records(
-    path: &Path,
-    text: &str,
-    seen: &mut HashMap<String, String>,
-    set: &mut SourceSet,
-) {
+fn read_records(path: &Path, text: &str, seen: &mut HashMap<String, String>, set: &mut SourceSet) {
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -185,25 +203,40 @@ fn read_records(
         let value: serde_json::Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                set.skipped.push(Skipped { path: origin, reason: format!("invalid JSON: {e}") });
+                set.skipped.push(Skipped {
+                    path: origin,
+                    reason: format!("invalid JSON: {e}"),
+                });
                 continue;
             }
         };
         let Some(obj) = value.as_object() else {
-            set.skipped.push(Skipped { path: origin, reason: "record is not a JSON object".into() });
+            set.skipped.push(Skipped {
+                path: origin,
+                reason: "record is not a JSON object".into(),
+            });
             continue;
         };
         let id = match obj.get("id") {
             Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s.clone(),
             Some(serde_json::Value::Number(n)) => n.to_string(),
             _ => {
-                set.skipped.push(Skipped { path: origin, reason: "record has no `id`".into() });
+                set.skipped.push(Skipped {
+                    path: origin,
+                    reason: "record has no `id`".into(),
+                });
                 continue;
             }
         };
-        let Some(body) = obj.get("text").and_then(|t| t.as_str()).filter(|t| !t.trim().is_empty())
+        let Some(body) = obj
+            .get("text")
+            .and_then(|t| t.as_str())
+            .filter(|t| !t.trim().is_empty())
         else {
-            set.skipped.push(Skipped { path: origin, reason: format!("record `{id}` has no `text`") });
+            set.skipped.push(Skipped {
+                path: origin,
+                reason: format!("record `{id}` has no `text`"),
+            });
             continue;
         };
         if let Some(first) = seen.get(&id) {
@@ -246,7 +279,10 @@ impl SourceSet {
             if let Some(origin) = first.get(&doc.id) {
                 self.skipped.push(Skipped {
                     path: doc.origin.clone(),
-                    reason: format!("duplicate document id `{}` (first seen at {origin})", doc.id),
+                    reason: format!(
+                        "duplicate document id `{}` (first seen at {origin})",
+                        doc.id
+                    ),
                 });
             } else {
                 first.insert(doc.id.clone(), doc.origin.clone());

@@ -20,7 +20,9 @@ use tantivy::collector::TopDocs;
 use tantivy::postings::Postings;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
-use tantivy::{DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, TantivyDocument, Term};
+use tantivy::{
+    DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, TantivyDocument, Term,
+};
 
 use super::{Result, StoreError};
 use crate::core::chunk::Chunk;
@@ -85,13 +87,23 @@ impl SparseIndex {
         };
         let schema = index.schema();
         let field = |n: &str| schema.get_field(n).map_err(|e| err(dir, e));
-        let fields = Fields { id: field("chunk_id")?, hash: field("hash")?, text: field("text")? };
+        let fields = Fields {
+            id: field("chunk_id")?,
+            hash: field("hash")?,
+            text: field("text")?,
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e| err(dir, e))?;
-        Ok(Self { path: dir.to_path_buf(), index, reader, fields, tfidf: OnceLock::new() })
+        Ok(Self {
+            path: dir.to_path_buf(),
+            index,
+            reader,
+            fields,
+            tfidf: OnceLock::new(),
+        })
     }
 
     pub fn num_docs(&self) -> u64 {
@@ -106,7 +118,12 @@ impl SparseIndex {
             let store = seg.get_store_reader(64).map_err(|e| err(&self.path, e))?;
             for doc in seg.doc_ids_alive() {
                 let d: TantivyDocument = store.get(doc).map_err(|e| err(&self.path, e))?;
-                let get = |f: Field| d.get_first(f).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+                let get = |f: Field| {
+                    d.get_first(f)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or_default()
+                        .to_string()
+                };
                 out.insert(get(self.fields.id), get(self.fields.hash));
             }
         }
@@ -116,8 +133,14 @@ impl SparseIndex {
     /// Make the index hold exactly `chunks`, touching only what changed.
     pub fn sync(&mut self, chunks: &[Chunk]) -> Result<SyncSummary> {
         let indexed = self.indexed()?;
-        let wanted: HashMap<&str, String> = chunks.iter().map(|c| (c.id.as_str(), text_hash(c))).collect();
-        let mut writer: IndexWriter = self.index.writer(64 << 20).map_err(|e| err(&self.path, e))?;
+        let wanted: HashMap<&str, String> = chunks
+            .iter()
+            .map(|c| (c.id.as_str(), text_hash(c)))
+            .collect();
+        let mut writer: IndexWriter = self
+            .index
+            .writer(64 << 20)
+            .map_err(|e| err(&self.path, e))?;
         let mut summary = SyncSummary::default();
         for (id, hash) in &indexed {
             if wanted.get(id.as_str()) != Some(hash) {
@@ -141,7 +164,9 @@ impl SparseIndex {
         if summary.added + summary.removed > 0 {
             writer.commit().map_err(|e| err(&self.path, e))?;
         }
-        writer.wait_merging_threads().map_err(|e| err(&self.path, e))?;
+        writer
+            .wait_merging_threads()
+            .map_err(|e| err(&self.path, e))?;
         self.reader.reload().map_err(|e| err(&self.path, e))?;
         self.tfidf = OnceLock::new();
         Ok(summary)
@@ -149,18 +174,27 @@ impl SparseIndex {
 
     /// The query's terms as the index analyses them (with repeats).
     fn analyse(&self, text: &str) -> Result<Vec<Term>> {
-        let mut analyzer = self.index.tokenizer_for_field(self.fields.text).map_err(|e| err(&self.path, e))?;
+        let mut analyzer = self
+            .index
+            .tokenizer_for_field(self.fields.text)
+            .map_err(|e| err(&self.path, e))?;
         let mut stream = analyzer.token_stream(text);
         let mut terms = Vec::new();
         while stream.advance() {
-            terms.push(Term::from_field_text(self.fields.text, &stream.token().text));
+            terms.push(Term::from_field_text(
+                self.fields.text,
+                &stream.token().text,
+            ));
         }
         Ok(terms)
     }
 
     fn chunk_id(&self, searcher: &tantivy::Searcher, addr: tantivy::DocAddress) -> Result<String> {
         let d: TantivyDocument = searcher.doc(addr).map_err(|e| err(&self.path, e))?;
-        Ok(d.get_first(self.fields.id).and_then(|v| v.as_str()).unwrap_or_default().to_string())
+        Ok(d.get_first(self.fields.id)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string())
     }
 
     /// Top `k` chunks by BM25, best first.
@@ -173,14 +207,24 @@ impl SparseIndex {
         }
         let clauses: Vec<(Occur, Box<dyn Query>)> = terms
             .into_iter()
-            .map(|t| (Occur::Should, Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>))
+            .map(|t| {
+                (
+                    Occur::Should,
+                    Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>,
+                )
+            })
             .collect();
         let q = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
-        let top = searcher.search(&q, &TopDocs::with_limit(k).order_by_score()).map_err(|e| err(&self.path, e))?;
+        let top = searcher
+            .search(&q, &TopDocs::with_limit(k).order_by_score())
+            .map_err(|e| err(&self.path, e))?;
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
-            out.push(Scored { id: self.chunk_id(&searcher, addr)?, score: f64::from(score) });
+            out.push(Scored {
+                id: self.chunk_id(&searcher, addr)?,
+                score: f64::from(score),
+            });
         }
         // Equal scores: chunk id descending, like trec_eval.
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(&a.id)));
@@ -201,7 +245,9 @@ impl SparseIndex {
         // Global document frequencies first (a term's df spans segments).
         let mut df: HashMap<Vec<u8>, u64> = HashMap::new();
         for seg in searcher.segment_readers() {
-            let inv = seg.inverted_index(self.fields.text).map_err(|e| err(&self.path, e))?;
+            let inv = seg
+                .inverted_index(self.fields.text)
+                .map_err(|e| err(&self.path, e))?;
             let mut stream = inv.terms().stream().map_err(|e| err(&self.path, e))?;
             while stream.advance() {
                 let ti = stream.value();
@@ -221,7 +267,9 @@ impl SparseIndex {
         }
         for (ord, seg) in searcher.segment_readers().iter().enumerate() {
             let ord = u32::try_from(ord).unwrap_or(u32::MAX);
-            let inv = seg.inverted_index(self.fields.text).map_err(|e| err(&self.path, e))?;
+            let inv = seg
+                .inverted_index(self.fields.text)
+                .map_err(|e| err(&self.path, e))?;
             let mut sq: HashMap<u32, f64> = HashMap::new();
             let mut stream = inv.terms().stream().map_err(|e| err(&self.path, e))?;
             while stream.advance() {
@@ -241,8 +289,15 @@ impl SparseIndex {
             let store = seg.get_store_reader(64).map_err(|e| err(&self.path, e))?;
             for doc in seg.doc_ids_alive() {
                 let stored: TantivyDocument = store.get(doc).map_err(|e| err(&self.path, e))?;
-                let id = stored.get_first(self.fields.id).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-                docs.insert((ord, doc), (id, sq.get(&doc).copied().unwrap_or(0.0).sqrt()));
+                let id = stored
+                    .get_first(self.fields.id)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                docs.insert(
+                    (ord, doc),
+                    (id, sq.get(&doc).copied().unwrap_or(0.0).sqrt()),
+                );
             }
         }
         Ok(self.tfidf.get_or_init(|| TfIdfCache { docs }))
@@ -269,16 +324,20 @@ impl SparseIndex {
             }
             for (ord, seg) in searcher.segment_readers().iter().enumerate() {
                 let ord = u32::try_from(ord).unwrap_or(u32::MAX);
-                let inv = seg.inverted_index(self.fields.text).map_err(|e| err(&self.path, e))?;
-                let Some(mut postings) =
-                    inv.read_postings(term, IndexRecordOption::WithFreqs).map_err(|e| err(&self.path, e))?
+                let inv = seg
+                    .inverted_index(self.fields.text)
+                    .map_err(|e| err(&self.path, e))?;
+                let Some(mut postings) = inv
+                    .read_postings(term, IndexRecordOption::WithFreqs)
+                    .map_err(|e| err(&self.path, e))?
                 else {
                     continue;
                 };
                 let mut d = postings.doc();
                 while d != TERMINATED {
                     if !seg.is_deleted(d) {
-                        *dot.entry((ord, d)).or_default() += qw * f64::from(postings.term_freq()) * idf;
+                        *dot.entry((ord, d)).or_default() +=
+                            qw * f64::from(postings.term_freq()) * idf;
                     }
                     d = postings.advance();
                 }
@@ -289,7 +348,10 @@ impl SparseIndex {
             .into_iter()
             .filter_map(|(addr, dot)| {
                 let (id, norm) = cache.docs.get(&addr)?;
-                (*norm > 0.0 && qnorm > 0.0).then(|| Scored { id: id.clone(), score: dot / (norm * qnorm) })
+                (*norm > 0.0 && qnorm > 0.0).then(|| Scored {
+                    id: id.clone(),
+                    score: dot / (norm * qnorm),
+                })
             })
             .collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(&a.id)));

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;
-use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float32Array, RecordBatch, RecordBatchIterator, StringArray};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, Float32Array, RecordBatch, RecordBatchIterator,
+    StringArray,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lance::Dataset;
 use lance::dataset::{WriteMode, WriteParams};
@@ -22,7 +25,13 @@ use crate::core::fusion::Scored;
 pub fn dataset_name(model: &str) -> String {
     let safe: String = model
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("embeddings/{safe}.lance")
 }
@@ -66,15 +75,33 @@ impl VectorSet {
     /// Exact cosine top-k (vectors and query are normalised, so cosine is the dot product).
     pub fn search(&self, query: &[f32], k: usize) -> Vec<Scored> {
         let mut scored: Vec<(f32, usize)> = (0..self.len())
-            .map(|i| (self.row(i).iter().zip(query).map(|(a, b)| a * b).sum::<f32>(), i))
+            .map(|i| {
+                (
+                    self.row(i)
+                        .iter()
+                        .zip(query)
+                        .map(|(a, b)| a * b)
+                        .sum::<f32>(),
+                    i,
+                )
+            })
             .collect();
-        let by = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then_with(|| self.ids[b.1].cmp(&self.ids[a.1]));
+        let by = |a: &(f32, usize), b: &(f32, usize)| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| self.ids[b.1].cmp(&self.ids[a.1]))
+        };
         if k < scored.len() {
             scored.select_nth_unstable_by(k, by);
             scored.truncate(k);
         }
         scored.sort_by(by);
-        scored.into_iter().map(|(s, i)| Scored { id: self.ids[i].clone(), score: f64::from(s) }).collect()
+        scored
+            .into_iter()
+            .map(|(s, i)| Scored {
+                id: self.ids[i].clone(),
+                score: f64::from(s),
+            })
+            .collect()
     }
 }
 
@@ -85,7 +112,10 @@ pub struct VectorStore<'a> {
 
 impl<'a> VectorStore<'a> {
     pub fn new(ws: &'a Workspace, model: &str) -> Self {
-        Self { ws, name: dataset_name(model) }
+        Self {
+            ws,
+            name: dataset_name(model),
+        }
     }
 
     pub fn exists(&self) -> bool {
@@ -97,19 +127,41 @@ impl<'a> VectorStore<'a> {
             return Ok(VectorSet::default());
         }
         let uri = self.ws.uri(&self.name);
-        let ds = Dataset::open(&uri).await.map_err(|e| StoreError::lance(&uri, e))?;
-        let batch = ds.scan().try_into_batch().await.map_err(|e| StoreError::lance(&uri, e))?;
+        let ds = Dataset::open(&uri)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let batch = ds
+            .scan()
+            .try_into_batch()
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
         let bad = |c: &str| StoreError::Invalid(format!("{uri}: missing or mistyped column `{c}`"));
-        let ids = batch.column_by_name("chunk_id").and_then(|c| c.as_string_opt::<i32>()).ok_or_else(|| bad("chunk_id"))?;
-        let hashes = batch.column_by_name("hash").and_then(|c| c.as_string_opt::<i32>()).ok_or_else(|| bad("hash"))?;
-        let vectors = batch.column_by_name("vector").and_then(|c| c.as_fixed_size_list_opt()).ok_or_else(|| bad("vector"))?;
+        let ids = batch
+            .column_by_name("chunk_id")
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or_else(|| bad("chunk_id"))?;
+        let hashes = batch
+            .column_by_name("hash")
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or_else(|| bad("hash"))?;
+        let vectors = batch
+            .column_by_name("vector")
+            .and_then(|c| c.as_fixed_size_list_opt())
+            .ok_or_else(|| bad("vector"))?;
         let dim = usize::try_from(vectors.value_length()).unwrap_or(0);
-        let values = vectors.values().as_primitive_opt::<Float32Type>().ok_or_else(|| bad("vector"))?;
+        let values = vectors
+            .values()
+            .as_primitive_opt::<Float32Type>()
+            .ok_or_else(|| bad("vector"))?;
         let offset = vectors.offset() * dim;
         Ok(VectorSet {
             dim,
-            ids: (0..batch.num_rows()).map(|i| ids.value(i).to_string()).collect(),
-            hashes: (0..batch.num_rows()).map(|i| hashes.value(i).to_string()).collect(),
+            ids: (0..batch.num_rows())
+                .map(|i| ids.value(i).to_string())
+                .collect(),
+            hashes: (0..batch.num_rows())
+                .map(|i| hashes.value(i).to_string())
+                .collect(),
             data: values.values()[offset..offset + batch.num_rows() * dim].to_vec(),
         })
     }
@@ -120,31 +172,67 @@ impl<'a> VectorStore<'a> {
         let values = Float32Array::from(set.data.clone());
         let field = Arc::new(Field::new("item", DataType::Float32, true));
         let dim = i32::try_from(set.dim).unwrap_or(i32::MAX);
-        let list = FixedSizeListArray::try_new(field, dim, Arc::new(values), None)
-            .map_err(|source| StoreError::Arrow { what: self.name.clone(), source })?;
+        let list =
+            FixedSizeListArray::try_new(field, dim, Arc::new(values), None).map_err(|source| {
+                StoreError::Arrow {
+                    what: self.name.clone(),
+                    source,
+                }
+            })?;
         let columns: Vec<ArrayRef> = vec![
-            Arc::new(set.ids.iter().map(|s| Some(s.as_str())).collect::<StringArray>()),
-            Arc::new(set.hashes.iter().map(|s| Some(s.as_str())).collect::<StringArray>()),
+            Arc::new(
+                set.ids
+                    .iter()
+                    .map(|s| Some(s.as_str()))
+                    .collect::<StringArray>(),
+            ),
+            Arc::new(
+                set.hashes
+                    .iter()
+                    .map(|s| Some(s.as_str()))
+                    .collect::<StringArray>(),
+            ),
             Arc::new(list),
         ];
-        let batch = RecordBatch::try_new(schema(set.dim), columns)
-            .map_err(|source| StoreError::Arrow { what: self.name.clone(), source })?;
+        let batch =
+            RecordBatch::try_new(schema(set.dim), columns).map_err(|source| StoreError::Arrow {
+                what: self.name.clone(),
+                source,
+            })?;
         let reader = RecordBatchIterator::new(vec![Ok(batch)], schema(set.dim));
-        let params = WriteParams { mode: WriteMode::Overwrite, ..Default::default() };
+        let params = WriteParams {
+            mode: WriteMode::Overwrite,
+            ..Default::default()
+        };
         let uri = self.ws.uri(&self.name);
-        Dataset::write(reader, uri.as_str(), Some(params)).await.map_err(|e| StoreError::lance(&uri, e))?;
+        Dataset::write(reader, uri.as_str(), Some(params))
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
         Ok(())
     }
 }
 
 /// Which chunks need (re-)embedding: absent, or indexed text changed.
 pub fn stale<'c>(set: &VectorSet, wanted: &'c [(String, String)]) -> Vec<&'c (String, String)> {
-    let have: HashMap<&str, &str> = set.ids.iter().map(String::as_str).zip(set.hashes.iter().map(String::as_str)).collect();
-    wanted.iter().filter(|(id, h)| have.get(id.as_str()) != Some(&h.as_str())).collect()
+    let have: HashMap<&str, &str> = set
+        .ids
+        .iter()
+        .map(String::as_str)
+        .zip(set.hashes.iter().map(String::as_str))
+        .collect();
+    wanted
+        .iter()
+        .filter(|(id, h)| have.get(id.as_str()) != Some(&h.as_str()))
+        .collect()
 }
 
 /// Keep only `wanted` ids, adding the fresh vectors.
-pub fn merge(old: &VectorSet, wanted: &[(String, String)], fresh: HashMap<String, Vec<f32>>, dim: usize) -> VectorSet {
+pub fn merge(
+    old: &VectorSet,
+    wanted: &[(String, String)],
+    fresh: HashMap<String, Vec<f32>>,
+    dim: usize,
+) -> VectorSet {
     let old_rows: HashMap<(&str, &str), usize> = old
         .ids
         .iter()
@@ -152,12 +240,17 @@ pub fn merge(old: &VectorSet, wanted: &[(String, String)], fresh: HashMap<String
         .enumerate()
         .map(|(i, (id, h))| ((id.as_str(), h.as_str()), i))
         .collect();
-    let mut out = VectorSet { dim, ..Default::default() };
+    let mut out = VectorSet {
+        dim,
+        ..Default::default()
+    };
     for (id, h) in wanted {
-        let row: Option<&[f32]> = fresh
-            .get(id)
-            .map(Vec::as_slice)
-            .or_else(|| old_rows.get(&(id.as_str(), h.as_str())).filter(|_| old.dim == dim).map(|&i| old.row(i)));
+        let row: Option<&[f32]> = fresh.get(id).map(Vec::as_slice).or_else(|| {
+            old_rows
+                .get(&(id.as_str(), h.as_str()))
+                .filter(|_| old.dim == dim)
+                .map(|&i| old.row(i))
+        });
         if let Some(v) = row {
             out.ids.push(id.clone());
             out.hashes.push(h.clone());

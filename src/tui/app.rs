@@ -5,9 +5,9 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use super::action::Action;
 use super::keymap::{Key, Keymap};
-use super::panes::corpus::CorpusPane;
 use super::panes::agreement::AgreementPane;
 use super::panes::annotate::AnnotatePane;
+use super::panes::corpus::CorpusPane;
 use super::panes::generate::GeneratePane;
 use super::panes::query::QueryPane;
 use crate::core::chunk::Chunk;
@@ -22,8 +22,13 @@ pub enum Pane {
 }
 
 impl Pane {
-    pub const ALL: [Self; 5] =
-        [Self::Corpus, Self::Query, Self::Generate, Self::Annotate, Self::Agreement];
+    pub const ALL: [Self; 5] = [
+        Self::Corpus,
+        Self::Query,
+        Self::Generate,
+        Self::Annotate,
+        Self::Agreement,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -119,15 +124,15 @@ impl App {
             Layer::Help => self.keymap.lookup(&["help"], key),
             Layer::Input => {
                 let a = self.keymap.lookup(&["input"], key);
-                if a.is_none() {
-                    if let (KeyCode::Char(c), false) = (key.code, key.ctrl) {
-                        match self.pane {
-                            Pane::Query => self.query.input.push(c),
-                            Pane::Annotate => self.annotate.input_char(c),
-                            _ => self.corpus.input_char(c),
-                        }
-                        return;
+                if a.is_none()
+                    && let (KeyCode::Char(c), false) = (key.code, key.ctrl)
+                {
+                    match self.pane {
+                        Pane::Query => self.query.input.push(c),
+                        Pane::Annotate => self.annotate.input_char(c),
+                        _ => self.corpus.input_char(c),
                     }
+                    return;
                 }
                 a
             }
@@ -142,7 +147,11 @@ impl App {
     /// Generate an answer to the Query pane's current question with its ranking
     /// settings; `new_seed` moves to the next seed (regenerate).
     pub fn start_generation(&mut self, new_seed: bool) {
-        let q = self.query.current.clone().or_else(|| self.generate.question.clone());
+        let q = self
+            .query
+            .current
+            .clone()
+            .or_else(|| self.generate.question.clone());
         let Some(q) = q else {
             self.message = Some("pick or type a question in the Query pane first".into());
             return;
@@ -150,7 +159,8 @@ impl App {
         if new_seed {
             self.generate.sampling.seed = self.generate.sampling.seed.wrapping_add(1);
         }
-        self.generate.start(q, self.query.method, self.query.alpha, self.query.k);
+        self.generate
+            .start(q, self.query.method, self.query.alpha, self.query.k);
         self.pane = Pane::Generate;
     }
 
@@ -204,7 +214,13 @@ pub fn chunk_info(chunks: &[Chunk]) -> crate::tui::panes::query::ChunkInfo {
     chunks
         .iter()
         .map(|c| {
-            (c.id.clone(), (crate::core::text::sanitize_for_terminal(&c.path_label()), crate::core::text::sanitize_for_terminal(&c.text)))
+            (
+                c.id.clone(),
+                (
+                    crate::core::text::sanitize_for_terminal(&c.path_label()),
+                    crate::core::text::sanitize_for_terminal(&c.text),
+                ),
+            )
         })
         .collect()
 }

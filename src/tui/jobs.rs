@@ -13,22 +13,48 @@ use crate::core::agreement::Bootstrap;
 use crate::core::retrieval::QueryLists;
 use crate::infer::generate::{GenConfig, Generator};
 use crate::service::annotation::{
-    AgreementRow, Item, Label, agreement_table, current, disagreements, items_table, judge_labels, labels_table, pick_reviewers,
+    AgreementRow, Disagreement, Item, Label, agreement_table, current, disagreements, items_table,
+    judge_labels, labels_table, pick_reviewers,
 };
-use crate::service::generation::{AnswerRecord, Answerer, QuestionRecord, RunConfig, answers, default_template, file_sha256, judgements};
+use crate::service::generation::{
+    AnswerRecord, Answerer, QuestionRecord, RunConfig, answers, default_template, file_sha256,
+    judgements,
+};
 use crate::service::retrieval::{DEFAULT_DEPTH, QueryTimings, Retriever};
 use crate::store::workspace::Workspace;
 
 pub enum Msg {
     Retriever(Result<Arc<Retriever>, String>),
-    Search { ticket: u64, result: Result<(QueryLists, QueryTimings), String> },
-    GenPrompt { ticket: u64, prompt: String },
-    GenToken { ticket: u64, piece: String },
-    GenDone { ticket: u64, result: Result<AnswerRecord, String> },
-    Annotation { items: Vec<Item>, labels: Vec<Label>, answers: Vec<AnswerRecord> },
-    Saved { ticket: u64, result: Result<f64, String> },
-    Agreement(Result<(Vec<AgreementRow>, (String, String), Vec<(String, String, String, String)>), String>),
+    Search {
+        ticket: u64,
+        result: Result<Box<(QueryLists, QueryTimings)>, String>,
+    },
+    GenPrompt {
+        ticket: u64,
+        prompt: String,
+    },
+    GenToken {
+        ticket: u64,
+        piece: String,
+    },
+    GenDone {
+        ticket: u64,
+        result: Result<Box<AnswerRecord>, String>,
+    },
+    Annotation {
+        items: Vec<Item>,
+        labels: Vec<Label>,
+        answers: Vec<AnswerRecord>,
+    },
+    Saved {
+        ticket: u64,
+        result: Result<f64, String>,
+    },
+    Agreement(Result<AgreementResult, String>),
 }
+
+/// The agreement table, the two reviewers, and the selected pair's disagreements.
+pub type AgreementResult = (Vec<AgreementRow>, (String, String), Vec<Disagreement>);
 
 /// The generator and its file hash, loaded on first use.
 type GenSlot = Arc<OnceLock<Result<(Arc<Generator>, String), String>>>;
@@ -67,7 +93,9 @@ impl Jobs {
         let (ws, cfg, tx) = (self.ws.clone(), self.embed.clone(), self.tx.clone());
         tokio::spawn(async move {
             let msg = match Retriever::open(&ws, Some(&cfg)).await {
-                Ok(r) if !r.is_fresh() => Err("indexes out of date with the chunks: run `raglab index`".to_string()),
+                Ok(r) if !r.is_fresh() => {
+                    Err("indexes out of date with the chunks: run `raglab index`".to_string())
+                }
                 Ok(r) => Ok(Arc::new(r)),
                 Err(e) => Err(format!("{e:#}")),
             };
@@ -84,7 +112,11 @@ impl Jobs {
             let judg = judgements(&ws).read_all().await.unwrap_or_default();
             labels.extend(judge_labels(&items, &judg));
             let answers = answers(&ws).read_all().await.unwrap_or_default();
-            let _ = tx.send(Msg::Annotation { items, labels, answers });
+            let _ = tx.send(Msg::Annotation {
+                items,
+                labels,
+                answers,
+            });
         });
     }
 
@@ -95,20 +127,37 @@ impl Jobs {
                 Some(r) => {
                     let (r, tx) = (Arc::clone(r), self.tx.clone());
                     tokio::task::spawn_blocking(move || {
-                        let result = r.query(&text, DEFAULT_DEPTH).map_err(|e| format!("{e:#}"));
+                        let result = r
+                            .query(&text, DEFAULT_DEPTH)
+                            .map(Box::new)
+                            .map_err(|e| format!("{e:#}"));
                         let _ = tx.send(Msg::Search { ticket, result });
                     });
                 }
-                None => app.query.on_result(ticket, Err("retrieval is not ready yet".into())),
+                None => app
+                    .query
+                    .on_result(ticket, Err("retrieval is not ready yet".into())),
             }
         }
         for job in std::mem::take(&mut app.generate.jobs) {
-            app.generate.previous = self.answers.iter().filter(|a| a.question_id == job.question.id).cloned().rev().collect();
+            app.generate.previous = self
+                .answers
+                .iter()
+                .filter(|a| a.question_id == job.question.id)
+                .cloned()
+                .rev()
+                .collect();
             let Some(r) = self.retriever.clone() else {
-                app.generate.on_done(job.ticket, Err("retrieval is not ready yet".into()));
+                app.generate
+                    .on_done(job.ticket, Err("retrieval is not ready yet".into()));
                 continue;
             };
-            let (slot, cfg, tx, ws) = (Arc::clone(&self.generator), self.gen_cfg.clone(), self.tx.clone(), self.ws.clone());
+            let (slot, cfg, tx, ws) = (
+                Arc::clone(&self.generator),
+                self.gen_cfg.clone(),
+                self.tx.clone(),
+                self.ws.clone(),
+            );
             let handle = tokio::runtime::Handle::current();
             tokio::task::spawn_blocking(move || {
                 let ticket = job.ticket;
@@ -127,22 +176,43 @@ impl Jobs {
                         sampling: job.sampling.clone(),
                         ..RunConfig::default()
                     };
-                    let answerer = Answerer { retriever: Some(&r), generator: g, model_sha256: sha.clone(), config: &config, template: default_template() };
-                    let q = QuestionRecord { id: job.question.id.clone(), text: job.question.text.clone(), answer: job.question.answer.clone(), relevant: job.question.relevant.clone() };
+                    let answerer = Answerer {
+                        retriever: Some(&r),
+                        generator: g,
+                        model_sha256: sha.clone(),
+                        config: &config,
+                        template: default_template(),
+                    };
+                    let q = QuestionRecord {
+                        id: job.question.id.clone(),
+                        text: job.question.text.clone(),
+                        answer: job.question.answer.clone(),
+                        relevant: job.question.relevant.clone(),
+                    };
                     let prepared = answerer.prepare(&q).map_err(|e| format!("{e:#}"))?;
-                    if let Ok(p) = g.chat_prompt(vec![("user".into(), prepared.user_prompt.clone())]) {
+                    if let Ok(p) =
+                        g.chat_prompt(vec![("user".into(), prepared.user_prompt.clone())])
+                    {
                         let _ = tx.send(Msg::GenPrompt { ticket, prompt: p });
                     }
                     let token_tx = tx.clone();
                     let rec = answerer
                         .answer(&q, prepared, Arc::clone(&job.stop), |piece| {
-                            let _ = token_tx.send(Msg::GenToken { ticket, piece: piece.to_string() });
+                            let _ = token_tx.send(Msg::GenToken {
+                                ticket,
+                                piece: piece.to_string(),
+                            });
                         })
                         .map_err(|e| format!("{e:#}"))?;
-                    handle.block_on(answers(&ws).append(std::slice::from_ref(&rec))).map_err(|e| format!("answer not saved: {e}"))?;
+                    handle
+                        .block_on(answers(&ws).append(std::slice::from_ref(&rec)))
+                        .map_err(|e| format!("answer not saved: {e}"))?;
                     Ok(rec)
                 })();
-                let _ = tx.send(Msg::GenDone { ticket, result });
+                let _ = tx.send(Msg::GenDone {
+                    ticket,
+                    result: result.map(Box::new),
+                });
             });
         }
         for (ticket, label) in std::mem::take(&mut app.annotate.saves) {
@@ -159,12 +229,19 @@ impl Jobs {
         }
         if std::mem::take(&mut app.agreement.wants_refresh) && !app.agreement.computing {
             app.agreement.computing = true;
-            let (ws, tx, rubric) = (self.ws.clone(), self.tx.clone(), app.annotate.rubric.clone());
+            let (ws, tx, rubric) = (
+                self.ws.clone(),
+                self.tx.clone(),
+                app.annotate.rubric.clone(),
+            );
             let pair = app.agreement.pair;
             tokio::spawn(async move {
                 let items: Vec<Item> = items_table(&ws).read_all().await.unwrap_or_default();
                 let mut labels: Vec<Label> = labels_table(&ws).read_all().await.unwrap_or_default();
-                labels.extend(judge_labels(&items, &judgements(&ws).read_all().await.unwrap_or_default()));
+                labels.extend(judge_labels(
+                    &items,
+                    &judgements(&ws).read_all().await.unwrap_or_default(),
+                ));
                 let result = tokio::task::spawn_blocking(move || {
                     let cur = current(&labels);
                     let (r1, r2) = pick_reviewers(&cur, None).map_err(|e| e.to_string())?;
@@ -191,16 +268,21 @@ impl Jobs {
                 self.retriever = Some(r);
             }
             Msg::Retriever(Err(e)) => app.query.status = Some(e),
-            Msg::Search { ticket, result } => app.query.on_result(ticket, result),
+            Msg::Search { ticket, result } => app.query.on_result(ticket, result.map(|b| *b)),
             Msg::GenPrompt { ticket, prompt } => app.generate.on_prompt(ticket, prompt),
             Msg::GenToken { ticket, piece } => app.generate.on_token(ticket, &piece),
             Msg::GenDone { ticket, result } => {
+                let result = result.map(|b| *b);
                 if let Ok(a) = &result {
                     self.answers.push(a.clone());
                 }
                 app.generate.on_done(ticket, result);
             }
-            Msg::Annotation { items, labels, answers } => {
+            Msg::Annotation {
+                items,
+                labels,
+                answers,
+            } => {
                 app.annotate.items = items;
                 app.annotate.labels = labels;
                 self.answers = answers;

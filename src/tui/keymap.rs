@@ -107,7 +107,11 @@ impl Key {
             KeyCode::F(n) => format!("F{n}"),
             other => format!("{other:?}"),
         };
-        format!("{}{}{base}", if self.ctrl { "C-" } else { "" }, if self.alt { "A-" } else { "" })
+        format!(
+            "{}{}{base}",
+            if self.ctrl { "C-" } else { "" },
+            if self.alt { "A-" } else { "" }
+        )
     }
 }
 
@@ -135,7 +139,9 @@ impl Keymap {
     /// The embedded defaults.
     pub fn default_keymap() -> Self {
         // The embedded file is tested below; failing here would be a build defect.
-        Self { sections: Self::parse(DEFAULT).unwrap_or_default() }
+        Self {
+            sections: Self::parse(DEFAULT).unwrap_or_default(),
+        }
     }
 
     /// Defaults overridden by the user's file, if it exists.
@@ -148,7 +154,9 @@ impl Keymap {
                 map.overlay(user);
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", user_file.display())),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read {}", user_file.display()));
+            }
         }
         Ok(map)
     }
@@ -166,14 +174,23 @@ impl Keymap {
     /// The action bound to `key` in the first of `sections` that binds it.
     pub fn lookup(&self, sections: &[&str], key: Key) -> Option<Action> {
         sections.iter().find_map(|s| {
-            self.sections.get(*s)?.iter().find(|(k, _)| *k == key).map(|(_, b)| b.run)
+            self.sections
+                .get(*s)?
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, b)| b.run)
         })
     }
 
     /// `(keys, description)` rows for the help overlay, merging keys with one action.
     pub fn help_rows(&self, section: &str) -> Vec<(String, String)> {
         let mut rows: Vec<(String, String)> = Vec::new();
-        for (key, b) in self.sections.get(section).map(Vec::as_slice).unwrap_or_default() {
+        for (key, b) in self
+            .sections
+            .get(section)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
             if let Some(row) = rows.iter_mut().find(|(_, d)| *d == b.desc) {
                 row.0.push_str(", ");
                 row.0.push_str(&key.label());
@@ -208,8 +225,16 @@ mod tests {
         let k = |s: &str| Key::parse(s).expect("key");
         assert_eq!(km.lookup(&["corpus"], k("x")), Some(Action::Down));
         assert_eq!(km.lookup(&["corpus"], k("j")), Some(Action::Up));
-        assert_eq!(km.lookup(&["corpus"], k("k")), Some(Action::Up), "untouched default");
-        std::fs::write(&f, "[corpus]\nbindings = [{ on = \"x\", run = \"explode\" }]\n").expect("write");
+        assert_eq!(
+            km.lookup(&["corpus"], k("k")),
+            Some(Action::Up),
+            "untouched default"
+        );
+        std::fs::write(
+            &f,
+            "[corpus]\nbindings = [{ on = \"x\", run = \"explode\" }]\n",
+        )
+        .expect("write");
         assert!(Keymap::load(&f).is_err());
     }
 

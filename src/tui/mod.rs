@@ -33,14 +33,20 @@ pub const FRAME: Duration = Duration::from_millis(16);
 
 /// Resolve the theme: flag, then config, then dark.
 pub fn resolve_theme(ctx: &Context, flag: Option<String>) -> Result<Theme> {
-    let name = flag.or_else(|| ctx.config.theme.clone()).unwrap_or_else(|| "dark".into());
+    let name = flag
+        .or_else(|| ctx.config.theme.clone())
+        .unwrap_or_else(|| "dark".into());
     Theme::load(&name, &ctx.paths.themes_dir())
 }
 
 /// Read a questions JSONL file (`{id, text, relevant, answer}`), skipping bad lines.
 fn load_questions(path: &std::path::Path) -> Vec<panes::query::Question> {
     std::fs::read_to_string(path)
-        .map(|t| t.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -56,16 +62,29 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
     let started = Instant::now();
     let theme = resolve_theme(&ctx, opts.theme)?;
     let keymap = Keymap::load(&ctx.paths.keymap_file())?;
-    let chunks = ChunkStore::new(&ctx.workspace).load_all().await.context("loading chunks")?;
-    let docs = chunks.iter().map(|c| c.doc_id.as_str()).collect::<std::collections::HashSet<_>>().len();
-    let context_line = format!("{} · {} documents · {} chunks", ctx.workspace.root().display(), docs, chunks.len());
+    let chunks = ChunkStore::new(&ctx.workspace)
+        .load_all()
+        .await
+        .context("loading chunks")?;
+    let docs = chunks
+        .iter()
+        .map(|c| c.doc_id.as_str())
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    let context_line = format!(
+        "{} · {} documents · {} chunks",
+        ctx.workspace.root().display(),
+        docs,
+        chunks.len()
+    );
     let mut app = App::new(chunks, keymap, context_line);
     let questions = opts.questions.or_else(|| ctx.config.questions.clone());
     app.query.questions = questions.as_deref().map(load_questions).unwrap_or_default();
-    app.query.failures = std::fs::read_to_string(ctx.workspace.path(crate::cli::eval::LAST_FAILURES))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
+    app.query.failures =
+        std::fs::read_to_string(ctx.workspace.path(crate::cli::eval::LAST_FAILURES))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
     app.annotate.reviewer = opts.reviewer;
     let gen_model = ctx.config.gen_model(&ctx.paths);
     app.generate.model = crate::infer::backend::model_name(&gen_model);
@@ -73,7 +92,16 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
     jobs.load_background();
     let exit_after_first = std::env::var_os("RAGLAB_EXIT_AFTER_FIRST_FRAME").is_some();
     let mut terminal = ratatui::init(); // installs a panic hook that restores the terminal
-    let result = event_loop(&mut terminal, &mut app, &theme, &mut jobs, rx, started, exit_after_first).await;
+    let result = event_loop(
+        &mut terminal,
+        &mut app,
+        &theme,
+        &mut jobs,
+        rx,
+        started,
+        exit_after_first,
+    )
+    .await;
     ratatui::restore();
     result
 }
@@ -119,11 +147,21 @@ async fn event_loop(
             if !frame_times.is_empty() {
                 frame_times.sort_by(f64::total_cmp);
                 let p = |q: f64| frame_times[((frame_times.len() - 1) as f64 * q) as usize];
-                tracing::info!(frames = frame_times.len(), p50_ms = p(0.5), p95_ms = p(0.95), max_ms = p(1.0), "frame time while streaming");
+                tracing::info!(
+                    frames = frame_times.len(),
+                    p50_ms = p(0.5),
+                    p95_ms = p(0.95),
+                    max_ms = p(1.0),
+                    "frame time while streaming"
+                );
             }
             return Ok(());
         }
-        let wait = if dirty { FRAME.saturating_sub(last_draw.elapsed()) } else { Duration::from_millis(250) };
+        let wait = if dirty {
+            FRAME.saturating_sub(last_draw.elapsed())
+        } else {
+            Duration::from_millis(250)
+        };
         tokio::select! {
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release => {

@@ -12,7 +12,10 @@ use serde::Deserialize;
 const BUILTIN: &[(&str, &str)] = &[
     ("dark", include_str!("../../themes/dark.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -54,13 +57,31 @@ macro_rules! theme_slots {
 }
 
 theme_slots!(
-    text, muted, border, focused_border, title, tab, tab_active, selected, status_bar,
-    status_key, header_path, histogram, filter, error, rank_dense, rank_sparse, score_bar,
-    target_chunk, pass, fail,
+    text,
+    muted,
+    border,
+    focused_border,
+    title,
+    tab,
+    tab_active,
+    selected,
+    status_bar,
+    status_key,
+    header_path,
+    histogram,
+    filter,
+    error,
+    rank_dense,
+    rank_sparse,
+    score_bar,
+    target_chunk,
+    pass,
+    fail,
 );
 
 fn color(s: &str) -> Result<Color> {
-    s.parse::<Color>().map_err(|_| anyhow::anyhow!("unknown colour `{s}`"))
+    s.parse::<Color>()
+        .map_err(|_| anyhow::anyhow!("unknown colour `{s}`"))
 }
 
 fn modifier(s: &str) -> Result<Modifier> {
@@ -92,7 +113,8 @@ impl Theme {
             for m in &spec.modifiers {
                 style = style.add_modifier(modifier(m)?);
             }
-            self.set(&slot, style).with_context(|| format!("in slot `{slot}`"))?;
+            self.set(&slot, style)
+                .with_context(|| format!("in slot `{slot}`"))?;
         }
         Ok(())
     }
@@ -107,7 +129,9 @@ impl Theme {
                 .iter()
                 .find(|(n, _)| *n == name)
                 .with_context(|| format!("no built-in theme `{name}`"))?;
-            theme.patch(text).with_context(|| format!("built-in theme `{name}`"))?;
+            theme
+                .patch(text)
+                .with_context(|| format!("built-in theme `{name}`"))?;
         }
         Ok(theme)
     }
@@ -119,10 +143,15 @@ impl Theme {
         }
         let path = themes_dir.join(format!("{name}.toml"));
         let text = std::fs::read_to_string(&path).with_context(|| {
-            format!("no theme `{name}` (built-in: dark, light, high-contrast; none at {})", path.display())
+            format!(
+                "no theme `{name}` (built-in: dark, light, high-contrast; none at {})",
+                path.display()
+            )
         })?;
         let mut theme = Self::builtin("dark")?;
-        theme.patch(&text).with_context(|| format!("theme file {}", path.display()))?;
+        theme
+            .patch(&text)
+            .with_context(|| format!("theme file {}", path.display()))?;
         Ok(theme)
     }
 
@@ -148,12 +177,19 @@ mod tests {
     #[test]
     fn user_theme_patches_dark() {
         let dir = tempfile::tempdir().expect("tmp");
-        std::fs::write(dir.path().join("mine.toml"), "[slots]\ntitle = { fg = \"#ff0000\" }\n")
-            .expect("write");
+        std::fs::write(
+            dir.path().join("mine.toml"),
+            "[slots]\ntitle = { fg = \"#ff0000\" }\n",
+        )
+        .expect("write");
         let t = Theme::load("mine", dir.path()).expect("load");
         assert_eq!(t.title.fg, Some(Color::Rgb(255, 0, 0)));
         assert_eq!(t.border, Theme::builtin("dark").expect("dark").border);
-        std::fs::write(dir.path().join("bad.toml"), "[slots]\nnope = { fg = \"red\" }\n").expect("write");
+        std::fs::write(
+            dir.path().join("bad.toml"),
+            "[slots]\nnope = { fg = \"red\" }\n",
+        )
+        .expect("write");
         assert!(Theme::load("bad", dir.path()).is_err());
     }
 }

@@ -9,9 +9,12 @@ use super::app::{App, Layer, Pane};
 use super::theme::Theme;
 
 pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
-    let [tabs_area, body, status] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)])
-            .areas(f.area());
+    let [tabs_area, body, status] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
     let titles: Vec<Line> = Pane::ALL
         .iter()
         .enumerate()
@@ -42,7 +45,10 @@ pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
 }
 
 fn draw_status(app: &App, f: &mut Frame, area: Rect, theme: &Theme) {
-    let mut spans = vec![Span::styled(format!(" {} ", app.context_line), theme.status_bar)];
+    let mut spans = vec![Span::styled(
+        format!(" {} ", app.context_line),
+        theme.status_bar,
+    )];
     if let Some(m) = &app.message {
         spans.push(Span::styled(format!(" {m} "), theme.error));
     }
@@ -55,12 +61,18 @@ fn draw_status(app: &App, f: &mut Frame, area: Rect, theme: &Theme) {
     let pad = usize::from(area.width).saturating_sub(used + hints.chars().count());
     spans.push(Span::styled(" ".repeat(pad), theme.status_bar));
     spans.push(Span::styled(hints, theme.status_key));
-    f.render_widget(Paragraph::new(Line::from(spans)).style(theme.status_bar), area);
+    f.render_widget(
+        Paragraph::new(Line::from(spans)).style(theme.status_bar),
+        area,
+    );
 }
 
 fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
     let mut lines = Vec::new();
-    let sections = [("Everywhere", "global"), (app.pane.title(), app.pane.section())];
+    let sections = [
+        ("Everywhere", "global"),
+        (app.pane.title(), app.pane.section()),
+    ];
     for (heading, section) in sections {
         let rows = app.keymap.help_rows(section);
         if rows.is_empty() {
@@ -82,15 +94,21 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
     let area = centered(f.area(), 70, 80);
     f.render_widget(Clear, area);
     f.render_widget(
-        Paragraph::new(lines)
-            .scroll((app.help_scroll, 0))
-            .block(Block::bordered().title(" Help ").border_style(theme.focused_border)),
+        Paragraph::new(lines).scroll((app.help_scroll, 0)).block(
+            Block::bordered()
+                .title(" Help ")
+                .border_style(theme.focused_border),
+        ),
         area,
     );
 }
 
 pub fn centered(area: Rect, pct_w: u16, pct_h: u16) -> Rect {
-    let [v] = Layout::vertical([Constraint::Percentage(pct_h)]).flex(Flex::Center).areas(area);
-    let [h] = Layout::horizontal([Constraint::Percentage(pct_w)]).flex(Flex::Center).areas(v);
+    let [v] = Layout::vertical([Constraint::Percentage(pct_h)])
+        .flex(Flex::Center)
+        .areas(area);
+    let [h] = Layout::horizontal([Constraint::Percentage(pct_w)])
+        .flex(Flex::Center)
+        .areas(v);
     h
 }

@@ -11,7 +11,9 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Self {
-        Self { dir: tempfile::tempdir().expect("temp dir") }
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
     }
 
     pub fn workspace(&self) -> PathBuf {
@@ -20,7 +22,11 @@ impl Env {
 
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_raglab"));
+        let models = raglab::config::Paths::discover()
+            .expect("paths")
+            .models_dir();
         c.env("RAGLAB_CONFIG_DIR", self.dir.path().join("config"))
+            .env("RAGLAB_MODELS_DIR", models)
             .env("RAGLAB_DATA_DIR", self.dir.path().join("data"))
             .env_remove("RAGLAB_WORKSPACE")
             .arg("--workspace")
@@ -43,7 +49,10 @@ impl Env {
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let out = self.ok(args);
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("raglab {args:?} printed invalid JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
+            panic!(
+                "raglab {args:?} printed invalid JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
         })
     }
 }
@@ -58,14 +67,22 @@ pub fn sample_guidance() -> PathBuf {
 
 /// The sample questions (`sample-data/questions.jsonl`).
 pub fn sample_questions() -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(repo().join("sample-data/questions.jsonl")).expect("questions");
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json")).collect()
+    let text =
+        std::fs::read_to_string(repo().join("sample-data/questions.jsonl")).expect("questions");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect()
 }
 
 /// Path of an installed model; panics with the fix when setup has not run.
 pub fn model(file: &str) -> PathBuf {
     let paths = raglab::config::Paths::discover().expect("paths");
     let p = paths.models_dir().join(file);
-    assert!(p.is_file(), "{} missing: run scripts/setup.sh first", p.display());
+    assert!(
+        p.is_file(),
+        "{} missing: run scripts/setup.sh first",
+        p.display()
+    );
     p
 }

@@ -1,7 +1,10 @@
 use super::*;
 
 fn pairs(a: &[&str], b: &[&str]) -> Vec<(String, String)> {
-    a.iter().zip(b).map(|(x, y)| ((*x).to_string(), (*y).to_string())).collect()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| ((*x).to_string(), (*y).to_string()))
+        .collect()
 }
 
 #[test]
@@ -31,7 +34,13 @@ fn kappa_undefined_when_chance_agreement_is_one() {
     let c = Confusion::new(&pairs(&["pass", "pass"], &["pass", "pass"]));
     assert_eq!(cohen_kappa(&c), None);
     assert_eq!(raw_agreement(&c), Some(1.0));
-    let r = agreement(&[pairs(&["pass"], &["pass"])], Bootstrap { resamples: 50, seed: 1 });
+    let r = agreement(
+        &[pairs(&["pass"], &["pass"])],
+        Bootstrap {
+            resamples: 50,
+            seed: 1,
+        },
+    );
     assert_eq!(r.kappa.value, None);
     assert_eq!(r.kappa.undefined_resamples, 50);
     assert_eq!(r.kappa.lo, None);
@@ -59,7 +68,13 @@ fn typical_items() -> Vec<Vec<(String, String)>> {
             (0..4)
                 .map(|_| {
                     let a = if rng.below(10) < 6 { "pass" } else { "fail" };
-                    let b = if rng.below(10) < 8 { a } else if a == "pass" { "fail" } else { "pass" };
+                    let b = if rng.below(10) < 8 {
+                        a
+                    } else if a == "pass" {
+                        "fail"
+                    } else {
+                        "pass"
+                    };
                     (a.to_string(), b.to_string())
                 })
                 .collect()
@@ -70,7 +85,10 @@ fn typical_items() -> Vec<Vec<(String, String)>> {
 #[test]
 fn bootstrap_ci_contains_point_and_is_reproducible() {
     let items = typical_items();
-    let boot = Bootstrap { resamples: 1000, seed: 9 };
+    let boot = Bootstrap {
+        resamples: 1000,
+        seed: 9,
+    };
     let r = agreement(&items, boot);
     for e in [r.kappa, r.macro_f1, r.raw_agreement] {
         let (v, lo, hi) = (e.value.expect("v"), e.lo.expect("lo"), e.hi.expect("hi"));
@@ -78,16 +96,34 @@ fn bootstrap_ci_contains_point_and_is_reproducible() {
         assert!(hi - lo > 0.0 && hi - lo < 0.5);
     }
     assert_eq!(r, agreement(&items, boot), "same seed, same CI");
-    let other = agreement(&items, Bootstrap { resamples: 1000, seed: 10 });
-    assert_ne!(r.kappa.lo, other.kappa.lo, "another seed moves the interval");
+    let other = agreement(
+        &items,
+        Bootstrap {
+            resamples: 1000,
+            seed: 10,
+        },
+    );
+    assert_ne!(
+        r.kappa.lo, other.kappa.lo,
+        "another seed moves the interval"
+    );
     assert_eq!(r.units, 480);
 }
 
 #[test]
 fn pooled_items_resample_whole_items() {
     // Two criteria per item; pooled counts use every pair.
-    let items = vec![pairs(&["p", "f"], &["p", "f"]), pairs(&["p", "p"], &["f", "p"])];
-    let r = agreement(&items, Bootstrap { resamples: 10, seed: 1 });
+    let items = vec![
+        pairs(&["p", "f"], &["p", "f"]),
+        pairs(&["p", "p"], &["f", "p"]),
+    ];
+    let r = agreement(
+        &items,
+        Bootstrap {
+            resamples: 10,
+            seed: 1,
+        },
+    );
     assert_eq!(r.confusion.total(), 4);
     assert_eq!(r.items, 2);
 }

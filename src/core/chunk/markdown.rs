@@ -38,30 +38,52 @@ pub fn headers(text: &str, from: usize) -> Vec<Header> {
     let lines = classify(text, from);
     let mut out = Vec::new();
     let mut para_start: Option<usize> = None; // index of the first line of the open paragraph
+    // Inside a list (since the last blank line) a `-` line is another list item and
+    // the text above it a list item's lazy continuation: never a setext header.
+    let mut in_list = false;
     for (i, line) in lines.iter().enumerate() {
+        if line.kind == LineKind::Content && list_marker(line.text) {
+            in_list = true;
+        }
         match line.kind {
             LineKind::Atx => {
                 let (level, title) = line.atx.clone().unwrap_or((1, String::new()));
-                out.push(Header { level, title, start: line.start, end: line.next });
+                out.push(Header {
+                    level,
+                    title,
+                    start: line.start,
+                    end: line.next,
+                });
                 para_start = None;
             }
-            LineKind::Underline(level) if para_start.is_some() => {
+            LineKind::Underline(level) if para_start.is_some() && !in_list => {
                 let first = para_start.unwrap_or(i);
                 let title = lines[first..i]
                     .iter()
                     .map(|l| l.text.trim())
                     .collect::<Vec<_>>()
                     .join(" ");
-                out.push(Header { level, title, start: lines[first].start, end: line.next });
+                out.push(Header {
+                    level,
+                    title,
+                    start: lines[first].start,
+                    end: line.next,
+                });
                 para_start = None;
             }
             LineKind::Content | LineKind::Underline(_) => {
+                if list_marker(line.text) {
+                    in_list = true; // e.g. a lone `-`: an empty list item
+                }
                 // An underline without a paragraph above is a thematic break or text.
                 if para_start.is_none() && line.kind == LineKind::Content {
                     para_start = Some(i);
                 }
             }
-            LineKind::Blank | LineKind::Fence => para_start = None,
+            LineKind::Blank | LineKind::Fence => {
+                para_start = None;
+                in_list = false;
+            }
         }
     }
     out
@@ -77,7 +99,9 @@ fn classify(text: &str, from: usize) -> Vec<Line<'_>> {
         let kind;
         let mut atx = None;
         if let Some((ch, len)) = fence {
-            if fence_marker(body).is_some_and(|(c, l, rest)| c == ch && l >= len && rest.trim().is_empty()) {
+            if fence_marker(body)
+                .is_some_and(|(c, l, rest)| c == ch && l >= len && rest.trim().is_empty())
+            {
                 fence = None;
             }
             kind = LineKind::Fence;
@@ -94,10 +118,34 @@ fn classify(text: &str, from: usize) -> Vec<Line<'_>> {
         } else {
             kind = LineKind::Content;
         }
-        lines.push(Line { start, next, text: body, kind, atx });
+        lines.push(Line {
+            start,
+            next,
+            text: body,
+            kind,
+            atx,
+        });
         start = next;
     }
     lines
+}
+
+/// A list item marker: `-`, `*`, `+` or `1.`/`1)` followed by a space or the line end.
+fn list_marker(line: &str) -> bool {
+    let l = line.trim_start();
+    let rest = if let Some(r) = l.strip_prefix(['-', '*', '+']) {
+        r
+    } else {
+        let digits = l.len() - l.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 || digits > 9 {
+            return false;
+        }
+        match l[digits..].strip_prefix(['.', ')']) {
+            Some(r) => r,
+            None => return false,
+        }
+    };
+    rest.is_empty() || rest.starts_with([' ', '\t'])
 }
 
 /// Up to three spaces of indentation.
@@ -149,7 +197,10 @@ mod tests {
     use super::*;
 
     fn titles(text: &str) -> Vec<(usize, String)> {
-        headers(text, 0).into_iter().map(|h| (h.level, h.title)).collect()
+        headers(text, 0)
+            .into_iter()
+            .map(|h| (h.level, h.title))
+            .collect()
     }
 
     #[test]
@@ -157,16 +208,30 @@ mod tests {
         let t = "# One\n## Two ##\n###Not\n####### seven\n   ### Three\n    # code\n#\n";
         assert_eq!(
             titles(t),
-            vec![(1, "One".into()), (2, "Two".into()), (3, "Three".into()), (1, String::new())]
+            vec![
+                (1, "One".into()),
+                (2, "Two".into()),
+                (3, "Three".into()),
+                (1, String::new())
+            ]
         );
     }
 
     #[test]
     fn setext_headers_need_a_paragraph() {
         let t = "Title\n=====\n\ntext\n\n---\n\nSub part\nsecond line\n--\n";
-        assert_eq!(titles(t), vec![(1, "Title".into()), (2, "Sub part second line".into())]);
+        assert_eq!(
+            titles(t),
+            vec![(1, "Title".into()), (2, "Sub part second line".into())]
+        );
         let h = headers(t, 0);
         assert_eq!(&t[h[0].start..h[0].end], "Title\n=====\n");
+    }
+
+    #[test]
+    fn dashes_inside_lists_are_not_setext_underlines() {
+        let t = "Text\n- item one\ncontinued\n-\nmore\n\nPara\n-\n";
+        assert_eq!(titles(t), vec![(2, "Para".into())]);
     }
 
     #[test]

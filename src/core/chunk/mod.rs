@@ -56,23 +56,24 @@ impl Chunk {
 }
 
 /// Which chunker to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Chunker {
+    #[default]
     Headers,
-    Window { size: usize, overlap: usize },
+    Window {
+        size: usize,
+        overlap: usize,
+    },
     None,
-}
-
-impl Default for Chunker {
-    fn default() -> Self {
-        Self::Headers
-    }
 }
 
 impl Chunker {
     /// The default window of seed 002: 500 characters, 50 overlapping.
-    pub const DEFAULT_WINDOW: Self = Self::Window { size: 500, overlap: 50 };
+    pub const DEFAULT_WINDOW: Self = Self::Window {
+        size: 500,
+        overlap: 50,
+    };
 }
 
 impl fmt::Display for Chunker {
@@ -92,7 +93,9 @@ impl FromStr for Chunker {
             "headers" => Ok(Self::Headers),
             "window" => Ok(Self::DEFAULT_WINDOW),
             "none" => Ok(Self::None),
-            other => Err(format!("unknown chunker `{other}` (expected headers, window or none)")),
+            other => Err(format!(
+                "unknown chunker `{other}` (expected headers, window or none)"
+            )),
         }
     }
 }
@@ -119,7 +122,12 @@ fn sections(doc: &SourceDoc) -> Vec<Section> {
     };
     let mut out = Vec::with_capacity(heads.len() + 1);
     let first = heads.first().map_or(text.len(), |h| h.start);
-    out.push(Section { path: Vec::new(), leaf: None, start: body_start, end: first });
+    out.push(Section {
+        path: Vec::new(),
+        leaf: None,
+        start: body_start,
+        end: first,
+    });
     let mut stack: Vec<(usize, String)> = Vec::new();
     for (i, h) in heads.iter().enumerate() {
         while stack.last().is_some_and(|(level, _)| *level >= h.level) {
@@ -142,7 +150,11 @@ fn trim_range(text: &str, start: usize, end: usize) -> (usize, usize) {
     let s = &text[start..end];
     let lead = s.len() - s.trim_start().len();
     let trail = s.len() - s.trim_end().len();
-    if lead == s.len() { (start, start) } else { (start + lead, end - trail) }
+    if lead == s.len() {
+        (start, start)
+    } else {
+        (start + lead, end - trail)
+    }
 }
 
 /// Chunk one document.
@@ -164,9 +176,17 @@ pub fn chunk_document(doc: &SourceDoc, chunker: Chunker) -> Vec<Chunk> {
     };
     match chunker {
         Chunker::None => {
-            let body = if doc.format == DocFormat::Markdown { front_matter(&doc.text).1 } else { 0 };
+            let body = if doc.format == DocFormat::Markdown {
+                front_matter(&doc.text).1
+            } else {
+                0
+            };
             let (s, e) = trim_range(&doc.text, body, doc.text.len());
-            if s == e { Vec::new() } else { vec![make(doc.id.clone(), Vec::new(), s, e, 0)] }
+            if s == e {
+                Vec::new()
+            } else {
+                vec![make(doc.id.clone(), Vec::new(), s, e, 0)]
+            }
         }
         Chunker::Headers => {
             let mut used: HashSet<String> = HashSet::new();
@@ -176,7 +196,10 @@ pub fn chunk_document(doc: &SourceDoc, chunker: Chunker) -> Vec<Chunk> {
                 if s == e {
                     continue; // an empty section (e.g. a title directly followed by a subheader)
                 }
-                let base = sec.leaf.as_deref().map_or_else(|| "top".to_string(), |l| slug(l, 64));
+                let base = sec
+                    .leaf
+                    .as_deref()
+                    .map_or_else(|| "top".to_string(), |l| slug(l, 64));
                 let mut id = format!("{}#{base}", doc.id);
                 let mut n = 1;
                 while used.contains(&id) {

@@ -17,7 +17,10 @@ fn md(id: &str, text: &str) -> SourceDoc {
 }
 
 fn summary(chunks: &[Chunk]) -> Vec<(String, String, String)> {
-    chunks.iter().map(|c| (c.id.clone(), c.header_path.join(" > "), c.text.clone())).collect()
+    chunks
+        .iter()
+        .map(|c| (c.id.clone(), c.header_path.join(" > "), c.text.clone()))
+        .collect()
 }
 
 #[test]
@@ -30,14 +33,26 @@ fn nested_headers_carry_their_path() {
     assert_eq!(
         summary(&chunks),
         vec![
-            ("measles#measles".into(), "Measles".into(), "Intro text.".into()),
-            ("measles#vaccination".into(), "Measles > Vaccination".into(), "Get two doses.".into()),
+            (
+                "measles#measles".into(),
+                "Measles".into(),
+                "Intro text.".into()
+            ),
+            (
+                "measles#vaccination".into(),
+                "Measles > Vaccination".into(),
+                "Get two doses.".into()
+            ),
             (
                 "measles#who-should-get-it".into(),
                 "Measles > Vaccination > Who should get it".into(),
                 "Children.".into()
             ),
-            ("measles#symptoms".into(), "Measles > Symptoms".into(), "Fever.".into()),
+            (
+                "measles#symptoms".into(),
+                "Measles > Symptoms".into(),
+                "Fever.".into()
+            ),
         ]
     );
     assert_eq!(
@@ -61,22 +76,41 @@ fn text_before_first_header_is_its_own_chunk() {
 
 #[test]
 fn empty_sections_are_skipped_and_repeats_numbered() {
-    let doc = md("d", "# Title\n\n## Empty\n\n   \n## Notes\none\n## Notes\ntwo\n## Notes\nthree");
-    let ids: Vec<_> = chunk_document(&doc, Chunker::Headers).into_iter().map(|c| c.id).collect();
+    let doc = md(
+        "d",
+        "# Title\n\n## Empty\n\n   \n## Notes\none\n## Notes\ntwo\n## Notes\nthree",
+    );
+    let ids: Vec<_> = chunk_document(&doc, Chunker::Headers)
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
     assert_eq!(ids, vec!["d#notes", "d#notes-2", "d#notes-3"]);
 }
 
 #[test]
 fn setext_headers_split_sections() {
-    let doc = md("d", "Guide\n=====\n\nIntro\n\nDetails\n-------\nMore text\n");
+    let doc = md(
+        "d",
+        "Guide\n=====\n\nIntro\n\nDetails\n-------\nMore text\n",
+    );
     let s = summary(&chunk_document(&doc, Chunker::Headers));
     assert_eq!(s[0], ("d#guide".into(), "Guide".into(), "Intro".into()));
-    assert_eq!(s[1], ("d#details".into(), "Guide > Details".into(), "More text".into()));
+    assert_eq!(
+        s[1],
+        (
+            "d#details".into(),
+            "Guide > Details".into(),
+            "More text".into()
+        )
+    );
 }
 
 #[test]
 fn code_fence_hash_lines_stay_in_their_section() {
-    let doc = md("d", "# Setup\n```bash\n# install\napt install x\n```\n# Use\nrun it\n");
+    let doc = md(
+        "d",
+        "# Setup\n```bash\n# install\napt install x\n```\n# Use\nrun it\n",
+    );
     let chunks = chunk_document(&doc, Chunker::Headers);
     assert_eq!(chunks.len(), 2);
     assert_eq!(chunks[0].text, "```bash\n# install\napt install x\n```");
@@ -86,21 +120,39 @@ fn code_fence_hash_lines_stay_in_their_section() {
 fn front_matter_is_not_a_chunk() {
     let doc = md("d", "---\ntitle: T\n---\n# T\n## Overview\nText\n");
     let chunks = chunk_document(&doc, Chunker::Headers);
-    assert_eq!(summary(&chunks), vec![("d#overview".into(), "T > Overview".into(), "Text".into())]);
+    assert_eq!(
+        summary(&chunks),
+        vec![("d#overview".into(), "T > Overview".into(), "Text".into())]
+    );
 }
 
 #[test]
 fn none_chunker_uses_the_document_id() {
-    let doc = SourceDoc { format: DocFormat::Record, ..md("rec-1", "  some text \n") };
+    let doc = SourceDoc {
+        format: DocFormat::Record,
+        ..md("rec-1", "  some text \n")
+    };
     let chunks = chunk_document(&doc, Chunker::None);
-    assert_eq!(summary(&chunks), vec![("rec-1".into(), String::new(), "some text".into())]);
+    assert_eq!(
+        summary(&chunks),
+        vec![("rec-1".into(), String::new(), "some text".into())]
+    );
 }
 
 #[test]
 fn windows_overlap_and_track_char_boundaries() {
     let text = "é".repeat(12); // 2 bytes per char
-    let doc = SourceDoc { format: DocFormat::Text, ..md("w", &text) };
-    let chunks = chunk_document(&doc, Chunker::Window { size: 5, overlap: 2 });
+    let doc = SourceDoc {
+        format: DocFormat::Text,
+        ..md("w", &text)
+    };
+    let chunks = chunk_document(
+        &doc,
+        Chunker::Window {
+            size: 5,
+            overlap: 2,
+        },
+    );
     let starts: Vec<_> = chunks.iter().map(|c| c.byte_start).collect();
     assert_eq!(starts, vec![0, 6, 12, 18]);
     assert_eq!(chunks[0].text.chars().count(), 5);
@@ -111,15 +163,27 @@ fn windows_overlap_and_track_char_boundaries() {
 #[test]
 fn window_chunks_know_their_section() {
     let doc = md("d", "# A\naaaaaaaaaa\n# B\nbbbbbbbbbb\n");
-    let chunks = chunk_document(&doc, Chunker::Window { size: 8, overlap: 0 });
+    let chunks = chunk_document(
+        &doc,
+        Chunker::Window {
+            size: 8,
+            overlap: 0,
+        },
+    );
     assert_eq!(chunks.first().map(|c| c.header_path.clone()), Some(vec![]));
-    assert_eq!(chunks.last().map(|c| c.header_path.clone()), Some(vec!["B".to_string()]));
+    assert_eq!(
+        chunks.last().map(|c| c.header_path.clone()),
+        Some(vec!["B".to_string()])
+    );
 }
 
 #[test]
 fn ids_are_stable_across_runs() {
     let doc = md("x/y", "# A\none\n## B\ntwo\n");
-    assert_eq!(chunk_document(&doc, Chunker::Headers), chunk_document(&doc, Chunker::Headers));
+    assert_eq!(
+        chunk_document(&doc, Chunker::Headers),
+        chunk_document(&doc, Chunker::Headers)
+    );
 }
 
 fn line_strategy() -> impl Strategy<Value = String> {
@@ -142,8 +206,10 @@ proptest! {
         let text = lines.join("\n");
         let doc = md("p", &text);
         let chunks = chunk_document(&doc, Chunker::Headers);
-        let heads = markdown::headers(&text, 0);
+        let body = crate::core::corpus::front_matter(&text).1;
+        let heads = markdown::headers(&text, body);
         let mut covered = vec![false; text.len()];
+        for b in &mut covered[..body] { *b = true; } // front matter is metadata, not text
         let mut last_end = 0;
         for c in &chunks {
             prop_assert!(c.byte_start >= last_end, "overlap or disorder");

@@ -43,30 +43,58 @@ impl AgreementPane {
             Action::NextCriterion | Action::Down => {
                 self.criterion = (self.criterion + 1) % self.rows.len().max(1);
             }
-            Action::Up => self.criterion = (self.criterion + self.rows.len().max(1) - 1) % self.rows.len().max(1),
+            Action::Up => {
+                self.criterion =
+                    (self.criterion + self.rows.len().max(1) - 1) % self.rows.len().max(1)
+            }
             _ => return false,
         }
         true
     }
 
     fn selected(&self) -> Option<&AgreementReport> {
-        self.rows.get(self.criterion)?.pairs.get(self.pair)?.1.as_ref()
+        self.rows
+            .get(self.criterion)?
+            .pairs
+            .get(self.pair)?
+            .1
+            .as_ref()
     }
 
     pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let block = |t: String| Block::bordered().title(Span::styled(t, theme.title)).border_style(theme.border);
+        let block = |t: String| {
+            Block::bordered()
+                .title(Span::styled(t, theme.title))
+                .border_style(theme.border)
+        };
         if self.rows.is_empty() {
             let msg = if self.computing {
                 "computing the bootstrap…".to_string()
             } else {
-                self.status.clone().unwrap_or_else(|| "No agreement yet: two reviewers must label the same items (r to refresh).".into())
+                self.status.clone().unwrap_or_else(|| {
+                    "No agreement yet: two reviewers must label the same items (r to refresh)."
+                        .into()
+                })
             };
-            f.render_widget(Paragraph::new(msg).style(theme.muted).block(block(" Agreement ".into())), area);
+            f.render_widget(
+                Paragraph::new(msg)
+                    .style(theme.muted)
+                    .block(block(" Agreement ".into())),
+                area,
+            );
             return;
         }
-        let [table_area, bottom] = Layout::vertical([Constraint::Length(self.rows.len() as u16 + 5), Constraint::Min(6)]).areas(area);
-        let [chart_area, matrix_area, list_area] =
-            Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(25), Constraint::Percentage(35)]).areas(bottom);
+        let [table_area, bottom] = Layout::vertical([
+            Constraint::Length(self.rows.len() as u16 + 5),
+            Constraint::Min(6),
+        ])
+        .areas(area);
+        let [chart_area, matrix_area, list_area] = Layout::horizontal([
+            Constraint::Percentage(40),
+            Constraint::Percentage(25),
+            Constraint::Percentage(35),
+        ])
+        .areas(bottom);
         let (r1, r2) = self.reviewers.clone().unwrap_or_default();
         let header = Row::new(vec![
             "criterion".to_string(),
@@ -96,10 +124,25 @@ impl AgreementPane {
                         }
                     }
                 }
-                Row::new(cells).style(if i == self.criterion { theme.selected } else { theme.text })
+                Row::new(cells).style(if i == self.criterion {
+                    theme.selected
+                } else {
+                    theme.text
+                })
             })
             .collect();
-        rows.push(Row::new(vec!["paper (n=100)", "0.56 [0.48,0.64]", "0.78 [0.74,0.82]", "0.42", "0.71", "0.55", "0.78"]).style(theme.muted));
+        rows.push(
+            Row::new(vec![
+                "paper (n=100)",
+                "0.56 [0.48,0.64]",
+                "0.78 [0.74,0.82]",
+                "0.42",
+                "0.71",
+                "0.55",
+                "0.78",
+            ])
+            .style(theme.muted),
+        );
         let w = Constraint::Length(17);
         f.render_widget(
             Table::new(rows, [Constraint::Length(20), w, w, w, w, w, w])
@@ -109,8 +152,15 @@ impl AgreementPane {
         );
         // Kappa per criterion with CI whiskers on a [-1, 1] axis.
         let width = usize::from(chart_area.width.saturating_sub(24)).max(10);
-        let pos = |v: f64| (((v + 1.0) / 2.0) * (width - 1) as f64).round().clamp(0.0, (width - 1) as f64) as usize;
-        let mut lines = vec![Line::styled(format!("{:<20}-1{}+1", "", " ".repeat(width.saturating_sub(4))), theme.muted)];
+        let pos = |v: f64| {
+            (((v + 1.0) / 2.0) * (width - 1) as f64)
+                .round()
+                .clamp(0.0, (width - 1) as f64) as usize
+        };
+        let mut lines = vec![Line::styled(
+            format!("{:<20}-1{}+1", "", " ".repeat(width.saturating_sub(4))),
+            theme.muted,
+        )];
         for r in &self.rows {
             let mut bar = vec![' '; width];
             bar[pos(0.0)] = '┆';
@@ -131,18 +181,51 @@ impl AgreementPane {
                 Span::styled(bar.into_iter().collect::<String>(), theme.score_bar),
             ]));
         }
-        let pair_name = self.rows.first().and_then(|r| r.pairs.get(self.pair)).map(|p| p.0.clone()).unwrap_or_default();
-        f.render_widget(Paragraph::new(lines).block(block(format!(" κ with 95% CI · {pair_name} "))), chart_area);
+        let pair_name = self
+            .rows
+            .first()
+            .and_then(|r| r.pairs.get(self.pair))
+            .map(|p| p.0.clone())
+            .unwrap_or_default();
+        f.render_widget(
+            Paragraph::new(lines).block(block(format!(" κ with 95% CI · {pair_name} "))),
+            chart_area,
+        );
         let mut m = vec![];
         if let Some(rep) = self.selected() {
             let c = &rep.confusion;
-            m.push(Line::styled(format!("{:>8} {}", "", c.labels.iter().map(|l| format!("{l:>6}")).collect::<String>()), theme.title));
+            m.push(Line::styled(
+                format!(
+                    "{:>8} {}",
+                    "",
+                    c.labels
+                        .iter()
+                        .map(|l| format!("{l:>6}"))
+                        .collect::<String>()
+                ),
+                theme.title,
+            ));
             for (i, l) in c.labels.iter().enumerate() {
-                m.push(Line::styled(format!("{l:>8} {}", c.counts[i].iter().map(|n| format!("{n:>6}")).collect::<String>()), theme.text));
+                m.push(Line::styled(
+                    format!(
+                        "{l:>8} {}",
+                        c.counts[i]
+                            .iter()
+                            .map(|n| format!("{n:>6}"))
+                            .collect::<String>()
+                    ),
+                    theme.text,
+                ));
             }
-            m.push(Line::styled(format!("n = {} labels on {} items", rep.units, rep.items), theme.muted));
+            m.push(Line::styled(
+                format!("n = {} labels on {} items", rep.units, rep.items),
+                theme.muted,
+            ));
         }
-        f.render_widget(Paragraph::new(m).block(block(" Confusion (rows: first) ".into())), matrix_area);
+        f.render_widget(
+            Paragraph::new(m).block(block(" Confusion (rows: first) ".into())),
+            matrix_area,
+        );
         let list: Vec<Line> = self
             .disagreements
             .iter()
@@ -150,7 +233,10 @@ impl AgreementPane {
             .map(|(item, c, a, b)| Line::styled(format!("{item}  {c}: {a} vs {b}"), theme.error))
             .collect();
         f.render_widget(
-            Paragraph::new(list).block(block(format!(" Disagreements ({}) ", self.disagreements.len()))),
+            Paragraph::new(list).block(block(format!(
+                " Disagreements ({}) ",
+                self.disagreements.len()
+            ))),
             list_area,
         );
         let _ = PAPER_REFERENCE;

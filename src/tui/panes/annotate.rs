@@ -93,12 +93,20 @@ impl AnnotatePane {
 
     /// Whether this reviewer has labelled every criterion of the item.
     pub fn complete(&self, item: &str) -> bool {
-        let Some(me) = &self.reviewer else { return false };
-        self.rubric.criteria.iter().all(|c| self.label_of(item, me, &c.key).is_some())
+        let Some(me) = &self.reviewer else {
+            return false;
+        };
+        self.rubric
+            .criteria
+            .iter()
+            .all(|c| self.label_of(item, me, &c.key).is_some())
     }
 
     pub fn done_count(&self) -> usize {
-        self.items.iter().filter(|i| self.complete(&i.item_id)).count()
+        self.items
+            .iter()
+            .filter(|i| self.complete(&i.item_id))
+            .count()
     }
 
     fn queue(&mut self, label: Label) {
@@ -110,7 +118,9 @@ impl AnnotatePane {
 
     /// A commit finished.
     pub fn on_saved(&mut self, ticket: u64, result: Result<f64, String>) {
-        let Some(label) = self.pending.remove(&ticket) else { return };
+        let Some(label) = self.pending.remove(&ticket) else {
+            return;
+        };
         match result {
             Ok(ms) => {
                 self.last_save_ms = Some(ms);
@@ -118,7 +128,9 @@ impl AnnotatePane {
                 if label.label.is_some() {
                     self.history.push(label.clone());
                 } else {
-                    self.history.retain(|l| !(l.item_id == label.item_id && l.criterion == label.criterion));
+                    self.history.retain(|l| {
+                        !(l.item_id == label.item_id && l.criterion == label.criterion)
+                    });
                 }
                 self.labels.push(label);
             }
@@ -127,14 +139,28 @@ impl AnnotatePane {
     }
 
     fn label_current(&mut self, value: &str) {
-        let (Some(me), Some(item)) = (self.reviewer.clone(), self.item().map(|i| i.item_id.clone())) else { return };
-        let Some(c) = self.rubric.criteria.get(self.criterion) else { return };
+        let (Some(me), Some(item)) = (
+            self.reviewer.clone(),
+            self.item().map(|i| i.item_id.clone()),
+        ) else {
+            return;
+        };
+        let Some(c) = self.rubric.criteria.get(self.criterion) else {
+            return;
+        };
         if !self.rubric.labels_of(c).iter().any(|l| l == value) {
             self.status = Some(format!("`{value}` is not a label of {}", c.name));
             return;
         }
         let note = self.pending_note.take();
-        let label = Label::new(&item, &me, &c.key, Some(value), note.as_deref(), &self.rubric.version);
+        let label = Label::new(
+            &item,
+            &me,
+            &c.key,
+            Some(value),
+            note.as_deref(),
+            &self.rubric.version,
+        );
         self.queue(label);
         if self.criterion + 1 < self.rubric.criteria.len() {
             self.criterion += 1;
@@ -146,11 +172,23 @@ impl AnnotatePane {
             self.status = Some("nothing to undo".into());
             return;
         };
-        let retract = Label::new(&last.item_id, &last.reviewer, &last.criterion, None, Some("undo"), &last.rubric_version);
+        let retract = Label::new(
+            &last.item_id,
+            &last.reviewer,
+            &last.criterion,
+            None,
+            Some("undo"),
+            &last.rubric_version,
+        );
         if let Some(i) = self.items.iter().position(|i| i.item_id == last.item_id) {
             self.pos = i;
         }
-        self.criterion = self.rubric.criteria.iter().position(|c| c.key == last.criterion).unwrap_or(0);
+        self.criterion = self
+            .rubric
+            .criteria
+            .iter()
+            .position(|c| c.key == last.criterion)
+            .unwrap_or(0);
         self.queue(retract);
     }
 
@@ -189,13 +227,26 @@ impl AnnotatePane {
         }
         match action {
             Action::SelectCriterion1 => self.criterion = 0,
-            Action::SelectCriterion2 => self.criterion = 1.min(self.rubric.criteria.len().saturating_sub(1)),
-            Action::SelectCriterion3 => self.criterion = 2.min(self.rubric.criteria.len().saturating_sub(1)),
-            Action::SelectCriterion4 => self.criterion = 3.min(self.rubric.criteria.len().saturating_sub(1)),
-            Action::Down => self.criterion = (self.criterion + 1).min(self.rubric.criteria.len().saturating_sub(1)),
+            Action::SelectCriterion2 => {
+                self.criterion = 1.min(self.rubric.criteria.len().saturating_sub(1))
+            }
+            Action::SelectCriterion3 => {
+                self.criterion = 2.min(self.rubric.criteria.len().saturating_sub(1))
+            }
+            Action::SelectCriterion4 => {
+                self.criterion = 3.min(self.rubric.criteria.len().saturating_sub(1))
+            }
+            Action::Down => {
+                self.criterion =
+                    (self.criterion + 1).min(self.rubric.criteria.len().saturating_sub(1))
+            }
             Action::Up => self.criterion = self.criterion.saturating_sub(1),
             Action::LabelPass | Action::LabelFail => {
-                let want = if action == Action::LabelPass { "pass" } else { "fail" };
+                let want = if action == Action::LabelPass {
+                    "pass"
+                } else {
+                    "fail"
+                };
                 self.label_current(want);
             }
             Action::AddNote => self.note_input = Some(String::new()),
@@ -225,13 +276,25 @@ impl AnnotatePane {
 impl AnnotatePane {
     pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
         let block = |t: String, focus: bool| {
-            Block::bordered().title(Span::styled(t, theme.title)).border_style(if focus { theme.focused_border } else { theme.border })
+            Block::bordered()
+                .title(Span::styled(t, theme.title))
+                .border_style(if focus {
+                    theme.focused_border
+                } else {
+                    theme.border
+                })
         };
         let Some(me) = &self.reviewer else {
             f.render_widget(
                 Paragraph::new(vec![
-                    Line::styled("Who is labelling? Type your reviewer name and press enter.", theme.text),
-                    Line::styled("(Labels are stored per reviewer; `raglab --reviewer NAME` skips this.)", theme.muted),
+                    Line::styled(
+                        "Who is labelling? Type your reviewer name and press enter.",
+                        theme.text,
+                    ),
+                    Line::styled(
+                        "(Labels are stored per reviewer; `raglab --reviewer NAME` skips this.)",
+                        theme.muted,
+                    ),
                     Line::raw(""),
                     Line::styled(format!("{}▏", clean(&self.reviewer_input)), theme.filter),
                 ])
@@ -249,14 +312,33 @@ impl AnnotatePane {
             );
             return;
         };
-        let [progress, texts, rubric_area] =
-            Layout::vertical([Constraint::Length(1), Constraint::Min(8), Constraint::Length(self.rubric.criteria.len() as u16 * 2 + 3)]).areas(area);
+        let [progress, texts, rubric_area] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(8),
+            Constraint::Length(self.rubric.criteria.len() as u16 * 2 + 3),
+        ])
+        .areas(area);
         let done = self.done_count();
         let status = self.status.clone().unwrap_or_default();
         f.render_widget(
             Paragraph::new(Line::from(vec![
-                Span::styled(format!(" {me} · item {}/{} · {done}/{} done ", self.pos + 1, self.items.len(), self.items.len()), theme.title),
-                Span::styled(format!(" {status}"), if status.starts_with("NOT") { theme.error } else { theme.filter }),
+                Span::styled(
+                    format!(
+                        " {me} · item {}/{} · {done}/{} done ",
+                        self.pos + 1,
+                        self.items.len(),
+                        self.items.len()
+                    ),
+                    theme.title,
+                ),
+                Span::styled(
+                    format!(" {status}"),
+                    if status.starts_with("NOT") {
+                        theme.error
+                    } else {
+                        theme.filter
+                    },
+                ),
             ])),
             progress,
         );
@@ -269,32 +351,61 @@ impl AnnotatePane {
         ];
         for (area, (title, text)) in cols.iter().zip(boxes) {
             f.render_widget(
-                Paragraph::new(clean(text)).style(theme.text).wrap(Wrap { trim: false }).block(block(title.into(), false)),
+                Paragraph::new(clean(text))
+                    .style(theme.text)
+                    .wrap(Wrap { trim: false })
+                    .block(block(title.into(), false)),
                 *area,
             );
         }
         let complete = self.complete(&item.item_id);
         let mut lines = Vec::new();
         for (i, c) in self.rubric.criteria.iter().enumerate() {
-            let mine = self.label_of(&item.item_id, me, &c.key).and_then(|l| l.label.clone());
-            let pending = self.pending.values().any(|l| l.item_id == item.item_id && l.criterion == c.key);
+            let mine = self
+                .label_of(&item.item_id, me, &c.key)
+                .and_then(|l| l.label.clone());
+            let pending = self
+                .pending
+                .values()
+                .any(|l| l.item_id == item.item_id && l.criterion == c.key);
             let style = |v: &Option<String>| match v.as_deref() {
                 Some("pass") => theme.pass,
                 Some(_) => theme.fail,
                 None => theme.muted,
             };
             let mut spans = vec![
-                Span::styled(format!("{}{} {:<20}", if i == self.criterion { "▶" } else { " " }, i + 1, c.name), if i == self.criterion { theme.selected } else { theme.text }),
-                Span::styled(format!(" {:<6}", mine.clone().unwrap_or_else(|| "-".into())), style(&mine)),
+                Span::styled(
+                    format!(
+                        "{}{} {:<20}",
+                        if i == self.criterion { "▶" } else { " " },
+                        i + 1,
+                        c.name
+                    ),
+                    if i == self.criterion {
+                        theme.selected
+                    } else {
+                        theme.text
+                    },
+                ),
+                Span::styled(
+                    format!(" {:<6}", mine.clone().unwrap_or_else(|| "-".into())),
+                    style(&mine),
+                ),
                 Span::styled(if pending { " saving… " } else { "         " }, theme.muted),
             ];
             if self.revealed && complete {
                 for other in self.others(&item.item_id) {
-                    let theirs = self.label_of(&item.item_id, &other, &c.key).and_then(|l| l.label.clone());
+                    let theirs = self
+                        .label_of(&item.item_id, &other, &c.key)
+                        .and_then(|l| l.label.clone());
                     let disagree = theirs.is_some() && theirs != mine;
                     spans.push(Span::styled(
                         format!(" {other}: {}", theirs.clone().unwrap_or_else(|| "-".into())),
-                        if disagree { theme.error } else { style(&theirs) },
+                        if disagree {
+                            theme.error
+                        } else {
+                            style(&theirs)
+                        },
                     ));
                 }
             } else {
@@ -317,7 +428,12 @@ impl AnnotatePane {
     /// Other reviewers (and the judge) with labels on this item.
     fn others(&self, item: &str) -> Vec<String> {
         let me = self.reviewer.as_deref().unwrap_or_default();
-        let mut v: Vec<String> = self.labels.iter().filter(|l| l.item_id == item && l.reviewer != me).map(|l| l.reviewer.clone()).collect();
+        let mut v: Vec<String> = self
+            .labels
+            .iter()
+            .filter(|l| l.item_id == item && l.reviewer != me)
+            .map(|l| l.reviewer.clone())
+            .collect();
         v.sort();
         v.dedup();
         v

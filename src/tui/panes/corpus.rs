@@ -5,7 +5,9 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Bar, BarChart, BarGroup, Block, List, ListItem, ListState, Paragraph, Wrap};
+use ratatui::widgets::{
+    Bar, BarChart, BarGroup, Block, List, ListItem, ListState, Paragraph, Wrap,
+};
 
 use crate::core::chunk::Chunk;
 use crate::core::stats::length_histogram;
@@ -66,7 +68,10 @@ impl CorpusPane {
             })
             .collect();
         views.sort_by(|a, b| {
-            a.chunk.doc_id.cmp(&b.chunk.doc_id).then(a.chunk.ordinal.cmp(&b.chunk.ordinal))
+            a.chunk
+                .doc_id
+                .cmp(&b.chunk.doc_id)
+                .then(a.chunk.ordinal.cmp(&b.chunk.ordinal))
         });
         let mut docs: Vec<DocView> = Vec::new();
         for (i, v) in views.iter().enumerate() {
@@ -225,11 +230,19 @@ impl CorpusPane {
         let block = |title: String, focused: bool| {
             Block::bordered()
                 .title(Span::styled(title, theme.title))
-                .border_style(if focused { theme.focused_border } else { theme.border })
+                .border_style(if focused {
+                    theme.focused_border
+                } else {
+                    theme.border
+                })
         };
 
         let cursor = if self.editing { "▏" } else { "" };
-        let filter_title = if self.editing { " Filter (enter/esc) " } else { " Filter (/) " };
+        let filter_title = if self.editing {
+            " Filter (enter/esc) "
+        } else {
+            " Filter (/) "
+        };
         f.render_widget(
             Paragraph::new(Line::from(vec![
                 Span::styled(clean(&self.filter), theme.filter),
@@ -295,20 +308,33 @@ impl CorpusPane {
                 vec![
                     Line::styled(v.path.clone(), theme.header_path),
                     Line::styled(
-                        format!("{} words · bytes {}..{}", v.words, v.chunk.byte_start, v.chunk.byte_end),
+                        format!(
+                            "{} words · bytes {}..{}",
+                            v.words, v.chunk.byte_start, v.chunk.byte_end
+                        ),
                         theme.muted,
                     ),
                     Line::raw(""),
                 ]
                 .into_iter()
-                .chain(v.text.lines().map(|l| Line::styled(l.to_string(), theme.text)))
+                .chain(
+                    v.text
+                        .lines()
+                        .map(|l| Line::styled(l.to_string(), theme.text)),
+                )
                 .collect::<Vec<_>>(),
             ),
             None if self.docs.is_empty() => (
                 " Text ".into(),
-                vec![Line::styled("No chunks yet: run `raglab ingest PATH`.", theme.muted)],
+                vec![Line::styled(
+                    "No chunks yet: run `raglab ingest PATH`.",
+                    theme.muted,
+                )],
             ),
-            None => (" Text ".into(), vec![Line::styled("No match for the filter.", theme.muted)]),
+            None => (
+                " Text ".into(),
+                vec![Line::styled("No match for the filter.", theme.muted)],
+            ),
         };
         f.render_widget(
             Paragraph::new(body)
@@ -318,11 +344,18 @@ impl CorpusPane {
             text_area,
         );
 
-        let shown = self.visible.iter().flat_map(|(_, cs)| cs.iter().map(|&c| &self.chunks[c].chunk));
+        let shown = self
+            .visible
+            .iter()
+            .flat_map(|(_, cs)| cs.iter().map(|&c| &self.chunks[c].chunk));
         let hist = length_histogram(shown);
         let bars: Vec<Bar> = hist
             .iter()
-            .map(|(label, n)| Bar::default().value(*n as u64).label(Line::from(label.clone())))
+            .map(|(label, n)| {
+                Bar::default()
+                    .value(*n as u64)
+                    .label(Line::from(label.clone()))
+            })
             .collect();
         f.render_widget(
             BarChart::default()

@@ -131,7 +131,11 @@ impl GeneratePane {
         match result {
             Ok(a) => {
                 self.text = clean(&a.answer);
-                self.status = Some(if a.stopped { "stopped: partial answer saved".into() } else { "answer saved".into() });
+                self.status = Some(if a.stopped {
+                    "stopped: partial answer saved".into()
+                } else {
+                    "answer saved".into()
+                });
                 self.previous.insert(0, a.clone());
                 self.last = Some(a);
             }
@@ -177,13 +181,28 @@ impl GeneratePane {
     }
 
     pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let [head, live, body] =
-            Layout::vertical([Constraint::Length(3), Constraint::Length(1), Constraint::Min(5)]).areas(area);
-        let [main, side] = Layout::horizontal([Constraint::Percentage(72), Constraint::Percentage(28)]).areas(body);
-        let q = self.question.as_ref().map_or_else(|| "(press g in the Query pane or here to generate)".into(), |q| clean(&q.text));
+        let [head, live, body] = Layout::vertical([
+            Constraint::Length(3),
+            Constraint::Length(1),
+            Constraint::Min(5),
+        ])
+        .areas(area);
+        let [main, side] =
+            Layout::horizontal([Constraint::Percentage(72), Constraint::Percentage(28)])
+                .areas(body);
+        let q = self.question.as_ref().map_or_else(
+            || "(press g in the Query pane or here to generate)".into(),
+            |q| clean(&q.text),
+        );
         f.render_widget(
-            Paragraph::new(Line::styled(q, theme.text))
-                .block(Block::bordered().title(Span::styled(format!(" Question · generator {} ", self.model), theme.title)).border_style(theme.border)),
+            Paragraph::new(Line::styled(q, theme.text)).block(
+                Block::bordered()
+                    .title(Span::styled(
+                        format!(" Question · generator {} ", self.model),
+                        theme.title,
+                    ))
+                    .border_style(theme.border),
+            ),
             head,
         );
         let status = self.status.clone().unwrap_or_default();
@@ -195,15 +214,35 @@ impl GeneratePane {
             live,
         );
         let (title, text) = if self.show_prompt {
-            (" Prompt (exact text sent to the model; v: back) ", self.prompt.clone().unwrap_or_else(|| "(prompt not built yet)".into()))
+            (
+                " Prompt (exact text sent to the model; v: back) ",
+                self.prompt
+                    .clone()
+                    .unwrap_or_else(|| "(prompt not built yet)".into()),
+            )
         } else {
-            (" Answer (g generate · s stop · r new seed · v prompt) ", self.text.clone())
+            (
+                " Answer (g generate · s stop · r new seed · v prompt) ",
+                self.text.clone(),
+            )
         };
         f.render_widget(
-            Paragraph::new(text.lines().map(|l| Line::styled(l.to_string(), theme.text)).collect::<Vec<_>>())
-                .wrap(Wrap { trim: false })
-                .scroll((self.scroll, 0))
-                .block(Block::bordered().title(Span::styled(title, theme.title)).border_style(if self.running { theme.focused_border } else { theme.border })),
+            Paragraph::new(
+                text.lines()
+                    .map(|l| Line::styled(l.to_string(), theme.text))
+                    .collect::<Vec<_>>(),
+            )
+            .wrap(Wrap { trim: false })
+            .scroll((self.scroll, 0))
+            .block(
+                Block::bordered()
+                    .title(Span::styled(title, theme.title))
+                    .border_style(if self.running {
+                        theme.focused_border
+                    } else {
+                        theme.border
+                    }),
+            ),
             main,
         );
         let items: Vec<ListItem> = self
@@ -211,13 +250,29 @@ impl GeneratePane {
             .iter()
             .map(|a| {
                 ListItem::new(vec![
-                    Line::styled(format!("seed {} · {} tok · {:.0} ms{}", a.seed, a.output_tokens, a.total_ms, if a.stopped { " · stopped" } else { "" }), theme.muted),
-                    Line::styled(clean(&crate::core::text::snippet(&a.answer, 60)), theme.text),
+                    Line::styled(
+                        format!(
+                            "seed {} · {} tok · {:.0} ms{}",
+                            a.seed,
+                            a.output_tokens,
+                            a.total_ms,
+                            if a.stopped { " · stopped" } else { "" }
+                        ),
+                        theme.muted,
+                    ),
+                    Line::styled(
+                        clean(&crate::core::text::snippet(&a.answer, 60)),
+                        theme.text,
+                    ),
                 ])
             })
             .collect();
         f.render_widget(
-            List::new(items).block(Block::bordered().title(Span::styled(" Previous answers ", theme.title)).border_style(theme.border)),
+            List::new(items).block(
+                Block::bordered()
+                    .title(Span::styled(" Previous answers ", theme.title))
+                    .border_style(theme.border),
+            ),
             side,
         );
     }

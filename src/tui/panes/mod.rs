@@ -1,7 +1,7 @@
 //! One pane per file.
 
-pub mod annotate;
 pub mod agreement;
+pub mod annotate;
 pub mod corpus;
 pub mod generate;
 pub mod query;

@@ -7,7 +7,9 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{
+    Block, Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState, Wrap,
+};
 
 use crate::core::fusion::{FusedHit, Fusion, RRF_C, Scored};
 use crate::core::retrieval::{Method, QueryLists};
@@ -26,6 +28,9 @@ pub struct Question {
     #[serde(default)]
     pub answer: Option<String>,
 }
+
+/// A target chunk and its rank in the dense, BM25 and current lists.
+pub type TargetRanks = (String, Option<usize>, Option<usize>, Option<usize>);
 
 /// One displayed result row.
 #[derive(Debug, Clone)]
@@ -134,7 +139,10 @@ impl QueryPane {
     fn fusion(&self) -> Fusion {
         match self.method {
             Method::Linear => Fusion::MinMax { w: self.alpha },
-            _ => Fusion::Rrf { alpha: self.alpha, c: RRF_C },
+            _ => Fusion::Rrf {
+                alpha: self.alpha,
+                c: RRF_C,
+            },
         }
     }
 
@@ -142,17 +150,27 @@ impl QueryPane {
     pub fn refuse(&mut self) {
         let Some(lists) = &self.lists else { return };
         let fused = lists.candidates.fuse(self.fusion());
-        let targets: Vec<String> = self.current.as_ref().map(|q| q.relevant.clone()).unwrap_or_default();
+        let targets: Vec<String> = self
+            .current
+            .as_ref()
+            .map(|q| q.relevant.clone())
+            .unwrap_or_default();
         let single = |list: &[Scored]| -> Vec<FusedHit> {
             list.iter()
-                .map(|s| fused.iter().find(|h| h.id == s.id).cloned().unwrap_or(FusedHit {
-                    id: s.id.clone(),
-                    dense_rank: None,
-                    dense_score: None,
-                    sparse_rank: None,
-                    sparse_score: None,
-                    fused: 0.0,
-                }))
+                .map(|s| {
+                    fused
+                        .iter()
+                        .find(|h| h.id == s.id)
+                        .cloned()
+                        .unwrap_or(FusedHit {
+                            id: s.id.clone(),
+                            dense_rank: None,
+                            dense_score: None,
+                            sparse_rank: None,
+                            sparse_score: None,
+                            fused: 0.0,
+                        })
+                })
                 .collect()
         };
         let order: Vec<FusedHit> = match self.method {
@@ -179,14 +197,21 @@ impl QueryPane {
     }
 
     /// Where each target chunk sits in every list (1-based), for the target line.
-    pub fn target_ranks(&self) -> Vec<(String, Option<usize>, Option<usize>, Option<usize>)> {
-        let (Some(q), Some(lists)) = (&self.current, &self.lists) else { return Vec::new() };
+    pub fn target_ranks(&self) -> Vec<TargetRanks> {
+        let (Some(q), Some(lists)) = (&self.current, &self.lists) else {
+            return Vec::new();
+        };
         let ids = lists.ranking(self.method, self.alpha);
         q.relevant
             .iter()
             .map(|t| {
                 let pos = |l: &[Scored]| l.iter().position(|s| &s.id == t).map(|i| i + 1);
-                (t.clone(), pos(&lists.dense), pos(&lists.bm25), ids.iter().position(|i| i == t).map(|i| i + 1))
+                (
+                    t.clone(),
+                    pos(&lists.dense),
+                    pos(&lists.bm25),
+                    ids.iter().position(|i| i == t).map(|i| i + 1),
+                )
             })
             .collect()
     }
@@ -198,7 +223,13 @@ impl QueryPane {
         }
         let n = self.failures.len();
         let next = match self.failure_pos {
-            None => if delta > 0 { 0 } else { n - 1 },
+            None => {
+                if delta > 0 {
+                    0
+                } else {
+                    n - 1
+                }
+            }
             Some(p) => (p as isize + delta).rem_euclid(n as isize) as usize,
         };
         self.failure_pos = Some(next);
@@ -220,7 +251,8 @@ impl QueryPane {
                     Focus::Questions => {
                         let n = self.questions.len();
                         if n > 0 {
-                            self.question_sel = self.question_sel.saturating_add_signed(d).min(n - 1);
+                            self.question_sel =
+                                self.question_sel.saturating_add_signed(d).min(n - 1);
                         }
                     }
                     Focus::Results => {
@@ -251,12 +283,17 @@ impl QueryPane {
                 self.editing = false;
                 let text = self.input.clone();
                 // A typed question has no known target unless it matches a listed one.
-                let q = self.questions.iter().find(|q| q.text == text).cloned().unwrap_or(Question {
-                    id: "typed".into(),
-                    text,
-                    relevant: Vec::new(),
-                    answer: None,
-                });
+                let q = self
+                    .questions
+                    .iter()
+                    .find(|q| q.text == text)
+                    .cloned()
+                    .unwrap_or(Question {
+                        id: "typed".into(),
+                        text,
+                        relevant: Vec::new(),
+                        answer: None,
+                    });
                 self.submit(q);
             }
             Action::CancelInput => self.editing = false,
@@ -264,7 +301,11 @@ impl QueryPane {
                 self.input.pop();
             }
             Action::AlphaUp | Action::AlphaDown => {
-                let step = if action == Action::AlphaUp { 0.05 } else { -0.05 };
+                let step = if action == Action::AlphaUp {
+                    0.05
+                } else {
+                    -0.05
+                };
                 self.alpha = ((self.alpha + step) * 100.0).round().clamp(0.0, 100.0) / 100.0;
                 self.refuse();
             }
@@ -282,21 +323,37 @@ impl QueryPane {
     }
 
     pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let [input_area, info_area, body] =
-            Layout::vertical([Constraint::Length(3), Constraint::Length(2), Constraint::Min(5)]).areas(area);
-        let [left, right] = Layout::horizontal([Constraint::Percentage(32), Constraint::Percentage(68)]).areas(body);
+        let [input_area, info_area, body] = Layout::vertical([
+            Constraint::Length(3),
+            Constraint::Length(2),
+            Constraint::Min(5),
+        ])
+        .areas(area);
+        let [left, right] =
+            Layout::horizontal([Constraint::Percentage(32), Constraint::Percentage(68)])
+                .areas(body);
         let [table_area, target_area] =
             Layout::vertical([Constraint::Min(5), Constraint::Length(4)]).areas(right);
         let block = |title: String, focused: bool| {
             Block::bordered()
                 .title(Span::styled(title, theme.title))
-                .border_style(if focused { theme.focused_border } else { theme.border })
+                .border_style(if focused {
+                    theme.focused_border
+                } else {
+                    theme.border
+                })
         };
         let cursor = if self.editing { "▏" } else { "" };
         let busy = if self.busy { " (searching…)" } else { "" };
         f.render_widget(
-            Paragraph::new(Line::from(vec![Span::styled(clean(&self.input), theme.text), Span::styled(cursor, theme.filter)]))
-                .block(block(format!(" Question{busy} (/ type, enter run) "), self.editing)),
+            Paragraph::new(Line::from(vec![
+                Span::styled(clean(&self.input), theme.text),
+                Span::styled(cursor, theme.filter),
+            ]))
+            .block(block(
+                format!(" Question{busy} (/ type, enter run) "),
+                self.editing,
+            )),
             input_area,
         );
         let formula = match self.method {
@@ -305,7 +362,9 @@ impl QueryPane {
         };
         let failure = match self.failure_pos {
             Some(p) => format!("  failure {}/{}", p + 1, self.failures.len()),
-            None if !self.failures.is_empty() => format!("  {} failures (n/p)", self.failures.len()),
+            None if !self.failures.is_empty() => {
+                format!("  {} failures (n/p)", self.failures.len())
+            }
             None => String::new(),
         };
         let t = &self.timings;
@@ -330,12 +389,18 @@ impl QueryPane {
             info_area,
         );
 
-        let items: Vec<ListItem> =
-            self.questions.iter().map(|q| ListItem::new(Line::styled(clean(&q.text), theme.text))).collect();
+        let items: Vec<ListItem> = self
+            .questions
+            .iter()
+            .map(|q| ListItem::new(Line::styled(clean(&q.text), theme.text)))
+            .collect();
         let mut state = ListState::default().with_selected(Some(self.question_sel));
         f.render_stateful_widget(
             List::new(items)
-                .block(block(format!(" Questions {} ", self.questions.len()), self.focus == Focus::Questions))
+                .block(block(
+                    format!(" Questions {} ", self.questions.len()),
+                    self.focus == Focus::Questions,
+                ))
                 .highlight_style(theme.selected),
             left,
             &mut state,
@@ -348,10 +413,21 @@ impl QueryPane {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let width = if max > 0.0 { (r.hit.fused / max * 10.0).round() as usize } else { 0 };
-                let style = if r.is_target { theme.target_chunk } else { theme.text };
+                let width = if max > 0.0 {
+                    (r.hit.fused / max * 10.0).round() as usize
+                } else {
+                    0
+                };
+                let style = if r.is_target {
+                    theme.target_chunk
+                } else {
+                    theme.text
+                };
                 Row::new(vec![
-                    Line::styled(format!("{}{}", if r.is_target { "▶" } else { " " }, i + 1), style),
+                    Line::styled(
+                        format!("{}{}", if r.is_target { "▶" } else { " " }, i + 1),
+                        style,
+                    ),
                     Line::styled(rank(r.hit.dense_rank), theme.rank_dense),
                     Line::styled(rank(r.hit.sparse_rank), theme.rank_sparse),
                     Line::from(vec![
@@ -365,10 +441,22 @@ impl QueryPane {
         let header = Row::new(vec!["rank", "dense", "bm25", "fused", "chunk"]).style(theme.title);
         let mut tstate = TableState::default().with_selected(Some(self.result_sel));
         f.render_stateful_widget(
-            Table::new(rows, [Constraint::Length(5), Constraint::Length(6), Constraint::Length(5), Constraint::Length(18), Constraint::Min(10)])
-                .header(header)
-                .row_highlight_style(theme.selected)
-                .block(block(format!(" Top {} ", self.k), self.focus == Focus::Results)),
+            Table::new(
+                rows,
+                [
+                    Constraint::Length(5),
+                    Constraint::Length(6),
+                    Constraint::Length(5),
+                    Constraint::Length(18),
+                    Constraint::Min(10),
+                ],
+            )
+            .header(header)
+            .row_highlight_style(theme.selected)
+            .block(block(
+                format!(" Top {} ", self.k),
+                self.focus == Focus::Results,
+            )),
             table_area,
             &mut tstate,
         );
@@ -376,10 +464,14 @@ impl QueryPane {
         let mut lines = Vec::new();
         let ranks = self.target_ranks();
         if ranks.is_empty() {
-            lines.push(Line::styled("no target chunk known for this question", theme.muted));
+            lines.push(Line::styled(
+                "no target chunk known for this question",
+                theme.muted,
+            ));
         }
         for (id, d, s, fr) in ranks {
-            let show = |r: Option<usize>| r.map_or("not retrieved".to_string(), |r| format!("#{r}"));
+            let show =
+                |r: Option<usize>| r.map_or("not retrieved".to_string(), |r| format!("#{r}"));
             lines.push(Line::from(vec![
                 Span::styled(format!("target {} ", clean(&id)), theme.target_chunk),
                 Span::styled(format!(" dense {} ", show(d)), theme.rank_dense),
@@ -387,23 +479,38 @@ impl QueryPane {
                 Span::styled(format!(" {} {}", self.method, show(fr)), theme.title),
             ]));
         }
-        f.render_widget(Paragraph::new(lines).block(block(" Target ".into(), false)), target_area);
+        f.render_widget(
+            Paragraph::new(lines).block(block(" Target ".into(), false)),
+            target_area,
+        );
 
-        if self.open_chunk {
-            if let Some(r) = self.rows.get(self.result_sel) {
-                let text = self.chunks.get(&r.hit.id).map(|(_, t)| t.clone()).unwrap_or_default();
-                let area = super::super::ui::centered(f.area(), 80, 80);
-                f.render_widget(Clear, area);
-                f.render_widget(
-                    Paragraph::new(vec![Line::styled(r.path.clone(), theme.header_path), Line::raw("")]
-                        .into_iter()
-                        .chain(text.lines().map(|l| Line::styled(l.to_string(), theme.text)))
-                        .collect::<Vec<_>>())
-                    .wrap(Wrap { trim: false })
-                    .block(block(format!(" {} (esc closes) ", r.id), true)),
-                    area,
-                );
-            }
+        if self.open_chunk
+            && let Some(r) = self.rows.get(self.result_sel)
+        {
+            let text = self
+                .chunks
+                .get(&r.hit.id)
+                .map(|(_, t)| t.clone())
+                .unwrap_or_default();
+            let area = super::super::ui::centered(f.area(), 80, 80);
+            f.render_widget(Clear, area);
+            f.render_widget(
+                Paragraph::new(
+                    vec![
+                        Line::styled(r.path.clone(), theme.header_path),
+                        Line::raw(""),
+                    ]
+                    .into_iter()
+                    .chain(
+                        text.lines()
+                            .map(|l| Line::styled(l.to_string(), theme.text)),
+                    )
+                    .collect::<Vec<_>>(),
+                )
+                .wrap(Wrap { trim: false })
+                .block(block(format!(" {} (esc closes) ", r.id), true)),
+                area,
+            );
         }
     }
 }

@@ -427,7 +427,9 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
             .eta_squared_ndcg10
             .map_or("undefined".into(), |e| format!("{e:.4}"))
     );
-    for (t, m) in &by_length.groups {
+    let mut lengths: Vec<_> = by_length.groups.iter().collect();
+    lengths.sort_by_key(|(label, _)| label.split(['-', '+']).next().and_then(|n| n.parse::<usize>().ok()).unwrap_or(0));
+    for (t, m) in lengths {
         println!(
             "  {t:<10} n={:<4} nDCG@10 {:.4}  MRR {:.4}",
             m.queries, m.ndcg10, m.mrr

@@ -2,6 +2,7 @@
 //! front end started when no subcommand is given.
 
 pub mod annotate;
+mod bench;
 mod corpus;
 pub mod eval;
 pub mod generate;
@@ -79,8 +80,19 @@ pub enum Command {
     },
     /// Agreement table: kappa and macro-F1 with bootstrap CIs per criterion and overall.
     Agree(annotate::AgreeArgs),
+    /// Benchmarks (report figures; they do not assert).
+    Bench {
+        #[command(subcommand)]
+        cmd: BenchCmd,
+    },
     /// Print where raglab keeps config, data, models and the workspace.
     Paths,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCmd {
+    /// Per-stage hybrid query latency (p50/p95) and alpha-sweep cost.
+    Retrieval(bench::BenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -158,6 +170,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Annotate { cmd }) => rt.block_on(annotate::create(&ctx, cmd)),
         Some(Command::Labels { cmd }) => rt.block_on(annotate::labels(&ctx, cmd)),
         Some(Command::Agree(args)) => rt.block_on(annotate::agree(&ctx, args)),
+        Some(Command::Bench { cmd: BenchCmd::Retrieval(args) }) => rt.block_on(bench::run(&ctx, args)),
         Some(Command::Generate(args)) => rt.block_on(generate::generate(&ctx, args)),
         Some(Command::Judge(args)) => rt.block_on(generate::run_judge(&ctx, args)),
         Some(Command::Report {

@@ -46,18 +46,26 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
     if queries.is_empty() {
         bail!("no queries in {}", args.queries.display());
     }
-    let r = Retriever::open(&ctx.workspace, Some(&embed_config(ctx, None, Some(args.threads)))).await?;
+    let r = Retriever::open(
+        &ctx.workspace,
+        Some(&embed_config(ctx, None, Some(args.threads))),
+    )
+    .await?;
     if !r.is_fresh() {
         bail!("the indexes are out of date with the chunks: run `raglab index` first");
     }
     let _ = r.query(&queries[0], DEFAULT_DEPTH)?; // warm-up (TF-IDF norms, caches)
-    let (mut embed, mut dense, mut bm25, mut fusion, mut total) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut embed, mut dense, mut bm25, mut fusion, mut total) =
+        (vec![], vec![], vec![], vec![], vec![]);
     let mut lists = Vec::new();
     for q in &queries {
         let t = Instant::now();
         let (l, tm) = r.query(q, DEFAULT_DEPTH)?;
         let s = Instant::now();
-        let _ = l.candidates.fuse(Fusion::Rrf { alpha: 0.7, c: RRF_C });
+        let _ = l.candidates.fuse(Fusion::Rrf {
+            alpha: 0.7,
+            c: RRF_C,
+        });
         let fuse_ms = tm.fusion_ms + s.elapsed().as_secs_f64() * 1e3;
         // Hybrid needs embedding, dense, BM25 and fusion (TF-IDF is computed too but
         // is not part of a hybrid query's latency).
@@ -72,7 +80,10 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
     // Alpha sweep vs one alpha, on cached lists (what `eval --alpha-sweep` does).
     let t = Instant::now();
     for l in &lists {
-        let _ = l.candidates.fused_ids(Fusion::Rrf { alpha: 0.7, c: RRF_C });
+        let _ = l.candidates.fused_ids(Fusion::Rrf {
+            alpha: 0.7,
+            c: RRF_C,
+        });
     }
     let one = t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
@@ -101,9 +112,20 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
     if args.json {
         return print_json(&out);
     }
-    println!("{} chunks, {} queries, {} ({} thread)", r.chunks.len(), queries.len(), r.model_name.as_deref().unwrap_or("-"), args.threads);
+    println!(
+        "{} chunks, {} queries, {} ({} thread)",
+        r.chunks.len(),
+        queries.len(),
+        r.model_name.as_deref().unwrap_or("-"),
+        args.threads
+    );
     for s in out["stages"].as_array().into_iter().flatten() {
-        println!("{:<16} p50 {:>8.3} ms  p95 {:>8.3} ms", s["stage"].as_str().unwrap_or_default(), s["p50_ms"].as_f64().unwrap_or(0.0), s["p95_ms"].as_f64().unwrap_or(0.0));
+        println!(
+            "{:<16} p50 {:>8.3} ms  p95 {:>8.3} ms",
+            s["stage"].as_str().unwrap_or_default(),
+            s["p50_ms"].as_f64().unwrap_or(0.0),
+            s["p95_ms"].as_f64().unwrap_or(0.0)
+        );
     }
     println!(
         "evaluation with one alpha {:.1} ms, with the 10-alpha sweep {:.1} ms: ratio {:.3} (fusion alone: {one:.2} ms vs {sweep:.2} ms)",

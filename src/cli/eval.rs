@@ -428,7 +428,13 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
             .map_or("undefined".into(), |e| format!("{e:.4}"))
     );
     let mut lengths: Vec<_> = by_length.groups.iter().collect();
-    lengths.sort_by_key(|(label, _)| label.split(['-', '+']).next().and_then(|n| n.parse::<usize>().ok()).unwrap_or(0));
+    lengths.sort_by_key(|(label, _)| {
+        label
+            .split(['-', '+'])
+            .next()
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0)
+    });
     for (t, m) in lengths {
         println!(
             "  {t:<10} n={:<4} nDCG@10 {:.4}  MRR {:.4}",

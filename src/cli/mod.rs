@@ -170,7 +170,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Annotate { cmd }) => rt.block_on(annotate::create(&ctx, cmd)),
         Some(Command::Labels { cmd }) => rt.block_on(annotate::labels(&ctx, cmd)),
         Some(Command::Agree(args)) => rt.block_on(annotate::agree(&ctx, args)),
-        Some(Command::Bench { cmd: BenchCmd::Retrieval(args) }) => rt.block_on(bench::run(&ctx, args)),
+        Some(Command::Bench {
+            cmd: BenchCmd::Retrieval(args),
+        }) => rt.block_on(bench::run(&ctx, args)),
         Some(Command::Generate(args)) => rt.block_on(generate::generate(&ctx, args)),
         Some(Command::Judge(args)) => rt.block_on(generate::run_judge(&ctx, args)),
         Some(Command::Report {

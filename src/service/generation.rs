@@ -271,13 +271,12 @@ impl Answerer<'_> {
         let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
         let generator = self.generator;
         let count = |s: &str| generator.count_tokens(s).unwrap_or(usize::MAX / 4);
-        let prompt = assemble(
-            self.template,
-            &q.text,
-            &top,
-            self.config.context_budget,
-            &count,
-        );
+        // The budget never exceeds what the generator's context holds next to the
+        // output and the template (SmolLM2: 8,192 tokens in all).
+        let room = (generator.info.n_ctx_train as usize)
+            .saturating_sub(self.config.sampling.max_tokens + 512);
+        let budget = self.config.context_budget.min(room);
+        let prompt = assemble(self.template, &q.text, &top, budget, &count);
         Ok(Prepared {
             user_prompt: prompt.text,
             chunk_ids: prompt.included.iter().map(|(id, _)| id.clone()).collect(),

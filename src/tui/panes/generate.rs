@@ -42,6 +42,8 @@ pub struct GeneratePane {
     pub running: bool,
     pub started: Option<Instant>,
     pub first_token: Option<Instant>,
+    /// When the last generation ended (freezes the live line).
+    pub finished: Option<Instant>,
     pub tokens: usize,
     pub ticket: u64,
     pub stop: Arc<AtomicBool>,
@@ -66,6 +68,7 @@ impl GeneratePane {
             running: false,
             started: None,
             first_token: None,
+            finished: None,
             tokens: 0,
             ticket: 0,
             stop: Arc::new(AtomicBool::new(false)),
@@ -96,6 +99,7 @@ impl GeneratePane {
         self.running = true;
         self.started = Some(Instant::now());
         self.first_token = None;
+        self.finished = None;
         self.status = None;
         self.question = Some(q.clone());
         self.jobs.push(GenJob {
@@ -128,6 +132,7 @@ impl GeneratePane {
             return;
         }
         self.running = false;
+        self.finished = Some(Instant::now());
         match result {
             Ok(a) => {
                 self.text = clean(&a.answer);
@@ -160,9 +165,12 @@ impl GeneratePane {
     }
 
     fn live_line(&self) -> String {
-        let elapsed = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let now = self.finished.unwrap_or_else(Instant::now);
+        let elapsed = self
+            .started
+            .map_or(0.0, |s| now.duration_since(s).as_secs_f64());
         let rate = match (self.first_token, self.tokens) {
-            (Some(f), n) if n > 1 => (n - 1) as f64 / f.elapsed().as_secs_f64().max(1e-6),
+            (Some(f), n) if n > 1 => (n - 1) as f64 / now.duration_since(f).as_secs_f64().max(1e-6),
             _ => 0.0,
         };
         let s = &self.sampling;

@@ -2,14 +2,14 @@
 //! keys, blind mode, undo, and the agreement table with real numbers.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use raglab::core::agreement::Bootstrap;
 use raglab::service::annotation::{Item, Label, agreement_table, current};
 use raglab::service::rubric::default_rubric;
 use raglab::tui::app::{App, Pane};
 use raglab::tui::keymap::Keymap;
 use raglab::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 
 fn items(n: usize) -> Vec<Item> {
     (0..n)
@@ -42,10 +42,15 @@ fn keys(app: &mut App, s: &str) {
 fn render(app: &App) -> String {
     let mut term = Terminal::new(TestBackend::new(170, 40)).expect("terminal");
     let theme = Theme::builtin("dark").expect("theme");
-    term.draw(|f| raglab::tui::ui::draw(app, f, &theme)).expect("draw");
+    term.draw(|f| raglab::tui::ui::draw(app, f, &theme))
+        .expect("draw");
     let buf = term.backend().buffer().clone();
     (0..buf.area.height)
-        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -67,12 +72,24 @@ fn labelling_an_item_with_single_keys() {
     assert_eq!(app.annotate.saves.len(), 4);
     assert!(render(&app).contains("saving…"));
     let saved = commit_all(&mut app);
-    let got: Vec<(&str, Option<&str>)> = saved.iter().map(|l| (l.criterion.as_str(), l.label.as_deref())).collect();
+    let got: Vec<(&str, Option<&str>)> = saved
+        .iter()
+        .map(|l| (l.criterion.as_str(), l.label.as_deref()))
+        .collect();
     assert_eq!(
         got,
-        vec![("faithfulness", Some("pass")), ("completeness", Some("fail")), ("factual_consistency", Some("pass")), ("clarity", Some("pass"))]
+        vec![
+            ("faithfulness", Some("pass")),
+            ("completeness", Some("fail")),
+            ("factual_consistency", Some("pass")),
+            ("clarity", Some("pass"))
+        ]
     );
-    assert!(saved.iter().all(|l| l.reviewer == "alice" && l.item_id == "i0"));
+    assert!(
+        saved
+            .iter()
+            .all(|l| l.reviewer == "alice" && l.item_id == "i0")
+    );
     let screen = render(&app);
     assert!(screen.contains("saved ✓"), "{screen}");
     assert!(screen.contains("1/3 done"));
@@ -81,7 +98,14 @@ fn labelling_an_item_with_single_keys() {
     assert_eq!(app.pane, Pane::Annotate);
     let v2 = commit_all(&mut app);
     assert_eq!(v2[0].criterion, "factual_consistency");
-    assert_eq!(app.annotate.labels.iter().filter(|l| l.criterion == "factual_consistency").count(), 2);
+    assert_eq!(
+        app.annotate
+            .labels
+            .iter()
+            .filter(|l| l.criterion == "factual_consistency")
+            .count(),
+        2
+    );
     // `]` next item, `u` first unlabelled.
     keys(&mut app, "]]u");
     assert_eq!(app.annotate.pos, 1);
@@ -92,11 +116,21 @@ fn other_labels_stay_hidden_until_the_item_is_done() {
     let mut app = app(Some("alice"));
     let rubric = default_rubric();
     for c in &rubric.criteria {
-        app.annotate.labels.push(Label::new("i0", "bob", &c.key, Some("fail"), None, &rubric.version));
+        app.annotate.labels.push(Label::new(
+            "i0",
+            "bob",
+            &c.key,
+            Some("fail"),
+            None,
+            &rubric.version,
+        ));
     }
     keys(&mut app, "r");
     let screen = render(&app);
-    assert!(!screen.contains("bob"), "bob's labels visible before alice finished: {screen}");
+    assert!(
+        !screen.contains("bob"),
+        "bob's labels visible before alice finished: {screen}"
+    );
     assert!(screen.contains("blind"));
     keys(&mut app, "ppp");
     commit_all(&mut app);
@@ -119,10 +153,21 @@ fn undo_retracts_the_last_label_as_a_new_version() {
     assert_eq!(undo.len(), 1);
     assert_eq!(undo[0].criterion, "completeness");
     assert_eq!(undo[0].label, None, "a retraction, not a deletion");
-    assert!(app.annotate.label_of("i0", "alice", "completeness").is_none());
-    assert!(app.annotate.label_of("i0", "alice", "faithfulness").is_some());
+    assert!(
+        app.annotate
+            .label_of("i0", "alice", "completeness")
+            .is_none()
+    );
+    assert!(
+        app.annotate
+            .label_of("i0", "alice", "faithfulness")
+            .is_some()
+    );
     assert_eq!(app.annotate.labels.len(), 3, "history keeps all versions");
-    assert_eq!(app.annotate.criterion, 1, "cursor back on the undone criterion");
+    assert_eq!(
+        app.annotate.criterion, 1,
+        "cursor back on the undone criterion"
+    );
 }
 
 #[test]
@@ -141,23 +186,63 @@ fn agreement_table_renders_real_numbers() {
     let rubric = default_rubric();
     let mut labels = Vec::new();
     // Clarity: ann p p f f / bob p f f f -> kappa 0.50; other criteria identical.
-    for (i, (a, b)) in [("pass", "pass"), ("pass", "fail"), ("fail", "fail"), ("fail", "fail")].iter().enumerate() {
+    for (i, (a, b)) in [
+        ("pass", "pass"),
+        ("pass", "fail"),
+        ("fail", "fail"),
+        ("fail", "fail"),
+    ]
+    .iter()
+    .enumerate()
+    {
         for c in &rubric.criteria {
-            let (la, lb) = if c.key == "clarity" { (*a, *b) } else { (*a, *a) };
-            labels.push(Label::new(&format!("i{i}"), "ann", &c.key, Some(la), None, &rubric.version));
-            labels.push(Label::new(&format!("i{i}"), "bob", &c.key, Some(lb), None, &rubric.version));
+            let (la, lb) = if c.key == "clarity" {
+                (*a, *b)
+            } else {
+                (*a, *a)
+            };
+            labels.push(Label::new(
+                &format!("i{i}"),
+                "ann",
+                &c.key,
+                Some(la),
+                None,
+                &rubric.version,
+            ));
+            labels.push(Label::new(
+                &format!("i{i}"),
+                "bob",
+                &c.key,
+                Some(lb),
+                None,
+                &rubric.version,
+            ));
         }
     }
     let cur = current(&labels);
-    let rows = agreement_table(&rubric, &cur, ("ann", "bob"), Bootstrap { resamples: 300, seed: 1 });
+    let rows = agreement_table(
+        &rubric,
+        &cur,
+        ("ann", "bob"),
+        Bootstrap {
+            resamples: 300,
+            seed: 1,
+        },
+    );
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Agreement;
     app.agreement.rows = rows;
     app.agreement.reviewers = Some(("ann".into(), "bob".into()));
     let screen = render(&app);
     assert!(screen.contains("Clarity"));
-    assert!(screen.contains("0.50 ["), "kappa 0.50 with its CI: {screen}");
-    assert!(screen.contains("1.00"), "perfect agreement on the other criteria");
+    assert!(
+        screen.contains("0.50 ["),
+        "kappa 0.50 with its CI: {screen}"
+    );
+    assert!(
+        screen.contains("1.00"),
+        "perfect agreement on the other criteria"
+    );
     assert!(screen.contains("paper (n=100)"));
     assert!(screen.contains("Confusion"));
 }

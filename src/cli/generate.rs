@@ -273,6 +273,9 @@ pub struct ReportArgs {
     /// No-retrieval run for the frugality score.
     #[arg(long)]
     pub baseline: Option<String>,
+    /// Print the stored answer records (every field) instead of the summary.
+    #[arg(long)]
+    pub list: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -293,6 +296,13 @@ pub async fn report(ctx: &Context, args: ReportArgs) -> Result<()> {
     let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
     if all.is_empty() {
         bail!("no answers yet: run `raglab generate --questions FILE` first");
+    }
+    if args.list {
+        let rows: Vec<&AnswerRecord> = all
+            .iter()
+            .filter(|a| args.run.as_ref().is_none_or(|r| &a.run == r))
+            .collect();
+        return print_json(&rows);
     }
     let judg: Vec<JudgementRecord> = judgements(&ctx.workspace).read_all().await?;
     let by_answer: HashMap<&str, Vec<&JudgementRecord>> =

@@ -118,6 +118,7 @@ impl Retriever {
         let started = Instant::now();
         let mut fresh = HashMap::new();
         const BATCH: usize = 16;
+        const CHECKPOINT_BATCHES: usize = 128; // 2,048 chunks
         for (n, group) in todo.chunks(BATCH).enumerate() {
             let texts: Vec<String> = group
                 .iter()
@@ -130,6 +131,12 @@ impl Retriever {
                 fresh.insert(id.clone(), v);
             }
             progress((n * BATCH + group.len()).min(todo.len()), todo.len());
+            // Checkpoint: an interrupted run keeps what it embedded (rows still to be
+            // re-embedded are stale and left out until they are).
+            if (n + 1) % CHECKPOINT_BATCHES == 0 {
+                let partial = merge(&self.vectors, &wanted, fresh.clone(), embedder.info.dim);
+                VectorStore::new(ws, name).save(&partial).await?;
+            }
         }
         summary.embedded = fresh.len();
         summary.embed_seconds = started.elapsed().as_secs_f64();

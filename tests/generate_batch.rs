@@ -1,0 +1,183 @@
+//! Batch generation through the binary: provenance, resumability without duplicates
+//! (also after SIGKILL), judging, the answer report and the frugality score.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::Env;
+
+fn setup() -> (Env, std::path::PathBuf) {
+    let env = Env::new();
+    let dir = env.dir.path().join("docs");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("rabies.md"), "# Rabies\n\n## Prevention\n\nVaccinate dogs and cats against rabies. Avoid wild animals such as bats.\n").expect("w");
+    std::fs::write(
+        dir.join("flu.md"),
+        "# Flu\n\n## Prevention\n\nGet a flu vaccine every year. Wash your hands often.\n",
+    )
+    .expect("w");
+    env.ok(&["ingest", dir.to_str().expect("utf8"), "--index"]);
+    let q = env.dir.path().join("q.jsonl");
+    let mut s = String::new();
+    for (i, text) in [
+        "How is rabies prevented?",
+        "How do I avoid the flu?",
+        "Should my cat get a rabies shot?",
+        "How often is the flu vaccine given?",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let target = if text.contains("abies") {
+            "rabies#prevention"
+        } else {
+            "flu#prevention"
+        };
+        s.push_str(&format!("{{\"id\": \"q{i}\", \"text\": \"{text}\", \"answer\": \"ref\", \"relevant\": [\"{target}\"]}}\n"));
+    }
+    std::fs::write(&q, s).expect("w");
+    (env, q)
+}
+
+fn answers(env: &Env, run: &str) -> Vec<serde_json::Value> {
+    env.json(&["report", "answers", "--run", run, "--list", "--json"])
+        .as_array()
+        .cloned()
+        .expect("answer list")
+}
+
+#[test]
+fn batches_resume_without_duplicates_and_keep_provenance() {
+    let (env, q) = setup();
+    let qs = q.to_str().expect("utf8");
+    let run_gen = |extra: &[&str]| {
+        let mut args = vec![
+            "generate",
+            "--questions",
+            qs,
+            "--run",
+            "r1",
+            "--k",
+            "2",
+            "--max-tokens",
+            "8",
+        ];
+        args.extend_from_slice(extra);
+        env.ok(&args);
+    };
+    run_gen(&["--limit", "1"]);
+    // Kill a batch mid-way, then resume: no question is answered twice.
+    let mut child = env
+        .cmd()
+        .args([
+            "generate",
+            "--questions",
+            qs,
+            "--run",
+            "r1",
+            "--k",
+            "2",
+            "--max-tokens",
+            "8",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(2500));
+    let _ = child.kill();
+    let _ = child.wait();
+    run_gen(&[]);
+    run_gen(&[]); // a finished run stays as it is
+    let all = answers(&env, "r1");
+    let ids: HashSet<&str> = all.iter().filter_map(|a| a["answer_id"].as_str()).collect();
+    assert_eq!(
+        all.len(),
+        4,
+        "one answer per question, no duplicates after a kill and resumes"
+    );
+    assert_eq!(ids.len(), 4);
+    // Provenance of a stored answer.
+    let a = all
+        .iter()
+        .find(|a| a["question_id"] == "q0")
+        .expect("q0 answered");
+    assert_eq!(a["method"], "hybrid");
+    assert_eq!(a["k"], 2);
+    assert_eq!(a["chunk_ranks"], serde_json::json!([1, 2]));
+    assert!(
+        a["prompt"]
+            .as_str()
+            .expect("prompt")
+            .contains("[chunk rabies#prevention]")
+    );
+    assert!(
+        a["prompt"]
+            .as_str()
+            .expect("prompt")
+            .contains("<|im_start|>"),
+        "the chat template is applied"
+    );
+    assert_eq!(a["model_file"], "SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert_eq!(a["model_sha256"].as_str().map(str::len), Some(64));
+    assert_eq!(a["embed_model"], "all-MiniLM-L6-v2.F16");
+    assert!(a["target_rank"].as_u64().is_some_and(|r| r <= 2));
+    assert!(
+        a["sampling"]
+            .as_str()
+            .expect("sampling")
+            .contains("\"seed\":42")
+    );
+    assert!(
+        a["output_tokens"]
+            .as_u64()
+            .is_some_and(|n| (1..=8).contains(&n))
+    );
+    assert!(a["prompt_tokens"].as_u64().is_some_and(|n| n > 20));
+    assert!(a["ttft_ms"].as_f64().is_some_and(|t| t > 0.0));
+    assert!(a["total_ms"].as_f64() >= a["ttft_ms"].as_f64());
+    assert_eq!(a["stopped"], false);
+
+    // The LLM-only baseline and the frugality score.
+    env.ok(&[
+        "generate",
+        "--questions",
+        qs,
+        "--run",
+        "base",
+        "--no-retrieval",
+        "--max-tokens",
+        "8",
+    ]);
+    env.ok(&["judge", "--limit", "4"]);
+    let report = env.json(&[
+        "report",
+        "answers",
+        "--run",
+        "r1",
+        "--baseline",
+        "base",
+        "--json",
+    ]);
+    let rates = &report["r1"]["pass_rates"];
+    for c in [
+        "faithfulness",
+        "completeness",
+        "factual_consistency",
+        "clarity",
+    ] {
+        assert!(rates[c]["overall"]["total"].as_u64().is_some(), "{report}");
+    }
+    assert_eq!(
+        report["r1"]["judge_models"][0],
+        "SmolLM2-135M-Instruct.Q4_1.gguf"
+    );
+    assert_eq!(report["base"]["no_retrieval"], true);
+    let f = &report["frugality"];
+    assert!(
+        f["score"].as_f64().is_some_and(|s| s > -1.0 && s < 1.0),
+        "{report}"
+    );
+}

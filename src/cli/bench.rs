@@ -135,3 +135,94 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
     );
     Ok(())
 }
+
+#[derive(Debug, Args)]
+pub struct GenBenchArgs {
+    /// JSONL questions; the first one is answered from its retrieved chunks.
+    #[arg(long)]
+    pub questions: PathBuf,
+    /// Chunks in the prompt (sets the prompt length).
+    #[arg(long, default_value_t = 3)]
+    pub k: usize,
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: usize,
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Generator threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<i32>,
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// raglab's generator (wall clock around the whole streaming loop: sampling,
+/// detokenisation and channel sends included) against llama.cpp's own perf counters
+/// for the same runs (decode time only).
+pub async fn generate(ctx: &Context, args: GenBenchArgs) -> Result<()> {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    use crate::infer::generate::{Generator, Sampling};
+    use crate::service::generation::{Answerer, RunConfig, default_template};
+
+    let questions = super::generate::read_questions(&args.questions)?;
+    let Some(q) = questions.first() else {
+        bail!("no questions in {}", args.questions.display())
+    };
+    let gcfg = super::generate::gen_config(ctx, args.model.clone(), args.threads, 0);
+    let generator = Generator::spawn(&gcfg)?;
+    let r = Retriever::open(&ctx.workspace, Some(&embed_config(ctx, None, Some(1)))).await?;
+    let config = RunConfig {
+        k: args.k,
+        ..RunConfig::default()
+    };
+    let answerer = Answerer {
+        retriever: Some(&r),
+        generator: &generator,
+        model_sha256: String::new(),
+        config: &config,
+        template: default_template(),
+    };
+    let prompt = answerer.prepare(q)?.user_prompt;
+    let mut rows = Vec::new();
+    for i in 0..=args.repeat {
+        // Greedy with no stop token in reach: the same number of tokens every run.
+        let sampling = Sampling {
+            temperature: 0.0,
+            max_tokens: args.max_tokens,
+            seed: 1,
+            ..Sampling::default()
+        };
+        let (_, s) = generator.generate(
+            vec![("user".into(), prompt.clone())],
+            sampling,
+            None,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )?;
+        if i > 0 {
+            rows.push(s); // the first run warms caches and is not counted
+        }
+    }
+    let med = |f: &dyn Fn(&crate::infer::generate::GenStats) -> f64| {
+        let mut v: Vec<f64> = rows.iter().map(f).collect();
+        pct(&mut v, 0.5)
+    };
+    let out = serde_json::json!({
+        "model": generator.info.file, "threads": gcfg.threads, "prompt_tokens": rows.first().map(|s| s.prompt_tokens),
+        "output_tokens": rows.first().map(|s| s.output_tokens), "runs": rows.len(),
+        "raglab_prompt_tokens_per_s": med(&|s| s.prompt_tokens_per_s),
+        "llama_prompt_tokens_per_s": med(&|s| s.llama_prompt_tokens_per_s),
+        "raglab_gen_tokens_per_s": med(&|s| s.gen_tokens_per_s),
+        "llama_gen_tokens_per_s": med(&|s| s.llama_gen_tokens_per_s),
+        "gen_ratio": med(&|s| s.gen_tokens_per_s) / med(&|s| s.llama_gen_tokens_per_s).max(1e-9),
+        "ttft_ms": med(&|s| s.ttft_ms),
+    });
+    if args.json {
+        return print_json(&out);
+    }
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}

@@ -93,6 +93,8 @@ pub enum Command {
 pub enum BenchCmd {
     /// Per-stage hybrid query latency (p50/p95) and alpha-sweep cost.
     Retrieval(bench::BenchArgs),
+    /// Generation tokens/s: raglab's wall clock against llama.cpp's own counters.
+    Generate(bench::GenBenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -173,6 +175,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench {
             cmd: BenchCmd::Retrieval(args),
         }) => rt.block_on(bench::run(&ctx, args)),
+        Some(Command::Bench {
+            cmd: BenchCmd::Generate(args),
+        }) => rt.block_on(bench::generate(&ctx, args)),
         Some(Command::Generate(args)) => rt.block_on(generate::generate(&ctx, args)),
         Some(Command::Judge(args)) => rt.block_on(generate::run_judge(&ctx, args)),
         Some(Command::Report {

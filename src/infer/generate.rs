@@ -80,6 +80,12 @@ pub struct GenStats {
     pub gen_tokens_per_s: f64,
     pub total_ms: f64,
     pub stopped: bool,
+    /// llama.cpp's own perf counters for the same run (decode time only): the reference
+    /// raglab's wall-clock rates are compared against.
+    #[serde(default)]
+    pub llama_prompt_tokens_per_s: f64,
+    #[serde(default)]
+    pub llama_gen_tokens_per_s: f64,
 }
 
 /// What the worker streams back for one request.
@@ -322,7 +328,8 @@ fn run_one(
         .with_n_batch(n_batch)
         .with_n_ubatch(n_batch)
         .with_n_threads(cfg.threads)
-        .with_n_threads_batch(cfg.threads);
+        .with_n_threads_batch(cfg.threads)
+        .with_no_perf(false);
     let backend = super::backend::backend().map_err(|e| e.to_string())?;
     let mut ctx = model
         .new_context(backend, params)
@@ -398,7 +405,17 @@ fn run_one(
     let prompt_s = prompt_done.duration_since(started).as_secs_f64();
     let first = first_token.unwrap_or(end);
     let gen_s = end.duration_since(first).as_secs_f64();
+    let t = ctx.timings();
+    let per_s = |n: i32, ms: f64| {
+        if ms > 0.0 {
+            f64::from(n) / (ms / 1e3)
+        } else {
+            0.0
+        }
+    };
     let stats = GenStats {
+        llama_prompt_tokens_per_s: per_s(t.n_p_eval(), t.t_p_eval_ms()),
+        llama_gen_tokens_per_s: per_s(t.n_eval(), t.t_eval_ms()),
         prompt_tokens: n_prompt,
         output_tokens: n_out,
         ttft_ms: first.duration_since(started).as_secs_f64() * 1e3,

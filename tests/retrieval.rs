@@ -230,4 +230,32 @@ fn sample_search_and_evaluation() {
     }
     let failures = env.workspace().join("eval/last-failures.json");
     assert!(failures.is_file());
+
+    // The lance ANN index gives an approximate dense list of the same quality.
+    env.ok(&["index", "--ann"]);
+    let ann = env.json(&[
+        "eval",
+        "retrieval",
+        "--queries",
+        q.to_str().expect("utf8"),
+        "--methods",
+        "dense",
+        "--ann",
+        "--json",
+    ]);
+    let exact = out["results"]
+        .as_array()
+        .expect("r")
+        .iter()
+        .find(|r| r["method"] == "dense")
+        .expect("dense")["metrics"]["recall10"]
+        .as_f64()
+        .expect("x");
+    let approx = ann["results"][0]["metrics"]["recall10"]
+        .as_f64()
+        .expect("a");
+    assert!(
+        approx > 0.9 && approx <= exact + 1e-12,
+        "ANN recall@10 {approx} vs exact {exact}"
+    );
 }

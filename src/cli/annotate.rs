@@ -75,7 +75,7 @@ pub struct AgreeArgs {
     #[arg(long, default_value_t = 20_240_601)]
     pub seed: u64,
     /// The two reviewers to compare (default: the two with most labels).
-    #[arg(long, value_delimiter = ',', num_args = 2)]
+    #[arg(long, value_delimiter = ',')]
     pub reviewers: Option<Vec<String>>,
     #[arg(long)]
     pub rubric: Option<PathBuf>,
@@ -309,7 +309,14 @@ pub async fn agree(ctx: &Context, args: AgreeArgs) -> Result<()> {
         &judgements(&ctx.workspace).read_all().await?,
     ));
     let cur = current(&all);
-    let given = args.reviewers.map(|v| (v[0].clone(), v[1].clone()));
+    let given = match args.reviewers.as_deref() {
+        None => None,
+        Some([a, b]) => Some((a.clone(), b.clone())),
+        Some(other) => bail!(
+            "--reviewers takes two names, e.g. --reviewers alice,bob (got {})",
+            other.len()
+        ),
+    };
     let (r1, r2) = pick_reviewers(&cur, given)?;
     let boot = Bootstrap {
         resamples: args.bootstrap,

@@ -53,6 +53,11 @@ pub struct RetrievalArgs {
     pub threads: Option<i32>,
     #[arg(long, default_value_t = DEFAULT_DEPTH)]
     pub depth: usize,
+    /// Dense lists from the lance ANN index instead of exact search.
+    #[arg(long)]
+    pub ann: bool,
+    #[arg(long, default_value_t = 8)]
+    pub nprobes: usize,
     #[arg(long)]
     pub json: bool,
 }
@@ -186,7 +191,12 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
     let started = Instant::now();
     let mut lists = Vec::with_capacity(queries.len());
     for q in &queries {
-        let (l, _) = r.query(&q.text, args.depth)?;
+        let (l, _) = if args.ann {
+            r.query_ann(&ctx.workspace, &q.text, args.depth, args.nprobes)
+                .await?
+        } else {
+            r.query(&q.text, args.depth)?
+        };
         lists.push((q.id.clone(), l));
         bar.inc(1);
     }

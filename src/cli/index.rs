@@ -20,6 +20,9 @@ pub struct IndexArgs {
     /// Threads for embedding (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
+    /// Also build a lance IVF_FLAT index on the vectors for `--ann` search.
+    #[arg(long)]
+    pub ann: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -53,7 +56,20 @@ pub async fn build(
 }
 
 pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
+    let model = args.embed_model.clone();
     let s = build(ctx, args.embed_model, args.sparse_only, args.threads).await?;
+    if args.ann && !args.sparse_only {
+        let cfg = crate::service::retrieval::embed_config(ctx, model, Some(1));
+        let name = crate::infer::backend::model_name(&cfg.model);
+        let t = std::time::Instant::now();
+        let parts = crate::store::vectors::VectorStore::new(&ctx.workspace, &name)
+            .build_ann()
+            .await?;
+        eprintln!(
+            "ANN index: IVF_FLAT, {parts} partitions, built in {:.1}s",
+            t.elapsed().as_secs_f64()
+        );
+    }
     if args.json {
         return print_json(&s);
     }

@@ -23,6 +23,12 @@ pub struct SearchArgs {
     pub alpha: f64,
     #[arg(long)]
     pub embed_model: Option<PathBuf>,
+    /// Dense list from the lance ANN index (`raglab index --ann`) instead of exact search.
+    #[arg(long)]
+    pub ann: bool,
+    /// IVF partitions probed by `--ann`.
+    #[arg(long, default_value_t = 8)]
+    pub nprobes: usize,
     #[arg(long)]
     pub json: bool,
 }
@@ -39,7 +45,13 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
     if !r.is_fresh() {
         bail!("the indexes are out of date with the chunks: run `raglab index` first");
     }
-    let (lists, timings) = r.query(&args.question, DEFAULT_DEPTH.max(args.k))?;
+    let depth = DEFAULT_DEPTH.max(args.k);
+    let (lists, timings) = if args.ann {
+        r.query_ann(&ctx.workspace, &args.question, depth, args.nprobes)
+            .await?
+    } else {
+        r.query(&args.question, depth)?
+    };
     let fusion = match args.method {
         Method::Linear => Fusion::MinMax { w: args.alpha },
         _ => Fusion::Rrf {

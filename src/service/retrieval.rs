@@ -160,16 +160,53 @@ impl Retriever {
         self.embedder.is_some() && !self.vectors.is_empty()
     }
 
+    /// Like [`Retriever::query`], with the dense list from the lance ANN index instead of
+    /// the exact scan (`raglab index --ann` builds it).
+    pub async fn query_ann(
+        &self,
+        ws: &Workspace,
+        query: &str,
+        depth: usize,
+        nprobes: usize,
+    ) -> Result<(QueryLists, QueryTimings)> {
+        let (Some(e), Some(name)) = (&self.embedder, &self.model_name) else {
+            bail!("ANN search needs an embedding model");
+        };
+        let s = Instant::now();
+        let q = e.embed_query(query)?;
+        let embed_ms = s.elapsed().as_secs_f64() * 1e3;
+        let s = Instant::now();
+        let dense = VectorStore::new(ws, name)
+            .ann_search(&q, depth, nprobes)
+            .await?;
+        let dense_ms = s.elapsed().as_secs_f64() * 1e3;
+        let (mut lists, mut t) = self.query_with_dense(query, depth, Some(dense))?;
+        t.embed_ms = embed_ms;
+        t.dense_ms = dense_ms;
+        lists.candidates = crate::core::fusion::Candidates::new(&lists.dense, &lists.bm25);
+        Ok((lists, t))
+    }
+
     /// Every rank list of `query`, `depth` deep, with timings. Dense lists are empty
     /// without an embedder.
     pub fn query(&self, query: &str, depth: usize) -> Result<(QueryLists, QueryTimings)> {
+        self.query_with_dense(query, depth, None)
+    }
+
+    fn query_with_dense(
+        &self,
+        query: &str,
+        depth: usize,
+        given_dense: Option<Vec<crate::core::fusion::Scored>>,
+    ) -> Result<(QueryLists, QueryTimings)> {
         if query.trim().is_empty() {
             bail!("empty query");
         }
         let mut t = QueryTimings::default();
         let ms = |s: Instant| s.elapsed().as_secs_f64() * 1e3;
-        let dense = match &self.embedder {
-            Some(e) if !self.vectors.is_empty() => {
+        let dense = match (&self.embedder, given_dense) {
+            (_, Some(d)) => d,
+            (Some(e), None) if !self.vectors.is_empty() => {
                 let s = Instant::now();
                 let q = e.embed_query(query)?;
                 t.embed_ms = ms(s);

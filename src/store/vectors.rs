@@ -259,3 +259,73 @@ pub fn merge(
     }
     out
 }
+
+/// Name of the approximate index on the `vector` column.
+pub const ANN_INDEX: &str = "vector_ivf";
+
+impl VectorStore<'_> {
+    /// Build (or rebuild) an IVF_FLAT cosine index on the vectors: √n partitions.
+    /// Exact search stays the default; this is for corpora where a scan gets slow.
+    pub async fn build_ann(&self) -> Result<usize> {
+        use lance::index::DatasetIndexExt;
+        use lance::index::vector::VectorIndexParams;
+        let uri = self.ws.uri(&self.name);
+        let mut ds = Dataset::open(&uri)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let n = ds
+            .count_rows(None)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let partitions = ((n as f64).sqrt() as usize).clamp(1, 1024);
+        let params =
+            VectorIndexParams::ivf_flat(partitions, lance_linalg::distance::MetricType::Cosine);
+        ds.create_index(
+            &["vector"],
+            lance_index::IndexType::Vector,
+            Some(ANN_INDEX.into()),
+            &params,
+            true,
+        )
+        .await
+        .map_err(|e| StoreError::lance(&uri, e))?;
+        Ok(partitions)
+    }
+
+    /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions read.
+    pub async fn ann_search(&self, query: &[f32], k: usize, nprobes: usize) -> Result<Vec<Scored>> {
+        let uri = self.ws.uri(&self.name);
+        let ds = Dataset::open(&uri)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let q = Float32Array::from(query.to_vec());
+        let mut scan = ds.scan();
+        scan.nearest("vector", &q, k)
+            .map_err(|e| StoreError::lance(&uri, e))?
+            .nprobes(nprobes)
+            .distance_metric(lance_linalg::distance::MetricType::Cosine);
+        scan.project(&["chunk_id"])
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let batch = scan
+            .try_into_batch()
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let bad = |c: &str| StoreError::Invalid(format!("{uri}: ANN result lacks `{c}`"));
+        let ids = batch
+            .column_by_name("chunk_id")
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or_else(|| bad("chunk_id"))?;
+        let dist = batch
+            .column_by_name("_distance")
+            .and_then(|c| c.as_primitive_opt::<Float32Type>())
+            .ok_or_else(|| bad("_distance"))?;
+        let mut out: Vec<Scored> = (0..batch.num_rows())
+            .map(|i| Scored {
+                id: ids.value(i).to_string(),
+                score: 1.0 - f64::from(dist.value(i)),
+            })
+            .collect();
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(&a.id)));
+        Ok(out)
+    }
+}

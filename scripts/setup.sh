@@ -45,7 +45,12 @@ mkdir -p "$models"
 venv="$data_dir/pyenv"
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import gguf, safetensors, numpy, tokenizers" 2>/dev/null; then
   say "creating the Python tool environment in $venv"
-  python3 -m venv "$venv"
+  if ! python3 -m venv "$venv" 2>/dev/null; then
+    # Debian's python3 needs python3-venv for `-m venv`.
+    sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq python3-venv >/dev/null
+    rm -rf "$venv" && python3 -m venv "$venv"
+  fi
   "$venv/bin/pip" install -q --disable-pip-version-check "${PY_TOOLS[@]}"
 fi
 wheels="$data_dir/cache/wheels"

@@ -45,6 +45,20 @@ pub struct FusedHit {
     pub fused: f64,
 }
 
+impl FusedHit {
+    /// A hit not (yet) placed in either list.
+    pub fn unranked(id: &str) -> Self {
+        Self {
+            id: id.to_string(),
+            dense_rank: None,
+            dense_score: None,
+            sparse_rank: None,
+            sparse_score: None,
+            fused: 0.0,
+        }
+    }
+}
+
 /// How to combine the lists.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum Fusion {
@@ -77,14 +91,7 @@ impl Candidates {
         for (list, is_dense) in [(dense, true), (sparse, false)] {
             for (i, s) in list.iter().enumerate() {
                 let row = *index.entry(s.id.as_str()).or_insert_with(|| {
-                    rows.push(FusedHit {
-                        id: s.id.clone(),
-                        dense_rank: None,
-                        dense_score: None,
-                        sparse_rank: None,
-                        sparse_score: None,
-                        fused: 0.0,
-                    });
+                    rows.push(FusedHit::unranked(&s.id));
                     rows.len() - 1
                 });
                 let r = &mut rows[row];

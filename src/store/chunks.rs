@@ -183,12 +183,7 @@ impl<'a> ChunkStore<'a> {
         if !self.exists() {
             return Ok(Vec::new());
         }
-        let ds = self.open().await?;
-        let batch = ds
-            .scan()
-            .try_into_batch()
-            .await
-            .map_err(|e| StoreError::lance(self.ws.uri(DATASET), e))?;
+        let batch = super::scan_all(&self.ws.uri(DATASET)).await?;
         let mut chunks = from_batch(&batch)?;
         chunks.sort_by(|a, b| a.doc_id.cmp(&b.doc_id).then(a.ordinal.cmp(&b.ordinal)));
         Ok(chunks)

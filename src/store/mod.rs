@@ -50,3 +50,14 @@ impl StoreError {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Open a lance dataset and read it whole as one batch.
+pub(crate) async fn scan_all(uri: &str) -> Result<arrow_array::RecordBatch> {
+    let ds = lance::Dataset::open(uri)
+        .await
+        .map_err(|e| StoreError::lance(uri, e))?;
+    ds.scan()
+        .try_into_batch()
+        .await
+        .map_err(|e| StoreError::lance(uri, e))
+}

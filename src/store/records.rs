@@ -91,14 +91,7 @@ impl<'a> Table<'a> {
             return Ok(Vec::new());
         }
         let uri = self.ws.uri(self.name);
-        let ds = Dataset::open(&uri)
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
-        let batch = ds
-            .scan()
-            .try_into_batch()
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
+        let batch = super::scan_all(&uri).await?;
         let arrow = |source| StoreError::Arrow {
             what: self.name.to_string(),
             source,

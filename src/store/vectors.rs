@@ -127,14 +127,7 @@ impl<'a> VectorStore<'a> {
             return Ok(VectorSet::default());
         }
         let uri = self.ws.uri(&self.name);
-        let ds = Dataset::open(&uri)
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
-        let batch = ds
-            .scan()
-            .try_into_batch()
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
+        let batch = super::scan_all(&uri).await?;
         let bad = |c: &str| StoreError::Invalid(format!("{uri}: missing or mistyped column `{c}`"));
         let ids = batch
             .column_by_name("chunk_id")

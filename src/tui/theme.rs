@@ -7,6 +7,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Span;
+use ratatui::widgets::Block;
 use serde::Deserialize;
 
 const BUILTIN: &[(&str, &str)] = &[
@@ -153,6 +155,17 @@ impl Theme {
             .patch(&text)
             .with_context(|| format!("theme file {}", path.display()))?;
         Ok(theme)
+    }
+
+    /// A bordered box with a styled title, highlighted when it has the focus.
+    pub fn block<'a>(&self, title: impl Into<String>, focused: bool) -> Block<'a> {
+        Block::bordered()
+            .title(Span::styled(title.into(), self.title))
+            .border_style(if focused {
+                self.focused_border
+            } else {
+                self.border
+            })
     }
 
     pub fn names() -> Vec<&'static str> {

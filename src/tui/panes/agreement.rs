@@ -7,7 +7,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, Row, Table};
+use ratatui::widgets::{Paragraph, Row, Table};
 
 use crate::core::agreement::{AgreementReport, Estimate};
 use crate::service::annotation::{AgreementRow, PAPER_REFERENCE};
@@ -62,11 +62,7 @@ impl AgreementPane {
     }
 
     pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let block = |t: String| {
-            Block::bordered()
-                .title(Span::styled(t, theme.title))
-                .border_style(theme.border)
-        };
+        let block = |t: String| theme.block(t, false);
         if self.rows.is_empty() {
             let msg = if self.computing {
                 "computing the bootstrap…".to_string()

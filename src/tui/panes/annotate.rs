@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::core::rubric::Rubric;
 use crate::core::text::sanitize_for_terminal as clean;
@@ -275,15 +275,7 @@ impl AnnotatePane {
 
 impl AnnotatePane {
     pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let block = |t: String, focus: bool| {
-            Block::bordered()
-                .title(Span::styled(t, theme.title))
-                .border_style(if focus {
-                    theme.focused_border
-                } else {
-                    theme.border
-                })
-        };
+        let block = |t: String, focus: bool| theme.block(t, focus);
         let Some(me) = &self.reviewer else {
             f.render_widget(
                 Paragraph::new(vec![

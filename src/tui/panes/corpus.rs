@@ -5,9 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{
-    Bar, BarChart, BarGroup, Block, List, ListItem, ListState, Paragraph, Wrap,
-};
+use ratatui::widgets::{Bar, BarChart, BarGroup, List, ListItem, ListState, Paragraph, Wrap};
 
 use crate::core::chunk::Chunk;
 use crate::core::stats::length_histogram;
@@ -227,15 +225,7 @@ impl CorpusPane {
             Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(left);
         let [text_area, hist_area] =
             Layout::vertical([Constraint::Min(5), Constraint::Length(9)]).areas(right);
-        let block = |title: String, focused: bool| {
-            Block::bordered()
-                .title(Span::styled(title, theme.title))
-                .border_style(if focused {
-                    theme.focused_border
-                } else {
-                    theme.border
-                })
-        };
+        let block = |title: String, focused: bool| theme.block(title, focused);
 
         let cursor = if self.editing { "▏" } else { "" };
         let filter_title = if self.editing {

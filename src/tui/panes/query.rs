@@ -7,9 +7,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{
-    Block, Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState, Wrap,
-};
+use ratatui::widgets::{Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState, Wrap};
 
 use crate::core::fusion::{FusedHit, Fusion, RRF_C, Scored};
 use crate::core::retrieval::{Method, QueryLists};
@@ -162,14 +160,7 @@ impl QueryPane {
                         .iter()
                         .find(|h| h.id == s.id)
                         .cloned()
-                        .unwrap_or(FusedHit {
-                            id: s.id.clone(),
-                            dense_rank: None,
-                            dense_score: None,
-                            sparse_rank: None,
-                            sparse_score: None,
-                            fused: 0.0,
-                        })
+                        .unwrap_or_else(|| FusedHit::unranked(&s.id))
                 })
                 .collect()
         };
@@ -334,15 +325,7 @@ impl QueryPane {
                 .areas(body);
         let [table_area, target_area] =
             Layout::vertical([Constraint::Min(5), Constraint::Length(4)]).areas(right);
-        let block = |title: String, focused: bool| {
-            Block::bordered()
-                .title(Span::styled(title, theme.title))
-                .border_style(if focused {
-                    theme.focused_border
-                } else {
-                    theme.border
-                })
-        };
+        let block = |title: String, focused: bool| theme.block(title, focused);
         let cursor = if self.editing { "▏" } else { "" };
         let busy = if self.busy { " (searching…)" } else { "" };
         f.render_widget(

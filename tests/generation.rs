@@ -231,3 +231,25 @@ fn over_long_prompts_are_refused_not_fatal() {
         .expect("still works");
     assert!(!t.is_empty());
 }
+
+#[test]
+fn a_model_without_chat_template_is_refused_clearly() {
+    // The MiniLM embedding GGUF has no chat template.
+    let mut cfg = GenConfig::new(common::model(raglab::config::DEFAULT_EMBED_MODEL));
+    cfg.threads = 1;
+    let g = Generator::spawn(&cfg).expect("loads as a model");
+    assert!(!g.info.has_chat_template);
+    let e = g
+        .generate(
+            ask("Hi"),
+            Sampling {
+                max_tokens: 4,
+                ..Sampling::default()
+            },
+            None,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )
+        .expect_err("no template");
+    assert!(e.to_string().contains("no chat template"), "{e}");
+}

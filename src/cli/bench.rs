@@ -59,7 +59,6 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
         (vec![], vec![], vec![], vec![], vec![]);
     let mut lists = Vec::new();
     for q in &queries {
-        let t = Instant::now();
         let (l, tm) = r.query(q, DEFAULT_DEPTH)?;
         let s = Instant::now();
         let _ = l.candidates.fuse(Fusion::Rrf {
@@ -74,7 +73,6 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
         dense.push(tm.dense_ms);
         bm25.push(tm.bm25_ms);
         fusion.push(fuse_ms);
-        let _ = t;
         lists.push(l);
     }
     // Alpha sweep vs one alpha, on cached lists (what `eval --alpha-sweep` does).

@@ -203,7 +203,7 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
     bar.finish_and_clear();
     let retrieval_s = started.elapsed().as_secs_f64();
 
-    let recall_ks = |outcomes: &[QueryOutcome], method: Method, alpha: f64| -> Vec<(usize, f64)> {
+    let recall_ks = |method: Method, alpha: f64| -> Vec<(usize, f64)> {
         args.k
             .iter()
             .map(|&k| {
@@ -214,7 +214,6 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
                         Some(recall_at(&l.ranking(method, alpha), q, k))
                     })
                     .collect();
-                let _ = outcomes;
                 (
                     k,
                     if vals.is_empty() {
@@ -264,7 +263,7 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
             method: m.to_string(),
             alpha: matches!(m, Method::Hybrid | Method::Linear).then_some(alpha),
             metrics: mean(&o),
-            recall_at: recall_ks(&o, m, alpha),
+            recall_at: recall_ks(m, alpha),
         });
         if let Some(dir) = &args.run_out {
             let name = match m {

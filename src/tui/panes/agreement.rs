@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Row, Table};
 
 use crate::core::agreement::{AgreementReport, Estimate};
-use crate::service::annotation::{AgreementRow, PAPER_REFERENCE};
+use crate::service::annotation::AgreementRow;
 use crate::tui::action::Action;
 use crate::tui::theme::Theme;
 
@@ -235,6 +235,5 @@ impl AgreementPane {
             ))),
             list_area,
         );
-        let _ = PAPER_REFERENCE;
     }
 }

@@ -174,6 +174,10 @@ fn undo_retracts_the_last_label_as_a_new_version() {
 fn reviewer_is_asked_for_when_not_given() {
     let mut app = app(None);
     assert!(render(&app).contains("Who is labelling?"));
+    // Typing a name never traps the user: tab still leaves the pane.
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    assert_eq!(app.pane, Pane::Agreement);
+    app.pane = Pane::Annotate;
     keys(&mut app, "carol");
     app.handle_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
     assert_eq!(app.annotate.reviewer.as_deref(), Some("carol"));

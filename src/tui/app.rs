@@ -134,7 +134,9 @@ impl App {
                     }
                     return;
                 }
-                a
+                // Non-text keys (tab, C-c) keep their global meaning while typing, so
+                // a text field never traps the user in a pane.
+                a.or_else(|| self.keymap.lookup(&["global"], key))
             }
             Layer::Pane(_) if self.overlay_open() => self.keymap.lookup(&["overlay"], key),
             Layer::Pane(p) => self.keymap.lookup(&[p.section(), "global"], key),

@@ -150,8 +150,10 @@ fn batches_resume_without_duplicates_and_keep_provenance() {
         "--no-retrieval",
         "--max-tokens",
         "8",
+        "--limit",
+        "2",
     ]);
-    env.ok(&["judge", "--limit", "4"]);
+    env.ok(&["judge"]); // 4 + 2 answers
     let report = env.json(&[
         "report",
         "answers",

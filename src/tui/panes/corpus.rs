@@ -47,6 +47,8 @@ pub struct CorpusPane {
     pub editing: bool,
     /// Visible documents (index into `docs`) with their visible chunks.
     pub visible: Vec<(usize, Vec<usize>)>,
+    /// Length histogram of the visible chunks (recomputed with the filter, not per frame).
+    pub histogram: Vec<(String, usize)>,
     pub doc_sel: usize,
     pub chunk_sel: usize,
     pub text_scroll: u16,
@@ -88,6 +90,7 @@ impl CorpusPane {
             filter: String::new(),
             editing: false,
             visible: Vec::new(),
+            histogram: Vec::new(),
             doc_sel: 0,
             chunk_sel: 0,
             text_scroll: 0,
@@ -119,6 +122,11 @@ impl CorpusPane {
                 (!hits.is_empty()).then_some((d, hits))
             })
             .collect();
+        let shown = self
+            .visible
+            .iter()
+            .flat_map(|(_, cs)| cs.iter().map(|&c| &self.chunks[c].chunk));
+        self.histogram = length_histogram(shown);
         self.doc_sel = self.doc_sel.min(self.visible.len().saturating_sub(1));
         self.chunk_sel = 0;
         self.text_scroll = 0;
@@ -334,12 +342,8 @@ impl CorpusPane {
             text_area,
         );
 
-        let shown = self
-            .visible
-            .iter()
-            .flat_map(|(_, cs)| cs.iter().map(|&c| &self.chunks[c].chunk));
-        let hist = length_histogram(shown);
-        let bars: Vec<Bar> = hist
+        let bars: Vec<Bar> = self
+            .histogram
             .iter()
             .map(|(label, n)| {
                 Bar::default()

@@ -67,6 +67,8 @@ pub struct QueryPane {
     pub lists: Option<QueryLists>,
     pub timings: QueryTimings,
     pub rows: Vec<ResultRow>,
+    /// Where the targets sit in each list (recomputed with the ranking, not per frame).
+    pub targets: Vec<TargetRanks>,
     pub busy: bool,
     pub ticket: u64,
     pub status: Option<String>,
@@ -95,6 +97,7 @@ impl QueryPane {
             lists: None,
             timings: QueryTimings::default(),
             rows: Vec::new(),
+            targets: Vec::new(),
             busy: false,
             ticket: 0,
             status: None,
@@ -185,6 +188,7 @@ impl QueryPane {
             })
             .collect();
         self.result_sel = self.result_sel.min(self.rows.len().saturating_sub(1));
+        self.targets = self.target_ranks();
     }
 
     /// Where each target chunk sits in every list (1-based), for the target line.
@@ -445,7 +449,7 @@ impl QueryPane {
         );
 
         let mut lines = Vec::new();
-        let ranks = self.target_ranks();
+        let ranks = self.targets.clone();
         if ranks.is_empty() {
             lines.push(Line::styled(
                 "no target chunk known for this question",

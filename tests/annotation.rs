@@ -224,3 +224,120 @@ fn agreement_table_matches_hand_computation() {
         Some(1.0)
     );
 }
+
+/// `labels export` writes every version (a change of mind and an undo included) in
+/// each format, and the three formats carry the same rows; the parquet file is read
+/// back with the parquet crate's own reader and checked column by column against
+/// the JSONL export (which takes a different path: lance -> arrow-json).
+#[test]
+fn export_includes_every_version_in_every_format() {
+    use arrow_array::Array as _;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    let env = with_items(2);
+    let f = env.dir.path().join("labels.jsonl");
+    let rows = [
+        r#"{"item_id": "i0", "reviewer": "ann", "criterion": "clarity", "label": "pass", "note": "comma, \"quote\""}"#,
+        r#"{"item_id": "i1", "reviewer": "bob", "criterion": "clarity", "label": "fail"}"#,
+    ];
+    std::fs::write(&f, rows.join("\n")).expect("write");
+    env.ok(&["labels", "import", f.to_str().expect("utf8")]);
+    // A change of mind, then an undo (null label), each a new version.
+    for change in [
+        r#"{"item_id": "i0", "reviewer": "ann", "criterion": "clarity", "label": "fail"}"#,
+        r#"{"item_id": "i1", "reviewer": "bob", "criterion": "clarity", "label": null}"#,
+    ] {
+        std::fs::write(&f, change).expect("write");
+        env.ok(&["labels", "import", f.to_str().expect("utf8")]);
+    }
+
+    let jsonl: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&env.ok(&["labels", "export"]).stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+    assert_eq!(jsonl.len(), 4, "two labels, a change and an undo");
+    let i0: Vec<&str> = jsonl
+        .iter()
+        .filter(|r| r["item_id"] == "i0")
+        .map(|r| r["label"].as_str().expect("label"))
+        .collect();
+    assert_eq!(i0, ["pass", "fail"], "both versions, in order");
+
+    let csv_path = env.dir.path().join("labels.csv");
+    env.ok(&[
+        "labels",
+        "export",
+        "--format",
+        "csv",
+        "--out",
+        csv_path.to_str().expect("utf8"),
+    ]);
+    let csv = std::fs::read_to_string(&csv_path).expect("csv");
+    assert_eq!(csv.lines().count(), 1 + 4, "header + every version");
+    assert!(
+        csv.contains(r#""comma, ""quote""""#),
+        "RFC 4180 quoting: {csv}"
+    );
+
+    let pq_path = env.dir.path().join("labels.parquet");
+    env.ok(&[
+        "labels",
+        "export",
+        "--format",
+        "parquet",
+        "--out",
+        pq_path.to_str().expect("utf8"),
+    ]);
+    let bytes = std::fs::read(&pq_path).expect("parquet");
+    assert_eq!(&bytes[..4], b"PAR1");
+    assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
+    assert!(!env.dir.path().join("labels.parquet.partial").exists());
+    let reader =
+        ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&pq_path).expect("open"))
+            .expect("parquet metadata")
+            .build()
+            .expect("reader");
+    let batches: Vec<_> = reader.collect::<Result<_, _>>().expect("batches");
+    let total: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(total, jsonl.len());
+    let mut row = 0;
+    for b in &batches {
+        let col = |name: &str| {
+            b.column_by_name(name)
+                .unwrap_or_else(|| panic!("column {name}"))
+                .clone()
+        };
+        let seq = col("seq");
+        let seq = seq
+            .as_any()
+            .downcast_ref::<arrow_array::UInt64Array>()
+            .expect("seq is a typed UInt64 column");
+        let label = col("label");
+        let label = label
+            .as_any()
+            .downcast_ref::<arrow_array::StringArray>()
+            .expect("label is utf8");
+        let ids = col("label_id");
+        let ids = ids
+            .as_any()
+            .downcast_ref::<arrow_array::StringArray>()
+            .expect("label_id is utf8");
+        for i in 0..b.num_rows() {
+            let want = &jsonl[row];
+            assert_eq!(ids.value(i), want["label_id"].as_str().expect("id"));
+            assert_eq!(seq.value(i), want["seq"].as_u64().expect("seq"));
+            let got = (!label.is_null(i)).then(|| label.value(i));
+            assert_eq!(got, want["label"].as_str(), "row {row}");
+            row += 1;
+        }
+    }
+
+    let out = env
+        .cmd()
+        .args(["labels", "export", "--format", "xml"])
+        .output()
+        .expect("spawn");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("possible values"));
+}

@@ -16,6 +16,14 @@ use crate::service::annotation::{
 use crate::service::generation::{AnswerRecord, answers, judgements};
 use crate::service::rubric::load_rubric;
 
+/// File formats of `raglab labels export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Jsonl,
+    Parquet,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum AnnotateCmd {
     /// Create annotation items from a generation run or a JSONL file of items.
@@ -50,8 +58,10 @@ pub enum LabelsCmd {
     },
     /// Export every label version (the whole history).
     Export {
-        #[arg(long, default_value = "jsonl")]
-        format: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+        format: ExportFormat,
+        /// Destination file (written whole, then renamed into place); standard
+        /// output when absent (parquet only when it is not a terminal).
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -203,46 +213,37 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
             );
         }
         LabelsCmd::Export { format, out } => {
-            let all: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
-            let text = match format.as_str() {
-                "jsonl" => all
+            let table = labels_table(&ctx.workspace);
+            let dest = out.as_ref().map_or_else(
+                || "standard output".to_string(),
+                |p| p.display().to_string(),
+            );
+            let bytes: Vec<u8> = match format {
+                ExportFormat::Jsonl => table
+                    .read_all::<Label>()
+                    .await?
                     .iter()
                     .map(|l| serde_json::to_string(l).unwrap_or_default() + "\n")
-                    .collect::<String>(),
-                "csv" => {
-                    let esc = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-                    let mut s = String::from(
-                        "label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version\n",
-                    );
-                    for l in &all {
-                        let _ = writeln!(
-                            s,
-                            "{},{},{},{},{},{},{},{},{}",
-                            esc(&l.label_id),
-                            esc(&l.item_id),
-                            esc(&l.reviewer),
-                            esc(&l.criterion),
-                            esc(l.label.as_deref().unwrap_or("")),
-                            esc(l.note.as_deref().unwrap_or("")),
-                            esc(&l.timestamp),
-                            l.seq,
-                            esc(&l.rubric_version)
-                        );
+                    .collect::<String>()
+                    .into_bytes(),
+                ExportFormat::Csv => labels_csv(&table.read_all::<Label>().await?).into_bytes(),
+                ExportFormat::Parquet => {
+                    if out.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                        bail!("parquet is binary: give --out FILE or redirect standard output");
                     }
-                    s
+                    let mut buf = Vec::new();
+                    table.export_parquet(&mut buf, &dest).await?;
+                    buf
                 }
-                "parquet" => bail!(
-                    "parquet export is not built in; the labels are a lance dataset at {} (readable by pyarrow/duckdb), or use --format csv|jsonl",
-                    ctx.workspace
-                        .path(crate::service::annotation::LABELS)
-                        .display()
-                ),
-                other => bail!("unknown format `{other}` (csv or jsonl)"),
             };
             match out {
-                Some(p) => std::fs::write(&p, text)
-                    .with_context(|| format!("cannot write {}", p.display()))?,
-                None => print!("{text}"),
+                Some(p) => write_whole(&p, &bytes)?,
+                None => {
+                    use std::io::Write as _;
+                    let mut stdout = std::io::stdout().lock();
+                    stdout.write_all(&bytes)?;
+                    stdout.flush()?;
+                }
             }
         }
         LabelsCmd::History { item_id } => {
@@ -290,6 +291,41 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Every label version as CSV (all fields quoted, RFC 4180 escaping).
+fn labels_csv(all: &[Label]) -> String {
+    let esc = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let mut s = String::from(
+        "label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version\n",
+    );
+    for l in all {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{}",
+            esc(&l.label_id),
+            esc(&l.item_id),
+            esc(&l.reviewer),
+            esc(&l.criterion),
+            esc(l.label.as_deref().unwrap_or("")),
+            esc(l.note.as_deref().unwrap_or("")),
+            esc(&l.timestamp),
+            l.seq,
+            esc(&l.rubric_version)
+        );
+    }
+    s
+}
+
+/// Write `bytes` to a sibling temporary file and rename it over `path`, so an
+/// interrupted export never leaves a truncated file where a good one was.
+fn write_whole(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("cannot move {} to {}", tmp.display(), path.display()))
 }
 
 fn fmt_est(e: &Estimate) -> String {

@@ -30,6 +30,12 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    #[error("parquet file {path}: {source}")]
+    Parquet {
+        path: String,
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
     #[error("{0}")]
     Invalid(String),
 }

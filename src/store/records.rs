@@ -85,13 +85,47 @@ impl<'a> Table<'a> {
         Ok(ds.version().version)
     }
 
+    /// Every stored row, in commit order, as one arrow batch with the table's schema
+    /// (an empty batch when nothing was ever appended).
+    pub async fn read_batch(&self) -> Result<RecordBatch> {
+        if !self.exists() {
+            return Ok(RecordBatch::new_empty(self.schema.clone()));
+        }
+        super::scan_all(&self.ws.uri(self.name)).await
+    }
+
+    /// Write every stored row to `out` as a parquet file (zstd-compressed, the
+    /// table's own typed columns), for tools that read parquet but not lance.
+    /// `dest` names the destination in errors. Returns the number of rows written.
+    pub async fn export_parquet<W: std::io::Write + Send>(
+        &self,
+        out: W,
+        dest: &str,
+    ) -> Result<usize> {
+        use parquet::arrow::ArrowWriter;
+        use parquet::basic::{Compression, ZstdLevel};
+        use parquet::file::properties::WriterProperties;
+
+        let batch = self.read_batch().await?;
+        let parquet = |source| StoreError::Parquet {
+            path: dest.to_string(),
+            source,
+        };
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .build();
+        let mut writer = ArrowWriter::try_new(out, batch.schema(), Some(props)).map_err(parquet)?;
+        writer.write(&batch).map_err(parquet)?;
+        writer.close().map_err(parquet)?;
+        Ok(batch.num_rows())
+    }
+
     /// Every row, in commit order.
     pub async fn read_all<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
         if !self.exists() {
             return Ok(Vec::new());
         }
-        let uri = self.ws.uri(self.name);
-        let batch = super::scan_all(&uri).await?;
+        let batch = self.read_batch().await?;
         let arrow = |source| StoreError::Arrow {
             what: self.name.to_string(),
             source,

@@ -23,6 +23,8 @@ use crate::service::retrieval::{DEFAULT_DEPTH, Retriever, embed_config};
 pub enum EvalCmd {
     /// Evaluate retrieval on a query set.
     Retrieval(RetrievalArgs),
+    /// Multiple-choice accuracy by k, topic and target rank (generates answers).
+    Mcqa(super::mcqa::McqaArgs),
 }
 
 #[derive(Debug, Args)]
@@ -174,7 +176,10 @@ fn write_run(
 }
 
 pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
-    let EvalCmd::Retrieval(args) = cmd;
+    let args = match cmd {
+        EvalCmd::Retrieval(args) => args,
+        EvalCmd::Mcqa(args) => return super::mcqa::run(ctx, args).await,
+    };
     let (queries, qrels) = read_queries(&args)?;
     if queries.is_empty() {
         bail!("{} holds no queries", args.queries.display());

@@ -8,6 +8,7 @@ pub mod eval;
 pub mod generate;
 pub mod index;
 mod ingest;
+mod mcqa;
 mod search;
 
 use std::path::PathBuf;

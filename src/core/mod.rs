@@ -7,6 +7,7 @@ pub mod chunk;
 pub mod corpus;
 pub mod frugality;
 pub mod fusion;
+pub mod mcqa;
 pub mod metrics;
 pub mod prompt;
 pub mod retrieval;

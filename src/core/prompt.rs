@@ -9,6 +9,9 @@ use serde::Serialize;
 pub const DEFAULT_CONTEXT_BUDGET: usize = 10_000;
 pub const FREE_FORM: &str = include_str!("../../assets/prompts/free-form.txt");
 pub const MULTIPLE_CHOICE: &str = include_str!("../../assets/prompts/multiple-choice.txt");
+/// The multiple-choice baseline without retrieved context (k = 0).
+pub const MULTIPLE_CHOICE_NO_CONTEXT: &str =
+    include_str!("../../assets/prompts/multiple-choice-no-context.txt");
 pub const CHUNK_SEPARATOR: &str = "\n---\n";
 
 /// A chunk offered to the prompt, in fused rank order.
@@ -149,5 +152,9 @@ mod tests {
     fn templates_have_their_placeholders() {
         assert!(FREE_FORM.contains("{context}") && FREE_FORM.contains("{question}"));
         assert!(MULTIPLE_CHOICE.contains("{options}"));
+        assert!(
+            MULTIPLE_CHOICE_NO_CONTEXT.contains("{options}")
+                && !MULTIPLE_CHOICE_NO_CONTEXT.contains("{context}")
+        );
     }
 }

@@ -3,5 +3,6 @@
 
 pub mod annotation;
 pub mod generation;
+pub mod mcqa;
 pub mod retrieval;
 pub mod rubric;

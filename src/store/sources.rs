@@ -255,7 +255,11 @@ fn read_records(path: &Path, text: &str, seen: &mut HashMap<String, String>, set
             let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
             metadata.insert(k.clone(), v);
         }
-        let title = metadata.get("title").cloned().unwrap_or_else(|| id.clone());
+        let title = metadata
+            .get("title")
+            .filter(|t| !t.trim().is_empty())
+            .cloned()
+            .unwrap_or_else(|| id.clone());
         let topic = metadata.get("topic").cloned();
         set.docs.push(SourceDoc {
             id,

@@ -1,0 +1,346 @@
+//! Multiple-choice QA evaluation (SPEC §4): for each question, retrieve once, then
+//! ask the generator for one option letter with the top-k chunks for every k asked
+//! (k = 0: no retrieval), grammar-constrained and greedy, and store each graded answer
+//! with its provenance in `mcqa.lance`. A run resumes where it stopped: answers are
+//! committed per question and (run, question, k) is never answered twice.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use arrow_schema::DataType;
+use serde::{Deserialize, Serialize};
+
+use crate::core::mcqa::{self, Outcome, grammar, letter, parse_choice, render_options};
+use crate::core::prompt::{ContextChunk, MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, assemble};
+use crate::core::retrieval::Method;
+use crate::infer::generate::{Generator, Sampling};
+use crate::service::generation::now_rfc3339;
+use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
+use crate::store::records::{Table, list_of, schema};
+use crate::store::workspace::Workspace;
+
+pub const MCQA: &str = "mcqa.lance";
+/// Topic label of questions with no topic of their own or of their target chunk.
+pub const NO_TOPIC: &str = "(none)";
+
+/// A multiple-choice question as read from JSONL:
+/// `{id, text | question, options: [..] | {"A": ..}, answer, relevant?, topic?}`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct McqInput {
+    pub id: String,
+    #[serde(alias = "question")]
+    pub text: String,
+    pub options: OptionsInput,
+    /// The correct option, as its text or its letter.
+    pub answer: String,
+    #[serde(default)]
+    pub relevant: Vec<String>,
+    #[serde(default)]
+    pub topic: Option<String>,
+}
+
+/// Options as a list, or as an object keyed by letter (`{"A": "...", "B": "..."}`,
+/// taken in key order).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OptionsInput {
+    List(Vec<String>),
+    Keyed(std::collections::BTreeMap<String, String>),
+}
+
+/// A validated question.
+#[derive(Debug, Clone)]
+pub struct McqQuestion {
+    pub id: String,
+    pub text: String,
+    pub options: Vec<String>,
+    pub answer: usize,
+    pub relevant: Vec<String>,
+    pub topic: Option<String>,
+}
+
+impl McqInput {
+    pub fn validate(self) -> Result<McqQuestion, mcqa::McqError> {
+        let options = match self.options {
+            OptionsInput::List(v) => v,
+            OptionsInput::Keyed(m) => m.into_values().collect(),
+        };
+        let answer = mcqa::resolve_answer(&options, &self.answer)?;
+        Ok(McqQuestion {
+            id: self.id,
+            text: self.text,
+            options,
+            answer,
+            relevant: self.relevant,
+            topic: self.topic,
+        })
+    }
+}
+
+/// Read and validate a question file; every bad line is reported, none is skipped.
+pub fn read_questions(path: &std::path::Path) -> Result<Vec<McqQuestion>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let parsed = serde_json::from_str::<McqInput>(line)
+            .map_err(|e| e.to_string())
+            .and_then(|q| q.validate().map_err(|e| e.to_string()));
+        match parsed {
+            Ok(q) if q.text.trim().is_empty() => {
+                errors.push(format!("{}:{}: empty question", path.display(), i + 1));
+            }
+            Ok(q) => out.push(q),
+            Err(e) => errors.push(format!("{}:{}: {e}", path.display(), i + 1)),
+        }
+    }
+    if !errors.is_empty() {
+        let shown: Vec<&str> = errors.iter().take(5).map(String::as_str).collect();
+        bail!(
+            "{} bad multiple-choice question(s); expected {{id, text, options, answer, relevant?, topic?}}:\n  {}",
+            errors.len(),
+            shown.join("\n  ")
+        );
+    }
+    if out.is_empty() {
+        bail!("{}: no questions", path.display());
+    }
+    Ok(out)
+}
+
+/// One graded multiple-choice answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McqaRecord {
+    pub run: String,
+    pub question_id: String,
+    pub k: u32,
+    pub topic: String,
+    pub method: String,
+    pub alpha: f64,
+    pub embed_model: Option<String>,
+    pub options: Vec<String>,
+    /// Letter of the correct option.
+    pub answer: String,
+    /// Letter chosen (None: the output named no option).
+    pub predicted: Option<String>,
+    pub correct: bool,
+    pub raw_output: String,
+    pub target_ids: Vec<String>,
+    pub chunk_ids: Vec<String>,
+    /// Fused rank of the first target chunk in the prompt (None: not in it).
+    pub target_rank: Option<u32>,
+    /// Rank of the first target in the whole fused list (None: not in the top depth).
+    pub target_list_rank: Option<u32>,
+    pub prompt: String,
+    pub prompt_tokens: u32,
+    pub retrieval_ms: f64,
+    pub total_ms: f64,
+    pub model_file: String,
+    pub model_sha256: String,
+    pub created_at: String,
+}
+
+pub fn mcqa_schema() -> arrow_schema::SchemaRef {
+    use DataType::{Boolean, Float64, UInt32, Utf8};
+    schema(&[
+        ("run", Utf8, false),
+        ("question_id", Utf8, false),
+        ("k", UInt32, false),
+        ("topic", Utf8, false),
+        ("method", Utf8, false),
+        ("alpha", Float64, false),
+        ("embed_model", Utf8, true),
+        ("options", list_of(Utf8), false),
+        ("answer", Utf8, false),
+        ("predicted", Utf8, true),
+        ("correct", Boolean, false),
+        ("raw_output", Utf8, false),
+        ("target_ids", list_of(Utf8), false),
+        ("chunk_ids", list_of(Utf8), false),
+        ("target_rank", UInt32, true),
+        ("target_list_rank", UInt32, true),
+        ("prompt", Utf8, false),
+        ("prompt_tokens", UInt32, false),
+        ("retrieval_ms", Float64, false),
+        ("total_ms", Float64, false),
+        ("model_file", Utf8, false),
+        ("model_sha256", Utf8, false),
+        ("created_at", Utf8, false),
+    ])
+}
+
+pub fn mcqa_table(ws: &Workspace) -> Table<'_> {
+    Table::new(ws, MCQA, mcqa_schema())
+}
+
+/// (question, k) pairs of `run` already answered.
+pub async fn done(ws: &Workspace, run: &str) -> Result<HashSet<(String, u32)>> {
+    Ok(mcqa_table(ws)
+        .read_all::<McqaRecord>()
+        .await?
+        .into_iter()
+        .filter(|r| r.run == run)
+        .map(|r| (r.question_id, r.k))
+        .collect())
+}
+
+/// Stored answers as report inputs.
+pub fn outcomes(records: &[McqaRecord]) -> Vec<Outcome> {
+    records
+        .iter()
+        .map(|r| Outcome {
+            k: r.k as usize,
+            topic: r.topic.clone(),
+            correct: r.correct,
+            predicted: r.predicted.as_deref().and_then(|p| p.chars().next()),
+            target_rank: r.target_rank.map(|x| x as usize),
+        })
+        .collect()
+}
+
+/// How a run answers.
+pub struct McqaRunner<'a> {
+    pub run: String,
+    pub retriever: Option<&'a Retriever>,
+    pub generator: &'a Generator,
+    pub model_sha256: String,
+    pub method: Method,
+    pub alpha: f64,
+    pub context_budget: usize,
+}
+
+impl McqaRunner<'_> {
+    /// Answer `q` once per k in `ks` (skipping those in `skip`).
+    pub fn answer(
+        &self,
+        q: &McqQuestion,
+        ks: &[usize],
+        skip: &HashSet<u32>,
+    ) -> Result<Vec<McqaRecord>> {
+        let max_k = ks.iter().copied().max().unwrap_or(0);
+        let started = Instant::now();
+        let (ranked, embed_model): (Vec<String>, Option<String>) = if max_k == 0 {
+            (Vec::new(), None)
+        } else {
+            let r = self
+                .retriever
+                .context("k > 0 needs the workspace's retrieval indexes")?;
+            let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(max_k))?;
+            let ranked = lists
+                .ranking(self.method, self.alpha)
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            (ranked, r.model_name.clone())
+        };
+        let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
+        let target_list_rank = ranked
+            .iter()
+            .position(|id| q.relevant.contains(id))
+            .map(|i| i as u32 + 1);
+        let topic = q
+            .topic
+            .clone()
+            .or_else(|| {
+                let r = self.retriever?;
+                q.relevant.iter().find_map(|t| r.chunk(t)?.topic.clone())
+            })
+            .unwrap_or_else(|| NO_TOPIC.to_string());
+        let options = render_options(&q.options);
+        let count = |s: &str| self.generator.count_tokens(s).unwrap_or(usize::MAX / 4);
+        // Room for the template, the options and the one-letter answer.
+        let room = (self.generator.info.n_ctx_train as usize).saturating_sub(512);
+        let budget = self.context_budget.min(room);
+        let mut out = Vec::new();
+        for &k in ks {
+            if skip.contains(&(k as u32)) {
+                continue;
+            }
+            let t0 = Instant::now();
+            let (user, chunk_ids) = if k == 0 {
+                let p = MULTIPLE_CHOICE_NO_CONTEXT
+                    .replace("{options}", &options)
+                    .replace("{question}", q.text.trim());
+                (p, Vec::new())
+            } else {
+                let retriever = self.retriever.context("retrieval indexes")?;
+                let top: Vec<ContextChunk> = ranked
+                    .iter()
+                    .take(k)
+                    .enumerate()
+                    .filter_map(|(i, id)| {
+                        let c = retriever.chunk(id)?;
+                        Some(ContextChunk {
+                            id: c.id.clone(),
+                            rank: i + 1,
+                            path: c.path_label(),
+                            text: c.text.clone(),
+                        })
+                    })
+                    .collect();
+                // Options go into the template first: chunk text is never rewritten.
+                let template = MULTIPLE_CHOICE.replace("{options}", &options);
+                let p = assemble(&template, &q.text, &top, budget, &count);
+                let ids: Vec<String> = p.included.iter().map(|(id, _)| id.clone()).collect();
+                (p.text, ids)
+            };
+            let target_rank = chunk_ids
+                .iter()
+                .position(|id| q.relevant.contains(id))
+                .map(|i| i as u32 + 1);
+            let messages = vec![("user".to_string(), user)];
+            let prompt = self.generator.chat_prompt(messages.clone())?;
+            let sampling = Sampling {
+                temperature: 0.0,
+                max_tokens: 2,
+                ..Sampling::default()
+            };
+            let (raw, stats) = self.generator.generate(
+                messages,
+                sampling,
+                Some(grammar(q.options.len())),
+                Arc::new(AtomicBool::new(false)),
+                |_| {},
+            )?;
+            let predicted = parse_choice(&raw, q.options.len());
+            out.push(McqaRecord {
+                run: self.run.clone(),
+                question_id: q.id.clone(),
+                k: k as u32,
+                topic: topic.clone(),
+                method: if k == 0 {
+                    "none".into()
+                } else {
+                    self.method.to_string()
+                },
+                alpha: self.alpha,
+                embed_model: if k == 0 { None } else { embed_model.clone() },
+                options: q.options.clone(),
+                answer: letter(q.answer).to_string(),
+                predicted: predicted.map(|i| letter(i).to_string()),
+                correct: predicted == Some(q.answer),
+                raw_output: raw,
+                target_ids: q.relevant.clone(),
+                chunk_ids,
+                target_rank,
+                target_list_rank,
+                prompt,
+                prompt_tokens: stats.prompt_tokens as u32,
+                retrieval_ms,
+                total_ms: retrieval_ms + t0.elapsed().as_secs_f64() * 1e3,
+                model_file: self.generator.info.file.clone(),
+                model_sha256: self.model_sha256.clone(),
+                created_at: now_rfc3339(),
+            });
+        }
+        Ok(out)
+    }
+}

@@ -73,6 +73,15 @@ pub struct Config {
     pub questions: Option<PathBuf>,
     pub models: ModelConfig,
     pub chunking: ChunkingConfig,
+    pub retrieval: RetrievalConfig,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetrievalConfig {
+    /// Abstain ("no relevant guidance") when the best dense cosine similarity is below
+    /// this; unset: never abstain. Choose it with `raglab eval abstention`.
+    pub abstain_below: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

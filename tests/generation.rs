@@ -147,6 +147,8 @@ fn judge_grammar_always_parses_across_seeds() {
         stopped: false,
         answer: "Get your dog vaccinated and stay away from bats.".into(),
         created_at: String::new(),
+        best_cosine: None,
+        abstained: None,
     };
     for seed in 0..4 {
         let (rec, j) = judge(

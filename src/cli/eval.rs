@@ -25,6 +25,116 @@ pub enum EvalCmd {
     Retrieval(RetrievalArgs),
     /// Multiple-choice accuracy by k, topic and target rank (generates answers).
     Mcqa(super::mcqa::McqaArgs),
+    /// Choose an abstention threshold: how often answerable and unanswerable
+    /// questions fall below each best-cosine threshold.
+    Abstention(AbstentionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AbstentionArgs {
+    /// JSONL questions `{id, text}` the corpus can answer.
+    #[arg(long)]
+    pub answerable: PathBuf,
+    /// JSONL questions `{id, text}` the corpus cannot answer.
+    #[arg(long)]
+    pub unanswerable: PathBuf,
+    #[arg(long, default_value_t = 0.05)]
+    pub from: f64,
+    #[arg(long, default_value_t = 0.95)]
+    pub to: f64,
+    #[arg(long, default_value_t = 0.05)]
+    pub step: f64,
+    #[arg(long)]
+    pub embed_model: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct TextRecord {
+    #[serde(alias = "question")]
+    text: String,
+}
+
+/// Best dense cosine of each question in a JSONL file.
+fn best_cosines(r: &Retriever, path: &std::path::Path) -> Result<Vec<f64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let q: TextRecord = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: expected {{text}}", path.display(), i + 1))?;
+        let (lists, _) = r.query(&q.text, 1)?;
+        out.push(
+            lists
+                .dense
+                .first()
+                .map(|s| s.score)
+                .context("no dense list: build the embeddings with `raglab index`")?,
+        );
+    }
+    if out.is_empty() {
+        bail!("{} holds no questions", path.display());
+    }
+    Ok(out)
+}
+
+async fn abstention(ctx: &Context, args: AbstentionArgs) -> Result<()> {
+    use crate::core::abstention::{best, grid, sweep};
+    let cfg = embed_config(ctx, args.embed_model.clone(), None);
+    let r = Retriever::open(&ctx.workspace, Some(&cfg)).await?;
+    if !r.is_fresh() || !r.has_dense() {
+        bail!("the embeddings are missing or out of date: run `raglab index` first");
+    }
+    let answerable = best_cosines(&r, &args.answerable)?;
+    let unanswerable = best_cosines(&r, &args.unanswerable)?;
+    let rows = sweep(
+        &answerable,
+        &unanswerable,
+        &grid(args.from, args.to, args.step),
+    );
+    let top = best(&rows).cloned();
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    if args.json {
+        return print_json(&serde_json::json!({
+            "model": r.model_name,
+            "answerable": answerable.len(),
+            "unanswerable": unanswerable.len(),
+            "median_best_cosine": {"answerable": median(&answerable), "unanswerable": median(&unanswerable)},
+            "rows": rows,
+            "best": top,
+        }));
+    }
+    println!(
+        "best dense cosine ({}): median {:.3} over {} answerable, {:.3} over {} unanswerable questions",
+        r.model_name.as_deref().unwrap_or("?"),
+        median(&answerable),
+        answerable.len(),
+        median(&unanswerable),
+        unanswerable.len()
+    );
+    println!("\nthreshold  answerable abstain (wrong)  unanswerable abstain (right)      J");
+    for row in &rows {
+        println!(
+            "{:>9.2}  {:>26.3}  {:>28.3}  {:>6.3}",
+            row.threshold, row.answerable_abstain, row.unanswerable_abstain, row.j
+        );
+    }
+    if let Some(b) = top {
+        println!(
+            "\nbest J = {:.3} at {:.2}: set `[retrieval] abstain_below = {:.2}` or `raglab generate --abstain-below {:.2}`",
+            b.j, b.threshold, b.threshold, b.threshold
+        );
+    }
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +289,7 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
     let args = match cmd {
         EvalCmd::Retrieval(args) => args,
         EvalCmd::Mcqa(args) => return super::mcqa::run(ctx, args).await,
+        EvalCmd::Abstention(args) => return abstention(ctx, args).await,
     };
     let (queries, qrels) = read_queries(&args)?;
     if queries.is_empty() {

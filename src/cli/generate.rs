@@ -73,6 +73,10 @@ pub struct GenerateArgs {
     /// Answer without any retrieved context (the LLM-only baseline).
     #[arg(long)]
     pub no_retrieval: bool,
+    /// Abstain when the best dense cosine is below this (default: config
+    /// `retrieval.abstain_below`, else never). Pick it with `raglab eval abstention`.
+    #[arg(long, conflicts_with = "no_retrieval")]
+    pub abstain_below: Option<f64>,
     #[arg(long)]
     pub limit: Option<usize>,
     /// GGUF generator (default: config, else SmolLM2 from setup).
@@ -141,6 +145,11 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         context_budget: args.context_budget,
         no_retrieval: args.no_retrieval,
         sampling: args.sampling.sampling(),
+        abstain_below: if args.no_retrieval {
+            None
+        } else {
+            args.abstain_below.or(ctx.config.retrieval.abstain_below)
+        },
     };
     let answerer = Answerer {
         retriever: retriever.as_ref(),
@@ -177,10 +186,12 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     let bar = super::index::progress_bar("generating");
     bar.set_length(todo.len() as u64);
     let mut tokens = 0usize;
+    let mut abstained = 0usize;
     for q in todo {
         let prepared = answerer.prepare(q)?;
         let rec = answerer.answer(q, prepared, Arc::new(AtomicBool::new(false)), |_| {})?;
         tokens += rec.output_tokens as usize;
+        abstained += usize::from(rec.abstained == Some(true));
         // Each answer is committed before the next starts: an interrupted batch resumes.
         answers(&ctx.workspace)
             .append(std::slice::from_ref(&rec))
@@ -190,6 +201,9 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     eprintln!("done: {tokens} tokens generated");
+    if let Some(t) = config.abstain_below {
+        eprintln!("abstained on {abstained} question(s) (best cosine below {t})");
+    }
     Ok(())
 }
 

@@ -86,11 +86,18 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
             })
         })
         .collect();
+    let best_cosine = lists.dense.first().map(|s| s.score);
+    let threshold = ctx.config.retrieval.abstain_below;
+    let abstain = match (best_cosine, threshold) {
+        (Some(c), Some(t)) => Some(crate::core::abstention::abstains(c, t)),
+        _ => None,
+    };
     if args.json {
         return print_json(&serde_json::json!({
             "question": args.question, "method": args.method.to_string(), "alpha": args.alpha,
             "fusion": "R(d; a) = a/(60 + r_dense(d)) + (1 - a)/(60 + r_sparse(d))",
             "embedding_model": r.model_name, "timings_ms": timings, "results": rows,
+            "best_cosine": best_cosine, "abstain_below": threshold, "would_abstain": abstain,
         }));
     }
     println!(
@@ -127,5 +134,10 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         "timings: embed {:.1} ms, dense {:.2} ms, bm25 {:.2} ms, tfidf {:.2} ms, fusion {:.3} ms",
         timings.embed_ms, timings.dense_ms, timings.bm25_ms, timings.tfidf_ms, timings.fusion_ms
     );
+    if let (Some(true), Some(c), Some(t)) = (abstain, best_cosine, threshold) {
+        println!(
+            "best cosine {c:.3} < abstain_below {t:.2}: generation would answer that no relevant guidance was found"
+        );
+    }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! statistics, rubric, prompt assembly, frugality. Depends on serde/thiserror only —
 //! no async runtime, no UI, no storage, no inference crates.
 
+pub mod abstention;
 pub mod agreement;
 pub mod chunk;
 pub mod corpus;

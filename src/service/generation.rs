@@ -16,6 +16,7 @@ use arrow_schema::DataType;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::core::abstention::{ABSTAIN_ANSWER, abstains};
 use crate::core::prompt::{
     ContextChunk, DEFAULT_CONTEXT_BUDGET, FREE_FORM, assemble, no_retrieval,
 };
@@ -39,6 +40,8 @@ pub struct RunConfig {
     pub context_budget: usize,
     pub no_retrieval: bool,
     pub sampling: Sampling,
+    /// Answer "no relevant guidance" when the best dense cosine is below this.
+    pub abstain_below: Option<f64>,
 }
 
 impl Default for RunConfig {
@@ -51,6 +54,7 @@ impl Default for RunConfig {
             context_budget: DEFAULT_CONTEXT_BUDGET,
             no_retrieval: false,
             sampling: Sampling::default(),
+            abstain_below: None,
         }
     }
 }
@@ -90,6 +94,13 @@ pub struct AnswerRecord {
     pub stopped: bool,
     pub answer: String,
     pub created_at: String,
+    /// Best dense cosine similarity of the retrieval (None: no dense list).
+    #[serde(default)]
+    pub best_cosine: Option<f64>,
+    /// The system abstained instead of generating (None in answers stored before
+    /// abstention existed).
+    #[serde(default)]
+    pub abstained: Option<bool>,
 }
 
 pub fn answers_schema() -> arrow_schema::SchemaRef {
@@ -126,6 +137,9 @@ pub fn answers_schema() -> arrow_schema::SchemaRef {
         ("stopped", Boolean, false),
         ("answer", Utf8, false),
         ("created_at", Utf8, false),
+        // Added after the first release: nullable and last (see Table::append).
+        ("best_cosine", Float64, true),
+        ("abstained", Boolean, true),
     ])
 }
 
@@ -227,6 +241,9 @@ pub struct Prepared {
     pub dropped: Vec<String>,
     pub target_rank: Option<u32>,
     pub retrieval_ms: f64,
+    pub best_cosine: Option<f64>,
+    /// The best similarity is below the run's abstention threshold: do not generate.
+    pub abstain: bool,
 }
 
 impl Answerer<'_> {
@@ -243,12 +260,32 @@ impl Answerer<'_> {
                 dropped: vec![],
                 target_rank: None,
                 retrieval_ms: 0.0,
+                best_cosine: None,
+                abstain: false,
             });
         }
         let r = self
             .retriever
             .context("retrieval is required unless --no-retrieval")?;
         let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(self.config.k))?;
+        let best_cosine = lists.dense.first().map(|s| s.score);
+        if let Some(t) = self.config.abstain_below {
+            let best = best_cosine.context(
+                "abstention needs dense retrieval: build the embeddings (`raglab index`)",
+            )?;
+            if abstains(best, t) {
+                return Ok(Prepared {
+                    user_prompt: String::new(),
+                    chunk_ids: vec![],
+                    chunk_ranks: vec![],
+                    dropped: vec![],
+                    target_rank: None,
+                    retrieval_ms: started.elapsed().as_secs_f64() * 1e3,
+                    best_cosine,
+                    abstain: true,
+                });
+            }
+        }
         let ranked = lists.ranking(self.config.method, self.config.alpha);
         let top: Vec<ContextChunk> = ranked
             .iter()
@@ -284,6 +321,8 @@ impl Answerer<'_> {
             dropped: prompt.dropped.iter().map(|(id, _)| id.clone()).collect(),
             target_rank,
             retrieval_ms,
+            best_cosine,
+            abstain: false,
         })
     }
 
@@ -293,17 +332,27 @@ impl Answerer<'_> {
         q: &QuestionRecord,
         prepared: Prepared,
         stop: Arc<AtomicBool>,
-        on_token: impl FnMut(&str),
+        mut on_token: impl FnMut(&str),
     ) -> Result<AnswerRecord> {
-        let messages = vec![("user".to_string(), prepared.user_prompt.clone())];
-        let full_prompt = self.generator.chat_prompt(messages.clone())?;
-        let (text, stats): (String, GenStats) = self.generator.generate(
-            messages,
-            self.config.sampling.clone(),
-            None,
-            stop,
-            on_token,
-        )?;
+        let (full_prompt, text, stats) = if prepared.abstain {
+            on_token(ABSTAIN_ANSWER);
+            (
+                String::new(),
+                ABSTAIN_ANSWER.to_string(),
+                GenStats::default(),
+            )
+        } else {
+            let messages = vec![("user".to_string(), prepared.user_prompt.clone())];
+            let full_prompt = self.generator.chat_prompt(messages.clone())?;
+            let (text, stats): (String, GenStats) = self.generator.generate(
+                messages,
+                self.config.sampling.clone(),
+                None,
+                stop,
+                on_token,
+            )?;
+            (full_prompt, text, stats)
+        };
         let c = self.config;
         Ok(AnswerRecord {
             answer_id: format!("{}/{}/s{}", c.run, q.id, c.sampling.seed),
@@ -345,6 +394,8 @@ impl Answerer<'_> {
             stopped: stats.stopped,
             answer: text,
             created_at: now_rfc3339(),
+            best_cosine: prepared.best_cosine,
+            abstained: Some(prepared.abstain),
         })
     }
 }

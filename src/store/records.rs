@@ -73,6 +73,9 @@ impl<'a> Table<'a> {
         } else {
             WriteMode::Create
         };
+        if matches!(mode, WriteMode::Append) {
+            self.add_missing_columns().await?;
+        }
         let reader = RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone());
         let params = WriteParams {
             mode,
@@ -83,6 +86,48 @@ impl<'a> Table<'a> {
             .await
             .map_err(|e| StoreError::lance(&uri, e))?;
         Ok(ds.version().version)
+    }
+
+    /// Schema evolution: a table written by an older raglab lacks columns added since.
+    /// Nullable ones are added as all-null columns (a metadata-only lance commit), so
+    /// old rows read back as `None` and nothing stored is rewritten or lost. New
+    /// columns are therefore always nullable and appended at the end of a schema.
+    async fn add_missing_columns(&self) -> Result<()> {
+        use lance::dataset::NewColumnTransform;
+
+        let uri = self.ws.uri(self.name);
+        let mut ds = Dataset::open(&uri)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let have: std::collections::HashSet<String> =
+            ds.schema().fields.iter().map(|f| f.name.clone()).collect();
+        let missing: Vec<Field> = self
+            .schema
+            .fields()
+            .iter()
+            .filter(|f| !have.contains(f.name()))
+            .map(|f| f.as_ref().clone())
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if let Some(f) = missing.iter().find(|f| !f.is_nullable()) {
+            return Err(StoreError::Invalid(format!(
+                "{uri}: column `{}` is missing and cannot be added to existing rows (not nullable)",
+                f.name()
+            )));
+        }
+        tracing::info!(
+            "{uri}: adding columns {:?}",
+            missing.iter().map(|f| f.name()).collect::<Vec<_>>()
+        );
+        ds.add_columns(
+            NewColumnTransform::AllNulls(Arc::new(Schema::new(missing))),
+            None,
+            None,
+        )
+        .await
+        .map_err(|e| StoreError::lance(&uri, e))
     }
 
     /// Every stored row, in commit order, as one arrow batch with the table's schema
@@ -142,5 +187,88 @@ impl<'a> Table<'a> {
                     .map_err(|e| StoreError::Invalid(format!("{}: bad row: {e}", self.name)))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    struct V1 {
+        id: String,
+    }
+
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    struct V2 {
+        id: String,
+        #[serde(default)]
+        extra: Option<bool>,
+    }
+
+    /// A table written with an older schema gains the new nullable column on the next
+    /// append; old rows read back with `None`, new rows with their value.
+    #[tokio::test]
+    async fn appending_with_a_newer_schema_adds_nullable_columns() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let ws = Workspace::open(dir.path()).expect("workspace");
+        let v1 = Table::new(&ws, "t.lance", schema(&[("id", DataType::Utf8, false)]));
+        v1.append(&[V1 { id: "old".into() }])
+            .await
+            .expect("v1 append");
+        let v2 = Table::new(
+            &ws,
+            "t.lance",
+            schema(&[
+                ("id", DataType::Utf8, false),
+                ("extra", DataType::Boolean, true),
+            ]),
+        );
+        v2.append(&[V2 {
+            id: "new".into(),
+            extra: Some(true),
+        }])
+        .await
+        .expect("v2 append");
+        let rows: Vec<V2> = v2.read_all().await.expect("read");
+        assert_eq!(
+            rows,
+            vec![
+                V2 {
+                    id: "old".into(),
+                    extra: None
+                },
+                V2 {
+                    id: "new".into(),
+                    extra: Some(true)
+                }
+            ]
+        );
+        // A missing column that is not nullable is refused, naming it.
+        let strict = Table::new(
+            &ws,
+            "t.lance",
+            schema(&[
+                ("id", DataType::Utf8, false),
+                ("extra", DataType::Boolean, true),
+                ("must", DataType::Utf8, false),
+            ]),
+        );
+        #[derive(Serialize)]
+        struct V3 {
+            id: String,
+            extra: Option<bool>,
+            must: String,
+        }
+        let err = strict
+            .append(&[V3 {
+                id: "x".into(),
+                extra: None,
+                must: "m".into(),
+            }])
+            .await
+            .expect_err("not nullable");
+        assert!(err.to_string().contains("`must`"), "{err}");
     }
 }

@@ -64,6 +64,7 @@ pub struct Jobs {
     ws: Workspace,
     embed: crate::infer::embed::EmbedConfig,
     gen_cfg: GenConfig,
+    abstain_below: Option<f64>,
     retriever: Option<Arc<Retriever>>,
     generator: GenSlot,
     answers: Vec<AnswerRecord>,
@@ -81,6 +82,7 @@ impl Jobs {
             ws: ctx.workspace.clone(),
             embed,
             gen_cfg,
+            abstain_below: ctx.config.retrieval.abstain_below,
             retriever: None,
             generator: Arc::new(OnceLock::new()),
             answers: Vec::new(),
@@ -158,6 +160,7 @@ impl Jobs {
                 self.tx.clone(),
                 self.ws.clone(),
             );
+            let abstain_below = self.abstain_below;
             let handle = tokio::runtime::Handle::current();
             tokio::task::spawn_blocking(move || {
                 let ticket = job.ticket;
@@ -174,6 +177,7 @@ impl Jobs {
                         alpha: job.alpha,
                         k: job.k,
                         sampling: job.sampling.clone(),
+                        abstain_below,
                         ..RunConfig::default()
                     };
                     let answerer = Answerer {

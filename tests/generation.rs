@@ -255,3 +255,54 @@ fn a_model_without_chat_template_is_refused_clearly() {
         .expect_err("no template");
     assert!(e.to_string().contains("no chat template"), "{e}");
 }
+
+/// Prefix reuse changes nothing but speed: a generator that keeps its KV cache answers
+/// prompts that share prefixes exactly as one that decodes every prompt whole (greedy),
+/// and reports how many prompt tokens it reused.
+#[test]
+fn reusing_a_prompt_prefix_gives_the_same_answers() {
+    let context = "Use the guidance to answer.\n\nGuidance: Get a flu vaccine every year. \
+                   Wash your hands often with soap and water. Stay home when you are sick.";
+    let prompts = [
+        format!("{context}\n\nQuestion: How do I avoid the flu?"),
+        format!("{context}\n\nQuestion: How often is the flu vaccine given?"),
+        format!("{context}\n\nQuestion: How often is the flu vaccine given?"),
+    ];
+    let mut cfg = GenConfig::new(common::model(DEFAULT_GEN_MODEL));
+    cfg.threads = 2;
+    let cached = Generator::spawn(&cfg).expect("load");
+    cfg.reuse_prefix = false;
+    let fresh = Generator::spawn(&cfg).expect("load");
+    let greedy = || Sampling {
+        temperature: 0.0,
+        max_tokens: 24,
+        ..Sampling::default()
+    };
+    let run = |g: &Generator, p: &str| {
+        g.generate(
+            ask(p),
+            greedy(),
+            None,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )
+        .expect("generate")
+    };
+    let mut reused = Vec::new();
+    for p in &prompts {
+        let (a, sa) = run(&cached, p);
+        let (b, sb) = run(&fresh, p);
+        assert_eq!(a, b, "same answer with and without prefix reuse for {p:?}");
+        assert_eq!(sb.cached_tokens, 0);
+        assert_eq!(sa.prompt_tokens, sb.prompt_tokens);
+        reused.push((sa.cached_tokens, sa.prompt_tokens));
+    }
+    assert_eq!(reused[0].0, 0, "nothing to reuse at first");
+    // The second prompt shares the template and the guidance, not the question.
+    assert!(
+        reused[1].0 > 20 && reused[1].0 < reused[1].1 - 3,
+        "{reused:?}"
+    );
+    // The same prompt again: all but the last token (its logits start sampling).
+    assert_eq!(reused[2].0, reused[2].1 - 1, "{reused:?}");
+}

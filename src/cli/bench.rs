@@ -169,7 +169,9 @@ pub async fn generate(ctx: &Context, args: GenBenchArgs) -> Result<()> {
     let Some(q) = questions.first() else {
         bail!("no questions in {}", args.questions.display())
     };
-    let gcfg = super::generate::gen_config(ctx, args.model.clone(), args.threads, 0);
+    let mut gcfg = super::generate::gen_config(ctx, args.model.clone(), args.threads, 0);
+    // Every repetition must process the whole prompt, as llama.cpp's reference does.
+    gcfg.reuse_prefix = false;
     let generator = Generator::spawn(&gcfg)?;
     let r = Retriever::open(&ctx.workspace, Some(&embed_config(ctx, None, Some(1)))).await?;
     let config = RunConfig {

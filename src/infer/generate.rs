@@ -1,8 +1,11 @@
 //! Streaming text generation with llama.cpp.
 //!
-//! A [`Generator`] owns a model on its own worker thread; each request creates a context
-//! sized for its prompt, decodes the prompt in batches, then samples token by token,
-//! sending each piece back over a channel as soon as it exists. A shared stop flag is
+//! A [`Generator`] owns a model on its own worker thread; a request decodes its prompt
+//! in batches, then samples token by token, sending each piece back over a channel as
+//! soon as it exists. The worker keeps its context (and so the KV cache) between
+//! requests: a prompt that shares a prefix with the previous one decodes only the part
+//! that differs (a regenerated answer decodes one token; MCQA prompts for k = 1, 3, 5,
+//! 10 share their first chunks). A shared stop flag is
 //! checked before every token: stopping keeps the partial answer and marks it stopped.
 //! An optional GBNF grammar constrains the output (the judge).
 
@@ -13,10 +16,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
 use serde::{Deserialize, Serialize};
 
 use super::backend::{load_model, model_name};
@@ -57,6 +62,9 @@ pub struct GenConfig {
     pub n_gpu_layers: u32,
     /// Largest context to create (prompt + output); prompts beyond it are rejected.
     pub max_context: u32,
+    /// Keep the KV cache between requests and reuse a shared prompt prefix. Off for
+    /// benchmarks, which must time the whole prompt every time.
+    pub reuse_prefix: bool,
 }
 
 impl GenConfig {
@@ -66,6 +74,7 @@ impl GenConfig {
             threads: super::backend::all_cores(),
             n_gpu_layers: 0,
             max_context: 16_384,
+            reuse_prefix: true,
         }
     }
 }
@@ -80,6 +89,10 @@ pub struct GenStats {
     pub gen_tokens_per_s: f64,
     pub total_ms: f64,
     pub stopped: bool,
+    /// Prompt tokens whose keys and values were reused from the previous request
+    /// (not decoded again); `prompt_tokens_per_s` counts only the decoded ones.
+    #[serde(default)]
+    pub cached_tokens: usize,
     /// llama.cpp's own perf counters for the same run (decode time only): the reference
     /// raglab's wall-clock rates are compared against.
     #[serde(default)]
@@ -251,6 +264,8 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
     if ready.send(Ok(info)).is_err() {
         return;
     }
+    // Declared after the model, so it is dropped first (the context borrows the model).
+    let mut cache: Option<Cached<'_>> = None;
     for req in rx {
         match req {
             Request::CountTokens(text, reply) => {
@@ -261,7 +276,9 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
             }
             Request::Generate(req) => {
                 let events = req.events.clone();
-                if let Err(e) = run_one(&model, cfg, req) {
+                if let Err(e) = run_one(&model, cfg, req, &mut cache) {
+                    // The cache's state is unknown after a failure: start afresh.
+                    cache = None;
                     let _ = events.send(GenEvent::Failed(e));
                 }
             }
@@ -299,10 +316,80 @@ fn sampler(
     Ok(LlamaSampler::chain_simple(chain))
 }
 
-fn run_one(
-    model: &LlamaModel,
+/// A context kept between requests with the tokens its KV cache holds (sequence 0,
+/// positions 0..tokens.len()).
+struct Cached<'m> {
+    ctx: LlamaContext<'m>,
+    tokens: Vec<LlamaToken>,
+}
+
+/// Length of the common prefix of two token sequences.
+fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Make `cache` hold a context of at least `need` tokens whose KV cache keeps the
+/// longest reusable prefix of `tokens`; returns that prefix length (0: decode it all).
+fn prepare_context<'m>(
+    model: &'m LlamaModel,
+    cfg: &GenConfig,
+    cache: &mut Option<Cached<'m>>,
+    tokens: &[LlamaToken],
+    need: usize,
+    limit: usize,
+    n_batch: u32,
+) -> std::result::Result<usize, String> {
+    if let Some(c) = cache.as_mut().filter(|c| c.ctx.n_ctx() as usize >= need) {
+        // At least the last prompt token is decoded again: its logits start sampling.
+        let keep = if cfg.reuse_prefix {
+            common_prefix(&c.tokens, tokens).min(tokens.len() - 1)
+        } else {
+            0
+        };
+        let kept = keep > 0
+            && c.ctx
+                .clear_kv_cache_seq(Some(0), Some(u32::try_from(keep).unwrap_or(u32::MAX)), None)
+                .unwrap_or(false);
+        if kept {
+            c.tokens.truncate(keep);
+            return Ok(keep);
+        }
+        c.ctx.clear_kv_cache();
+        c.tokens.clear();
+        return Ok(0);
+    }
+    // A new context; with reuse on, room for longer prompts later, so it is not
+    // recreated for every slightly longer prompt.
+    *cache = None;
+    let want = if cfg.reuse_prefix {
+        need.max(4096).min(limit)
+    } else {
+        need
+    };
+    let n_ctx = u32::try_from(want.next_multiple_of(256)).unwrap_or(u32::MAX);
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(n_ctx))
+        .with_n_batch(n_batch)
+        .with_n_ubatch(n_batch)
+        .with_n_threads(cfg.threads)
+        .with_n_threads_batch(cfg.threads)
+        .with_no_perf(false);
+    let backend = super::backend::backend().map_err(|e| e.to_string())?;
+    let ctx = model
+        .new_context(backend, params)
+        .map_err(|e| format!("cannot create a context: {e}"))?;
+    *cache = Some(Cached {
+        ctx,
+        tokens: Vec::new(),
+    });
+    Ok(0)
+}
+
+fn run_one<'m>(
+    model: &'m LlamaModel,
     cfg: &GenConfig,
     req: GenRequest,
+    cache: &mut Option<Cached<'m>>,
 ) -> std::result::Result<(), String> {
     let started = Instant::now();
     let prompt = apply_template(model, &req.messages)?;
@@ -321,28 +408,25 @@ fn run_one(
             req.sampling.max_tokens
         ));
     }
-    let n_ctx = u32::try_from(need.next_multiple_of(256)).unwrap_or(u32::MAX);
     let n_batch = 512u32;
-    let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(n_ctx))
-        .with_n_batch(n_batch)
-        .with_n_ubatch(n_batch)
-        .with_n_threads(cfg.threads)
-        .with_n_threads_batch(cfg.threads)
-        .with_no_perf(false);
-    let backend = super::backend::backend().map_err(|e| e.to_string())?;
-    let mut ctx = model
-        .new_context(backend, params)
-        .map_err(|e| format!("cannot create a context: {e}"))?;
+    let cached = prepare_context(model, cfg, cache, &tokens, need, limit, n_batch)?;
+    let Some(Cached {
+        ctx,
+        tokens: kv_tokens,
+    }) = cache.as_mut()
+    else {
+        return Err("no context".into());
+    };
+    ctx.reset_timings();
     let _ = req.events.send(GenEvent::Started {
         prompt_tokens: n_prompt,
     });
 
     let mut batch = LlamaBatch::new(n_batch as usize, 1);
-    for (c, chunk) in tokens.chunks(n_batch as usize).enumerate() {
+    for (c, chunk) in tokens[cached..].chunks(n_batch as usize).enumerate() {
         batch.clear();
         for (i, t) in chunk.iter().enumerate() {
-            let pos = c * n_batch as usize + i;
+            let pos = cached + c * n_batch as usize + i;
             let last = pos == n_prompt - 1;
             batch
                 .add(*t, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last)
@@ -351,6 +435,8 @@ fn run_one(
         ctx.decode(&mut batch)
             .map_err(|e| format!("prompt decode failed: {e}"))?;
     }
+    kv_tokens.clear();
+    kv_tokens.extend_from_slice(&tokens);
     let prompt_done = Instant::now();
     let mut sampler = sampler(model, &req.sampling, req.grammar.as_deref())?;
     let mut text = String::new();
@@ -366,7 +452,7 @@ fn run_one(
             break;
         }
         // `sample` also accepts the token into the chain (grammar, penalties).
-        let token = sampler.sample(&ctx, idx);
+        let token = sampler.sample(ctx, idx);
         if model.vocab().is_eog(token) {
             break;
         }
@@ -395,6 +481,7 @@ fn run_one(
         idx = 0;
         ctx.decode(&mut batch)
             .map_err(|e| format!("decode failed: {e}"))?;
+        kv_tokens.push(token);
     }
     if !pending.is_empty() {
         let piece = String::from_utf8_lossy(&pending).into_owned();
@@ -420,7 +507,7 @@ fn run_one(
         output_tokens: n_out,
         ttft_ms: first.duration_since(started).as_secs_f64() * 1e3,
         prompt_tokens_per_s: if prompt_s > 0.0 {
-            n_prompt as f64 / prompt_s
+            (n_prompt - cached) as f64 / prompt_s
         } else {
             0.0
         },
@@ -432,6 +519,7 @@ fn run_one(
         },
         total_ms: end.duration_since(started).as_secs_f64() * 1e3,
         stopped,
+        cached_tokens: cached,
     };
     let _ = req.events.send(GenEvent::Done { text, stats });
     Ok(())

@@ -79,15 +79,29 @@ pub struct GenerateArgs {
     pub abstain_below: Option<f64>,
     #[arg(long)]
     pub limit: Option<usize>,
+    #[command(flatten)]
+    pub generator: GeneratorArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+/// Which generator to load and how (shared by the commands that generate).
+#[derive(Debug, Args)]
+pub struct GeneratorArgs {
     /// GGUF generator (default: config, else SmolLM2 from setup).
     #[arg(long)]
     pub model: Option<PathBuf>,
     #[arg(long)]
     pub threads: Option<i32>,
+    /// Layers offloaded to the GPU (builds with `--features cuda`).
     #[arg(long, default_value_t = 0)]
     pub n_gpu_layers: u32,
-    #[command(flatten)]
-    pub sampling: SamplingArgs,
+}
+
+impl GeneratorArgs {
+    pub fn config(&self, ctx: &Context) -> GenConfig {
+        gen_config(ctx, self.model.clone(), self.threads, self.n_gpu_layers)
+    }
 }
 
 pub fn read_questions(path: &std::path::Path) -> Result<Vec<QuestionRecord>> {
@@ -119,7 +133,7 @@ pub fn gen_config(
 
 pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     let questions = read_questions(&args.questions)?;
-    let gcfg = gen_config(ctx, args.model.clone(), args.threads, args.n_gpu_layers);
+    let gcfg = args.generator.config(ctx);
     let generator = Generator::spawn(&gcfg)?;
     if !generator.info.has_chat_template {
         bail!(

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
 
-use super::generate::gen_config;
+use super::generate::GeneratorArgs;
 use super::{Context, print_json};
 use crate::core::mcqa::{Accuracy, Report, report};
 use crate::core::retrieval::Method;
@@ -39,13 +39,8 @@ pub struct McqaArgs {
     /// Answer at most this many new questions.
     #[arg(long)]
     pub limit: Option<usize>,
-    /// GGUF generator (default: config, else SmolLM2 from setup).
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    #[arg(long)]
-    pub threads: Option<i32>,
-    #[arg(long, default_value_t = 0)]
-    pub n_gpu_layers: u32,
+    #[command(flatten)]
+    pub generator: GeneratorArgs,
     /// Only report what the run has stored.
     #[arg(long)]
     pub report_only: bool,
@@ -147,7 +142,7 @@ async fn answer_questions(
         eprintln!("run `{}`: nothing left to answer", args.run);
         return Ok(());
     }
-    let gcfg = gen_config(ctx, args.model.clone(), args.threads, args.n_gpu_layers);
+    let gcfg = args.generator.config(ctx);
     let generator = Generator::spawn(&gcfg)?;
     if !generator.info.has_chat_template {
         bail!(

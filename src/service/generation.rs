@@ -17,9 +17,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::core::abstention::{ABSTAIN_ANSWER, abstains};
-use crate::core::prompt::{
-    ContextChunk, DEFAULT_CONTEXT_BUDGET, FREE_FORM, assemble, no_retrieval,
-};
+use crate::core::prompt::{DEFAULT_CONTEXT_BUDGET, FREE_FORM, assemble, no_retrieval};
 use crate::core::retrieval::Method;
 use crate::core::rubric::{Judgement, Rubric};
 use crate::infer::generate::{GenStats, Generator, Sampling};
@@ -287,20 +285,7 @@ impl Answerer<'_> {
             }
         }
         let ranked = lists.ranking(self.config.method, self.config.alpha);
-        let top: Vec<ContextChunk> = ranked
-            .iter()
-            .take(self.config.k)
-            .enumerate()
-            .filter_map(|(i, id)| {
-                let c = r.chunk(id)?;
-                Some(ContextChunk {
-                    id: c.id.clone(),
-                    rank: i + 1,
-                    path: c.path_label(),
-                    text: c.text.clone(),
-                })
-            })
-            .collect();
+        let top = r.context_chunks(&ranked, self.config.k);
         let target_rank = top
             .iter()
             .find(|c| q.relevant.contains(&c.id))

@@ -14,7 +14,7 @@ use arrow_schema::DataType;
 use serde::{Deserialize, Serialize};
 
 use crate::core::mcqa::{self, Outcome, grammar, letter, parse_choice, render_options};
-use crate::core::prompt::{ContextChunk, MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, assemble};
+use crate::core::prompt::{MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, assemble};
 use crate::core::retrieval::Method;
 use crate::infer::generate::{Generator, Sampling};
 use crate::service::generation::now_rfc3339;
@@ -272,20 +272,7 @@ impl McqaRunner<'_> {
                 (p, Vec::new())
             } else {
                 let retriever = self.retriever.context("retrieval indexes")?;
-                let top: Vec<ContextChunk> = ranked
-                    .iter()
-                    .take(k)
-                    .enumerate()
-                    .filter_map(|(i, id)| {
-                        let c = retriever.chunk(id)?;
-                        Some(ContextChunk {
-                            id: c.id.clone(),
-                            rank: i + 1,
-                            path: c.path_label(),
-                            text: c.text.clone(),
-                        })
-                    })
-                    .collect();
+                let top = retriever.context_chunks(&ranked, k);
                 // Options go into the template first: chunk text is never rewritten.
                 let template = MULTIPLE_CHOICE.replace("{options}", &options);
                 let p = assemble(&template, &q.text, &top, budget, &count);

@@ -156,6 +156,29 @@ impl Retriever {
         self.by_id.get(id).map(|&i| &self.chunks[i])
     }
 
+    /// The first `k` chunks of a ranking as prompt context (rank from 1, header path,
+    /// full text); ids no longer in the corpus are skipped.
+    pub fn context_chunks<S: AsRef<str>>(
+        &self,
+        ranked: &[S],
+        k: usize,
+    ) -> Vec<crate::core::prompt::ContextChunk> {
+        ranked
+            .iter()
+            .take(k)
+            .enumerate()
+            .filter_map(|(i, id)| {
+                let c = self.chunk(id.as_ref())?;
+                Some(crate::core::prompt::ContextChunk {
+                    id: c.id.clone(),
+                    rank: i + 1,
+                    path: c.path_label(),
+                    text: c.text.clone(),
+                })
+            })
+            .collect()
+    }
+
     pub fn has_dense(&self) -> bool {
         self.embedder.is_some() && !self.vectors.is_empty()
     }

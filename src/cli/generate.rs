@@ -96,11 +96,17 @@ pub struct GeneratorArgs {
     /// Layers offloaded to the GPU (builds with `--features cuda`).
     #[arg(long, default_value_t = 0)]
     pub n_gpu_layers: u32,
+    /// Decode every prompt whole instead of reusing the KV cache of a prefix shared
+    /// with the previous prompt (for timing comparisons).
+    #[arg(long)]
+    pub no_prefix_reuse: bool,
 }
 
 impl GeneratorArgs {
     pub fn config(&self, ctx: &Context) -> GenConfig {
-        gen_config(ctx, self.model.clone(), self.threads, self.n_gpu_layers)
+        let mut cfg = gen_config(ctx, self.model.clone(), self.threads, self.n_gpu_layers);
+        cfg.reuse_prefix = !self.no_prefix_reuse;
+        cfg
     }
 }
 

@@ -52,36 +52,23 @@ fn answers(env: &Env, run: &str) -> Vec<serde_json::Value> {
 fn batches_resume_without_duplicates_and_keep_provenance() {
     let (env, q) = setup();
     let qs = q.to_str().expect("utf8");
-    let run_gen = |extra: &[&str]| {
-        let mut args = vec![
-            "generate",
-            "--questions",
-            qs,
-            "--run",
-            "r1",
-            "--k",
-            "2",
-            "--max-tokens",
-            "8",
-        ];
-        args.extend_from_slice(extra);
-        env.ok(&args);
-    };
+    let base = [
+        "generate",
+        "--questions",
+        qs,
+        "--run",
+        "r1",
+        "--k",
+        "2",
+        "--max-tokens",
+        "8",
+    ];
+    let run_gen = |extra: &[&str]| env.ok(&[&base[..], extra].concat());
     run_gen(&["--limit", "1"]);
     // Kill a batch mid-way, then resume: no question is answered twice.
     let mut child = env
         .cmd()
-        .args([
-            "generate",
-            "--questions",
-            qs,
-            "--run",
-            "r1",
-            "--k",
-            "2",
-            "--max-tokens",
-            "8",
-        ])
+        .args(base)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use raglab::config::DEFAULT_GEN_MODEL;
-use raglab::infer::generate::{GenConfig, GenEvent, GenRequest, Generator, Sampling};
+use raglab::infer::generate::{GenConfig, GenEvent, GenRequest, GenStats, Generator, Sampling};
 use raglab::service::generation::{AnswerRecord, judge};
 use raglab::service::rubric::default_rubric;
 
@@ -20,6 +20,29 @@ fn generator() -> Generator {
 
 fn ask(q: &str) -> Vec<(String, String)> {
     vec![("user".to_string(), q.to_string())]
+}
+
+/// One request without a grammar, a stop flag or a streaming callback.
+fn plain(
+    g: &Generator,
+    prompt: &str,
+    sampling: Sampling,
+) -> raglab::infer::Result<(String, GenStats)> {
+    g.generate(
+        ask(prompt),
+        sampling,
+        None,
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    )
+}
+
+/// Default sampling, at most `n` tokens.
+fn short(n: usize) -> Sampling {
+    Sampling {
+        max_tokens: n,
+        ..Sampling::default()
+    }
 }
 
 #[test]
@@ -53,19 +76,16 @@ fn tokens_stream_in_order_and_concatenate_to_the_answer() {
     assert!(!stats.stopped);
     assert!(stats.gen_tokens_per_s > 0.0 && stats.prompt_tokens_per_s > 0.0);
     // Same seed, same text (reproducible with the stored parameters).
-    let (again, _) = g
-        .generate(
-            ask("How can I prevent the flu?"),
-            Sampling {
-                max_tokens: 40,
-                seed: 3,
-                ..Sampling::default()
-            },
-            None,
-            Arc::new(AtomicBool::new(false)),
-            |_| {},
-        )
-        .expect("generate");
+    let (again, _) = plain(
+        &g,
+        "How can I prevent the flu?",
+        Sampling {
+            max_tokens: 40,
+            seed: 3,
+            ..Sampling::default()
+        },
+    )
+    .expect("generate");
     assert_eq!(again, text);
 }
 
@@ -205,32 +225,10 @@ fn over_long_prompts_are_refused_not_fatal() {
     cfg.threads = 1;
     let g = Generator::spawn(&cfg).expect("load");
     let long = "guidance ".repeat(2000);
-    let e = g
-        .generate(
-            ask(&long),
-            Sampling {
-                max_tokens: 8,
-                ..Sampling::default()
-            },
-            None,
-            Arc::new(AtomicBool::new(false)),
-            |_| {},
-        )
-        .expect_err("too long");
+    let e = plain(&g, &long, short(8)).expect_err("too long");
     assert!(e.to_string().contains("exceeds the context size"), "{e}");
     // The worker survives and still answers.
-    let (t, _) = g
-        .generate(
-            ask("Hi"),
-            Sampling {
-                max_tokens: 4,
-                ..Sampling::default()
-            },
-            None,
-            Arc::new(AtomicBool::new(false)),
-            |_| {},
-        )
-        .expect("still works");
+    let (t, _) = plain(&g, "Hi", short(4)).expect("still works");
     assert!(!t.is_empty());
 }
 
@@ -241,18 +239,7 @@ fn a_model_without_chat_template_is_refused_clearly() {
     cfg.threads = 1;
     let g = Generator::spawn(&cfg).expect("loads as a model");
     assert!(!g.info.has_chat_template);
-    let e = g
-        .generate(
-            ask("Hi"),
-            Sampling {
-                max_tokens: 4,
-                ..Sampling::default()
-            },
-            None,
-            Arc::new(AtomicBool::new(false)),
-            |_| {},
-        )
-        .expect_err("no template");
+    let e = plain(&g, "Hi", short(4)).expect_err("no template");
     assert!(e.to_string().contains("no chat template"), "{e}");
 }
 
@@ -278,16 +265,7 @@ fn reusing_a_prompt_prefix_gives_the_same_answers() {
         max_tokens: 24,
         ..Sampling::default()
     };
-    let run = |g: &Generator, p: &str| {
-        g.generate(
-            ask(p),
-            greedy(),
-            None,
-            Arc::new(AtomicBool::new(false)),
-            |_| {},
-        )
-        .expect("generate")
-    };
+    let run = |g: &Generator, p: &str| plain(g, p, greedy()).expect("generate");
     let mut reused = Vec::new();
     for p in &prompts {
         let (a, sa) = run(&cached, p);

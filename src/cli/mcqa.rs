@@ -15,7 +15,7 @@ use crate::core::mcqa::{Accuracy, Report, report};
 use crate::core::retrieval::Method;
 use crate::infer::generate::Generator;
 use crate::service::generation::file_sha256;
-use crate::service::mcqa::{McqaRecord, McqaRunner, done, mcqa_table, outcomes, read_questions};
+use crate::service::mcqa::{McqaRecord, McqaRunner, mcqa_table, outcomes, read_questions};
 use crate::service::retrieval::{Retriever, embed_config};
 
 #[derive(Debug, Args)]
@@ -124,7 +124,17 @@ async fn answer_questions(
     questions: &[crate::service::mcqa::McqQuestion],
     ks: &[usize],
 ) -> Result<()> {
-    let done = done(&ctx.workspace, &args.run).await?;
+    // The run's stored answers, read once: what is done, and with which settings.
+    let stored: Vec<McqaRecord> = mcqa_table(&ctx.workspace)
+        .read_all::<McqaRecord>()
+        .await?
+        .into_iter()
+        .filter(|r| r.run == args.run)
+        .collect();
+    let done: HashSet<(String, u32)> = stored
+        .iter()
+        .map(|r| (r.question_id.clone(), r.k))
+        .collect();
     let mut todo: Vec<(&crate::service::mcqa::McqQuestion, HashSet<u32>)> = questions
         .iter()
         .map(|q| {
@@ -150,7 +160,7 @@ async fn answer_questions(
             gcfg.model.display()
         );
     }
-    check_run_is_consistent(ctx, args, &generator.info.file).await?;
+    check_run_is_consistent(&stored, args, &generator.info.file)?;
     let retriever = if ks.iter().any(|&k| k > 0) {
         let r = Retriever::open(&ctx.workspace, Some(&embed_config(ctx, None, Some(1)))).await?;
         if !r.is_fresh() {
@@ -212,13 +222,11 @@ async fn answer_questions(
 }
 
 /// A run mixes no models or retrieval settings: refuse to continue it with others.
-async fn check_run_is_consistent(ctx: &Context, args: &McqaArgs, model_file: &str) -> Result<()> {
-    let stored: Vec<McqaRecord> = mcqa_table(&ctx.workspace).read_all().await?;
+fn check_run_is_consistent(stored: &[McqaRecord], args: &McqaArgs, model_file: &str) -> Result<()> {
     let method = args.method.to_string();
     if let Some(r) = stored.iter().find(|r| {
-        r.run == args.run
-            && (r.model_file != model_file
-                || (r.k > 0 && (r.method != method || (r.alpha - args.alpha).abs() > 1e-12)))
+        r.model_file != model_file
+            || (r.k > 0 && (r.method != method || (r.alpha - args.alpha).abs() > 1e-12))
     }) {
         bail!(
             "run `{}` was answered with {} ({} a={}); continue it with the same settings or choose another --run",

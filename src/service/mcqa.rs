@@ -181,17 +181,6 @@ pub fn mcqa_table(ws: &Workspace) -> Table<'_> {
     Table::new(ws, MCQA, mcqa_schema())
 }
 
-/// (question, k) pairs of `run` already answered.
-pub async fn done(ws: &Workspace, run: &str) -> Result<HashSet<(String, u32)>> {
-    Ok(mcqa_table(ws)
-        .read_all::<McqaRecord>()
-        .await?
-        .into_iter()
-        .filter(|r| r.run == run)
-        .map(|r| (r.question_id, r.k))
-        .collect())
-}
-
 /// Stored answers as report inputs.
 pub fn outcomes(records: &[McqaRecord]) -> Vec<Outcome> {
     records

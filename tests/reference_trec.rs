@@ -1,5 +1,5 @@
 //! The metric code reproduces trec_eval's per-query values (pytrec_eval-terrier 0.5.11)
-//! for a real BM25 run on real qrels, to 1e-9 (shared/data/reference_runs).
+//! for a real BM25 run on real qrels, to 1e-9 (tests/data, see its PROVENANCE.md).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use raglab::core::metrics::{
 
 fn data(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
+        .join("tests/data")
         .join(rel)
 }
 

@@ -22,11 +22,8 @@ impl Env {
 
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_raglab"));
-        let models = raglab::config::Paths::discover()
-            .expect("paths")
-            .models_dir();
         c.env("RAGLAB_CONFIG_DIR", self.dir.path().join("config"))
-            .env("RAGLAB_MODELS_DIR", models)
+            .env("RAGLAB_MODELS_DIR", models_dir())
             .env("RAGLAB_DATA_DIR", self.dir.path().join("data"))
             .env_remove("RAGLAB_WORKSPACE")
             .arg("--workspace")
@@ -75,10 +72,16 @@ pub fn sample_questions() -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Path of an installed model; panics with the fix when setup has not run.
+/// The models the tests use: `tests/models/` inside the repository (ignored by git),
+/// filled by `scripts/setup.sh` with links to the models it installed. Tests read
+/// nothing outside the repository and their temporary folders.
+pub fn models_dir() -> PathBuf {
+    repo().join("tests").join("models")
+}
+
+/// Path of a test model; panics with the fix when setup has not run.
 pub fn model(file: &str) -> PathBuf {
-    let paths = raglab::config::Paths::discover().expect("paths");
-    let p = paths.models_dir().join(file);
+    let p = models_dir().join(file);
     assert!(
         p.is_file(),
         "{} missing: run scripts/setup.sh first",

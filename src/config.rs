@@ -79,6 +79,13 @@ pub struct Config {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetrievalConfig {
+    /// Retrieval method of `search`, `generate`, `eval mcqa` and the TUI (default
+    /// hybrid).
+    pub method: Option<crate::core::retrieval::Method>,
+    /// Dense weight of hybrid and linear fusion, in [0, 1] (default 0.7).
+    pub alpha: Option<crate::core::retrieval::Alpha>,
+    /// Chunks given to the generator (default 15).
+    pub k: Option<usize>,
     /// Abstain ("no relevant guidance") when the best dense cosine similarity is below
     /// this; unset: never abstain. Choose it with `raglab eval abstention`.
     pub abstain_below: Option<f64>,
@@ -146,5 +153,27 @@ impl Config {
             .generate
             .clone()
             .unwrap_or_else(|| paths.models_dir().join(DEFAULT_GEN_MODEL))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retrieval_settings_are_read_and_alpha_is_checked() {
+        let c: Config = toml::from_str("[retrieval]\nmethod = \"bm25\"\nalpha = 0.4\nk = 5\n")
+            .expect("valid config");
+        assert_eq!(
+            c.retrieval.method,
+            Some(crate::core::retrieval::Method::Bm25)
+        );
+        assert_eq!(
+            c.retrieval.alpha.map(crate::core::retrieval::Alpha::get),
+            Some(0.4)
+        );
+        assert_eq!(c.retrieval.k, Some(5));
+        assert!(toml::from_str::<Config>("[retrieval]\nalpha = 1.5\n").is_err());
+        assert!(toml::from_str::<Config>("[retrieval]\nmetod = \"bm25\"\n").is_err());
     }
 }

@@ -1,15 +1,19 @@
 //! raglab: a terminal workbench for evaluating retrieval-augmented generation over
 //! public-health guidance.
 //!
-//! Four layers, arrows pointing inward:
-//! - [`core`]: the domain, pure and synchronous (chunking, fusion, metrics, agreement,
-//!   rubric, prompts). Knows nothing of storage, inference or UI.
+//! Layers, each importing only those below it:
+//! - [`tui`] and [`cli`]: two thin sibling fronts. Each parses input, calls one
+//!   [`service`] function and renders what it returns; neither imports the other, nor
+//!   `store` or `infer`. `main.rs` picks the front.
+//! - [`service`]: every use case once (ingest, index, search, evaluation, generation,
+//!   judging, reports, MCQA, annotation, agreement, benchmarks), over a
+//!   [`service::Context`] that resolves paths, config and models in one place.
 //! - [`store`]: lance datasets and the tantivy index, persisting core types.
 //! - [`infer`]: llama.cpp (embedder, streaming generator, grammar-bound judge).
-//! - [`tui`] and [`cli`]: two thin front ends over the same services; everything the
-//!   TUI shows can be produced headless.
+//! - [`core`]: the domain, pure and synchronous (questions, chunking, fusion, metrics,
+//!   agreement, rubric, prompts, sampling). Knows nothing of storage, inference or UI.
 //!
-//! [`config`] holds paths and the TOML configuration shared by both front ends.
+//! [`config`] holds paths and the TOML configuration file's format.
 
 pub mod cli;
 pub mod config;

@@ -1,6 +1,14 @@
-//! raglab entry point: parse the command line; no subcommand opens the TUI.
+//! raglab entry point: parse the command line, build the service context, and pick
+//! the front: the TUI without a subcommand, the headless CLI with one.
+// The CLI dispatch awaits one large future per command; computing their layout
+// needs more than the default 128 levels.
+#![recursion_limit = "256"]
 
+use anyhow::Result;
 use clap::Parser;
+
+use raglab::cli::Cli;
+use raglab::service::context::{Context, init_logging, runtime};
 
 fn main() -> std::process::ExitCode {
     // `raglab corpus list | head` closes stdout early: end quietly as other Unix tools
@@ -18,12 +26,28 @@ fn main() -> std::process::ExitCode {
         }
         default_hook(info);
     }));
-    let cli = raglab::cli::Cli::parse();
-    match raglab::cli::run(cli) {
+    match run(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let ctx = Context::new(cli.workspace)?;
+    init_logging(&ctx.paths);
+    let rt = runtime()?;
+    match cli.command {
+        None => rt.block_on(raglab::tui::run(
+            ctx,
+            raglab::tui::TuiOptions {
+                theme: cli.theme,
+                questions: cli.questions,
+                reviewer: cli.reviewer,
+            },
+        )),
+        Some(command) => rt.block_on(raglab::cli::run(&ctx, command)),
     }
 }

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use raglab::core::agreement::{Confusion, cohen_kappa, macro_f1, raw_agreement};
 
 fn raters() -> Vec<serde_json::Value> {
-    let p =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/pubmedqa_pqal/raters.jsonl");
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/pubmedqa_pqal/raters.jsonl");
     std::fs::read_to_string(p)
         .expect("raters.jsonl")
         .lines()

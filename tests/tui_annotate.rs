@@ -1,15 +1,14 @@
 //! Annotate and Agreement panes driven by keys in a TestBackend: labelling with single
 //! keys, blind mode, undo, and the agreement table with real numbers.
 
+mod common;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use raglab::core::agreement::Bootstrap;
 use raglab::service::annotation::{Item, Label, agreement_table, current};
 use raglab::service::rubric::default_rubric;
 use raglab::tui::app::{App, Pane};
 use raglab::tui::keymap::Keymap;
-use raglab::tui::theme::Theme;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 fn items(n: usize) -> Vec<Item> {
     (0..n)
@@ -40,19 +39,7 @@ fn keys(app: &mut App, s: &str) {
 }
 
 fn render(app: &App) -> String {
-    let mut term = Terminal::new(TestBackend::new(170, 40)).expect("terminal");
-    let theme = Theme::builtin("dark").expect("theme");
-    term.draw(|f| raglab::tui::ui::draw(app, f, &theme))
-        .expect("draw");
-    let buf = term.backend().buffer().clone();
-    (0..buf.area.height)
-        .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol())
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    common::screen(app, 170, 40)
 }
 
 /// Confirm every queued save as the event loop would after the commit.

@@ -10,9 +10,6 @@ use raglab::core::corpus::InputLimits;
 use raglab::store::sources::{SourceSet, collect_files, read_file};
 use raglab::tui::app::{App, Pane};
 use raglab::tui::keymap::Keymap;
-use raglab::tui::theme::Theme;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 fn sample_chunks() -> Vec<Chunk> {
     let mut set = SourceSet::default();
@@ -32,19 +29,7 @@ fn app_with(chunks: Vec<Chunk>) -> App {
 }
 
 fn render(app: &App) -> String {
-    let mut term = Terminal::new(TestBackend::new(140, 40)).expect("terminal");
-    let theme = Theme::builtin("dark").expect("theme");
-    term.draw(|f| raglab::tui::ui::draw(app, f, &theme))
-        .expect("draw");
-    let buf = term.backend().buffer().clone();
-    let mut s = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            s.push_str(buf[(x, y)].symbol());
-        }
-        s.push('\n');
-    }
-    s
+    common::screen(app, 140, 40)
 }
 
 fn press(app: &mut App, keys: &str) {
@@ -129,10 +114,10 @@ fn filter_narrows_titles_and_header_paths() {
     // While typing, `q` is text, not quit.
     press(&mut app, "q");
     assert!(!app.should_quit);
-    assert_eq!(app.corpus.filter, "rabiesq");
+    assert_eq!(app.corpus.filter.text(), "rabiesq");
     press_code(&mut app, KeyCode::Backspace);
     press_code(&mut app, KeyCode::Enter);
-    assert!(!app.corpus.editing);
+    assert!(!app.corpus.editing());
     // A header-path match shows only the matching chunks of each document.
     press_code(&mut app, KeyCode::Esc);
     press(&mut app, "/");

@@ -3,18 +3,17 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
-use super::{Context, print_json};
+use super::print_json;
 use crate::core::agreement::{AgreementReport, Bootstrap, Estimate};
 use crate::core::rng::Rng;
-use crate::service::annotation::{
-    Item, Label, PAPER_REFERENCE, agreement_table, current, items_table, judge_labels,
-    labels_table, pick_reviewers, save_labels,
-};
-use crate::service::generation::{AnswerRecord, answers, judgements};
+use crate::core::text::sanitize_for_terminal as clean;
+use crate::service::Context;
+use crate::service::annotation::{Label, PAPER_REFERENCE};
 use crate::service::rubric::load_rubric;
+use crate::service::study::{self, ItemSource, RaterPair};
 
 /// File formats of `raglab labels export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -95,149 +94,45 @@ pub struct AgreeArgs {
 
 pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
     let AnnotateCmd::Create(args) = cmd;
-    let existing: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
-    let mut items: Vec<Item> = if let Some(run) = &args.from_run {
-        let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
-        let chunks = crate::store::chunks::ChunkStore::new(&ctx.workspace)
-            .load_all()
-            .await?;
-        let set = args.set.clone().unwrap_or_else(|| run.clone());
-        let v: Vec<Item> = all
-            .into_iter()
-            .filter(|a| &a.run == run)
-            .map(|a| Item {
-                item_id: a.answer_id.clone(),
-                set: set.clone(),
-                target_chunk: a
-                    .target_ids
-                    .iter()
-                    .filter_map(|t| chunks.iter().find(|c| &c.id == t))
-                    .map(|c| c.text.clone())
-                    .collect::<Vec<_>>()
-                    .join("\n\n"),
-                question: a.question,
-                reference_answer: a.reference_answer.unwrap_or_default(),
-                answer: a.answer,
-                answer_id: Some(a.answer_id),
-            })
-            .collect();
-        if v.is_empty() {
-            bail!("no answers in run `{run}` (see `raglab report answers`)");
-        }
-        v
-    } else if let Some(f) = &args.from_file {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
-        let set = args.set.clone().unwrap_or_else(|| {
-            f.file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        });
-        let mut v = Vec::new();
-        for (i, l) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            let mut value: serde_json::Value = serde_json::from_str(l)
-                .with_context(|| format!("{}:{}: invalid JSON", f.display(), i + 1))?;
-            value["set"] = serde_json::Value::String(set.clone());
-            let item: Item = serde_json::from_value(value)
-                .with_context(|| format!("{}:{}: not an item", f.display(), i + 1))?;
-            v.push(item);
-        }
-        v
-    } else {
-        bail!("give --from-run RUN or --from-file FILE");
+    let source = match (args.from_run, args.from_file) {
+        (Some(run), _) => ItemSource::Run(run),
+        (None, Some(f)) => ItemSource::File(f),
+        (None, None) => bail!("give --from-run RUN or --from-file FILE"),
     };
-    if let Some(n) = args.sample {
-        let idx = Rng::new(args.seed).sample_indices(items.len(), n);
-        items = idx.into_iter().map(|i| items[i].clone()).collect();
+    let sample = args.sample.map(|n| (n, args.seed));
+    match study::create_items(ctx, &source, args.set, sample).await? {
+        0 => println!("no new items (all already present)"),
+        n => println!("created {n} items"),
     }
-    items.retain(|i| !existing.iter().any(|e| e.item_id == i.item_id));
-    if items.is_empty() {
-        println!("no new items (all already present)");
-        return Ok(());
-    }
-    items_table(&ctx.workspace).append(&items).await?;
-    println!("created {} items", items.len());
     Ok(())
-}
-
-#[derive(serde::Deserialize)]
-struct ImportRow {
-    item_id: String,
-    reviewer: String,
-    criterion: String,
-    label: Option<String>,
-    #[serde(default)]
-    note: Option<String>,
-    #[serde(default)]
-    rubric_version: Option<String>,
 }
 
 pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
     match cmd {
         LabelsCmd::Import { file, rubric } => {
             let rubric = load_rubric(rubric.as_deref())?;
-            let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
-            let mut rows = Vec::new();
-            for (i, l) in text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-            {
-                let r: ImportRow = serde_json::from_str(l)
-                    .with_context(|| format!("{}:{}: not a label row", file.display(), i + 1))?;
-                let version = r
-                    .rubric_version
-                    .clone()
-                    .unwrap_or_else(|| rubric.version.clone());
-                rows.push(Label::new(
-                    &r.item_id,
-                    &r.reviewer,
-                    &r.criterion,
-                    r.label.as_deref(),
-                    r.note.as_deref(),
-                    &version,
-                ));
-            }
-            let version = save_labels(&ctx.workspace, &rubric, &items, &rows)
-                .await
-                .with_context(|| format!("nothing imported from {}", file.display()))?;
-            println!(
-                "imported {} labels (labels dataset version {version})",
-                rows.len()
-            );
+            let (n, version) = study::import_labels(ctx, &rubric, &file).await?;
+            println!("imported {n} labels (labels dataset version {version})");
         }
         LabelsCmd::Export { format, out } => {
-            let table = labels_table(&ctx.workspace);
             let dest = out.as_ref().map_or_else(
                 || "standard output".to_string(),
                 |p| p.display().to_string(),
             );
-            let bytes: Vec<u8> = match format {
-                ExportFormat::Jsonl => table
-                    .read_all::<Label>()
-                    .await?
-                    .iter()
-                    .map(|l| serde_json::to_string(l).unwrap_or_default() + "\n")
-                    .collect::<String>()
-                    .into_bytes(),
-                ExportFormat::Csv => labels_csv(&table.read_all::<Label>().await?).into_bytes(),
-                ExportFormat::Parquet => {
-                    if out.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                        bail!("parquet is binary: give --out FILE or redirect standard output");
-                    }
-                    let mut buf = Vec::new();
-                    table.export_parquet(&mut buf, &dest).await?;
-                    buf
-                }
+            if format == ExportFormat::Parquet
+                && out.is_none()
+                && std::io::IsTerminal::is_terminal(&std::io::stdout())
+            {
+                bail!("parquet is binary: give --out FILE or redirect standard output");
+            }
+            let format = match format {
+                ExportFormat::Csv => study::ExportFormat::Csv,
+                ExportFormat::Jsonl => study::ExportFormat::Jsonl,
+                ExportFormat::Parquet => study::ExportFormat::Parquet,
             };
+            let bytes = study::export_labels(ctx, format, &dest).await?;
             match out {
-                Some(p) => write_whole(&p, &bytes)?,
+                Some(p) => study::write_whole(&p, &bytes)?,
                 None => {
                     use std::io::Write as _;
                     let mut stdout = std::io::stdout().lock();
@@ -247,23 +142,20 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
             }
         }
         LabelsCmd::History { item_id } => {
-            let all: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
-            let mut rows: Vec<&Label> = all.iter().filter(|l| l.item_id == item_id).collect();
-            rows.sort_by_key(|l| l.seq);
-            for l in rows {
+            for l in study::label_history(ctx, &item_id).await? {
                 println!(
                     "{} {:<12} {:<20} {:<6} {}",
-                    l.timestamp,
-                    l.reviewer,
-                    l.criterion,
-                    l.label.as_deref().unwrap_or("(undone)"),
-                    l.note.as_deref().unwrap_or("")
+                    clean(&l.timestamp),
+                    clean(&l.reviewer),
+                    clean(&l.criterion),
+                    clean(l.label.as_deref().unwrap_or("(undone)")),
+                    clean(l.note.as_deref().unwrap_or(""))
                 );
             }
         }
         LabelsCmd::Stress { reviewer, count } => {
             let rubric = load_rubric(None)?;
-            let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+            let items = study::load_study(ctx).await?.items;
             if items.is_empty() {
                 bail!("no items: run `raglab annotate create` first");
             }
@@ -280,52 +172,12 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
                     None,
                     &rubric.version,
                 );
-                let started = std::time::Instant::now();
-                save_labels(&ctx.workspace, &rubric, &items, std::slice::from_ref(&l)).await?;
-                println!(
-                    "saved {} {:.1}ms",
-                    l.label_id,
-                    started.elapsed().as_secs_f64() * 1e3
-                );
+                let ms = study::save_label(ctx, &rubric, &items, &l).await?;
+                println!("saved {} {ms:.1}ms", l.label_id);
             }
         }
     }
     Ok(())
-}
-
-/// Every label version as CSV (all fields quoted, RFC 4180 escaping).
-fn labels_csv(all: &[Label]) -> String {
-    let esc = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-    let mut s = String::from(
-        "label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version\n",
-    );
-    for l in all {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{}",
-            esc(&l.label_id),
-            esc(&l.item_id),
-            esc(&l.reviewer),
-            esc(&l.criterion),
-            esc(l.label.as_deref().unwrap_or("")),
-            esc(l.note.as_deref().unwrap_or("")),
-            esc(&l.timestamp),
-            l.seq,
-            esc(&l.rubric_version)
-        );
-    }
-    s
-}
-
-/// Write `bytes` to a sibling temporary file and rename it over `path`, so an
-/// interrupted export never leaves a truncated file where a good one was.
-fn write_whole(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot move {} to {}", tmp.display(), path.display()))
 }
 
 fn fmt_est(e: &Estimate) -> String {
@@ -338,13 +190,6 @@ fn fmt_est(e: &Estimate) -> String {
 
 pub async fn agree(ctx: &Context, args: AgreeArgs) -> Result<()> {
     let rubric = load_rubric(args.rubric.as_deref())?;
-    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
-    let mut all: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
-    all.extend(judge_labels(
-        &items,
-        &judgements(&ctx.workspace).read_all().await?,
-    ));
-    let cur = current(&all);
     let given = match args.reviewers.as_deref() {
         None => None,
         Some([a, b]) => Some((a.clone(), b.clone())),
@@ -353,21 +198,19 @@ pub async fn agree(ctx: &Context, args: AgreeArgs) -> Result<()> {
             other.len()
         ),
     };
-    let (r1, r2) = pick_reviewers(&cur, given)?;
     let boot = Bootstrap {
         resamples: args.bootstrap,
         seed: args.seed,
     };
-    let started = std::time::Instant::now();
-    let table = agreement_table(&rubric, &cur, (&r1, &r2), boot);
-    let seconds = started.elapsed().as_secs_f64();
+    let a = study::agreement_with(ctx, &rubric, given, boot, RaterPair::Reviewers).await?;
+    let (r1, r2) = &a.reviewers;
     if args.json {
         return print_json(&serde_json::json!({
-            "reviewers": [r1, r2], "bootstrap": boot, "rows": table, "seconds": seconds, "paper_reference": PAPER_REFERENCE,
+            "reviewers": [r1, r2], "bootstrap": boot, "rows": a.rows, "seconds": a.seconds, "paper_reference": PAPER_REFERENCE,
         }));
     }
-    print!("{}", render_table(&table, &r1, &r2, boot));
-    println!("({seconds:.2}s)");
+    print!("{}", render_table(&a.rows, &clean(r1), &clean(r2), boot));
+    println!("({:.2}s)", a.seconds);
     Ok(())
 }
 

@@ -1,12 +1,12 @@
 //! `raglab corpus stats|list|show`.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Subcommand;
 
-use super::{Context, print_json};
+use super::print_json;
 use crate::core::stats::corpus_stats;
 use crate::core::text::{sanitize_for_terminal as clean, snippet};
-use crate::store::chunks::ChunkStore;
+use crate::service::{Context, corpus};
 
 #[derive(Debug, Subcommand)]
 pub enum CorpusCmd {
@@ -32,9 +32,7 @@ pub enum CorpusCmd {
 }
 
 pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
-    let store = ChunkStore::new(&ctx.workspace);
-    store.open().await?; // clear error when nothing was ingested
-    let chunks = store.load_all().await?;
+    let chunks = corpus::chunks(ctx).await?;
     match cmd {
         CorpusCmd::Stats { json } => {
             let s = corpus_stats(&chunks);
@@ -65,15 +63,7 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
             }
         }
         CorpusCmd::List { doc, json } => {
-            let sel: Vec<_> = chunks
-                .iter()
-                .filter(|c| doc.as_ref().is_none_or(|d| &c.doc_id == d))
-                .collect();
-            if sel.is_empty()
-                && let Some(d) = doc
-            {
-                bail!("no document `{d}` in this workspace");
-            }
+            let sel = corpus::of_document(&chunks, doc.as_deref())?;
             if json {
                 let rows: Vec<_> = sel
                     .iter()
@@ -97,9 +87,7 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
             }
         }
         CorpusCmd::Show { chunk_id, json } => {
-            let Some(c) = chunks.iter().find(|c| c.id == chunk_id) else {
-                bail!("no chunk `{chunk_id}` in this workspace (see `raglab corpus list`)");
-            };
+            let c = corpus::find(&chunks, &chunk_id)?;
             if json {
                 return print_json(c);
             }

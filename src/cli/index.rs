@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{Context, print_json};
-use crate::service::retrieval::{IndexSummary, Retriever, embed_config};
+use super::{on_progress, print_json, progress_bar};
+use crate::service::retrieval::{IndexReport, IndexRequest, build_index};
+use crate::service::{Context, ModelChoice};
 
 #[derive(Debug, Args)]
 pub struct IndexArgs {
@@ -27,52 +27,32 @@ pub struct IndexArgs {
     pub json: bool,
 }
 
-pub fn progress_bar(what: &str) -> ProgressBar {
-    ProgressBar::new(0).with_style(
-        ProgressStyle::with_template(&format!(
-            "{{spinner}} {what} {{bar:30}} {{pos}}/{{len}} {{per_sec}} eta {{eta}}"
-        ))
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    )
-}
-
-pub async fn build(
-    ctx: &Context,
-    embed_model: Option<PathBuf>,
-    sparse_only: bool,
-    threads: Option<i32>,
-) -> Result<IndexSummary> {
-    let cfg = (!sparse_only).then(|| embed_config(ctx, embed_model, threads));
-    let mut r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
+/// Build the indexes with a progress bar (also used by `ingest --index`).
+pub async fn build(ctx: &Context, req: &IndexRequest) -> Result<IndexReport> {
     let bar = progress_bar("embedding chunks");
-    let s = r
-        .build(&ctx.workspace, &|done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        })
-        .await?;
+    let report = build_index(ctx, req, &on_progress(&bar)).await;
     bar.finish_and_clear();
-    Ok(s)
+    report
 }
 
 pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
-    let model = args.embed_model.clone();
-    let s = build(ctx, args.embed_model, args.sparse_only, args.threads).await?;
-    if args.ann && !args.sparse_only {
-        let cfg = crate::service::retrieval::embed_config(ctx, model, Some(1));
-        let name = crate::infer::backend::model_name(&cfg.model);
-        let t = std::time::Instant::now();
-        let parts = crate::store::vectors::VectorStore::new(&ctx.workspace, &name)
-            .build_ann()
-            .await?;
-        eprintln!(
-            "ANN index: IVF_FLAT, {parts} partitions, built in {:.1}s",
-            t.elapsed().as_secs_f64()
-        );
+    let req = IndexRequest {
+        embed: ModelChoice {
+            model: args.embed_model,
+            threads: args.threads,
+            gpu_layers: None,
+        },
+        sparse_only: args.sparse_only,
+        ann: args.ann,
+    };
+    let report = build(ctx, &req).await?;
+    if let (Some(parts), Some(secs)) = (report.ann_partitions, report.ann_seconds) {
+        eprintln!("ANN index: IVF_FLAT, {parts} partitions, built in {secs:.1}s");
     }
     if args.json {
-        return print_json(&s);
+        return print_json(&report.summary);
     }
+    let s = report.summary;
     println!(
         "{} chunks: sparse index +{} -{} ({} unchanged); embedded {} chunks in {:.1}s ({:.1} chunks/s)",
         s.chunks,

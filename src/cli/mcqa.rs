@@ -9,30 +9,28 @@ use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
 
-use super::generate::GeneratorArgs;
-use super::{Context, print_json};
+use super::args::{GeneratorArgs, MethodArg, RankingArgs};
+use super::{print_json, progress_bar};
 use crate::core::mcqa::{Accuracy, Report, report};
-use crate::core::retrieval::Method;
-use crate::infer::generate::Generator;
-use crate::service::generation::file_sha256;
-use crate::service::mcqa::{McqaRecord, McqaRunner, mcqa_table, outcomes, read_questions};
-use crate::service::retrieval::{Retriever, embed_config};
+use crate::core::text::sanitize_for_terminal as clean;
+use crate::service::Context;
+use crate::service::mcqa::{McqaRequest, answer_questions, outcomes, read_questions, run_records};
 
 #[derive(Debug, Args)]
 pub struct McqaArgs {
     /// JSONL `{id, text, options: [..], answer (text or letter), relevant?, topic?}`.
     #[arg(long)]
     pub questions: PathBuf,
-    /// Numbers of chunks to try; 0 is the no-retrieval baseline (SPEC: 1,3,5,10).
+    /// Numbers of chunks to try; 0 is the no-retrieval baseline (the paper used 1, 3, 5 and 10).
     #[arg(long, value_delimiter = ',', default_value = "0,1,3,5,10")]
     pub ks: Vec<usize>,
     /// Run name; re-running continues the run.
     #[arg(long, default_value = "mcqa")]
     pub run: String,
-    #[arg(long, default_value = "hybrid")]
-    pub method: Method,
-    #[arg(long, default_value_t = 0.7)]
-    pub alpha: f64,
+    #[command(flatten)]
+    pub method: MethodArg,
+    #[command(flatten)]
+    pub ranking: RankingArgs,
     /// Context budget in generator tokens.
     #[arg(long, default_value_t = crate::core::prompt::DEFAULT_CONTEXT_BUDGET)]
     pub context_budget: usize,
@@ -68,21 +66,37 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
     ks.sort_unstable();
     ks.dedup();
     if !args.report_only {
-        answer_questions(ctx, &args, &questions, &ks).await?;
+        if args.ranking.ann {
+            bail!("--ann is not supported by eval mcqa: it retrieves with the exact dense scan");
+        }
+        let req = McqaRequest {
+            run: args.run.clone(),
+            method: args.method.get(ctx),
+            alpha: args.ranking.alpha(ctx),
+            context_budget: args.context_budget,
+            limit: args.limit,
+            model: args.generator.choice(),
+            embed: args.ranking.embed(Some(1)),
+            reuse_prefix: !args.generator.no_prefix_reuse,
+        };
+        let bar = progress_bar("answering");
+        let done = answer_questions(
+            ctx,
+            &req,
+            &questions,
+            &ks,
+            &|line| bar.suspend(|| eprintln!("{}", clean(&line))),
+            &|i, total, correct, n| {
+                bar.set_length(total as u64);
+                bar.set_position(i as u64);
+                bar.set_message(format!("{correct}/{n} correct"));
+            },
+        )
+        .await;
+        bar.finish_and_clear();
+        done?;
     }
-    let ids: HashSet<&str> = questions.iter().map(|q| q.id.as_str()).collect();
-    let records: Vec<McqaRecord> = mcqa_table(&ctx.workspace)
-        .read_all::<McqaRecord>()
-        .await?
-        .into_iter()
-        .filter(|r| r.run == args.run && ids.contains(r.question_id.as_str()))
-        .collect();
-    if records.is_empty() {
-        bail!(
-            "run `{}` has no answers for these questions yet (drop --report-only to answer them)",
-            args.run
-        );
-    }
+    let records = run_records(ctx, &args.run, &questions).await?;
     if args.list {
         return print_json(&records);
     }
@@ -108,134 +122,12 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
         };
         println!(
             "MCQA run `{}`: {} questions, {}, {retrieval}",
-            args.run,
+            clean(&args.run),
             answered.len(),
-            r.model_file,
+            clean(&r.model_file),
         );
     }
     print!("{}", render(&rep));
-    Ok(())
-}
-
-/// Answer every (question, k) the run lacks, committing per question.
-async fn answer_questions(
-    ctx: &Context,
-    args: &McqaArgs,
-    questions: &[crate::service::mcqa::McqQuestion],
-    ks: &[usize],
-) -> Result<()> {
-    // The run's stored answers, read once: what is done, and with which settings.
-    let stored: Vec<McqaRecord> = mcqa_table(&ctx.workspace)
-        .read_all::<McqaRecord>()
-        .await?
-        .into_iter()
-        .filter(|r| r.run == args.run)
-        .collect();
-    let done: HashSet<(String, u32)> = stored
-        .iter()
-        .map(|r| (r.question_id.clone(), r.k))
-        .collect();
-    let mut todo: Vec<(&crate::service::mcqa::McqQuestion, HashSet<u32>)> = questions
-        .iter()
-        .map(|q| {
-            let skip: HashSet<u32> = ks
-                .iter()
-                .map(|&k| k as u32)
-                .filter(|k| done.contains(&(q.id.clone(), *k)))
-                .collect();
-            (q, skip)
-        })
-        .filter(|(_, skip)| skip.len() < ks.len())
-        .collect();
-    todo.truncate(args.limit.unwrap_or(usize::MAX));
-    if todo.is_empty() {
-        eprintln!("run `{}`: nothing left to answer", args.run);
-        return Ok(());
-    }
-    let gcfg = args.generator.config(ctx);
-    let generator = Generator::spawn(&gcfg)?;
-    if !generator.info.has_chat_template {
-        bail!(
-            "{} has no chat template; choose an instruction-tuned GGUF",
-            gcfg.model.display()
-        );
-    }
-    check_run_is_consistent(&stored, args, &generator.info.file)?;
-    let retriever = if ks.iter().any(|&k| k > 0) {
-        let r = Retriever::open(&ctx.workspace, Some(&embed_config(ctx, None, Some(1)))).await?;
-        if !r.is_fresh() {
-            bail!("the indexes are out of date with the chunks: run `raglab index` first");
-        }
-        let missing = questions
-            .iter()
-            .filter(|q| !q.relevant.is_empty() && q.relevant.iter().all(|t| r.chunk(t).is_none()))
-            .count();
-        if missing > 0 {
-            // A common cause: JSONL records chunked by headers get ids `ID#top`.
-            let docs: HashSet<&str> = r.chunks.iter().map(|c| c.doc_id.as_str()).collect();
-            let doc_ids = questions
-                .iter()
-                .any(|q| q.relevant.iter().any(|t| docs.contains(t.as_str())));
-            eprintln!(
-                "warning: {missing} question(s) name target chunks that are not in this workspace; they count as \"target not retrieved\"{}",
-                if doc_ids {
-                    " (their targets are document ids: ingest with `--chunker none` to keep one chunk per record, named by its id)"
-                } else {
-                    ""
-                }
-            );
-        }
-        Some(r)
-    } else {
-        None
-    };
-    let runner = McqaRunner {
-        run: args.run.clone(),
-        retriever: retriever.as_ref(),
-        generator: &generator,
-        model_sha256: file_sha256(&gcfg.model)?,
-        method: args.method,
-        alpha: args.alpha,
-        context_budget: args.context_budget,
-    };
-    eprintln!(
-        "run `{}`: {} questions x k in {:?} with {}",
-        args.run,
-        todo.len(),
-        ks,
-        generator.info.file
-    );
-    let bar = super::index::progress_bar("answering");
-    bar.set_length(todo.len() as u64);
-    let (mut n, mut correct) = (0usize, 0usize);
-    for (q, skip) in todo {
-        let recs = runner.answer(q, ks, &skip)?;
-        n += recs.len();
-        correct += recs.iter().filter(|r| r.correct).count();
-        // One commit per question: an interrupted run resumes at the next question.
-        mcqa_table(&ctx.workspace).append(&recs).await?;
-        bar.inc(1);
-        bar.set_message(format!("{correct}/{n} correct"));
-    }
-    bar.finish_and_clear();
-    Ok(())
-}
-
-/// A run mixes no models or retrieval settings: refuse to continue it with others.
-fn check_run_is_consistent(stored: &[McqaRecord], args: &McqaArgs, model_file: &str) -> Result<()> {
-    let method = args.method.to_string();
-    if let Some(r) = stored.iter().find(|r| {
-        r.model_file != model_file
-            || (r.k > 0 && (r.method != method || (r.alpha - args.alpha).abs() > 1e-12))
-    }) {
-        bail!(
-            "run `{}` was answered with {} ({} a={}); continue it with the same settings or choose another --run",
-            args.run,
-            r.model_file,
-            r.method,
-            r.alpha
-        );
-    }
     Ok(())
 }
 

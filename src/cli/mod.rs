@@ -1,23 +1,23 @@
-//! Headless commands. Each reuses `core`, `store` and `infer`; the TUI is one more
-//! front end started when no subcommand is given.
+//! The headless front: clap parsing and text or JSON rendering. Each command calls
+//! one service function; nothing here reaches `store` or `infer`.
 
-pub mod annotate;
+mod annotate;
+mod args;
 mod bench;
 mod corpus;
-pub mod eval;
-pub mod generate;
-pub mod index;
+mod eval;
+mod generate;
+mod index;
 mod ingest;
 mod mcqa;
 mod search;
 
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::config::{Config, Paths};
-use crate::store::workspace::Workspace;
+use crate::service::Context;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -104,87 +104,29 @@ pub enum ReportCmd {
     Answers(generate::ReportArgs),
 }
 
-/// What every command needs: resolved paths, config and the workspace.
-pub struct Context {
-    pub paths: Paths,
-    pub config: Config,
-    pub workspace: Workspace,
-}
-
-impl Context {
-    pub fn new(workspace: Option<PathBuf>) -> Result<Self> {
-        let paths = Paths::discover()?;
-        let config = Config::load(&paths)?;
-        let dir = workspace.unwrap_or_else(|| config.workspace_dir(&paths));
-        let workspace = Workspace::open(&dir)
-            .with_context(|| format!("cannot open workspace {}", dir.display()))?;
-        Ok(Self {
-            paths,
-            config,
-            workspace,
-        })
-    }
-}
-
-/// Send logs to DATA_DIR/logs/raglab.log: stdout and stderr belong to the user (and
-/// to the TUI's screen). `RAGLAB_LOG` sets the filter (default `info`).
-fn init_logging(paths: &Paths) {
-    let file = paths.log_file();
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let Ok(f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&file)
-    else {
-        return;
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RAGLAB_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,lance=warn,tantivy=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(f))
-        .try_init();
-}
-
-pub fn run(cli: Cli) -> Result<()> {
-    let ctx = Context::new(cli.workspace)?;
-    init_logging(&ctx.paths);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    match cli.command {
-        None => rt.block_on(crate::tui::run(
-            ctx,
-            crate::tui::TuiOptions {
-                theme: cli.theme,
-                questions: cli.questions,
-                reviewer: cli.reviewer,
-            },
-        )),
-        Some(Command::Ingest(args)) => rt.block_on(ingest::run(&ctx, args)),
-        Some(Command::Corpus { cmd }) => rt.block_on(corpus::run(&ctx, cmd)),
-        Some(Command::Index(args)) => rt.block_on(index::run(&ctx, args)),
-        Some(Command::Search(args)) => rt.block_on(search::run(&ctx, args)),
-        Some(Command::Eval { cmd }) => rt.block_on(eval::run(&ctx, cmd)),
-        Some(Command::Annotate { cmd }) => rt.block_on(annotate::create(&ctx, cmd)),
-        Some(Command::Labels { cmd }) => rt.block_on(annotate::labels(&ctx, cmd)),
-        Some(Command::Agree(args)) => rt.block_on(annotate::agree(&ctx, args)),
-        Some(Command::Bench {
+/// Run one headless command.
+pub async fn run(ctx: &Context, command: Command) -> Result<()> {
+    match command {
+        Command::Ingest(args) => ingest::run(ctx, args).await,
+        Command::Corpus { cmd } => corpus::run(ctx, cmd).await,
+        Command::Index(args) => index::run(ctx, args).await,
+        Command::Search(args) => search::run(ctx, args).await,
+        Command::Eval { cmd } => eval::run(ctx, cmd).await,
+        Command::Annotate { cmd } => annotate::create(ctx, cmd).await,
+        Command::Labels { cmd } => annotate::labels(ctx, cmd).await,
+        Command::Agree(args) => annotate::agree(ctx, args).await,
+        Command::Bench {
             cmd: BenchCmd::Retrieval(args),
-        }) => rt.block_on(bench::run(&ctx, args)),
-        Some(Command::Bench {
+        } => bench::run(ctx, args).await,
+        Command::Bench {
             cmd: BenchCmd::Generate(args),
-        }) => rt.block_on(bench::generate(&ctx, args)),
-        Some(Command::Generate(args)) => rt.block_on(generate::generate(&ctx, args)),
-        Some(Command::Judge(args)) => rt.block_on(generate::run_judge(&ctx, args)),
-        Some(Command::Report {
+        } => bench::generate(ctx, args).await,
+        Command::Generate(args) => generate::generate(ctx, args).await,
+        Command::Judge(args) => generate::run_judge(ctx, args).await,
+        Command::Report {
             cmd: ReportCmd::Answers(args),
-        }) => rt.block_on(generate::report(&ctx, args)),
-        Some(Command::Paths) => {
+        } => generate::report(ctx, args).await,
+        Command::Paths => {
             println!("config:    {}", ctx.paths.config_file().display());
             println!("data:      {}", ctx.paths.data_dir.display());
             println!("models:    {}", ctx.paths.models_dir().display());
@@ -192,6 +134,24 @@ pub fn run(cli: Cli) -> Result<()> {
             println!("log:       {}", ctx.paths.log_file().display());
             Ok(())
         }
+    }
+}
+
+/// A progress bar on standard error for a long step.
+pub(crate) fn progress_bar(what: &str) -> indicatif::ProgressBar {
+    indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} {what} {{bar:30}} {{pos}}/{{len}} {{per_sec}} eta {{eta}}"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    )
+}
+
+/// A `(done, total)` progress callback drawing on `bar`.
+pub(crate) fn on_progress(bar: &indicatif::ProgressBar) -> impl Fn(usize, usize) + '_ {
+    move |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
     }
 }
 

@@ -1,74 +1,56 @@
 //! `raglab search "QUESTION"`: the ranked chunks with every rank and score.
 
-use std::path::PathBuf;
-
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 
-use super::{Context, print_json};
-use crate::core::fusion::{Fusion, RRF_C};
-use crate::core::retrieval::Method;
+use super::args::{MethodArg, RankingArgs};
+use super::print_json;
+use crate::core::fusion::Fusion;
 use crate::core::text::{sanitize_for_terminal as clean, snippet};
-use crate::service::retrieval::{DEFAULT_DEPTH, Retriever, embed_config};
+use crate::service::Context;
+use crate::service::retrieval::{DEFAULT_DEPTH, open_for};
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     pub question: String,
-    #[arg(short, long, default_value_t = 15)]
-    pub k: usize,
-    #[arg(long, default_value = "hybrid")]
-    pub method: Method,
-    /// Dense weight a in R(d; a) = a/(60 + r_dense) + (1 - a)/(60 + r_sparse).
-    #[arg(long, default_value_t = 0.7)]
-    pub alpha: f64,
-    #[arg(long)]
-    pub embed_model: Option<PathBuf>,
-    /// Dense list from the lance ANN index (`raglab index --ann`) instead of exact search.
-    #[arg(long)]
-    pub ann: bool,
-    /// IVF partitions probed by `--ann`.
-    #[arg(long, default_value_t = 8)]
-    pub nprobes: usize,
+    #[arg(short, long)]
+    pub k: Option<usize>,
+    #[command(flatten)]
+    pub method: MethodArg,
+    #[command(flatten)]
+    pub ranking: RankingArgs,
     #[arg(long)]
     pub json: bool,
 }
 
 pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
-    if !(0.0..=1.0).contains(&args.alpha) {
-        bail!("alpha must be between 0 and 1");
-    }
-    let cfg = args
-        .method
-        .needs_dense()
-        .then(|| embed_config(ctx, args.embed_model.clone(), Some(1)));
-    let r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
-    if !r.is_fresh() {
-        bail!("the indexes are out of date with the chunks: run `raglab index` first");
-    }
-    let depth = DEFAULT_DEPTH.max(args.k);
-    let (lists, timings) = if args.ann {
-        r.query_ann(&ctx.workspace, &args.question, depth, args.nprobes)
-            .await?
-    } else {
-        r.query(&args.question, depth)?
+    let method = args.method.get(ctx);
+    let alpha = args.ranking.alpha(ctx);
+    let k = ctx.k(args.k);
+    let r = open_for(ctx, method, &args.ranking.embed(Some(1))).await?;
+    let depth = DEFAULT_DEPTH.max(k);
+    let (lists, timings) = match args.ranking.ann_nprobes() {
+        Some(nprobes) => {
+            r.query_ann(&ctx.workspace, &args.question, depth, nprobes)
+                .await?
+        }
+        None => r.query(&args.question, depth)?,
     };
-    let fusion = match args.method {
-        Method::Linear => Fusion::MinMax { w: args.alpha },
-        _ => Fusion::Rrf {
-            alpha: args.alpha,
-            c: RRF_C,
-        },
-    };
+    // Single-list methods still show the hybrid fused score beside their ranks.
+    let fusion = method.fusion(alpha).unwrap_or(Fusion::Rrf {
+        alpha,
+        c: crate::core::fusion::RRF_C,
+    });
     let fused = lists.candidates.fuse(fusion);
     let rank_in = |list: &[crate::core::fusion::Scored], id: &str| {
         list.iter()
             .position(|s| s.id == id)
             .map(|i| (i + 1, list[i].score))
     };
-    let ids: Vec<&str> = lists.ranking(args.method, args.alpha);
+    let ids: Vec<&str> = lists.ranking(method, alpha);
     let rows: Vec<serde_json::Value> = ids
         .iter()
-        .take(args.k)
+        .take(k)
         .enumerate()
         .map(|(i, id)| {
             let c = r.chunk(id);
@@ -94,7 +76,7 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
     };
     if args.json {
         return print_json(&serde_json::json!({
-            "question": args.question, "method": args.method.to_string(), "alpha": args.alpha,
+            "question": args.question, "method": method.to_string(), "alpha": alpha,
             "fusion": "R(d; a) = a/(60 + r_dense(d)) + (1 - a)/(60 + r_sparse(d))",
             "embedding_model": r.model_name, "timings_ms": timings, "results": rows,
             "best_cosine": best_cosine, "abstain_below": threshold, "would_abstain": abstain,
@@ -102,7 +84,7 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
     }
     println!(
         "{} a={:.2}  R(d;a) = a/(60+r_dense) + (1-a)/(60+r_sparse)",
-        args.method, args.alpha
+        method, alpha
     );
     println!(
         "{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  chunk",

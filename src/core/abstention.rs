@@ -1,4 +1,4 @@
-//! Abstention (SPEC §2, seed 004): when no chunk reaches a minimum dense similarity,
+//! Abstention: when no chunk reaches a minimum dense similarity,
 //! the system answers that it found no relevant guidance instead of generating from
 //! irrelevant context.
 //!

@@ -1,4 +1,4 @@
-//! Inter-rater agreement (SPEC §6): Cohen's kappa, raw agreement and macro-F1 for any
+//! Inter-rater agreement: Cohen's kappa, raw agreement and macro-F1 for any
 //! categorical label set, with percentile-bootstrap confidence intervals over items.
 //!
 //! - kappa = (p_o - p_e) / (1 - p_e) with p_e from the two raters' marginals; when
@@ -110,7 +110,8 @@ pub struct Estimate {
     pub undefined_resamples: usize,
 }
 
-/// Bootstrap settings (SPEC: B >= 1000; default 2000).
+/// Bootstrap settings: B resamples (at least 1000 for stable 95% percentile
+/// intervals; default 2000) and the seed that makes them reproducible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Bootstrap {
     pub resamples: usize,

@@ -1,5 +1,4 @@
-//! Frugality of a RAG configuration against the same model without retrieval (SPEC §7,
-//! the documented reconstruction of seed 002's description):
+//! Frugality of a RAG configuration against the same model without retrieval:
 //!
 //! ```text
 //! dA = accuracy(RAG) - accuracy(LLM only)     dC = latency(RAG) - latency(LLM only)

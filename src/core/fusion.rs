@@ -1,6 +1,6 @@
-//! Rank fusion of a dense and a sparse result list (SPEC §2).
+//! Rank fusion of a dense and a sparse result list.
 //!
-//! Weighted reciprocal rank fusion (seed 000, eq. 1), for a document d:
+//! Weighted reciprocal rank fusion, for a document d:
 //!
 //! ```text
 //! R(d; a) = a / (c + r_dense(d)) + (1 - a) / (c + r_sparse(d)),   ranks from 1, c = 60
@@ -19,10 +19,10 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-/// The RRF constant of SPEC §2.
+/// The RRF constant c.
 pub const RRF_C: f64 = 60.0;
 
-/// The alpha grid of SPEC §2: 0.50, 0.55, ..., 0.95.
+/// The alpha grid of a sweep: 0.50, 0.55, ..., 0.95.
 pub fn alpha_grid() -> Vec<f64> {
     (0..10).map(|i| 0.5 + 0.05 * f64::from(i)).collect()
 }

@@ -1,4 +1,4 @@
-//! Multiple-choice QA (SPEC §4): option letters, the one-letter answer grammar, and
+//! Multiple-choice QA: option letters, the one-letter answer grammar, and
 //! the accuracy report the paper draws — by k (k = 0 is the no-retrieval baseline),
 //! by topic with the coefficient of variation across topics (Table 5), and by whether
 //! and where the target chunk was in the prompt (Figure 4).

@@ -1,4 +1,4 @@
-//! Retrieval metrics with trec_eval's conventions (SPEC §3).
+//! Retrieval metrics with trec_eval's conventions.
 //!
 //! - A run's documents for a query are ordered by score descending, ties broken by
 //!   document id **descending** (trec_eval sorts that way, whatever ranks the run file

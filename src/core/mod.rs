@@ -4,6 +4,7 @@
 
 pub mod abstention;
 pub mod agreement;
+pub mod annotation;
 pub mod chunk;
 pub mod corpus;
 pub mod frugality;
@@ -11,8 +12,10 @@ pub mod fusion;
 pub mod mcqa;
 pub mod metrics;
 pub mod prompt;
+pub mod question;
 pub mod retrieval;
 pub mod rng;
 pub mod rubric;
+pub mod sampling;
 pub mod stats;
 pub mod text;

@@ -1,4 +1,4 @@
-//! Prompt assembly (SPEC §4): the top-k fused chunks, each with its chunk id and a
+//! Prompt assembly: the top-k fused chunks, each with its chunk id and a
 //! separator, in a context block; the question; an instruction to answer from the
 //! context. The context block respects a token budget (default 10,000) counted with the
 //! generator's tokenizer, which the caller passes in as a function: chunks that do not
@@ -85,7 +85,7 @@ pub fn assemble(
     }
 }
 
-/// The same question with no context at all (the "LLM only" baseline of SPEC §7).
+/// The same question with no context at all (the "LLM only" baseline of the frugality score).
 pub fn no_retrieval(question: &str) -> String {
     format!(
         "You are a public-health assistant. Answer the question.\n\nQuestion: {}\n\nAnswer:\n",

@@ -20,7 +20,7 @@ pub enum Method {
     Dense,
     /// Weighted RRF of dense and BM25.
     Hybrid,
-    /// Min-max linear fusion of dense and BM25 (equal weights by default, seed 002).
+    /// Min-max linear fusion of dense and BM25 (dense weight alpha).
     Linear,
 }
 
@@ -35,6 +35,79 @@ impl Method {
 
     pub fn needs_dense(self) -> bool {
         matches!(self, Self::Dense | Self::Hybrid | Self::Linear)
+    }
+
+    /// How this method fuses the dense and BM25 lists at dense weight `alpha`; `None`
+    /// for the single-list methods.
+    pub fn fusion(self, alpha: f64) -> Option<Fusion> {
+        match self {
+            Self::Hybrid => Some(Fusion::Rrf { alpha, c: RRF_C }),
+            Self::Linear => Some(Fusion::MinMax { w: alpha }),
+            Self::Bm25 | Self::Tfidf | Self::Dense => None,
+        }
+    }
+
+    /// Whether the fusion weight changes this method's ranking.
+    pub fn uses_alpha(self) -> bool {
+        self.fusion(0.5).is_some()
+    }
+}
+
+/// The dense weight of a fused ranking, validated to lie in [0, 1]. The default, 0.7,
+/// leans on the dense list as the source paper's best hybrids do.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, serde::Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Alpha(f64);
+
+impl Alpha {
+    pub const DEFAULT: Self = Self(0.7);
+
+    pub fn new(value: f64) -> Result<Self, String> {
+        if (0.0..=1.0).contains(&value) {
+            Ok(Self(value))
+        } else {
+            Err(format!("alpha must be between 0 and 1 (got {value})"))
+        }
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl Default for Alpha {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl TryFrom<f64> for Alpha {
+    type Error = String;
+    fn try_from(v: f64) -> Result<Self, String> {
+        Self::new(v)
+    }
+}
+
+impl From<Alpha> for f64 {
+    fn from(a: Alpha) -> Self {
+        a.0
+    }
+}
+
+impl fmt::Display for Alpha {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for Alpha {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("alpha must be a number between 0 and 1 (got `{s}`)"))?;
+        Self::new(v)
     }
 }
 
@@ -91,12 +164,34 @@ impl QueryLists {
         fn ids(l: &[super::fusion::Scored]) -> Vec<&str> {
             l.iter().map(|s| s.id.as_str()).collect()
         }
+        if let Some(f) = method.fusion(alpha) {
+            return self.candidates.fused_ids(f);
+        }
         match method {
             Method::Bm25 => ids(&self.bm25),
             Method::Tfidf => ids(&self.tfidf),
-            Method::Dense => ids(&self.dense),
-            Method::Hybrid => self.candidates.fused_ids(Fusion::Rrf { alpha, c: RRF_C }),
-            Method::Linear => self.candidates.fused_ids(Fusion::MinMax { w: alpha }),
+            _ => ids(&self.dense),
+        }
+    }
+
+    /// The ranked (id, score) pairs of `method`: the list's own scores, or the fused
+    /// score for hybrid and linear (what a TREC run file holds).
+    pub fn scored(&self, method: Method, alpha: f64) -> Vec<(String, f64)> {
+        let plain = |l: &[super::fusion::Scored]| -> Vec<(String, f64)> {
+            l.iter().map(|s| (s.id.clone(), s.score)).collect()
+        };
+        if let Some(f) = method.fusion(alpha) {
+            return self
+                .candidates
+                .fuse(f)
+                .into_iter()
+                .map(|h| (h.id, h.fused))
+                .collect();
+        }
+        match method {
+            Method::Bm25 => plain(&self.bm25),
+            Method::Tfidf => plain(&self.tfidf),
+            _ => plain(&self.dense),
         }
     }
 }
@@ -228,6 +323,18 @@ mod tests {
         assert_eq!(hybrid[0].metrics.p1, 1.0);
         assert_eq!(failures(&bm25, 1).len(), 1);
         assert_eq!(failures(&dense, 1).len(), 0);
+    }
+
+    #[test]
+    fn alpha_is_validated() {
+        assert_eq!("0.25".parse::<Alpha>().map(Alpha::get), Ok(0.25));
+        assert!("1.5".parse::<Alpha>().is_err());
+        assert!("-0.1".parse::<Alpha>().is_err());
+        assert!("x".parse::<Alpha>().is_err());
+        assert!(serde_json::from_str::<Alpha>("2.0").is_err());
+        assert_eq!(Alpha::default().get(), 0.7);
+        assert!(Method::Hybrid.uses_alpha() && Method::Linear.uses_alpha());
+        assert!(!Method::Bm25.uses_alpha() && !Method::Dense.uses_alpha());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Rubrics are data (SPEC §5): a TOML file with criteria (key, name, definition, allowed
+//! Rubrics are data: a TOML file with criteria (key, name, definition, allowed
 //! labels; pass/fail by default). From a rubric come the judge's output grammar (GBNF,
 //! so a constrained model always produces one label per criterion) and the parser of
 //! that output.

@@ -2,8 +2,8 @@
 //! llama.cpp, using the model's own pooling, L2-normalised.
 //!
 //! The model and its context live on one worker thread; [`Embedder`] is a cheap handle
-//! that sends batches to it. One sequence per encode call (faster than packing several
-//! sequences on CPU, shared/LLAMA_NOTES.md). Inputs are truncated to `max_tokens`
+//! that sends batches to it. One sequence per encode call (measured faster than packing
+//! several sequences into one batch on CPU). Inputs are truncated to `max_tokens`
 //! before encoding: an encoder sequence longer than the micro-batch aborts the process.
 
 use std::num::NonZeroU32;

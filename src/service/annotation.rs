@@ -8,13 +8,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::{Result, bail};
-use arrow_schema::DataType;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::core::agreement::{AgreementReport, Bootstrap, agreement};
+pub use crate::core::annotation::{Disagreement, Item, Label};
 use crate::core::rubric::Rubric;
 use crate::service::generation::now_rfc3339;
-use crate::store::records::{Table, schema};
+use crate::store::records::Table;
 use crate::store::workspace::Workspace;
 
 pub const ITEMS: &str = "items.lance";
@@ -22,71 +22,12 @@ pub const LABELS: &str = "labels.lance";
 /// The reviewer name used for the LLM judge's labels.
 pub const JUDGE: &str = "judge";
 
-/// One thing to label: question, reference answer, target chunk, model answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Item {
-    pub item_id: String,
-    pub set: String,
-    pub question: String,
-    #[serde(default)]
-    pub reference_answer: String,
-    #[serde(default)]
-    pub target_chunk: String,
-    pub answer: String,
-    #[serde(default)]
-    pub answer_id: Option<String>,
-}
-
 pub fn items_table(ws: &Workspace) -> Table<'_> {
-    use DataType::Utf8;
-    Table::new(
-        ws,
-        ITEMS,
-        schema(&[
-            ("item_id", Utf8, false),
-            ("set", Utf8, false),
-            ("question", Utf8, false),
-            ("reference_answer", Utf8, false),
-            ("target_chunk", Utf8, false),
-            ("answer", Utf8, false),
-            ("answer_id", Utf8, true),
-        ]),
-    )
-}
-
-/// One label version.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Label {
-    pub label_id: String,
-    pub item_id: String,
-    pub reviewer: String,
-    pub criterion: String,
-    /// `None`: a retraction (undo).
-    pub label: Option<String>,
-    pub note: Option<String>,
-    pub timestamp: String,
-    /// Nanoseconds since the epoch: orders versions within a second.
-    pub seq: u64,
-    pub rubric_version: String,
+    Table::of::<Item>(ws, ITEMS)
 }
 
 pub fn labels_table(ws: &Workspace) -> Table<'_> {
-    use DataType::{UInt64, Utf8};
-    Table::new(
-        ws,
-        LABELS,
-        schema(&[
-            ("label_id", Utf8, false),
-            ("item_id", Utf8, false),
-            ("reviewer", Utf8, false),
-            ("criterion", Utf8, false),
-            ("label", Utf8, true),
-            ("note", Utf8, true),
-            ("timestamp", Utf8, false),
-            ("seq", UInt64, false),
-            ("rubric_version", Utf8, false),
-        ]),
-    )
+    Table::of::<Label>(ws, LABELS)
 }
 
 fn now_nanos() -> u64 {
@@ -187,7 +128,7 @@ pub struct AgreementRow {
     pub pairs: Vec<(String, Option<AgreementReport>)>,
 }
 
-/// The SPEC §6 table: rows criteria + Overall, pairs R1-R2, Judge-R1, Judge-R2.
+/// The agreement table: rows criteria + Overall, pairs R1-R2, Judge-R1, Judge-R2.
 pub fn agreement_table(
     rubric: &Rubric,
     current: &BTreeMap<(String, String, String), Label>,
@@ -258,7 +199,7 @@ pub fn agreement_table(
         .collect()
 }
 
-/// The paper's published values (seed 000, table 6; 100 items) as a reference row.
+/// The paper's published values (PubHealthBench-style study, Table 6; 100 items) as a reference row.
 pub const PAPER_REFERENCE: &str = "paper (100 items): R1 vs R2 overall kappa 0.56 [0.48, 0.64], macro-F1 0.78 [0.74, 0.82]; Judge vs R1 0.42 / 0.71; Judge vs R2 0.55 / 0.78";
 
 /// The two human reviewers to compare: given, else the two with most labels.
@@ -314,9 +255,6 @@ pub fn judge_labels(
     out
 }
 
-/// (item, criterion, label of a, label of b).
-pub type Disagreement = (String, String, String, String);
-
 /// Items where `a` and `b` disagree.
 pub fn disagreements(
     current: &BTreeMap<(String, String, String), Label>,
@@ -331,12 +269,12 @@ pub fn disagreements(
         if let Some(lb) = current.get(&(item.clone(), b.to_string(), criterion.clone()))
             && la.label != lb.label
         {
-            out.push((
-                item.clone(),
-                criterion.clone(),
-                la.label.clone().unwrap_or_default(),
-                lb.label.clone().unwrap_or_default(),
-            ));
+            out.push(Disagreement {
+                item_id: item.clone(),
+                criterion: criterion.clone(),
+                first: la.label.clone().unwrap_or_default(),
+                second: lb.label.clone().unwrap_or_default(),
+            });
         }
     }
     out

@@ -12,17 +12,17 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use arrow_schema::DataType;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::core::abstention::{ABSTAIN_ANSWER, abstains};
 use crate::core::prompt::{DEFAULT_CONTEXT_BUDGET, FREE_FORM, assemble, no_retrieval};
-use crate::core::retrieval::Method;
+use crate::core::question::Question;
+use crate::core::retrieval::{Alpha, Method};
 use crate::core::rubric::{Judgement, Rubric};
 use crate::infer::generate::{GenStats, Generator, Sampling};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
-use crate::store::records::{Table, list_of, schema};
+use crate::store::records::Table;
 use crate::store::workspace::Workspace;
 
 pub const ANSWERS: &str = "answers.lance";
@@ -42,13 +42,21 @@ pub struct RunConfig {
     pub abstain_below: Option<f64>,
 }
 
+impl RunConfig {
+    /// The id of this run's answer to a question: run, question and seed, so that a
+    /// rerun finds what it already answered.
+    pub fn answer_id(&self, question_id: &str) -> String {
+        format!("{}/{}/s{}", self.run, question_id, self.sampling.seed)
+    }
+}
+
 impl Default for RunConfig {
     fn default() -> Self {
         Self {
             run: "default".into(),
             method: Method::Hybrid,
-            alpha: 0.7,
-            k: 15,
+            alpha: Alpha::DEFAULT.get(),
+            k: super::context::DEFAULT_K,
             context_budget: DEFAULT_CONTEXT_BUDGET,
             no_retrieval: false,
             sampling: Sampling::default(),
@@ -92,6 +100,7 @@ pub struct AnswerRecord {
     pub stopped: bool,
     pub answer: String,
     pub created_at: String,
+    // Fields added after the first release: optional and last (see Table::append).
     /// Best dense cosine similarity of the retrieval (None: no dense list).
     #[serde(default)]
     pub best_cosine: Option<f64>,
@@ -99,46 +108,6 @@ pub struct AnswerRecord {
     /// abstention existed).
     #[serde(default)]
     pub abstained: Option<bool>,
-}
-
-pub fn answers_schema() -> arrow_schema::SchemaRef {
-    use DataType::{Boolean, Float64, UInt32, Utf8};
-    schema(&[
-        ("answer_id", Utf8, false),
-        ("run", Utf8, false),
-        ("question_id", Utf8, false),
-        ("question", Utf8, false),
-        ("reference_answer", Utf8, true),
-        ("target_ids", list_of(Utf8), false),
-        ("method", Utf8, false),
-        ("alpha", Float64, false),
-        ("k", UInt32, false),
-        ("no_retrieval", Boolean, false),
-        ("embed_model", Utf8, true),
-        ("chunk_ids", list_of(Utf8), false),
-        ("chunk_ranks", list_of(UInt32), false),
-        ("dropped_chunk_ids", list_of(Utf8), false),
-        ("target_rank", UInt32, true),
-        ("prompt", Utf8, false),
-        ("model_file", Utf8, false),
-        ("model_sha256", Utf8, false),
-        ("sampling", Utf8, false),
-        ("seed", UInt32, false),
-        ("prompt_tokens", UInt32, false),
-        ("output_tokens", UInt32, false),
-        ("input_words", UInt32, false),
-        ("retrieval_ms", Float64, false),
-        ("ttft_ms", Float64, false),
-        ("prompt_tokens_per_s", Float64, false),
-        ("gen_tokens_per_s", Float64, false),
-        ("total_ms", Float64, false),
-        ("stopped", Boolean, false),
-        ("answer", Utf8, false),
-        ("created_at", Utf8, false),
-        // Added after the first release: nullable and last (see Table::append).
-        ("best_cosine", Float64, true),
-        ("abstained", Boolean, true),
-    ])
 }
 
 /// A stored judgement.
@@ -157,29 +126,12 @@ pub struct JudgementRecord {
     pub created_at: String,
 }
 
-pub fn judgements_schema() -> arrow_schema::SchemaRef {
-    use DataType::Utf8;
-    schema(&[
-        ("answer_id", Utf8, false),
-        ("run", Utf8, false),
-        ("judge_model", Utf8, false),
-        ("rubric", Utf8, false),
-        ("rubric_version", Utf8, false),
-        ("criteria", list_of(Utf8), false),
-        ("labels", list_of(Utf8), false),
-        ("rationale", Utf8, false),
-        ("prompt", Utf8, false),
-        ("raw_output", Utf8, false),
-        ("created_at", Utf8, false),
-    ])
-}
-
 pub fn answers(ws: &Workspace) -> Table<'_> {
-    Table::new(ws, ANSWERS, answers_schema())
+    Table::of::<AnswerRecord>(ws, ANSWERS)
 }
 
 pub fn judgements(ws: &Workspace) -> Table<'_> {
-    Table::new(ws, JUDGEMENTS, judgements_schema())
+    Table::of::<JudgementRecord>(ws, JUDGEMENTS)
 }
 
 /// RFC 3339 UTC timestamp without a time crate.
@@ -211,17 +163,6 @@ pub fn file_sha256(path: &Path) -> Result<String> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A question to answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct QuestionRecord {
-    pub id: String,
-    pub text: String,
-    #[serde(default)]
-    pub answer: Option<String>,
-    #[serde(default)]
-    pub relevant: Vec<String>,
-}
-
 /// Everything one generation needs besides the question.
 pub struct Answerer<'a> {
     pub retriever: Option<&'a Retriever>,
@@ -245,7 +186,7 @@ pub struct Prepared {
 }
 
 impl Answerer<'_> {
-    pub fn prepare(&self, q: &QuestionRecord) -> Result<Prepared> {
+    pub fn prepare(&self, q: &Question) -> Result<Prepared> {
         if q.text.trim().is_empty() {
             anyhow::bail!("question `{}` is empty", q.id);
         }
@@ -314,7 +255,7 @@ impl Answerer<'_> {
     /// Generate (streaming each piece to `on_token`) and build the record.
     pub fn answer(
         &self,
-        q: &QuestionRecord,
+        q: &Question,
         prepared: Prepared,
         stop: Arc<AtomicBool>,
         mut on_token: impl FnMut(&str),
@@ -340,7 +281,7 @@ impl Answerer<'_> {
         };
         let c = self.config;
         Ok(AnswerRecord {
-            answer_id: format!("{}/{}/s{}", c.run, q.id, c.sampling.seed),
+            answer_id: c.answer_id(&q.id),
             run: c.run.clone(),
             question_id: q.id.clone(),
             question: q.text.clone(),

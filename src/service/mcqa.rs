@@ -1,4 +1,4 @@
-//! Multiple-choice QA evaluation (SPEC §4): for each question, retrieve once, then
+//! Multiple-choice QA evaluation: for each question, retrieve once, then
 //! ask the generator for one option letter with the top-k chunks for every k asked
 //! (k = 0: no retrieval), grammar-constrained and greedy, and store each graded answer
 //! with its provenance in `mcqa.lance`. A run resumes where it stopped: answers are
@@ -9,17 +9,17 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
-use arrow_schema::DataType;
+use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use super::context::{Context, ModelChoice};
 use crate::core::mcqa::{self, Outcome, grammar, letter, parse_choice, render_options};
 use crate::core::prompt::{MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, assemble};
 use crate::core::retrieval::Method;
 use crate::infer::generate::{Generator, Sampling};
-use crate::service::generation::now_rfc3339;
+use crate::service::generation::{file_sha256, now_rfc3339};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
-use crate::store::records::{Table, list_of, schema};
+use crate::store::records::Table;
 use crate::store::workspace::Workspace;
 
 pub const MCQA: &str = "mcqa.lance";
@@ -148,37 +148,8 @@ pub struct McqaRecord {
     pub created_at: String,
 }
 
-pub fn mcqa_schema() -> arrow_schema::SchemaRef {
-    use DataType::{Boolean, Float64, UInt32, Utf8};
-    schema(&[
-        ("run", Utf8, false),
-        ("question_id", Utf8, false),
-        ("k", UInt32, false),
-        ("topic", Utf8, false),
-        ("method", Utf8, false),
-        ("alpha", Float64, false),
-        ("embed_model", Utf8, true),
-        ("options", list_of(Utf8), false),
-        ("answer", Utf8, false),
-        ("predicted", Utf8, true),
-        ("correct", Boolean, false),
-        ("raw_output", Utf8, false),
-        ("target_ids", list_of(Utf8), false),
-        ("chunk_ids", list_of(Utf8), false),
-        ("target_rank", UInt32, true),
-        ("target_list_rank", UInt32, true),
-        ("prompt", Utf8, false),
-        ("prompt_tokens", UInt32, false),
-        ("retrieval_ms", Float64, false),
-        ("total_ms", Float64, false),
-        ("model_file", Utf8, false),
-        ("model_sha256", Utf8, false),
-        ("created_at", Utf8, false),
-    ])
-}
-
 pub fn mcqa_table(ws: &Workspace) -> Table<'_> {
-    Table::new(ws, MCQA, mcqa_schema())
+    Table::of::<McqaRecord>(ws, MCQA)
 }
 
 /// Stored answers as report inputs.
@@ -319,4 +290,166 @@ impl McqaRunner<'_> {
         }
         Ok(out)
     }
+}
+
+/// How an MCQA run answers: its name, retrieval settings and generator.
+#[derive(Debug, Clone)]
+pub struct McqaRequest {
+    pub run: String,
+    pub method: Method,
+    pub alpha: f64,
+    pub context_budget: usize,
+    /// Answer at most this many new questions.
+    pub limit: Option<usize>,
+    pub model: ModelChoice,
+    /// The embedding model of the retrieval.
+    pub embed: ModelChoice,
+    pub reuse_prefix: bool,
+}
+
+/// The run's stored answers to these questions; an error when there are none.
+pub async fn run_records(
+    ctx: &Context,
+    run: &str,
+    questions: &[McqQuestion],
+) -> Result<Vec<McqaRecord>> {
+    let ids: HashSet<&str> = questions.iter().map(|q| q.id.as_str()).collect();
+    let records: Vec<McqaRecord> = mcqa_table(&ctx.workspace)
+        .read_all::<McqaRecord>()
+        .await?
+        .into_iter()
+        .filter(|r| r.run == run && ids.contains(r.question_id.as_str()))
+        .collect();
+    if records.is_empty() {
+        bail!(
+            "run `{run}` has no answers for these questions yet (drop --report-only to answer them)"
+        );
+    }
+    Ok(records)
+}
+
+/// Answer every (question, k) the run lacks, committing per question.
+/// `notice` receives lines for the user (what will run, warnings); `progress` gets
+/// (questions done, questions, correct answers, answers).
+pub async fn answer_questions(
+    ctx: &Context,
+    args: &McqaRequest,
+    questions: &[McqQuestion],
+    ks: &[usize],
+    notice: &dyn Fn(String),
+    progress: &dyn Fn(usize, usize, usize, usize),
+) -> Result<()> {
+    // The run's stored answers, read once: what is done, and with which settings.
+    let stored: Vec<McqaRecord> = mcqa_table(&ctx.workspace)
+        .read_all::<McqaRecord>()
+        .await?
+        .into_iter()
+        .filter(|r| r.run == args.run)
+        .collect();
+    let done: HashSet<(String, u32)> = stored
+        .iter()
+        .map(|r| (r.question_id.clone(), r.k))
+        .collect();
+    let mut todo: Vec<(&McqQuestion, HashSet<u32>)> = questions
+        .iter()
+        .map(|q| {
+            let skip: HashSet<u32> = ks
+                .iter()
+                .map(|&k| k as u32)
+                .filter(|k| done.contains(&(q.id.clone(), *k)))
+                .collect();
+            (q, skip)
+        })
+        .filter(|(_, skip)| skip.len() < ks.len())
+        .collect();
+    todo.truncate(args.limit.unwrap_or(usize::MAX));
+    if todo.is_empty() {
+        notice(format!("run `{}`: nothing left to answer", args.run));
+        return Ok(());
+    }
+    let mut gcfg = ctx.gen_config(&args.model);
+    gcfg.reuse_prefix = args.reuse_prefix;
+    let generator = Generator::spawn(&gcfg)?;
+    if !generator.info.has_chat_template {
+        bail!(
+            "{} has no chat template; choose an instruction-tuned GGUF",
+            gcfg.model.display()
+        );
+    }
+    check_run_is_consistent(&stored, args, &generator.info.file)?;
+    let retriever = if ks.iter().any(|&k| k > 0) {
+        let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&args.embed))).await?;
+        r.ensure_fresh()?;
+        let missing = questions
+            .iter()
+            .filter(|q| !q.relevant.is_empty() && q.relevant.iter().all(|t| r.chunk(t).is_none()))
+            .count();
+        if missing > 0 {
+            // A common cause: JSONL records chunked by headers get ids `ID#top`.
+            let docs: HashSet<&str> = r.chunks.iter().map(|c| c.doc_id.as_str()).collect();
+            let doc_ids = questions
+                .iter()
+                .any(|q| q.relevant.iter().any(|t| docs.contains(t.as_str())));
+            notice(format!(
+                "warning: {missing} question(s) name target chunks that are not in this workspace; they count as \"target not retrieved\"{}",
+                if doc_ids {
+                    " (their targets are document ids: ingest with `--chunker none` to keep one chunk per record, named by its id)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        Some(r)
+    } else {
+        None
+    };
+    let runner = McqaRunner {
+        run: args.run.clone(),
+        retriever: retriever.as_ref(),
+        generator: &generator,
+        model_sha256: file_sha256(&gcfg.model)?,
+        method: args.method,
+        alpha: args.alpha,
+        context_budget: args.context_budget,
+    };
+    notice(format!(
+        "run `{}`: {} questions x k in {:?} with {}",
+        args.run,
+        todo.len(),
+        ks,
+        generator.info.file
+    ));
+    let total = todo.len();
+    let (mut n, mut correct) = (0usize, 0usize);
+    for (i, (q, skip)) in todo.into_iter().enumerate() {
+        let recs = runner.answer(q, ks, &skip)?;
+        n += recs.len();
+        correct += recs.iter().filter(|r| r.correct).count();
+        // One commit per question: an interrupted run resumes at the next question.
+        mcqa_table(&ctx.workspace).append(&recs).await?;
+        progress(i + 1, total, correct, n);
+    }
+    Ok(())
+}
+
+/// A run mixes no models or retrieval settings: refuse to continue it with others.
+fn check_run_is_consistent(
+    stored: &[McqaRecord],
+    args: &McqaRequest,
+    model_file: &str,
+) -> Result<()> {
+    let method = args.method.to_string();
+    if let Some(r) = stored.iter().find(|r| {
+        r.model_file != model_file
+            || (r.k > 0 && (r.method != method || (r.alpha - args.alpha).abs() > 1e-12))
+    }) {
+        bail!(
+            "run `{}` was answered with {} ({} a={}); continue it with the same settings or choose another --run",
+            args.run,
+            r.model_file,
+            r.method,
+            r.alpha
+        );
+    }
+    Ok(())
 }

@@ -1,8 +1,20 @@
-//! Services shared by the CLI and the TUI: they combine `store` and `infer` around the
-//! pure `core` (e.g. building indexes, answering a query with every retriever).
+//! The use cases, shared by the CLI and the TUI: each combines `store` and `infer`
+//! around the pure `core`. A front parses its input, calls one function here and
+//! renders what it returns; fronts never reach `store` or `infer` themselves.
 
 pub mod annotation;
+pub mod answering;
+pub mod bench;
+pub mod context;
+pub mod corpus;
+pub mod evaluation;
 pub mod generation;
+pub mod ingest;
+pub mod jsonl;
 pub mod mcqa;
+pub mod report;
 pub mod retrieval;
 pub mod rubric;
+pub mod study;
+
+pub use context::{Context, ModelChoice};

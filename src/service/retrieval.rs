@@ -2,14 +2,14 @@
 //! step with its chunks, and computes every rank list of a query once.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
+use super::context::{Context, ModelChoice};
 use crate::core::chunk::Chunk;
-use crate::core::retrieval::QueryLists;
+use crate::core::retrieval::{Method, QueryLists};
 use crate::infer::embed::{EmbedConfig, Embedder};
 use crate::store::chunks::ChunkStore;
 use crate::store::sparse::{SparseIndex, SyncSummary, text_hash};
@@ -95,6 +95,16 @@ impl Retriever {
             self.vectors.len() == want.len() && stale(&self.vectors, &want).is_empty()
         };
         sparse_ok && dense_ok
+    }
+
+    /// An error telling the user to run `raglab index` when the indexes do not hold
+    /// exactly the current chunks.
+    pub fn ensure_fresh(&self) -> Result<()> {
+        if self.is_fresh() {
+            Ok(())
+        } else {
+            bail!("the indexes are out of date with the chunks: run `raglab index` first")
+        }
     }
 
     /// Bring the sparse index and (with an embedder) the vectors up to date, embedding
@@ -253,22 +263,52 @@ impl Retriever {
     }
 }
 
-/// The embedding configuration from config and an optional `--embed-model` flag.
-pub fn embed_config(
-    ctx: &crate::cli::Context,
-    model: Option<PathBuf>,
-    threads: Option<i32>,
-) -> EmbedConfig {
-    let mut cfg = EmbedConfig::new(model.unwrap_or_else(|| ctx.config.embed_model(&ctx.paths)));
-    cfg.query_prefix = ctx.config.models.query_prefix.clone().unwrap_or_default();
-    cfg.document_prefix = ctx
-        .config
-        .models
-        .document_prefix
-        .clone()
-        .unwrap_or_default();
-    if let Some(t) = threads {
-        cfg.threads = t;
+/// What `raglab index` builds: the sparse index, and the embeddings unless
+/// `sparse_only`; with `ann`, also a lance IVF_FLAT index on the vectors.
+#[derive(Debug, Clone, Default)]
+pub struct IndexRequest {
+    pub embed: ModelChoice,
+    pub sparse_only: bool,
+    pub ann: bool,
+}
+
+/// The index summary and, with `ann`, the ANN partitions and build time.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct IndexReport {
+    #[serde(flatten)]
+    pub summary: IndexSummary,
+    pub ann_partitions: Option<usize>,
+    pub ann_seconds: Option<f64>,
+}
+
+/// Bring the workspace's indexes up to date with its chunks (incremental).
+pub async fn build_index(
+    ctx: &Context,
+    req: &IndexRequest,
+    progress: Progress<'_>,
+) -> Result<IndexReport> {
+    let cfg = (!req.sparse_only).then(|| ctx.embed_config(&req.embed));
+    let mut r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
+    let summary = r.build(&ctx.workspace, progress).await?;
+    let mut report = IndexReport {
+        summary,
+        ann_partitions: None,
+        ann_seconds: None,
+    };
+    if let (true, Some(name)) = (req.ann, &r.model_name) {
+        let t = Instant::now();
+        let parts = VectorStore::new(&ctx.workspace, name).build_ann().await?;
+        report.ann_partitions = Some(parts);
+        report.ann_seconds = Some(t.elapsed().as_secs_f64());
     }
-    cfg
+    Ok(report)
+}
+
+/// Open the retriever for `method` (with the embedder only when it needs dense
+/// lists) and check that its indexes hold the current chunks.
+pub async fn open_for(ctx: &Context, method: Method, embed: &ModelChoice) -> Result<Retriever> {
+    let cfg = method.needs_dense().then(|| ctx.embed_config(embed));
+    let r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
+    r.ensure_fresh()?;
+    Ok(r)
 }

@@ -1,7 +1,10 @@
 //! Append-only lance tables of serde records (answers, judgements, labels).
 //!
-//! Rows are converted to and from arrow with `arrow-json` against an explicit schema,
-//! so each table has real typed columns (lists, numbers, booleans) that lance, pandas or
+//! A table's arrow schema is traced from its record type ([`schema_of`]): the struct
+//! is the one definition of a stored record, and adding a column means adding a field
+//! (an `Option`, at the end, so older datasets gain it as nulls). Rows are converted
+//! to and from arrow with `arrow-json` against that schema, so each table has real
+//! typed columns (lists, numbers, booleans) that lance, pandas or
 //! DuckDB can read directly. Every append is one lance commit taken under the
 //! workspace's writer lock: once `append` returns, the rows are in a committed version
 //! (a killed process cannot lose them), and two processes appending at once are
@@ -29,6 +32,30 @@ pub fn schema(fields: &[(&str, DataType, bool)]) -> SchemaRef {
     ))
 }
 
+/// The arrow schema of a record type, traced from the type (serde_arrow). Strings are
+/// `Utf8` and sequences `List` with nullable `item`s, the layout datasets were
+/// written with before the schemas were derived, so those datasets stay readable.
+pub fn schema_of<T: DeserializeOwned>() -> SchemaRef {
+    use serde_arrow::schema::{SchemaLike, TracingOptions};
+    let options = TracingOptions::default()
+        .strings_as_large_utf8(false)
+        .sequence_as_large_list(false);
+    // A record type that cannot be traced is a defect of the program, not of its
+    // input: every record type is traced by the tests.
+    let fields = Vec::<arrow_schema::FieldRef>::from_type::<T>(options)
+        .unwrap_or_else(|e| panic!("{}: no arrow schema: {e}", std::any::type_name::<T>()));
+    let fields: Vec<Field> = fields
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::List(item) => {
+                Field::new(f.name(), list_of(item.data_type().clone()), f.is_nullable())
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
 /// A list-of-strings column type.
 pub fn list_of(t: DataType) -> DataType {
     DataType::List(Arc::new(Field::new("item", t, true)))
@@ -43,6 +70,11 @@ pub struct Table<'a> {
 impl<'a> Table<'a> {
     pub fn new(ws: &'a Workspace, name: &'a str, schema: SchemaRef) -> Self {
         Self { ws, name, schema }
+    }
+
+    /// The table `name` of records `T`, with the schema traced from `T`.
+    pub fn of<T: DeserializeOwned>(ws: &'a Workspace, name: &'a str) -> Self {
+        Self::new(ws, name, schema_of::<T>())
     }
 
     pub fn exists(&self) -> bool {

@@ -2,9 +2,16 @@
 //!
 //! ```text
 //! WORKSPACE/
-//!   chunks.lance/      chunks with metadata (lance)
-//!   index/bm25/        tantivy index over chunk text + header path
-//!   write.lock         advisory lock serialising writers of shared datasets
+//!   chunks.lance/              chunks with metadata (lance)
+//!   index/bm25/                tantivy index over chunk text + header path
+//!   embeddings/MODEL.lance/    one vector dataset per embedding model (+ IVF index)
+//!   answers.lance/             generated answers with full provenance
+//!   judgements.lance/          rubric judgements of answers by the LLM judge
+//!   mcqa.lance/                multiple-choice answers of `eval mcqa`
+//!   items.lance/               annotation items
+//!   labels.lance/              reviewer labels (append-only log of versions)
+//!   eval/last-failures.json    failed questions of the last `eval retrieval`
+//!   write.lock                 advisory lock serialising writers of shared datasets
 //! ```
 
 use std::fs::{File, OpenOptions};

@@ -106,8 +106,8 @@ impl App {
     pub fn layer(&self) -> Layer {
         if self.show_help {
             Layer::Help
-        } else if (self.pane == Pane::Corpus && self.corpus.editing)
-            || (self.pane == Pane::Query && self.query.editing)
+        } else if (self.pane == Pane::Corpus && self.corpus.editing())
+            || (self.pane == Pane::Query && self.query.input.is_active())
             || (self.pane == Pane::Annotate && self.annotate.editing())
         {
             Layer::Input
@@ -128,7 +128,9 @@ impl App {
                     && let (KeyCode::Char(c), false) = (key.code, key.ctrl)
                 {
                     match self.pane {
-                        Pane::Query => self.query.input.push(c),
+                        Pane::Query => {
+                            self.query.input.push(c);
+                        }
                         Pane::Annotate => self.annotate.input_char(c),
                         _ => self.corpus.input_char(c),
                     }

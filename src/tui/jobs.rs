@@ -1,27 +1,20 @@
 //! Background jobs of the TUI and the messages they send back. Each job owns its
 //! inputs; results carry a ticket so that a superseded request's answer is dropped.
-//! llama.cpp work runs on blocking threads; lance commits on the async runtime.
+//! Every job calls one service function: llama.cpp work runs on blocking threads,
+//! lance reads and commits on the async runtime.
 
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::app::App;
-use crate::cli::Context;
 use crate::core::agreement::Bootstrap;
 use crate::core::retrieval::QueryLists;
-use crate::infer::generate::{GenConfig, Generator};
-use crate::service::annotation::{
-    AgreementRow, Disagreement, Item, Label, agreement_table, current, disagreements, items_table,
-    judge_labels, labels_table, pick_reviewers,
-};
-use crate::service::generation::{
-    AnswerRecord, Answerer, QuestionRecord, RunConfig, answers, default_template, file_sha256,
-    judgements,
-};
+use crate::service::Context;
+use crate::service::answering::{GeneratorSlot, answer_live, save_answer};
+use crate::service::generation::{AnswerRecord, RunConfig};
 use crate::service::retrieval::{DEFAULT_DEPTH, QueryTimings, Retriever};
-use crate::store::workspace::Workspace;
+use crate::service::study::{self, Agreement, Study};
 
 pub enum Msg {
     Retriever(Result<Arc<Retriever>, String>),
@@ -41,32 +34,19 @@ pub enum Msg {
         ticket: u64,
         result: Result<Box<AnswerRecord>, String>,
     },
-    Annotation {
-        items: Vec<Item>,
-        labels: Vec<Label>,
-        answers: Vec<AnswerRecord>,
-    },
+    Annotation(Result<Study, String>),
     Saved {
         ticket: u64,
         result: Result<f64, String>,
     },
-    Agreement(Result<AgreementResult, String>),
+    Agreement(Result<Box<Agreement>, String>),
 }
-
-/// The agreement table, the two reviewers, and the selected pair's disagreements.
-pub type AgreementResult = (Vec<AgreementRow>, (String, String), Vec<Disagreement>);
-
-/// The generator and its file hash, loaded on first use.
-type GenSlot = Arc<OnceLock<Result<(Arc<Generator>, String), String>>>;
 
 pub struct Jobs {
     tx: UnboundedSender<Msg>,
-    ws: Workspace,
-    embed: crate::infer::embed::EmbedConfig,
-    gen_cfg: GenConfig,
-    abstain_below: Option<f64>,
+    ctx: Arc<Context>,
     retriever: Option<Arc<Retriever>>,
-    generator: GenSlot,
+    generator: GeneratorSlot,
     answers: Vec<AnswerRecord>,
     /// The start-up reads of lance datasets; quitting waits for them (see `settle`).
     loads: Vec<tokio::task::JoinHandle<()>>,
@@ -75,35 +55,39 @@ pub struct Jobs {
 impl Jobs {
     pub fn new(ctx: &Context) -> (Self, UnboundedReceiver<Msg>) {
         let (tx, rx) = unbounded_channel();
-        // One thread for llama.cpp work in the TUI, so a core stays free for the UI.
-        let embed = crate::service::retrieval::embed_config(ctx, None, Some(1));
-        let mut gen_cfg = GenConfig::new(ctx.config.gen_model(&ctx.paths));
-        gen_cfg.threads = (crate::infer::backend::all_cores() - 1).max(1);
         let jobs = Self {
             tx,
-            ws: ctx.workspace.clone(),
-            embed,
-            gen_cfg,
-            abstain_below: ctx.config.retrieval.abstain_below,
+            ctx: Arc::new(ctx.clone()),
             retriever: None,
-            generator: Arc::new(OnceLock::new()),
+            generator: GeneratorSlot::default(),
             answers: Vec::new(),
             loads: Vec::new(),
         };
         (jobs, rx)
     }
 
+    /// Whether the retrieval indexes and the embedding model are loaded.
+    pub fn retriever_ready(&self) -> bool {
+        self.retriever.is_some()
+    }
+
     /// Start loading what the panes need, after the first frame is on screen.
     pub fn load_background(&mut self) {
-        let (ws, cfg, tx) = (self.ws.clone(), self.embed.clone(), self.tx.clone());
+        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
         let retriever = tokio::spawn(async move {
-            let msg = match Retriever::open(&ws, Some(&cfg)).await {
-                Ok(r) if !r.is_fresh() => {
-                    Err("indexes out of date with the chunks: run `raglab index`".to_string())
-                }
-                Ok(r) => Ok(Arc::new(r)),
-                Err(e) => Err(format!("{e:#}")),
+            // One thread for query embedding, so a core stays free for the UI.
+            let embed = crate::service::ModelChoice {
+                threads: Some(1),
+                ..Default::default()
             };
+            let msg = crate::service::retrieval::open_for(
+                &ctx,
+                crate::core::retrieval::Method::Hybrid,
+                &embed,
+            )
+            .await
+            .map(Arc::new)
+            .map_err(|e| format!("{e:#}"));
             let _ = tx.send(Msg::Retriever(msg));
         });
         let annotation = self.load_annotation();
@@ -119,18 +103,12 @@ impl Jobs {
     }
 
     fn load_annotation(&self) -> tokio::task::JoinHandle<()> {
-        let (ws, tx) = (self.ws.clone(), self.tx.clone());
+        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
         tokio::spawn(async move {
-            let items: Vec<Item> = items_table(&ws).read_all().await.unwrap_or_default();
-            let mut labels: Vec<Label> = labels_table(&ws).read_all().await.unwrap_or_default();
-            let judg = judgements(&ws).read_all().await.unwrap_or_default();
-            labels.extend(judge_labels(&items, &judg));
-            let answers = answers(&ws).read_all().await.unwrap_or_default();
-            let _ = tx.send(Msg::Annotation {
-                items,
-                labels,
-                answers,
-            });
+            let study = study::load_study(&ctx)
+                .await
+                .map_err(|e| format!("cannot read the annotation study: {e:#}"));
+            let _ = tx.send(Msg::Annotation(study));
         })
     }
 
@@ -166,65 +144,52 @@ impl Jobs {
                     .on_done(job.ticket, Err("retrieval is not ready yet".into()));
                 continue;
             };
-            let (slot, cfg, tx, ws) = (
-                Arc::clone(&self.generator),
-                self.gen_cfg.clone(),
+            let (slot, tx, ctx) = (
+                self.generator.clone(),
                 self.tx.clone(),
-                self.ws.clone(),
+                Arc::clone(&self.ctx),
             );
-            let abstain_below = self.abstain_below;
-            let handle = tokio::runtime::Handle::current();
-            tokio::task::spawn_blocking(move || {
+            let config = RunConfig {
+                run: "tui".into(),
+                method: job.method,
+                alpha: job.alpha,
+                k: job.k,
+                sampling: job.sampling.clone(),
+                abstain_below: ctx.config.retrieval.abstain_below,
+                ..RunConfig::default()
+            };
+            tokio::spawn(async move {
                 let ticket = job.ticket;
-                let result = (|| -> Result<AnswerRecord, String> {
-                    let loaded = slot.get_or_init(|| {
-                        let g = Generator::spawn(&cfg).map_err(|e| e.to_string())?;
-                        let sha = file_sha256(&cfg.model).map_err(|e| format!("{e:#}"))?;
-                        Ok((Arc::new(g), sha))
-                    });
-                    let (g, sha) = loaded.as_ref().map_err(Clone::clone)?;
-                    let config = RunConfig {
-                        run: "tui".into(),
-                        method: job.method,
-                        alpha: job.alpha,
-                        k: job.k,
-                        sampling: job.sampling.clone(),
-                        abstain_below,
-                        ..RunConfig::default()
-                    };
-                    let answerer = Answerer {
-                        retriever: Some(&r),
-                        generator: g,
-                        model_sha256: sha.clone(),
-                        config: &config,
-                        template: default_template(),
-                    };
-                    let q = QuestionRecord {
-                        id: job.question.id.clone(),
-                        text: job.question.text.clone(),
-                        answer: job.question.answer.clone(),
-                        relevant: job.question.relevant.clone(),
-                    };
-                    let prepared = answerer.prepare(&q).map_err(|e| format!("{e:#}"))?;
-                    if let Ok(p) =
-                        g.chat_prompt(vec![("user".into(), prepared.user_prompt.clone())])
-                    {
-                        let _ = tx.send(Msg::GenPrompt { ticket, prompt: p });
-                    }
-                    let token_tx = tx.clone();
-                    let rec = answerer
-                        .answer(&q, prepared, Arc::clone(&job.stop), |piece| {
+                let (prompt_tx, token_tx, live_ctx) = (tx.clone(), tx.clone(), Arc::clone(&ctx));
+                let generated = tokio::task::spawn_blocking(move || {
+                    answer_live(
+                        &live_ctx,
+                        &slot,
+                        &r,
+                        &job.question,
+                        &config,
+                        Arc::clone(&job.stop),
+                        |prompt| {
+                            let _ = prompt_tx.send(Msg::GenPrompt { ticket, prompt });
+                        },
+                        |piece| {
                             let _ = token_tx.send(Msg::GenToken {
                                 ticket,
                                 piece: piece.to_string(),
                             });
-                        })
-                        .map_err(|e| format!("{e:#}"))?;
-                    handle
-                        .block_on(answers(&ws).append(std::slice::from_ref(&rec)))
-                        .map_err(|e| format!("answer not saved: {e}"))?;
-                    Ok(rec)
-                })();
+                        },
+                    )
+                    .map_err(|e| format!("{e:#}"))
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("the generation stopped: {e}")));
+                let result = match generated {
+                    Ok(rec) => save_answer(&ctx, &rec)
+                        .await
+                        .map(|()| rec)
+                        .map_err(|e| format!("answer not saved: {e:#}")),
+                    Err(e) => Err(e),
+                };
                 let _ = tx.send(Msg::GenDone {
                     ticket,
                     result: result.map(Box::new),
@@ -232,45 +197,24 @@ impl Jobs {
             });
         }
         for (ticket, label) in std::mem::take(&mut app.annotate.saves) {
-            let (ws, tx) = (self.ws.clone(), self.tx.clone());
+            let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+            let (rubric, items) = (app.annotate.rubric.clone(), app.annotate.items.clone());
             tokio::spawn(async move {
-                let t = Instant::now();
-                let result = labels_table(&ws)
-                    .append(std::slice::from_ref(&label))
+                let result = study::save_label(&ctx, &rubric, &items, &label)
                     .await
-                    .map(|_| t.elapsed().as_secs_f64() * 1e3)
-                    .map_err(|e| e.to_string());
+                    .map_err(|e| format!("{e:#}"));
                 let _ = tx.send(Msg::Saved { ticket, result });
             });
         }
         if std::mem::take(&mut app.agreement.wants_refresh) && !app.agreement.computing {
             app.agreement.computing = true;
-            let (ws, tx, rubric) = (
-                self.ws.clone(),
-                self.tx.clone(),
-                app.annotate.rubric.clone(),
-            );
-            let pair = app.agreement.pair;
+            let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+            let (rubric, pair) = (app.annotate.rubric.clone(), app.agreement.pair);
             tokio::spawn(async move {
-                let items: Vec<Item> = items_table(&ws).read_all().await.unwrap_or_default();
-                let mut labels: Vec<Label> = labels_table(&ws).read_all().await.unwrap_or_default();
-                labels.extend(judge_labels(
-                    &items,
-                    &judgements(&ws).read_all().await.unwrap_or_default(),
-                ));
-                let result = tokio::task::spawn_blocking(move || {
-                    let cur = current(&labels);
-                    let (r1, r2) = pick_reviewers(&cur, None).map_err(|e| e.to_string())?;
-                    let rows = agreement_table(&rubric, &cur, (&r1, &r2), Bootstrap::default());
-                    let (a, b) = match pair {
-                        0 => (r1.clone(), r2.clone()),
-                        1 => (crate::service::annotation::JUDGE.to_string(), r1.clone()),
-                        _ => (crate::service::annotation::JUDGE.to_string(), r2.clone()),
-                    };
-                    Ok((rows, (r1, r2), disagreements(&cur, &a, &b)))
-                })
-                .await
-                .unwrap_or_else(|e| Err(e.to_string()));
+                let result = study::agreement_with(&ctx, &rubric, None, Bootstrap::default(), pair)
+                    .await
+                    .map(Box::new)
+                    .map_err(|e| format!("{e:#}"));
                 let _ = tx.send(Msg::Agreement(result));
             });
         }
@@ -294,24 +238,25 @@ impl Jobs {
                 }
                 app.generate.on_done(ticket, result);
             }
-            Msg::Annotation {
-                items,
-                labels,
-                answers,
-            } => {
-                app.annotate.items = items;
-                app.annotate.labels = labels;
-                self.answers = answers;
+            Msg::Annotation(Ok(study)) => {
+                app.annotate.items = study.items;
+                app.annotate.labels = study.labels;
+                self.answers = study.answers;
                 app.agreement.wants_refresh = true;
+            }
+            Msg::Annotation(Err(e)) => {
+                tracing::error!("{e}");
+                app.annotate.status = Some(e.clone());
+                app.agreement.status = Some(e);
             }
             Msg::Saved { ticket, result } => app.annotate.on_saved(ticket, result),
             Msg::Agreement(result) => {
                 app.agreement.computing = false;
                 match result {
-                    Ok((rows, reviewers, dis)) => {
-                        app.agreement.rows = rows;
-                        app.agreement.reviewers = Some(reviewers);
-                        app.agreement.disagreements = dis;
+                    Ok(a) => {
+                        app.agreement.rows = a.rows;
+                        app.agreement.reviewers = Some(a.reviewers);
+                        app.agreement.disagreements = a.disagreements;
                         app.agreement.status = None;
                     }
                     Err(e) => app.agreement.status = Some(e),

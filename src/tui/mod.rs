@@ -8,6 +8,7 @@
 
 pub mod action;
 pub mod app;
+pub mod input;
 pub mod jobs;
 pub mod keymap;
 pub mod panes;
@@ -21,8 +22,10 @@ use anyhow::{Context as _, Result};
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures::StreamExt;
 
-use crate::cli::Context;
-use crate::store::chunks::ChunkStore;
+use crate::core::question::Question;
+use crate::service::Context;
+use crate::service::evaluation::last_failures;
+use crate::service::jsonl::read_questions;
 use app::App;
 use jobs::{Jobs, Msg};
 use keymap::Keymap;
@@ -39,31 +42,47 @@ pub fn resolve_theme(ctx: &Context, flag: Option<String>) -> Result<Theme> {
     Theme::load(&name, &ctx.paths.themes_dir())
 }
 
-/// Read a questions JSONL file (`{id, text, relevant, answer}`), skipping bad lines.
-fn load_questions(path: &std::path::Path) -> Vec<panes::query::Question> {
-    std::fs::read_to_string(path)
-        .map(|t| {
-            t.lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+/// The questions listed in the Query pane and the failures of the last evaluation.
+/// A bad file is not an empty list: its error goes to the status line and the log.
+fn load_question_lists(
+    ctx: &Context,
+    file: Option<&std::path::Path>,
+) -> (Vec<Question>, Vec<Question>, Vec<String>) {
+    let mut errors = Vec::new();
+    let questions = match file.map(read_questions) {
+        None => Vec::new(),
+        Some(Ok(q)) => q,
+        Some(Err(e)) => {
+            errors.push(format!("{e:#}"));
+            Vec::new()
+        }
+    };
+    let failures = match last_failures(ctx) {
+        Ok(f) => f.into_iter().map(|f| f.question).collect(),
+        Err(e) => {
+            errors.push(format!("{e:#}"));
+            Vec::new()
+        }
+    };
+    for e in &errors {
+        tracing::error!("{e}");
+    }
+    (questions, failures, errors)
 }
 
 /// Options of the TUI beyond the context.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct TuiOptions {
     pub theme: Option<String>,
     pub questions: Option<PathBuf>,
     pub reviewer: Option<String>,
 }
 
-pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
-    let started = Instant::now();
-    let theme = resolve_theme(&ctx, opts.theme)?;
-    let keymap = Keymap::load(&ctx.paths.keymap_file())?;
-    let chunks = ChunkStore::new(&ctx.workspace)
-        .load_all()
+/// The app as it opens on a workspace: chunks, the questions file, the failures of the
+/// last evaluation, the reviewer and the generator's name. Problems with the inputs
+/// are shown in the status bar (and logged), never swallowed.
+pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Result<App> {
+    let chunks = crate::service::corpus::chunks_or_empty(ctx)
         .await
         .context("loading chunks")?;
     let docs = chunks
@@ -78,16 +97,28 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
         chunks.len()
     );
     let mut app = App::new(chunks, keymap, context_line);
-    let questions = opts.questions.or_else(|| ctx.config.questions.clone());
-    app.query.questions = questions.as_deref().map(load_questions).unwrap_or_default();
-    app.query.failures =
-        std::fs::read_to_string(ctx.workspace.path(crate::cli::eval::LAST_FAILURES))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default();
-    app.annotate.reviewer = opts.reviewer;
-    let gen_model = ctx.config.gen_model(&ctx.paths);
-    app.generate.model = crate::infer::backend::model_name(&gen_model);
+    let file = opts
+        .questions
+        .clone()
+        .or_else(|| ctx.config.questions.clone());
+    let (questions, failures, errors) = load_question_lists(ctx, file.as_deref());
+    app.query.questions = questions;
+    app.query.failures = failures;
+    app.query.method = ctx.method(None);
+    app.query.alpha = ctx.alpha(None).get();
+    app.query.k = ctx.k(None);
+    app.message =
+        (!errors.is_empty()).then(|| crate::core::text::sanitize_for_terminal(&errors.join("; ")));
+    app.annotate.reviewer = opts.reviewer.clone();
+    app.generate.model = ctx.gen_model_name();
+    Ok(app)
+}
+
+pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
+    let started = Instant::now();
+    let theme = resolve_theme(&ctx, opts.theme.clone())?;
+    let keymap = Keymap::load(&ctx.paths.keymap_file())?;
+    let mut app = build_app(&ctx, &opts, keymap).await?;
     let (mut jobs, rx) = Jobs::new(&ctx);
     jobs.load_background();
     let exit_after_first = std::env::var_os("RAGLAB_EXIT_AFTER_FIRST_FRAME").is_some();

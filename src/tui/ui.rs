@@ -4,6 +4,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Tabs};
+use unicode_width::UnicodeWidthStr;
 
 use super::app::{App, Layer, Pane};
 use super::theme::Theme;
@@ -57,8 +58,9 @@ fn draw_status(app: &App, f: &mut Frame, area: Rect, theme: &Theme) {
         Layer::Help => " esc close ",
         Layer::Pane(_) => " ? help  tab pane  q quit ",
     };
-    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
-    let pad = usize::from(area.width).saturating_sub(used + hints.chars().count());
+    // Display width, not chars: a CJK title or an emoji takes two cells.
+    let used: usize = spans.iter().map(|s| s.content.width()).sum();
+    let pad = usize::from(area.width).saturating_sub(used + hints.width());
     spans.push(Span::styled(" ".repeat(pad), theme.status_bar));
     spans.push(Span::styled(hints, theme.status_key));
     f.render_widget(

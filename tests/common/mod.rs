@@ -89,3 +89,22 @@ pub fn model(file: &str) -> PathBuf {
     );
     p
 }
+
+/// Draw the TUI into a `width` x `height` TestBackend (dark theme) and return the
+/// screen as text, one line per row.
+pub fn screen(app: &raglab::tui::app::App, width: u16, height: u16) -> String {
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height))
+        .expect("terminal");
+    let theme = raglab::tui::theme::Theme::builtin("dark").expect("theme");
+    term.draw(|f| raglab::tui::ui::draw(app, f, &theme))
+        .expect("draw");
+    let buf = term.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

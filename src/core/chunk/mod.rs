@@ -1,8 +1,8 @@
 //! Chunking: split source documents into retrievable chunks with stable ids.
 //!
-//! Three strategies (SPEC §1): markdown headers (default; each chunk carries its header
+//! Three strategies: markdown headers (default; each chunk carries its header
 //! path, which is prepended to the text that gets indexed), fixed character windows
-//! (500/50 by default, seed 002) and `none` (one chunk per document or JSONL record).
+//! (500 characters with 50 overlapping by default) and `none` (one chunk per document or JSONL record).
 //! Ids depend only on the input, never on run order or machine:
 //! headers `DOC#SLUG` (slug of the section header, `-2`, `-3`... for repeats, `top` for
 //! text before the first header), windows `DOC@BYTE`, none: the document/record id.
@@ -69,7 +69,7 @@ pub enum Chunker {
 }
 
 impl Chunker {
-    /// The default window of seed 002: 500 characters, 50 overlapping.
+    /// The default window: 500 characters, 50 overlapping.
     pub const DEFAULT_WINDOW: Self = Self::Window {
         size: 500,
         overlap: 50,

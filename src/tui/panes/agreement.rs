@@ -1,4 +1,4 @@
-//! Agreement pane: the SPEC §6 table (criteria and Overall; kappa and macro-F1 with
+//! Agreement pane: the agreement table (criteria and Overall; kappa and macro-F1 with
 //! bootstrap CIs for R1 vs R2, Judge vs R1, Judge vs R2) with the paper's values as a
 //! reference row, a chart of kappa per criterion with CI whiskers, the confusion matrix
 //! of the selected pair and criterion, and the items on which that pair disagrees.
@@ -10,7 +10,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Row, Table};
 
 use crate::core::agreement::{AgreementReport, Estimate};
-use crate::service::annotation::AgreementRow;
+use crate::core::text::sanitize_for_terminal as clean;
+use crate::service::annotation::{AgreementRow, Disagreement};
+use crate::service::study::RaterPair;
 use crate::tui::action::Action;
 use crate::tui::theme::Theme;
 
@@ -19,11 +21,11 @@ pub struct AgreementPane {
     pub rows: Vec<AgreementRow>,
     pub reviewers: Option<(String, String)>,
     pub computing: bool,
-    pub pair: usize,
+    pub pair: RaterPair,
     pub criterion: usize,
     pub status: Option<String>,
     /// Items where the selected pair disagrees: (item id, criterion, label a, label b).
-    pub disagreements: Vec<(String, String, String, String)>,
+    pub disagreements: Vec<Disagreement>,
     pub wants_refresh: bool,
 }
 
@@ -39,7 +41,11 @@ impl AgreementPane {
     pub fn update(&mut self, action: Action) -> bool {
         match action {
             Action::Refresh => self.wants_refresh = true,
-            Action::NextPair => self.pair = (self.pair + 1) % 3,
+            Action::NextPair => {
+                // The disagreement list belongs to the pair: recompute it for the new one.
+                self.pair = self.pair.next();
+                self.wants_refresh = true;
+            }
             Action::NextCriterion | Action::Down => {
                 self.criterion = (self.criterion + 1) % self.rows.len().max(1);
             }
@@ -56,7 +62,7 @@ impl AgreementPane {
         self.rows
             .get(self.criterion)?
             .pairs
-            .get(self.pair)?
+            .get(self.pair.index())?
             .1
             .as_ref()
     }
@@ -160,7 +166,7 @@ impl AgreementPane {
         for r in &self.rows {
             let mut bar = vec![' '; width];
             bar[pos(0.0)] = '┆';
-            if let Some(Some(rep)) = r.pairs.get(self.pair).map(|p| p.1.as_ref()) {
+            if let Some(Some(rep)) = r.pairs.get(self.pair.index()).map(|p| p.1.as_ref()) {
                 if let (Some(lo), Some(hi)) = (rep.kappa.lo, rep.kappa.hi) {
                     for c in bar.iter_mut().take(pos(hi) + 1).skip(pos(lo)) {
                         *c = '─';
@@ -180,7 +186,7 @@ impl AgreementPane {
         let pair_name = self
             .rows
             .first()
-            .and_then(|r| r.pairs.get(self.pair))
+            .and_then(|r| r.pairs.get(self.pair.index()))
             .map(|p| p.0.clone())
             .unwrap_or_default();
         f.render_widget(
@@ -226,7 +232,15 @@ impl AgreementPane {
             .disagreements
             .iter()
             .take(usize::from(list_area.height.saturating_sub(2)))
-            .map(|(item, c, a, b)| Line::styled(format!("{item}  {c}: {a} vs {b}"), theme.error))
+            .map(|d| {
+                Line::styled(
+                    clean(&format!(
+                        "{}  {}: {} vs {}",
+                        d.item_id, d.criterion, d.first, d.second
+                    )),
+                    theme.error,
+                )
+            })
             .collect();
         f.render_widget(
             Paragraph::new(list).block(block(format!(

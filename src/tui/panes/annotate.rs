@@ -16,6 +16,7 @@ use crate::core::rubric::Rubric;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::annotation::{Item, Label};
 use crate::tui::action::Action;
+use crate::tui::input::TextInput;
 use crate::tui::theme::Theme;
 
 /// A label the event loop must commit: (save ticket, label).
@@ -23,7 +24,8 @@ pub type SaveJob = (u64, Label);
 
 pub struct AnnotatePane {
     pub reviewer: Option<String>,
-    pub reviewer_input: String,
+    /// The reviewer's name, asked for when none was given.
+    pub reviewer_input: TextInput,
     pub items: Vec<Item>,
     pub rubric: Rubric,
     pub pos: usize,
@@ -34,7 +36,8 @@ pub struct AnnotatePane {
     pub pending: BTreeMap<u64, Label>,
     pub ticket: u64,
     pub revealed: bool,
-    pub note_input: Option<String>,
+    /// A note being typed (`n`), attached to the next label.
+    pub note_input: TextInput,
     /// A finished note, attached to the next label.
     pub pending_note: Option<String>,
     pub status: Option<String>,
@@ -48,7 +51,7 @@ impl AnnotatePane {
     pub fn new(reviewer: Option<String>, rubric: Rubric) -> Self {
         Self {
             reviewer,
-            reviewer_input: String::new(),
+            reviewer_input: TextInput::default(),
             items: Vec::new(),
             rubric,
             pos: 0,
@@ -57,7 +60,7 @@ impl AnnotatePane {
             pending: BTreeMap::new(),
             ticket: 0,
             revealed: false,
-            note_input: None,
+            note_input: TextInput::default(),
             pending_note: None,
             status: None,
             last_save_ms: None,
@@ -68,13 +71,14 @@ impl AnnotatePane {
 
     /// Whether typed characters go to a text field (reviewer name or note).
     pub fn editing(&self) -> bool {
-        self.reviewer.is_none() || self.note_input.is_some()
+        self.reviewer.is_none() || self.note_input.is_active()
     }
 
     pub fn input_char(&mut self, c: char) {
-        match &mut self.note_input {
-            Some(n) => n.push(c),
-            None => self.reviewer_input.push(c),
+        if self.note_input.is_active() {
+            self.note_input.push(c);
+        } else {
+            self.reviewer_input.push(c);
         }
     }
 
@@ -201,25 +205,30 @@ impl AnnotatePane {
     pub fn update(&mut self, action: Action) -> bool {
         if self.reviewer.is_none() {
             match action {
-                Action::SubmitInput if !self.reviewer_input.trim().is_empty() => {
-                    self.reviewer = Some(self.reviewer_input.trim().to_string());
+                Action::SubmitInput if !self.reviewer_input.text().trim().is_empty() => {
+                    self.reviewer = Some(self.reviewer_input.text().trim().to_string());
+                    self.reviewer_input.submit();
                 }
                 Action::InputBackspace => {
-                    self.reviewer_input.pop();
+                    self.reviewer_input.backspace();
                 }
                 _ => {}
             }
             return true;
         }
-        if let Some(note) = &mut self.note_input {
+        if self.note_input.is_active() {
             match action {
                 Action::SubmitInput => {
-                    self.pending_note = self.note_input.take().filter(|n| !n.trim().is_empty());
+                    let note = self.note_input.text().trim().to_string();
+                    self.note_input.cancel();
+                    self.pending_note = (!note.is_empty()).then_some(note);
                     self.status = Some("note will be attached to the next label".into());
                 }
-                Action::CancelInput => self.note_input = None,
+                Action::CancelInput => {
+                    self.note_input.cancel();
+                }
                 Action::InputBackspace => {
-                    note.pop();
+                    self.note_input.backspace();
                 }
                 _ => {}
             }
@@ -249,7 +258,7 @@ impl AnnotatePane {
                 };
                 self.label_current(want);
             }
-            Action::AddNote => self.note_input = Some(String::new()),
+            Action::AddNote => self.note_input.open(),
             Action::NextItem => self.goto(self.pos + 1),
             Action::PrevItem => self.goto(self.pos.saturating_sub(1)),
             Action::FirstUnlabelled => {
@@ -288,7 +297,11 @@ impl AnnotatePane {
                         theme.muted,
                     ),
                     Line::raw(""),
-                    Line::styled(format!("{}▏", clean(&self.reviewer_input)), theme.filter),
+                    {
+                        let mut name = self.reviewer_input.clone();
+                        name.open_with(self.reviewer_input.text()); // always shows its cursor
+                        name.line(theme.filter)
+                    },
                 ])
                 .block(block(" Reviewer ".into(), true)),
                 area,
@@ -406,9 +419,9 @@ impl AnnotatePane {
             lines.push(Line::from(spans));
             lines.push(Line::styled(format!("      {}", c.definition), theme.muted));
         }
-        let note = match (&self.note_input, &self.pending_note) {
-            (Some(n), _) => format!(" note: {}▏ ", clean(n)),
-            (None, Some(n)) => format!(" note ready: {} ", clean(n)),
+        let note = match (self.note_input.is_active(), &self.pending_note) {
+            (true, _) => format!(" note: {}▏ ", clean(self.note_input.text())),
+            (false, Some(n)) => format!(" note ready: {} ", clean(n)),
             _ => String::new(),
         };
         f.render_widget(

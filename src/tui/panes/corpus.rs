@@ -11,6 +11,7 @@ use crate::core::chunk::Chunk;
 use crate::core::stats::length_histogram;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::tui::action::Action;
+use crate::tui::input::TextInput;
 use crate::tui::theme::Theme;
 
 const PAGE: usize = 10;
@@ -43,8 +44,8 @@ pub struct DocView {
 pub struct CorpusPane {
     pub chunks: Vec<ChunkView>,
     pub docs: Vec<DocView>,
-    pub filter: String,
-    pub editing: bool,
+    /// The filter over titles and header paths (`/`).
+    pub filter: TextInput,
     /// Visible documents (index into `docs`) with their visible chunks.
     pub visible: Vec<(usize, Vec<usize>)>,
     /// Length histogram of the visible chunks (recomputed with the filter, not per frame).
@@ -87,8 +88,7 @@ impl CorpusPane {
         let mut pane = Self {
             chunks: views,
             docs,
-            filter: String::new(),
-            editing: false,
+            filter: TextInput::default(),
             visible: Vec::new(),
             histogram: Vec::new(),
             doc_sel: 0,
@@ -104,7 +104,7 @@ impl CorpusPane {
     /// does (all its chunks shown) or when some of its chunks' header paths do (only
     /// those shown). Case-insensitive substring match.
     pub fn apply_filter(&mut self) {
-        let needle = self.filter.to_lowercase();
+        let needle = self.filter.text().to_lowercase();
         self.visible = self
             .docs
             .iter()
@@ -196,19 +196,23 @@ impl CorpusPane {
                     _ => Focus::Documents,
                 }
             }
-            Action::StartFilter => self.editing = true,
+            Action::StartFilter => {
+                let kept = self.filter.text().to_string();
+                self.filter.open_with(&kept);
+            }
             Action::ClearFilter => {
                 self.filter.clear();
                 self.apply_filter();
             }
-            Action::SubmitInput => self.editing = false,
+            Action::SubmitInput => {
+                self.filter.submit();
+            }
             Action::CancelInput => {
-                self.editing = false;
-                self.filter.clear();
+                self.filter.cancel();
                 self.apply_filter();
             }
             Action::InputBackspace => {
-                self.filter.pop();
+                self.filter.backspace();
                 self.apply_filter();
             }
             _ => return false,
@@ -220,6 +224,11 @@ impl CorpusPane {
     pub fn input_char(&mut self, c: char) {
         self.filter.push(c);
         self.apply_filter();
+    }
+
+    /// Whether the filter box takes the keys.
+    pub fn editing(&self) -> bool {
+        self.filter.is_active()
     }
 
     pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
@@ -235,18 +244,14 @@ impl CorpusPane {
             Layout::vertical([Constraint::Min(5), Constraint::Length(9)]).areas(right);
         let block = |title: String, focused: bool| theme.block(title, focused);
 
-        let cursor = if self.editing { "▏" } else { "" };
-        let filter_title = if self.editing {
+        let filter_title = if self.editing() {
             " Filter (enter/esc) "
         } else {
             " Filter (/) "
         };
         f.render_widget(
-            Paragraph::new(Line::from(vec![
-                Span::styled(clean(&self.filter), theme.filter),
-                Span::styled(cursor, theme.filter),
-            ]))
-            .block(block(filter_title.into(), self.editing)),
+            Paragraph::new(self.filter.line(theme.filter))
+                .block(block(filter_title.into(), self.editing())),
             filter_area,
         );
 

@@ -14,12 +14,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, List, ListItem, Paragraph, Wrap};
 
+use crate::core::question::Question;
 use crate::core::retrieval::Method;
+use crate::core::sampling::Sampling;
 use crate::core::text::sanitize_for_terminal as clean;
-use crate::infer::generate::Sampling;
 use crate::service::generation::AnswerRecord;
 use crate::tui::action::Action;
-use crate::tui::panes::query::Question;
 use crate::tui::theme::Theme;
 
 /// A generation the event loop should start.

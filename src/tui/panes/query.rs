@@ -14,17 +14,23 @@ use crate::core::retrieval::{Method, QueryLists};
 use crate::core::text::{sanitize_for_terminal as clean, snippet};
 use crate::service::retrieval::QueryTimings;
 use crate::tui::action::Action;
+use crate::tui::input::TextInput;
 use crate::tui::theme::Theme;
 
-/// A question to pick: from the questions file or the last evaluation's failures.
-#[derive(Debug, Clone, serde::Deserialize)]
-pub struct Question {
-    pub id: String,
-    pub text: String,
-    #[serde(default)]
-    pub relevant: Vec<String>,
-    #[serde(default)]
-    pub answer: Option<String>,
+pub use crate::core::question::Question;
+
+/// A typed question: no known target; its id is derived from its text (FNV-1a), so
+/// answers to different typed questions never share an id and the same text keeps
+/// its id across regenerations.
+pub fn typed_question(text: String) -> Question {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    Question {
+        id: format!("typed-{hash:016x}"),
+        text,
+        ..Question::default()
+    }
 }
 
 /// A target chunk and its rank in the dense, BM25 and current lists.
@@ -54,8 +60,8 @@ pub struct QueryPane {
     pub failures: Vec<Question>,
     pub failure_pos: Option<usize>,
     pub question_sel: usize,
-    pub input: String,
-    pub editing: bool,
+    /// The question box: a typed question, or the text of the question shown.
+    pub input: TextInput,
     pub method: Method,
     pub alpha: f64,
     pub k: usize,
@@ -85,10 +91,9 @@ impl QueryPane {
             failures,
             failure_pos: None,
             question_sel: 0,
-            input: String::new(),
-            editing: false,
+            input: TextInput::default(),
             method: Method::Hybrid,
-            alpha: 0.7,
+            alpha: crate::core::retrieval::Alpha::DEFAULT.get(),
             k: 15,
             focus: Focus::Questions,
             result_sel: 0,
@@ -114,7 +119,7 @@ impl QueryPane {
         }
         self.ticket += 1;
         self.busy = true;
-        self.input = q.text.clone();
+        self.input.set(&q.text);
         self.jobs.push((self.ticket, q.text.clone()));
         self.current = Some(q);
     }
@@ -270,30 +275,27 @@ impl QueryPane {
                 Focus::Results => self.open_chunk = !self.rows.is_empty(),
             },
             Action::OpenChunk => self.open_chunk = !self.rows.is_empty(),
-            Action::StartFilter => {
-                self.editing = true;
-                self.input.clear();
-            }
+            Action::StartFilter => self.input.open(),
             Action::SubmitInput => {
-                self.editing = false;
-                let text = self.input.clone();
+                let text = self.input.text().to_string();
+                self.input.submit();
                 // A typed question has no known target unless it matches a listed one.
                 let q = self
                     .questions
                     .iter()
                     .find(|q| q.text == text)
                     .cloned()
-                    .unwrap_or(Question {
-                        id: "typed".into(),
-                        text,
-                        relevant: Vec::new(),
-                        answer: None,
-                    });
+                    .unwrap_or_else(|| typed_question(text));
                 self.submit(q);
             }
-            Action::CancelInput => self.editing = false,
+            Action::CancelInput => {
+                self.input.cancel();
+                if let Some(q) = &self.current {
+                    self.input.set(&q.text);
+                }
+            }
             Action::InputBackspace => {
-                self.input.pop();
+                self.input.backspace();
             }
             Action::AlphaUp | Action::AlphaDown => {
                 let step = if action == Action::AlphaUp {
@@ -330,16 +332,11 @@ impl QueryPane {
         let [table_area, target_area] =
             Layout::vertical([Constraint::Min(5), Constraint::Length(4)]).areas(right);
         let block = |title: String, focused: bool| theme.block(title, focused);
-        let cursor = if self.editing { "▏" } else { "" };
         let busy = if self.busy { " (searching…)" } else { "" };
         f.render_widget(
-            Paragraph::new(Line::from(vec![
-                Span::styled(clean(&self.input), theme.text),
-                Span::styled(cursor, theme.filter),
-            ]))
-            .block(block(
+            Paragraph::new(self.input.line(theme.text)).block(block(
                 format!(" Question{busy} (/ type, enter run) "),
-                self.editing,
+                self.input.is_active(),
             )),
             input_area,
         );

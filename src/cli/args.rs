@@ -1,0 +1,123 @@
+//! Flags shared by several commands: how to rank, which generator, how to sample.
+//! Defaults that the config can change are `None` here and resolved by the service
+//! context (flag, then config, then built-in default).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::core::retrieval::{Alpha, Method};
+use crate::core::sampling::Sampling;
+use crate::service::{Context, ModelChoice};
+
+/// How a command that ranks with one method picks it.
+#[derive(Debug, Clone, Args)]
+pub struct MethodArg {
+    /// bm25, tfidf, dense, hybrid or linear (default: config `[retrieval] method`,
+    /// else hybrid).
+    #[arg(long)]
+    pub method: Option<Method>,
+}
+
+impl MethodArg {
+    pub fn get(&self, ctx: &Context) -> Method {
+        ctx.method(self.method)
+    }
+}
+
+/// How the ranked lists are produced and fused: shared by every command that ranks.
+#[derive(Debug, Clone, Args)]
+pub struct RankingArgs {
+    /// Dense weight a in R(d; a) = a/(60 + r_dense) + (1 - a)/(60 + r_sparse), in [0, 1]
+    /// (default: config `[retrieval] alpha`, else 0.7).
+    #[arg(long)]
+    pub alpha: Option<Alpha>,
+    /// GGUF embedding model (default: config, else the MiniLM GGUF from setup).
+    #[arg(long)]
+    pub embed_model: Option<PathBuf>,
+    /// Dense list from the lance ANN index (`raglab index --ann`) instead of exact search.
+    #[arg(long)]
+    pub ann: bool,
+    /// IVF partitions probed by `--ann`.
+    #[arg(long, default_value_t = 8)]
+    pub nprobes: usize,
+}
+
+impl RankingArgs {
+    pub fn alpha(&self, ctx: &Context) -> f64 {
+        ctx.alpha(self.alpha).get()
+    }
+
+    /// The embedding model with `threads` for query embedding.
+    pub fn embed(&self, threads: Option<i32>) -> ModelChoice {
+        ModelChoice {
+            model: self.embed_model.clone(),
+            threads,
+            gpu_layers: None,
+        }
+    }
+
+    pub fn ann_nprobes(&self) -> Option<usize> {
+        self.ann.then_some(self.nprobes)
+    }
+}
+
+/// Which generator to load and how (shared by the commands that generate).
+#[derive(Debug, Clone, Args)]
+pub struct GeneratorArgs {
+    /// GGUF generator (default: config, else SmolLM2 from setup).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    #[arg(long)]
+    pub threads: Option<i32>,
+    /// Layers offloaded to the GPU (builds with `--features cuda`).
+    #[arg(long)]
+    pub n_gpu_layers: Option<u32>,
+    /// Decode every prompt whole instead of reusing the KV cache of a prefix shared
+    /// with the previous prompt (for timing comparisons).
+    #[arg(long)]
+    pub no_prefix_reuse: bool,
+}
+
+impl GeneratorArgs {
+    pub fn choice(&self) -> ModelChoice {
+        ModelChoice {
+            model: self.model.clone(),
+            threads: self.threads,
+            gpu_layers: self.n_gpu_layers,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SamplingArgs {
+    #[arg(long, default_value_t = 0.7)]
+    pub temperature: f32,
+    #[arg(long, default_value_t = 40)]
+    pub top_k: i32,
+    #[arg(long, default_value_t = 0.95)]
+    pub top_p: f32,
+    #[arg(long, default_value_t = 0.05)]
+    pub min_p: f32,
+    #[arg(long, default_value_t = 1.1)]
+    pub repeat_penalty: f32,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u32,
+    #[arg(long, default_value_t = 256)]
+    pub max_tokens: usize,
+}
+
+impl SamplingArgs {
+    pub fn sampling(&self) -> Sampling {
+        Sampling {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            repeat_penalty: self.repeat_penalty,
+            repeat_last_n: 64,
+            seed: self.seed,
+            max_tokens: self.max_tokens,
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! The records of an annotation study: the items reviewers label, the labels they
+//! give (an append-only log of versions), and the disagreements between two raters.
+
+use serde::{Deserialize, Serialize};
+
+/// One thing to label: question, reference answer, target chunk, model answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub item_id: String,
+    pub set: String,
+    pub question: String,
+    #[serde(default)]
+    pub reference_answer: String,
+    #[serde(default)]
+    pub target_chunk: String,
+    pub answer: String,
+    #[serde(default)]
+    pub answer_id: Option<String>,
+}
+
+/// One label version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Label {
+    pub label_id: String,
+    pub item_id: String,
+    pub reviewer: String,
+    pub criterion: String,
+    /// `None`: a retraction (undo).
+    pub label: Option<String>,
+    pub note: Option<String>,
+    pub timestamp: String,
+    /// Nanoseconds since the epoch: orders versions within a second.
+    pub seq: u64,
+    pub rubric_version: String,
+}
+
+/// One item and criterion on which two raters gave different labels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Disagreement {
+    pub item_id: String,
+    pub criterion: String,
+    /// The first rater's label.
+    pub first: String,
+    /// The second rater's label.
+    pub second: String,
+}

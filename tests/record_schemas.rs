@@ -1,0 +1,141 @@
+//! Each stored record's arrow schema is traced from its struct. Datasets written by
+//! earlier releases used hand-written schemas; the traced ones must equal them column
+//! for column (name, type, nullability), or those datasets could not be appended to.
+//! The lists below are those earlier schemas, kept as the compatibility fixture.
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema};
+use raglab::service::annotation::{Item, Label};
+use raglab::service::generation::{AnswerRecord, JudgementRecord};
+use raglab::service::mcqa::McqaRecord;
+use raglab::store::records::schema_of;
+
+fn list(t: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", t, true)))
+}
+
+fn fixture(fields: &[(&str, DataType, bool)]) -> Schema {
+    Schema::new(
+        fields
+            .iter()
+            .map(|(n, t, null)| Field::new(*n, t.clone(), *null))
+            .collect::<Vec<_>>(),
+    )
+}
+
+use DataType::{Boolean, Float64, UInt32, UInt64, Utf8};
+
+#[test]
+fn answers_keep_their_schema() {
+    let want = fixture(&[
+        ("answer_id", Utf8, false),
+        ("run", Utf8, false),
+        ("question_id", Utf8, false),
+        ("question", Utf8, false),
+        ("reference_answer", Utf8, true),
+        ("target_ids", list(Utf8), false),
+        ("method", Utf8, false),
+        ("alpha", Float64, false),
+        ("k", UInt32, false),
+        ("no_retrieval", Boolean, false),
+        ("embed_model", Utf8, true),
+        ("chunk_ids", list(Utf8), false),
+        ("chunk_ranks", list(UInt32), false),
+        ("dropped_chunk_ids", list(Utf8), false),
+        ("target_rank", UInt32, true),
+        ("prompt", Utf8, false),
+        ("model_file", Utf8, false),
+        ("model_sha256", Utf8, false),
+        ("sampling", Utf8, false),
+        ("seed", UInt32, false),
+        ("prompt_tokens", UInt32, false),
+        ("output_tokens", UInt32, false),
+        ("input_words", UInt32, false),
+        ("retrieval_ms", Float64, false),
+        ("ttft_ms", Float64, false),
+        ("prompt_tokens_per_s", Float64, false),
+        ("gen_tokens_per_s", Float64, false),
+        ("total_ms", Float64, false),
+        ("stopped", Boolean, false),
+        ("answer", Utf8, false),
+        ("created_at", Utf8, false),
+        ("best_cosine", Float64, true),
+        ("abstained", Boolean, true),
+    ]);
+    assert_eq!(*schema_of::<AnswerRecord>(), want);
+}
+
+#[test]
+fn judgements_keep_their_schema() {
+    let want = fixture(&[
+        ("answer_id", Utf8, false),
+        ("run", Utf8, false),
+        ("judge_model", Utf8, false),
+        ("rubric", Utf8, false),
+        ("rubric_version", Utf8, false),
+        ("criteria", list(Utf8), false),
+        ("labels", list(Utf8), false),
+        ("rationale", Utf8, false),
+        ("prompt", Utf8, false),
+        ("raw_output", Utf8, false),
+        ("created_at", Utf8, false),
+    ]);
+    assert_eq!(*schema_of::<JudgementRecord>(), want);
+}
+
+#[test]
+fn mcqa_answers_keep_their_schema() {
+    let want = fixture(&[
+        ("run", Utf8, false),
+        ("question_id", Utf8, false),
+        ("k", UInt32, false),
+        ("topic", Utf8, false),
+        ("method", Utf8, false),
+        ("alpha", Float64, false),
+        ("embed_model", Utf8, true),
+        ("options", list(Utf8), false),
+        ("answer", Utf8, false),
+        ("predicted", Utf8, true),
+        ("correct", Boolean, false),
+        ("raw_output", Utf8, false),
+        ("target_ids", list(Utf8), false),
+        ("chunk_ids", list(Utf8), false),
+        ("target_rank", UInt32, true),
+        ("target_list_rank", UInt32, true),
+        ("prompt", Utf8, false),
+        ("prompt_tokens", UInt32, false),
+        ("retrieval_ms", Float64, false),
+        ("total_ms", Float64, false),
+        ("model_file", Utf8, false),
+        ("model_sha256", Utf8, false),
+        ("created_at", Utf8, false),
+    ]);
+    assert_eq!(*schema_of::<McqaRecord>(), want);
+}
+
+#[test]
+fn items_and_labels_keep_their_schema() {
+    let items = fixture(&[
+        ("item_id", Utf8, false),
+        ("set", Utf8, false),
+        ("question", Utf8, false),
+        ("reference_answer", Utf8, false),
+        ("target_chunk", Utf8, false),
+        ("answer", Utf8, false),
+        ("answer_id", Utf8, true),
+    ]);
+    assert_eq!(*schema_of::<Item>(), items);
+    let labels = fixture(&[
+        ("label_id", Utf8, false),
+        ("item_id", Utf8, false),
+        ("reviewer", Utf8, false),
+        ("criterion", Utf8, false),
+        ("label", Utf8, true),
+        ("note", Utf8, true),
+        ("timestamp", Utf8, false),
+        ("seq", UInt64, false),
+        ("rubric_version", Utf8, false),
+    ]);
+    assert_eq!(*schema_of::<Label>(), labels);
+}

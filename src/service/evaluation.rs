@@ -222,6 +222,102 @@ fn best_alphas(sweep: &[SweepPoint]) -> Vec<BestAlpha> {
         .collect()
 }
 
+/// Every rank list of every question, `req.depth` deep (exact or ANN dense lists).
+async fn rank_all(
+    ctx: &Context,
+    r: &Retriever,
+    queries: &[Question],
+    req: &RetrievalEval,
+    progress: Progress<'_>,
+) -> Result<Vec<(String, QueryLists)>> {
+    let mut lists = Vec::with_capacity(queries.len());
+    for (i, q) in queries.iter().enumerate() {
+        let (l, _) = match req.ann_nprobes {
+            Some(nprobes) => {
+                r.query_ann(&ctx.workspace, &q.text, req.depth, nprobes)
+                    .await?
+            }
+            None => r.query(&q.text, req.depth)?,
+        };
+        lists.push((q.id.clone(), l));
+        progress(i + 1, queries.len());
+    }
+    Ok(lists)
+}
+
+/// Hybrid's mean metrics at every alpha of the grid, re-fused from cached lists.
+fn sweep_alphas(lists: &[(String, QueryLists)], qrels: &HashMap<String, Qrel>) -> Vec<SweepPoint> {
+    alpha_grid()
+        .into_iter()
+        .map(|a| SweepPoint {
+            alpha: a,
+            metrics: mean(&evaluate(lists, qrels, Method::Hybrid, a)),
+        })
+        .collect()
+}
+
+/// The relevant chunk ids of a question, sorted.
+fn relevant_ids(qrels: &HashMap<String, Qrel>, qid: &str) -> Vec<String> {
+    let mut ids: Vec<String> = qrels
+        .get(qid)
+        .map(|q| {
+            q.iter()
+                .filter(|(_, r)| **r > 0)
+                .map(|(d, _)| d.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+/// Topic and target-length breakdowns of one method's outcomes, and its failures at
+/// cut-off `fail_k`.
+fn headline(
+    r: &Retriever,
+    queries: &[Question],
+    qrels: &HashMap<String, Qrel>,
+    outcomes: &[QueryOutcome],
+    fail_k: usize,
+) -> (Breakdown, Breakdown, Vec<FailedQuestion>) {
+    let by_id: HashMap<&str, &Question> = queries.iter().map(|q| (q.id.as_str(), q)).collect();
+    let topic_of = |qid: &str| -> Option<String> {
+        let q = by_id.get(qid)?;
+        q.topic.clone().or_else(|| {
+            q.relevant
+                .first()
+                .and_then(|d| r.chunk(d))
+                .and_then(|c| c.topic.clone())
+        })
+    };
+    let length_of = |qid: &str| -> Option<String> {
+        let words = relevant_ids(qrels, qid)
+            .iter()
+            .filter_map(|d| r.chunk(d))
+            .map(|c| c.word_count)
+            .max()?;
+        Some(bucket_label(bucket_of(words)))
+    };
+    let failed = failures(outcomes, fail_k)
+        .into_iter()
+        .filter_map(|o| {
+            let q = by_id.get(o.qid.as_str())?;
+            Some(FailedQuestion {
+                question: Question {
+                    relevant: relevant_ids(qrels, &o.qid),
+                    ..(*q).clone()
+                },
+                rank: o.metrics.first_relevant_rank,
+            })
+        })
+        .collect();
+    (
+        breakdown(outcomes, topic_of),
+        breakdown(outcomes, length_of),
+        failed,
+    )
+}
+
 /// Evaluate retrieval: rank lists once per question, every method (and the sweep)
 /// re-fused from them; writes the failures file and, if asked, the run files.
 pub async fn evaluate_retrieval(
@@ -238,29 +334,12 @@ pub async fn evaluate_retrieval(
         bail!("no embeddings for this model: run `raglab index`");
     }
     let started = Instant::now();
-    let mut lists = Vec::with_capacity(queries.len());
-    for (i, q) in queries.iter().enumerate() {
-        let (l, _) = match req.ann_nprobes {
-            Some(nprobes) => {
-                r.query_ann(&ctx.workspace, &q.text, req.depth, nprobes)
-                    .await?
-            }
-            None => r.query(&q.text, req.depth)?,
-        };
-        lists.push((q.id.clone(), l));
-        progress(i + 1, queries.len());
-    }
+    let lists = rank_all(ctx, &r, &queries, req, progress).await?;
     let retrieval_s = started.elapsed().as_secs_f64();
 
     let sweep_started = Instant::now();
-    let sweep: Vec<SweepPoint> = if req.alpha_sweep && req.methods.contains(&Method::Hybrid) {
-        alpha_grid()
-            .into_iter()
-            .map(|a| SweepPoint {
-                alpha: a,
-                metrics: mean(&evaluate(&lists, &qrels, Method::Hybrid, a)),
-            })
-            .collect()
+    let sweep = if req.alpha_sweep && req.methods.contains(&Method::Hybrid) {
+        sweep_alphas(&lists, &qrels)
     } else {
         Vec::new()
     };
@@ -304,60 +383,9 @@ pub async fn evaluate_retrieval(
     .find(|m| outcomes_by.contains_key(m))
     .unwrap_or(Method::Bm25);
     let head_outcomes = outcomes_by.remove(&head).unwrap_or_default();
-    let by_id: HashMap<&str, &Question> = queries.iter().map(|q| (q.id.as_str(), q)).collect();
-    let topic_of = |qid: &str| -> Option<String> {
-        let q = by_id.get(qid)?;
-        q.topic.clone().or_else(|| {
-            q.relevant
-                .first()
-                .and_then(|d| r.chunk(d))
-                .and_then(|c| c.topic.clone())
-        })
-    };
-    let by_topic = breakdown(&head_outcomes, topic_of);
-    let relevant_of = |qid: &str| -> Vec<String> {
-        let mut ids: Vec<String> = qrels
-            .get(qid)
-            .map(|q| {
-                q.iter()
-                    .filter(|(_, r)| **r > 0)
-                    .map(|(d, _)| d.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        ids.sort();
-        ids
-    };
-    let length_of = |qid: &str| -> Option<String> {
-        let words = relevant_of(qid)
-            .iter()
-            .filter_map(|d| r.chunk(d))
-            .map(|c| c.word_count)
-            .max()?;
-        Some(bucket_label(bucket_of(words)))
-    };
-    let by_length = breakdown(&head_outcomes, length_of);
     let fail_k = req.k.iter().copied().max().unwrap_or(10);
-    let failed: Vec<FailedQuestion> = failures(&head_outcomes, fail_k)
-        .into_iter()
-        .filter_map(|o| {
-            let q = by_id.get(o.qid.as_str())?;
-            Some(FailedQuestion {
-                question: Question {
-                    relevant: relevant_of(&o.qid),
-                    ..(*q).clone()
-                },
-                rank: o.metrics.first_relevant_rank,
-            })
-        })
-        .collect();
+    let (by_topic, by_length, failed) = headline(&r, &queries, &qrels, &head_outcomes, fail_k);
     let failures_file = write_failures(ctx, &failed)?;
-
-    let per_alpha_ms = if sweep.is_empty() {
-        0.0
-    } else {
-        sweep_ms / sweep.len() as f64
-    };
     Ok(RetrievalReport {
         queries: queries.len(),
         evaluated: head_outcomes.len(),
@@ -365,7 +393,6 @@ pub async fn evaluate_retrieval(
         embedding_model: r.model_name.clone(),
         depth: req.depth,
         results,
-        alpha_sweep: sweep,
         best_alpha: best,
         breakdown_method: head.to_string(),
         by_topic,
@@ -376,8 +403,13 @@ pub async fn evaluate_retrieval(
         seconds: EvalSeconds {
             retrieval: retrieval_s,
             sweep_ms,
-            per_alpha_ms,
+            per_alpha_ms: if sweep.is_empty() {
+                0.0
+            } else {
+                sweep_ms / sweep.len() as f64
+            },
         },
+        alpha_sweep: sweep,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod app;
 pub mod input;
 pub mod jobs;
 pub mod keymap;
+pub mod layout;
 pub mod panes;
 pub mod theme;
 pub mod ui;

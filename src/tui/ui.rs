@@ -1,7 +1,7 @@
 //! Drawing: a pure function of the app state. No IO, no locks, no awaits.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Tabs};
 use unicode_width::UnicodeWidthStr;
@@ -93,7 +93,7 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
         "Keys come from assets/keymap.toml; override them in CONFIG_DIR/keymap.toml.",
         theme.muted,
     ));
-    let area = centered(f.area(), 70, 80);
+    let area = super::layout::centered(f.area(), 70, 80);
     f.render_widget(Clear, area);
     f.render_widget(
         Paragraph::new(lines).scroll((app.help_scroll, 0)).block(
@@ -103,14 +103,4 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
         ),
         area,
     );
-}
-
-pub fn centered(area: Rect, pct_w: u16, pct_h: u16) -> Rect {
-    let [v] = Layout::vertical([Constraint::Percentage(pct_h)])
-        .flex(Flex::Center)
-        .areas(area);
-    let [h] = Layout::horizontal([Constraint::Percentage(pct_w)])
-        .flex(Flex::Center)
-        .areas(v);
-    h
 }

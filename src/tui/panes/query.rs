@@ -476,7 +476,7 @@ impl QueryPane {
                 .get(&r.hit.id)
                 .map(|(_, t)| t.clone())
                 .unwrap_or_default();
-            let area = super::super::ui::centered(f.area(), 80, 80);
+            let area = crate::tui::layout::centered(f.area(), 80, 80);
             f.render_widget(Clear, area);
             f.render_widget(
                 Paragraph::new(

@@ -38,6 +38,7 @@ SYSTEM_PACKAGES=(
   pkg-config        # -sys crates locate system libraries with it
   cmake             # llama-cpp-sys-2 builds llama.cpp with CMake
   protobuf-compiler # protoc, for lance's protobuf definitions
+  libprotobuf-dev   # google/protobuf/*.proto, which lance's definitions import
   libclang-dev      # libclang.so, loaded by bindgen in llama-cpp-sys-2's build script
   python3-venv      # the Python tool environment for the model conversion
   tmux              # the TUI tests drive the real binary in tmux
@@ -82,8 +83,16 @@ toolchain_check() {
   if [ -z "$libclang" ]; then
     echo "setup: no loadable libclang for bindgen (install the Debian package libclang-dev)" >&2; ok=0
   fi
-  command -v protoc >/dev/null && protoc --version >/dev/null 2>&1 \
-    || { echo "setup: protoc does not run (install protobuf-compiler)" >&2; ok=0; }
+  # protoc must run and find the well-known types lance's .proto files import.
+  local proto_dir
+  proto_dir=$(mktemp -d)
+  printf 'syntax = "proto3";\nimport "google/protobuf/empty.proto";\nmessage M { google.protobuf.Empty e = 1; }\n' > "$proto_dir/check.proto"
+  if ! command -v protoc >/dev/null; then
+    echo "setup: protoc missing (install protobuf-compiler)" >&2; ok=0
+  elif ! protoc -I "$proto_dir" --descriptor_set_out=/dev/null "$proto_dir/check.proto" 2>/dev/null; then
+    echo "setup: protoc cannot find google/protobuf/empty.proto (install libprotobuf-dev)" >&2; ok=0
+  fi
+  rm -rf "$proto_dir"
   command -v cmake >/dev/null && cmake --version >/dev/null 2>&1 \
     || { echo "setup: cmake does not run (install cmake)" >&2; ok=0; }
   command -v cc >/dev/null && command -v c++ >/dev/null \

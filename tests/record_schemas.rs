@@ -139,3 +139,78 @@ fn items_and_labels_keep_their_schema() {
     ]);
     assert_eq!(*schema_of::<Label>(), labels);
 }
+
+/// A chunks dataset written by an earlier release (hand-built columns, `word_count`
+/// and `ordinal` as `UInt32`) still loads, with every field intact.
+#[tokio::test]
+async fn chunks_written_with_the_earlier_schema_still_load() {
+    use arrow_array::builder::{ListBuilder, StringBuilder};
+    use arrow_array::{ArrayRef, RecordBatch, RecordBatchIterator, StringArray};
+    use arrow_array::{UInt32Array, UInt64Array};
+    use raglab::store::chunks::ChunkStore;
+    use raglab::store::workspace::Workspace;
+
+    let old = Arc::new(fixture(&[
+        ("id", Utf8, false),
+        ("doc_id", Utf8, false),
+        ("title", Utf8, false),
+        ("topic", Utf8, true),
+        ("header_path", list(Utf8), false),
+        ("text", Utf8, false),
+        ("byte_start", UInt64, false),
+        ("byte_end", UInt64, false),
+        ("word_count", UInt32, false),
+        ("ordinal", UInt32, false),
+    ]));
+    let mut paths = ListBuilder::new(StringBuilder::new());
+    for p in [vec!["Rabies", "Prevention"], vec![]] {
+        for h in p {
+            paths.values().append_value(h);
+        }
+        paths.append(true);
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from(vec!["rabies#prevention", "flu#top"])),
+        Arc::new(StringArray::from(vec!["rabies", "flu"])),
+        Arc::new(StringArray::from(vec!["Rabies", "Flu"])),
+        Arc::new(StringArray::from(vec![Some("rabies"), None])),
+        Arc::new(paths.finish()),
+        Arc::new(StringArray::from(vec![
+            "Vaccinate pets.",
+            "Get a flu shot.",
+        ])),
+        Arc::new(UInt64Array::from(vec![20, 0])),
+        Arc::new(UInt64Array::from(vec![35, 15])),
+        Arc::new(UInt32Array::from(vec![2, 4])),
+        Arc::new(UInt32Array::from(vec![1, 0])),
+    ];
+    let batch = RecordBatch::try_new(old.clone(), columns).expect("batch");
+    let dir = tempfile::tempdir().expect("tmp");
+    let ws = Workspace::open(dir.path()).expect("workspace");
+    let uri = ws.uri("chunks.lance");
+    lance::Dataset::write(
+        RecordBatchIterator::new(vec![Ok(batch)], old),
+        uri.as_str(),
+        None,
+    )
+    .await
+    .expect("write the old dataset");
+    let chunks = ChunkStore::new(&ws)
+        .load_all()
+        .await
+        .expect("old chunks load");
+    assert_eq!(chunks.len(), 2);
+    let flu = &chunks[0];
+    assert_eq!(
+        (flu.id.as_str(), flu.topic.as_deref(), flu.header_path.len()),
+        ("flu#top", None, 0)
+    );
+    assert_eq!((flu.byte_end, flu.word_count, flu.ordinal), (15, 4, 0));
+    let rabies = &chunks[1];
+    assert_eq!(rabies.header_path, vec!["Rabies", "Prevention"]);
+    assert_eq!(
+        (rabies.byte_start, rabies.word_count, rabies.ordinal),
+        (20, 2, 1)
+    );
+    assert_eq!(rabies.text, "Vaccinate pets.");
+}

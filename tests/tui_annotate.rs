@@ -8,6 +8,7 @@ use raglab::core::agreement::Bootstrap;
 use raglab::service::annotation::{Item, Label, agreement_table, current};
 use raglab::service::rubric::default_rubric;
 use raglab::tui::app::{App, Pane};
+use raglab::tui::effect::Effect;
 use raglab::tui::keymap::Keymap;
 
 fn items(n: usize) -> Vec<Item> {
@@ -32,19 +33,31 @@ fn app(reviewer: Option<&str>) -> App {
     app
 }
 
-fn keys(app: &mut App, s: &str) {
-    for c in s.chars() {
-        app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
-    }
+/// Type `s`; returns the effects the keys asked for (label commits).
+fn keys(app: &mut App, s: &str) -> Vec<Effect> {
+    s.chars()
+        .filter_map(|c| app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)))
+        .collect()
 }
 
 fn render(app: &App) -> String {
     common::screen(app, 170, 40)
 }
 
-/// Confirm every queued save as the event loop would after the commit.
-fn commit_all(app: &mut App) -> Vec<Label> {
-    let saves = std::mem::take(&mut app.annotate.saves);
+/// The labels that the effects ask to commit, with their tickets.
+fn saves(effects: Vec<Effect>) -> Vec<(u64, Label)> {
+    effects
+        .into_iter()
+        .map(|e| match e {
+            Effect::SaveLabel { ticket, label } => (ticket, label),
+            other => panic!("expected a label commit, got {other:?}"),
+        })
+        .collect()
+}
+
+/// Confirm the commits the effects ask for, as the event loop would after each commit.
+fn commit_all(app: &mut App, effects: Vec<Effect>) -> Vec<Label> {
+    let saves = saves(effects);
     for (t, _) in &saves {
         app.annotate.on_saved(*t, Ok(3.0));
     }
@@ -54,11 +67,11 @@ fn commit_all(app: &mut App) -> Vec<Label> {
 #[test]
 fn labelling_an_item_with_single_keys() {
     let mut app = app(Some("alice"));
-    keys(&mut app, "pfpp");
+    let fx = keys(&mut app, "pfpp");
     // Four labels queued, shown as saving until committed.
-    assert_eq!(app.annotate.saves.len(), 4);
+    assert_eq!(fx.len(), 4);
     assert!(render(&app).contains("saving…"));
-    let saved = commit_all(&mut app);
+    let saved = commit_all(&mut app, fx);
     let got: Vec<(&str, Option<&str>)> = saved
         .iter()
         .map(|l| (l.criterion.as_str(), l.label.as_deref()))
@@ -81,9 +94,9 @@ fn labelling_an_item_with_single_keys() {
     assert!(screen.contains("saved ✓"), "{screen}");
     assert!(screen.contains("1/3 done"));
     // `3` picks a criterion directly (not the Generate pane), `f` relabels it: a new version.
-    keys(&mut app, "3f");
+    let fx = keys(&mut app, "3f");
     assert_eq!(app.pane, Pane::Annotate);
-    let v2 = commit_all(&mut app);
+    let v2 = commit_all(&mut app, fx);
     assert_eq!(v2[0].criterion, "factual_consistency");
     assert_eq!(
         app.annotate
@@ -119,12 +132,12 @@ fn other_labels_stay_hidden_until_the_item_is_done() {
         "bob's labels visible before alice finished: {screen}"
     );
     assert!(screen.contains("blind"));
-    keys(&mut app, "ppp");
-    commit_all(&mut app);
+    let fx = keys(&mut app, "ppp");
+    commit_all(&mut app, fx);
     keys(&mut app, "r");
     assert!(!render(&app).contains("bob:"), "still one criterion to go");
-    keys(&mut app, "p");
-    commit_all(&mut app);
+    let fx = keys(&mut app, "p");
+    commit_all(&mut app, fx);
     keys(&mut app, "r");
     let screen = render(&app);
     assert!(screen.contains("bob: fail"), "{screen}");
@@ -133,10 +146,10 @@ fn other_labels_stay_hidden_until_the_item_is_done() {
 #[test]
 fn undo_retracts_the_last_label_as_a_new_version() {
     let mut app = app(Some("alice"));
-    keys(&mut app, "pp");
-    commit_all(&mut app);
-    keys(&mut app, "z");
-    let undo = commit_all(&mut app);
+    let fx = keys(&mut app, "pp");
+    commit_all(&mut app, fx);
+    let fx = keys(&mut app, "z");
+    let undo = commit_all(&mut app, fx);
     assert_eq!(undo.len(), 1);
     assert_eq!(undo[0].criterion, "completeness");
     assert_eq!(undo[0].label, None, "a retraction, not a deletion");
@@ -168,8 +181,8 @@ fn reviewer_is_asked_for_when_not_given() {
     keys(&mut app, "carol");
     app.handle_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
     assert_eq!(app.annotate.reviewer.as_deref(), Some("carol"));
-    keys(&mut app, "p");
-    assert_eq!(app.annotate.saves[0].1.reviewer, "carol");
+    let fx = keys(&mut app, "p");
+    assert_eq!(saves(fx)[0].1.reviewer, "carol");
 }
 
 #[test]

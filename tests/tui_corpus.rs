@@ -10,6 +10,7 @@ use raglab::core::corpus::InputLimits;
 use raglab::store::sources::{SourceSet, collect_files, read_file};
 use raglab::tui::app::{App, Pane};
 use raglab::tui::keymap::Keymap;
+use raglab::tui::panes::PaneView;
 
 fn sample_chunks() -> Vec<Chunk> {
     let mut set = SourceSet::default();

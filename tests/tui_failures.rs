@@ -20,11 +20,15 @@ fn render(app: &App) -> String {
     common::screen(app, 220, 50)
 }
 
-fn press(app: &mut App, c: char) {
-    app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+/// A key press as the event loop handles it: the app updates, its effect goes to the
+/// jobs.
+fn press(app: &mut App, jobs: &mut Jobs, c: char) {
+    if let Some(effect) = app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)) {
+        jobs.run(app, effect);
+    }
 }
 
-/// Run the event loop's job half (dispatch, receive, apply) until `done` holds.
+/// Run the event loop's message half (receive, apply) until `done` holds.
 async fn pump(
     jobs: &mut Jobs,
     app: &mut App,
@@ -33,7 +37,6 @@ async fn pump(
 ) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        jobs.dispatch(app);
         if done(jobs, app) {
             return;
         }
@@ -80,7 +83,7 @@ async fn failures_of_the_last_evaluation_are_stepped_through_in_the_query_pane()
     assert_eq!(app.query.failures.len(), failures.len());
     let (mut jobs, mut rx) = Jobs::new(&ctx);
     jobs.load_background();
-    press(&mut app, '2');
+    press(&mut app, &mut jobs, '2');
     pump(&mut jobs, &mut app, &mut rx, |j, a| {
         assert!(a.query.status.is_none(), "{:?}", a.query.status);
         j.retriever_ready()
@@ -121,7 +124,7 @@ async fn failures_of_the_last_evaluation_are_stepped_through_in_the_query_pane()
         }
     };
     for (key, pos) in [('n', 0), ('n', 1), ('n', 2), ('p', 1)] {
-        press(&mut app, key);
+        press(&mut app, &mut jobs, key);
         pump(&mut jobs, &mut app, &mut rx, |_, a| !a.query.busy).await;
         assert_eq!(app.query.failure_pos, Some(pos));
         expect_shown(&render(&app), pos);

@@ -62,6 +62,19 @@ impl RankingArgs {
     }
 }
 
+/// How a command that prompts a generator with retrieved chunks ranks them and how
+/// many prompt tokens they may take.
+#[derive(Debug, Clone, Args)]
+pub struct PromptArgs {
+    #[command(flatten)]
+    pub method: MethodArg,
+    #[command(flatten)]
+    pub ranking: RankingArgs,
+    /// Context budget in generator tokens.
+    #[arg(long, default_value_t = crate::core::prompt::DEFAULT_CONTEXT_BUDGET)]
+    pub context_budget: usize,
+}
+
 /// Which generator to load and how (shared by the commands that generate).
 #[derive(Debug, Clone, Args)]
 pub struct GeneratorArgs {

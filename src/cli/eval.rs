@@ -219,39 +219,13 @@ fn render(rep: &RetrievalReport) {
             );
         }
     }
-    println!(
-        "\nby topic ({head}; eta^2 of nDCG@10 = {})",
-        rep.by_topic
-            .eta_squared_ndcg10
-            .map_or("undefined".into(), |e| format!("{e:.4}"))
+    print_breakdown(&format!("\nby topic ({head}"), &rep.by_topic, 28, false);
+    print_breakdown(
+        &format!("by target length in words ({head}"),
+        &rep.by_target_length,
+        10,
+        true,
     );
-    for (t, m) in &rep.by_topic.groups {
-        let t = clean(t);
-        println!(
-            "  {t:<28} n={:<4} nDCG@10 {:.4}  MRR {:.4}",
-            m.queries, m.ndcg10, m.mrr
-        );
-    }
-    println!(
-        "by target length in words ({head}; eta^2 = {})",
-        rep.by_target_length
-            .eta_squared_ndcg10
-            .map_or("undefined".into(), |e| format!("{e:.4}"))
-    );
-    let mut lengths: Vec<_> = rep.by_target_length.groups.iter().collect();
-    lengths.sort_by_key(|(label, _)| {
-        label
-            .split(['-', '+'])
-            .next()
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or(0)
-    });
-    for (t, m) in lengths {
-        println!(
-            "  {t:<10} n={:<4} nDCG@10 {:.4}  MRR {:.4}",
-            m.queries, m.ndcg10, m.mrr
-        );
-    }
     println!(
         "\nfailed queries ({head}: target not in the top {fail_k}): {}",
         rep.failed.len()
@@ -271,6 +245,39 @@ fn render(rep: &RetrievalReport) {
             "  ... {} more (all in {})",
             rep.failed.len() - 20,
             rep.failures_file.display()
+        );
+    }
+}
+
+/// One breakdown: its eta^2, then nDCG@10 and MRR per group (length buckets in order
+/// of their lower bound when `by_bound`).
+fn print_breakdown(
+    title: &str,
+    b: &crate::core::retrieval::Breakdown,
+    width: usize,
+    by_bound: bool,
+) {
+    let eta = b
+        .eta_squared_ndcg10
+        .map_or("undefined".into(), |e| format!("{e:.4}"));
+    println!("{title}; eta^2 of nDCG@10 = {eta})");
+    let mut groups: Vec<_> = b.groups.iter().collect();
+    if by_bound {
+        groups.sort_by_key(|(label, _)| {
+            label
+                .split(['-', '+'])
+                .next()
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(0)
+        });
+    }
+    for (g, m) in groups {
+        println!(
+            "  {:<width$} n={:<4} nDCG@10 {:.4}  MRR {:.4}",
+            clean(g),
+            m.queries,
+            m.ndcg10,
+            m.mrr
         );
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::args::{GeneratorArgs, MethodArg, RankingArgs, SamplingArgs};
+use super::args::{GeneratorArgs, PromptArgs, SamplingArgs};
 use super::{print_json, progress_bar};
 use crate::service::answering::{AnswerBatch, BatchRequest, JudgeBatch, questions};
 use crate::service::generation::RunConfig;
@@ -26,12 +26,7 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub k: Option<usize>,
     #[command(flatten)]
-    pub method: MethodArg,
-    #[command(flatten)]
-    pub ranking: RankingArgs,
-    /// Context budget in generator tokens.
-    #[arg(long, default_value_t = crate::core::prompt::DEFAULT_CONTEXT_BUDGET)]
-    pub context_budget: usize,
+    pub prompt: PromptArgs,
     /// Answer without any retrieved context (the LLM-only baseline).
     #[arg(long)]
     pub no_retrieval: bool,
@@ -51,22 +46,22 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     let qs = questions(&args.questions)?;
     let config = RunConfig {
         run: args.run.clone(),
-        method: args.method.get(ctx),
-        alpha: args.ranking.alpha(ctx),
+        method: args.prompt.method.get(ctx),
+        alpha: args.prompt.ranking.alpha(ctx),
         k: ctx.k(args.k),
-        context_budget: args.context_budget,
+        context_budget: args.prompt.context_budget,
         no_retrieval: args.no_retrieval,
         sampling: args.sampling.sampling(),
         abstain_below: args.abstain_below,
     };
-    if args.ranking.ann {
+    if args.prompt.ranking.ann {
         bail!("--ann is not supported by generate: it retrieves with the exact dense scan");
     }
     let req = BatchRequest {
         questions: qs,
         config,
         generator: args.generator.choice(),
-        embed: args.ranking.embed(Some(1)),
+        embed: args.prompt.ranking.embed(Some(1)),
         reuse_prefix: !args.generator.no_prefix_reuse,
         limit: args.limit,
     };

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{GeneratorArgs, MethodArg, RankingArgs};
+use super::args::{GeneratorArgs, PromptArgs};
 use super::{print_json, progress_bar};
 use crate::core::mcqa::{Accuracy, Report, report};
 use crate::core::text::sanitize_for_terminal as clean;
@@ -28,12 +28,7 @@ pub struct McqaArgs {
     #[arg(long, default_value = "mcqa")]
     pub run: String,
     #[command(flatten)]
-    pub method: MethodArg,
-    #[command(flatten)]
-    pub ranking: RankingArgs,
-    /// Context budget in generator tokens.
-    #[arg(long, default_value_t = crate::core::prompt::DEFAULT_CONTEXT_BUDGET)]
-    pub context_budget: usize,
+    pub prompt: PromptArgs,
     /// Answer at most this many new questions.
     #[arg(long)]
     pub limit: Option<usize>,
@@ -66,17 +61,17 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
     ks.sort_unstable();
     ks.dedup();
     if !args.report_only {
-        if args.ranking.ann {
+        if args.prompt.ranking.ann {
             bail!("--ann is not supported by eval mcqa: it retrieves with the exact dense scan");
         }
         let req = McqaRequest {
             run: args.run.clone(),
-            method: args.method.get(ctx),
-            alpha: args.ranking.alpha(ctx),
-            context_budget: args.context_budget,
+            method: args.prompt.method.get(ctx),
+            alpha: args.prompt.ranking.alpha(ctx),
+            context_budget: args.prompt.context_budget,
             limit: args.limit,
             model: args.generator.choice(),
-            embed: args.ranking.embed(Some(1)),
+            embed: args.prompt.ranking.embed(Some(1)),
             reuse_prefix: !args.generator.no_prefix_reuse,
         };
         let bar = progress_bar("answering");

@@ -127,16 +127,7 @@ impl Default for Bootstrap {
     }
 }
 
-/// Percentile with linear interpolation between order statistics (numpy's default).
-pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let pos = q / 100.0 * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
-}
+pub use super::stats::percentile;
 
 /// Kappa, macro-F1 and raw agreement of one comparison, each with a CI.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -22,6 +22,25 @@ pub struct CorpusStats {
     pub length_histogram: Vec<(String, usize)>,
 }
 
+/// Percentile with linear interpolation between order statistics (numpy's default).
+pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let pos = q / 100.0 * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
+}
+
+/// The `q` quantile (0..=1) of unsorted values, numpy's linear interpolation; `None`
+/// for no values. The one quantile raglab reports (medians, p50/p95 latencies).
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    percentile(&v, q * 100.0)
+}
+
 /// Label of bucket `i` of [`LENGTH_BUCKETS`].
 pub fn bucket_label(i: usize) -> String {
     let lo = if i == 0 { 0 } else { LENGTH_BUCKETS[i - 1] };

@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::core::agreement::{AgreementReport, Bootstrap, agreement};
-pub use crate::core::annotation::{Disagreement, Item, Label};
+pub use crate::core::annotation::{Disagreement, Item, JUDGE, Label};
 use crate::core::rubric::Rubric;
 use crate::service::generation::now_rfc3339;
 use crate::store::records::Table;
@@ -19,8 +19,6 @@ use crate::store::workspace::Workspace;
 
 pub const ITEMS: &str = "items.lance";
 pub const LABELS: &str = "labels.lance";
-/// The reviewer name used for the LLM judge's labels.
-pub const JUDGE: &str = "judge";
 
 pub fn items_table(ws: &Workspace) -> Table<'_> {
     Table::of::<Item>(ws, ITEMS)

@@ -17,12 +17,9 @@ use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
 use crate::core::sampling::Sampling;
 use crate::infer::generate::{GenStats, Generator};
 
-fn pct(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return 0.0;
-    }
-    v[((v.len() - 1) as f64 * q).round() as usize]
+/// The `q` quantile of the timings (0 when there are none).
+fn pct(v: &[f64], q: f64) -> f64 {
+    crate::core::stats::quantile(v, q).unwrap_or(0.0)
 }
 
 /// Per-stage latency of hybrid queries (p50/p95) over at most `limit` questions, and
@@ -162,8 +159,8 @@ pub async fn bench_generate(ctx: &Context, args: &GenBench) -> Result<serde_json
         }
     }
     let med = |f: &dyn Fn(&GenStats) -> f64| {
-        let mut v: Vec<f64> = rows.iter().map(f).collect();
-        pct(&mut v, 0.5)
+        let v: Vec<f64> = rows.iter().map(f).collect();
+        pct(&v, 0.5)
     };
     let out = serde_json::json!({
         "model": generator.info.file, "threads": gcfg.threads, "prompt_tokens": rows.first().map(|s| s.prompt_tokens),

@@ -473,9 +473,7 @@ fn best_cosines(r: &Retriever, path: &Path) -> Result<Vec<f64>> {
 }
 
 fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    crate::core::stats::quantile(v, 0.5).unwrap_or(f64::NAN)
 }
 
 /// How often answerable and unanswerable questions fall below each threshold of

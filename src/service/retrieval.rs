@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::context::{Context, ModelChoice};
 use crate::core::chunk::Chunk;
+use crate::core::fusion::{Fusion, RRF_C, Scored};
 use crate::core::retrieval::{Method, QueryLists};
 use crate::infer::embed::{EmbedConfig, Embedder};
 use crate::store::chunks::ChunkStore;
@@ -311,4 +312,110 @@ pub async fn open_for(ctx: &Context, method: Method, embed: &ModelChoice) -> Res
     let r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
     r.ensure_fresh()?;
     Ok(r)
+}
+
+/// One search as a front asks for it.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub question: String,
+    pub method: Method,
+    pub alpha: f64,
+    pub k: usize,
+    pub embed: ModelChoice,
+    /// Dense list from the ANN index, probing this many partitions.
+    pub ann_nprobes: Option<usize>,
+}
+
+/// One ranked chunk with its place in every list.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchRow {
+    pub rank: usize,
+    pub chunk_id: String,
+    pub dense_rank: Option<usize>,
+    pub dense_score: Option<f64>,
+    pub sparse_rank: Option<usize>,
+    pub sparse_score: Option<f64>,
+    pub tfidf_rank: Option<usize>,
+    /// The fused score (hybrid's, for the single-list methods).
+    pub fused_score: Option<f64>,
+    pub header_path: Option<String>,
+    pub snippet: Option<String>,
+}
+
+/// The top k of a search, with timings and whether generation would abstain.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    pub question: String,
+    pub method: String,
+    pub alpha: f64,
+    pub fusion: &'static str,
+    pub embedding_model: Option<String>,
+    pub timings_ms: QueryTimings,
+    pub results: Vec<SearchRow>,
+    pub best_cosine: Option<f64>,
+    pub abstain_below: Option<f64>,
+    pub would_abstain: Option<bool>,
+}
+
+/// Retrieve the top `k` chunks of a question with every rank and score.
+pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> {
+    let r = open_for(ctx, req.method, &req.embed).await?;
+    let depth = DEFAULT_DEPTH.max(req.k);
+    let (lists, timings) = match req.ann_nprobes {
+        Some(nprobes) => {
+            r.query_ann(&ctx.workspace, &req.question, depth, nprobes)
+                .await?
+        }
+        None => r.query(&req.question, depth)?,
+    };
+    // Single-list methods still show the hybrid fused score beside their ranks.
+    let fusion = req.method.fusion(req.alpha).unwrap_or(Fusion::Rrf {
+        alpha: req.alpha,
+        c: RRF_C,
+    });
+    let fused = lists.candidates.fuse(fusion);
+    let rank_in = |list: &[Scored], id: &str| {
+        list.iter()
+            .position(|s| s.id == id)
+            .map(|i| (i + 1, list[i].score))
+    };
+    let results = lists
+        .ranking(req.method, req.alpha)
+        .iter()
+        .take(req.k)
+        .enumerate()
+        .map(|(i, id)| {
+            let c = r.chunk(id);
+            let d = rank_in(&lists.dense, id);
+            let s = rank_in(&lists.bm25, id);
+            SearchRow {
+                rank: i + 1,
+                chunk_id: (*id).to_string(),
+                dense_rank: d.map(|x| x.0),
+                dense_score: d.map(|x| x.1),
+                sparse_rank: s.map(|x| x.0),
+                sparse_score: s.map(|x| x.1),
+                tfidf_rank: rank_in(&lists.tfidf, id).map(|x| x.0),
+                fused_score: fused.iter().find(|h| h.id == *id).map(|h| h.fused),
+                header_path: c.map(Chunk::path_label),
+                snippet: c.map(|c| crate::core::text::snippet(&c.text, 100)),
+            }
+        })
+        .collect();
+    let best_cosine = lists.dense.first().map(|s| s.score);
+    let threshold = ctx.config.retrieval.abstain_below;
+    Ok(SearchResult {
+        question: req.question.clone(),
+        method: req.method.to_string(),
+        alpha: req.alpha,
+        fusion: "R(d; a) = a/(60 + r_dense(d)) + (1 - a)/(60 + r_sparse(d))",
+        embedding_model: r.model_name.clone(),
+        timings_ms: timings,
+        results,
+        best_cosine,
+        abstain_below: threshold,
+        would_abstain: best_cosine
+            .zip(threshold)
+            .map(|(c, t)| crate::core::abstention::abstains(c, t)),
+    })
 }

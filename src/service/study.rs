@@ -9,12 +9,13 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::annotation::{
-    AgreementRow, Disagreement, Item, JUDGE, Label, agreement_table, current, disagreements,
-    items_table, judge_labels, labels_table, pick_reviewers, save_labels,
+    AgreementRow, Disagreement, Item, Label, agreement_table, current, disagreements, items_table,
+    judge_labels, labels_table, pick_reviewers, save_labels,
 };
 use super::context::Context;
 use super::generation::{AnswerRecord, answers, judgements};
 use crate::core::agreement::Bootstrap;
+pub use crate::core::annotation::RaterPair;
 use crate::core::rng::Rng;
 use crate::core::rubric::Rubric;
 
@@ -248,46 +249,6 @@ pub async fn load_study(ctx: &Context) -> Result<Study> {
         labels,
         answers,
     })
-}
-
-/// Which two raters the disagreement list compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RaterPair {
-    /// The two human reviewers.
-    #[default]
-    Reviewers,
-    /// The judge against the first reviewer.
-    JudgeFirst,
-    /// The judge against the second reviewer.
-    JudgeSecond,
-}
-
-impl RaterPair {
-    pub fn next(self) -> Self {
-        match self {
-            Self::Reviewers => Self::JudgeFirst,
-            Self::JudgeFirst => Self::JudgeSecond,
-            Self::JudgeSecond => Self::Reviewers,
-        }
-    }
-
-    /// Position of this pair in an agreement row's `pairs` (the table's column order).
-    pub fn index(self) -> usize {
-        match self {
-            Self::Reviewers => 0,
-            Self::JudgeFirst => 1,
-            Self::JudgeSecond => 2,
-        }
-    }
-
-    /// The two raters of this pair, given the two reviewers.
-    pub fn raters(self, (r1, r2): (&str, &str)) -> (String, String) {
-        match self {
-            Self::Reviewers => (r1.into(), r2.into()),
-            Self::JudgeFirst => (JUDGE.into(), r1.into()),
-            Self::JudgeSecond => (JUDGE.into(), r2.into()),
-        }
-    }
 }
 
 /// The agreement table of two reviewers (given, else the two with most labels).

@@ -6,15 +6,9 @@
 //! document replaces its chunks (keyed by document id), so chunks never duplicate.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use arrow_array::builder::{ListBuilder, StringBuilder};
-use arrow_array::cast::AsArray;
-use arrow_array::types::{UInt32Type, UInt64Type};
-use arrow_array::{
-    Array, ArrayRef, RecordBatch, RecordBatchIterator, StringArray, UInt32Array, UInt64Array,
-};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_schema::SchemaRef;
 use lance::Dataset;
 use lance::dataset::{WriteMode, WriteParams};
 
@@ -24,121 +18,21 @@ use crate::core::chunk::Chunk;
 
 pub const DATASET: &str = "chunks.lance";
 
+/// The dataset's schema, traced from [`Chunk`] itself (`usize` fields are `UInt64`).
 fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Utf8, false),
-        Field::new("doc_id", DataType::Utf8, false),
-        Field::new("title", DataType::Utf8, false),
-        Field::new("topic", DataType::Utf8, true),
-        Field::new(
-            "header_path",
-            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
-            false,
-        ),
-        Field::new("text", DataType::Utf8, false),
-        Field::new("byte_start", DataType::UInt64, false),
-        Field::new("byte_end", DataType::UInt64, false),
-        Field::new("word_count", DataType::UInt32, false),
-        Field::new("ordinal", DataType::UInt32, false),
-    ]))
+    super::records::schema_of::<Chunk>()
 }
 
 fn to_batch(chunks: &[Chunk]) -> Result<RecordBatch> {
-    let strings = |f: &dyn Fn(&Chunk) -> &str| -> ArrayRef {
-        Arc::new(chunks.iter().map(|c| Some(f(c))).collect::<StringArray>())
-    };
-    let mut paths = ListBuilder::new(StringBuilder::new());
-    for c in chunks {
-        for h in &c.header_path {
-            paths.values().append_value(h);
-        }
-        paths.append(true);
-    }
-    let u64s = |f: &dyn Fn(&Chunk) -> usize| -> ArrayRef {
-        Arc::new(chunks.iter().map(|c| f(c) as u64).collect::<UInt64Array>())
-    };
-    let u32s = |f: &dyn Fn(&Chunk) -> usize| -> ArrayRef {
-        Arc::new(
-            chunks
-                .iter()
-                .map(|c| u32::try_from(f(c)).unwrap_or(u32::MAX))
-                .collect::<UInt32Array>(),
-        )
-    };
-    let columns: Vec<ArrayRef> = vec![
-        strings(&|c| &c.id),
-        strings(&|c| &c.doc_id),
-        strings(&|c| &c.title),
-        Arc::new(
-            chunks
-                .iter()
-                .map(|c| c.topic.as_deref())
-                .collect::<StringArray>(),
-        ),
-        Arc::new(paths.finish()),
-        strings(&|c| &c.text),
-        u64s(&|c| c.byte_start),
-        u64s(&|c| c.byte_end),
-        u32s(&|c| c.word_count),
-        u32s(&|c| c.ordinal),
-    ];
-    RecordBatch::try_new(schema(), columns).map_err(|source| StoreError::Arrow {
-        what: DATASET.into(),
-        source,
-    })
+    serde_arrow::to_record_batch(schema().fields(), &chunks)
+        .map_err(|e| StoreError::Invalid(format!("{DATASET}: cannot convert chunks: {e}")))
 }
 
+/// Chunks from a batch. Datasets written before the schema was traced from the type
+/// hold `word_count` and `ordinal` as `UInt32`; they read back the same.
 fn from_batch(batch: &RecordBatch) -> Result<Vec<Chunk>> {
-    let bad =
-        |name: &str| StoreError::Invalid(format!("{DATASET}: missing or mistyped column `{name}`"));
-    let s = |name: &str| -> Result<&StringArray> {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_string_opt::<i32>())
-            .ok_or_else(|| bad(name))
-    };
-    let (id, doc, title, topic, text) =
-        (s("id")?, s("doc_id")?, s("title")?, s("topic")?, s("text")?);
-    let paths = batch
-        .column_by_name("header_path")
-        .and_then(|c| c.as_list_opt::<i32>())
-        .ok_or_else(|| bad("header_path"))?;
-    let u64col = |name: &str| {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| bad(name))
-    };
-    let u32col = |name: &str| {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_primitive_opt::<UInt32Type>())
-            .ok_or_else(|| bad(name))
-    };
-    let (bs, be, wc, ord) = (
-        u64col("byte_start")?,
-        u64col("byte_end")?,
-        u32col("word_count")?,
-        u32col("ordinal")?,
-    );
-    let mut out = Vec::with_capacity(batch.num_rows());
-    for i in 0..batch.num_rows() {
-        let p = paths.value(i);
-        let p = p.as_string::<i32>();
-        out.push(Chunk {
-            id: id.value(i).to_string(),
-            doc_id: doc.value(i).to_string(),
-            title: title.value(i).to_string(),
-            topic: (!topic.is_null(i)).then(|| topic.value(i).to_string()),
-            header_path: (0..p.len()).map(|j| p.value(j).to_string()).collect(),
-            text: text.value(i).to_string(),
-            byte_start: usize::try_from(bs.value(i)).unwrap_or(usize::MAX),
-            byte_end: usize::try_from(be.value(i)).unwrap_or(usize::MAX),
-            word_count: wc.value(i) as usize,
-            ordinal: ord.value(i) as usize,
-        });
-    }
-    Ok(out)
+    serde_arrow::from_record_batch(batch)
+        .map_err(|e| StoreError::Invalid(format!("{DATASET}: unreadable chunks: {e}")))
 }
 
 /// Handle to a workspace's chunks dataset.

@@ -4,7 +4,9 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::action::Action;
+use super::effect::Effect;
 use super::keymap::{Key, Keymap};
+use super::panes::PaneView;
 use super::panes::agreement::AgreementPane;
 use super::panes::annotate::AnnotatePane;
 use super::panes::corpus::CorpusPane;
@@ -98,18 +100,31 @@ impl App {
         }
     }
 
-    /// Whether an overlay of the current pane takes the keys (e.g. an opened chunk).
-    fn overlay_open(&self) -> bool {
-        self.pane == Pane::Query && self.query.open_chunk
+    /// The current pane.
+    pub fn view(&self) -> &dyn PaneView {
+        match self.pane {
+            Pane::Corpus => &self.corpus,
+            Pane::Query => &self.query,
+            Pane::Generate => &self.generate,
+            Pane::Annotate => &self.annotate,
+            Pane::Agreement => &self.agreement,
+        }
+    }
+
+    fn view_mut(&mut self) -> &mut dyn PaneView {
+        match self.pane {
+            Pane::Corpus => &mut self.corpus,
+            Pane::Query => &mut self.query,
+            Pane::Generate => &mut self.generate,
+            Pane::Annotate => &mut self.annotate,
+            Pane::Agreement => &mut self.agreement,
+        }
     }
 
     pub fn layer(&self) -> Layer {
         if self.show_help {
             Layer::Help
-        } else if (self.pane == Pane::Corpus && self.corpus.editing())
-            || (self.pane == Pane::Query && self.query.input.is_active())
-            || (self.pane == Pane::Annotate && self.annotate.editing())
-        {
+        } else if self.view().editing() {
             Layer::Input
         } else {
             Layer::Pane(self.pane)
@@ -117,8 +132,8 @@ impl App {
     }
 
     /// Translate a key press into an action for the current layer (text input takes
-    /// printable characters itself).
-    pub fn handle_key(&mut self, ev: KeyEvent) {
+    /// printable characters itself) and apply it; returns the effect to run, if any.
+    pub fn handle_key(&mut self, ev: KeyEvent) -> Option<Effect> {
         let key = Key::from_event(ev);
         let action = match self.layer() {
             Layer::Help => self.keymap.lookup(&["help"], key),
@@ -127,30 +142,22 @@ impl App {
                 if a.is_none()
                     && let (KeyCode::Char(c), false) = (key.code, key.ctrl)
                 {
-                    match self.pane {
-                        Pane::Query => {
-                            self.query.input.push(c);
-                        }
-                        Pane::Annotate => self.annotate.input_char(c),
-                        _ => self.corpus.input_char(c),
-                    }
-                    return;
+                    self.view_mut().input_char(c);
+                    return None;
                 }
                 // Non-text keys (tab, C-c) keep their global meaning while typing, so
                 // a text field never traps the user in a pane.
                 a.or_else(|| self.keymap.lookup(&["global"], key))
             }
-            Layer::Pane(_) if self.overlay_open() => self.keymap.lookup(&["overlay"], key),
+            Layer::Pane(_) if self.view().overlay_open() => self.keymap.lookup(&["overlay"], key),
             Layer::Pane(p) => self.keymap.lookup(&[p.section(), "global"], key),
         };
-        if let Some(a) = action {
-            self.update(a);
-        }
+        self.update(action?)
     }
 
     /// Generate an answer to the Query pane's current question with its ranking
     /// settings; `new_seed` moves to the next seed (regenerate).
-    pub fn start_generation(&mut self, new_seed: bool) {
+    pub fn start_generation(&mut self, new_seed: bool) -> Option<Effect> {
         let q = self
             .query
             .current
@@ -158,17 +165,19 @@ impl App {
             .or_else(|| self.generate.question.clone());
         let Some(q) = q else {
             self.message = Some("pick or type a question in the Query pane first".into());
-            return;
+            return None;
         };
         if new_seed {
             self.generate.sampling.seed = self.generate.sampling.seed.wrapping_add(1);
         }
-        self.generate
-            .start(q, self.query.method, self.query.alpha, self.query.k);
         self.pane = Pane::Generate;
+        self.generate
+            .start(q, self.query.method, self.query.alpha, self.query.k)
     }
 
-    pub fn update(&mut self, action: Action) {
+    /// Apply an action: global ones here, the rest by the current pane. Returns the
+    /// effect the event loop should hand to the jobs.
+    pub fn update(&mut self, action: Action) -> Option<Effect> {
         self.message = None;
         match action {
             Action::Quit => self.should_quit = true,
@@ -187,29 +196,15 @@ impl App {
             Action::PaneGenerate => self.pane = Pane::Generate,
             Action::PaneAnnotate => self.pane = Pane::Annotate,
             Action::PaneAgreement => self.pane = Pane::Agreement,
-            other => match self.pane {
-                Pane::Corpus => {
-                    self.corpus.update(other);
-                }
-                Pane::Query if matches!(other, Action::Generate) => self.start_generation(false),
-                Pane::Query => {
-                    self.query.update(other);
-                }
-                Pane::Generate => match other {
-                    Action::Generate => self.start_generation(false),
-                    Action::Regenerate => self.start_generation(true),
-                    _ => {
-                        self.generate.update(other);
-                    }
-                },
-                Pane::Annotate => {
-                    self.annotate.update(other);
-                }
-                Pane::Agreement => {
-                    self.agreement.update(other);
-                }
-            },
+            Action::Generate if matches!(self.pane, Pane::Query | Pane::Generate) => {
+                return self.start_generation(false);
+            }
+            Action::Regenerate if self.pane == Pane::Generate => {
+                return self.start_generation(true);
+            }
+            other => return self.view_mut().update(other),
         }
+        None
     }
 }
 

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::app::App;
+use super::effect::Effect;
+use super::panes::generate::GenJob;
 use crate::core::agreement::Bootstrap;
 use crate::core::retrieval::QueryLists;
 use crate::service::Context;
@@ -42,11 +44,29 @@ pub enum Msg {
     Agreement(Result<Box<Agreement>, String>),
 }
 
+/// The newest request of one kind: starting another aborts the older task (whose
+/// answer, had it come, would have been dropped by its ticket anyway).
+#[derive(Default)]
+struct Latest {
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Latest {
+    fn start(&mut self, job: impl std::future::Future<Output = ()> + Send + 'static) {
+        if let Some(old) = self.task.take() {
+            old.abort();
+        }
+        self.task = Some(tokio::spawn(job));
+    }
+}
+
 pub struct Jobs {
     tx: UnboundedSender<Msg>,
     ctx: Arc<Context>,
     retriever: Option<Arc<Retriever>>,
     generator: GeneratorSlot,
+    searching: Latest,
+    agreeing: Latest,
     answers: Vec<AnswerRecord>,
     /// The start-up reads of lance datasets; quitting waits for them (see `settle`).
     loads: Vec<tokio::task::JoinHandle<()>>,
@@ -60,6 +80,8 @@ impl Jobs {
             ctx: Arc::new(ctx.clone()),
             retriever: None,
             generator: GeneratorSlot::default(),
+            searching: Latest::default(),
+            agreeing: Latest::default(),
             answers: Vec::new(),
             loads: Vec::new(),
         };
@@ -112,112 +134,128 @@ impl Jobs {
         })
     }
 
-    /// Start every job the app queued.
-    pub fn dispatch(&mut self, app: &mut App) {
-        for (ticket, text) in std::mem::take(&mut app.query.jobs) {
-            match &self.retriever {
-                Some(r) => {
-                    let (r, tx) = (Arc::clone(r), self.tx.clone());
-                    tokio::task::spawn_blocking(move || {
-                        let result = r
-                            .query(&text, DEFAULT_DEPTH)
-                            .map(Box::new)
-                            .map_err(|e| format!("{e:#}"));
-                        let _ = tx.send(Msg::Search { ticket, result });
-                    });
-                }
-                None => app
-                    .query
-                    .on_result(ticket, Err("retrieval is not ready yet".into())),
-            }
+    /// Run one effect of an update in the background.
+    pub fn run(&mut self, app: &mut App, effect: Effect) {
+        match effect {
+            Effect::Search { ticket, text } => self.search(app, ticket, text),
+            Effect::Generate(job) => self.generate(app, job),
+            Effect::SaveLabel { ticket, label } => self.save_label(app, ticket, label),
+            Effect::RefreshAgreement => self.refresh_agreement(app),
         }
-        for job in std::mem::take(&mut app.generate.jobs) {
-            app.generate.previous = self
-                .answers
-                .iter()
-                .filter(|a| a.question_id == job.question.id)
-                .cloned()
-                .rev()
-                .collect();
-            let Some(r) = self.retriever.clone() else {
-                app.generate
-                    .on_done(job.ticket, Err("retrieval is not ready yet".into()));
-                continue;
-            };
-            let (slot, tx, ctx) = (
-                self.generator.clone(),
-                self.tx.clone(),
-                Arc::clone(&self.ctx),
-            );
-            let config = RunConfig {
-                run: "tui".into(),
-                method: job.method,
-                alpha: job.alpha,
-                k: job.k,
-                sampling: job.sampling.clone(),
-                abstain_below: ctx.config.retrieval.abstain_below,
-                ..RunConfig::default()
-            };
-            tokio::spawn(async move {
-                let ticket = job.ticket;
-                let (prompt_tx, token_tx, live_ctx) = (tx.clone(), tx.clone(), Arc::clone(&ctx));
-                let generated = tokio::task::spawn_blocking(move || {
-                    answer_live(
-                        &live_ctx,
-                        &slot,
-                        &r,
-                        &job.question,
-                        &config,
-                        Arc::clone(&job.stop),
-                        |prompt| {
-                            let _ = prompt_tx.send(Msg::GenPrompt { ticket, prompt });
-                        },
-                        |piece| {
-                            let _ = token_tx.send(Msg::GenToken {
-                                ticket,
-                                piece: piece.to_string(),
-                            });
-                        },
-                    )
-                    .map_err(|e| format!("{e:#}"))
-                })
-                .await
-                .unwrap_or_else(|e| Err(format!("the generation stopped: {e}")));
-                let result = match generated {
-                    Ok(rec) => save_answer(&ctx, &rec)
-                        .await
-                        .map(|()| rec)
-                        .map_err(|e| format!("answer not saved: {e:#}")),
-                    Err(e) => Err(e),
-                };
-                let _ = tx.send(Msg::GenDone {
-                    ticket,
-                    result: result.map(Box::new),
-                });
-            });
-        }
-        for (ticket, label) in std::mem::take(&mut app.annotate.saves) {
-            let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
-            let (rubric, items) = (app.annotate.rubric.clone(), app.annotate.items.clone());
-            tokio::spawn(async move {
-                let result = study::save_label(&ctx, &rubric, &items, &label)
-                    .await
-                    .map_err(|e| format!("{e:#}"));
-                let _ = tx.send(Msg::Saved { ticket, result });
-            });
-        }
-        if std::mem::take(&mut app.agreement.wants_refresh) && !app.agreement.computing {
-            app.agreement.computing = true;
-            let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
-            let (rubric, pair) = (app.annotate.rubric.clone(), app.agreement.pair);
-            tokio::spawn(async move {
-                let result = study::agreement_with(&ctx, &rubric, None, Bootstrap::default(), pair)
-                    .await
+    }
+
+    fn search(&mut self, app: &mut App, ticket: u64, text: String) {
+        let Some(r) = &self.retriever else {
+            app.query
+                .on_result(ticket, Err("retrieval is not ready yet".into()));
+            return;
+        };
+        let (r, tx) = (Arc::clone(r), self.tx.clone());
+        self.searching.start(async move {
+            let result = tokio::task::spawn_blocking(move || {
+                r.query(&text, DEFAULT_DEPTH)
                     .map(Box::new)
-                    .map_err(|e| format!("{e:#}"));
-                let _ = tx.send(Msg::Agreement(result));
+                    .map_err(|e| format!("{e:#}"))
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the search stopped: {e}")));
+            let _ = tx.send(Msg::Search { ticket, result });
+        });
+    }
+
+    fn generate(&mut self, app: &mut App, job: GenJob) {
+        app.generate.previous = self
+            .answers
+            .iter()
+            .filter(|a| a.question_id == job.question.id)
+            .cloned()
+            .rev()
+            .collect();
+        let Some(r) = self.retriever.clone() else {
+            app.generate
+                .on_done(job.ticket, Err("retrieval is not ready yet".into()));
+            return;
+        };
+        let (slot, tx, ctx) = (
+            self.generator.clone(),
+            self.tx.clone(),
+            Arc::clone(&self.ctx),
+        );
+        let config = RunConfig {
+            run: "tui".into(),
+            method: job.method,
+            alpha: job.alpha,
+            k: job.k,
+            sampling: job.sampling.clone(),
+            abstain_below: ctx.config.retrieval.abstain_below,
+            ..RunConfig::default()
+        };
+        // Not aborted when superseded: the pane raised this one's stop flag, so the
+        // model stops at its next token and the partial answer is still saved (its
+        // late messages carry an old ticket and are dropped by the pane).
+        tokio::spawn(async move {
+            let ticket = job.ticket;
+            let (prompt_tx, token_tx, live_ctx) = (tx.clone(), tx.clone(), Arc::clone(&ctx));
+            let generated = tokio::task::spawn_blocking(move || {
+                answer_live(
+                    &live_ctx,
+                    &slot,
+                    &r,
+                    &job.question,
+                    &config,
+                    Arc::clone(&job.stop),
+                    |prompt| {
+                        let _ = prompt_tx.send(Msg::GenPrompt { ticket, prompt });
+                    },
+                    |piece| {
+                        let _ = token_tx.send(Msg::GenToken {
+                            ticket,
+                            piece: piece.to_string(),
+                        });
+                    },
+                )
+                .map_err(|e| format!("{e:#}"))
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the generation stopped: {e}")));
+            let result = match generated {
+                Ok(rec) => save_answer(&ctx, &rec)
+                    .await
+                    .map(|()| rec)
+                    .map_err(|e| format!("answer not saved: {e:#}")),
+                Err(e) => Err(e),
+            };
+            let _ = tx.send(Msg::GenDone {
+                ticket,
+                result: result.map(Box::new),
             });
-        }
+        });
+    }
+
+    /// Every label is committed (saves are never superseded).
+    fn save_label(&mut self, app: &App, ticket: u64, label: crate::core::annotation::Label) {
+        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+        let (rubric, items) = (app.annotate.rubric.clone(), app.annotate.items.clone());
+        tokio::spawn(async move {
+            let result = study::save_label(&ctx, &rubric, &items, &label)
+                .await
+                .map_err(|e| format!("{e:#}"));
+            let _ = tx.send(Msg::Saved { ticket, result });
+        });
+    }
+
+    /// Recompute the agreement; a newer request aborts an older one still running.
+    fn refresh_agreement(&mut self, app: &mut App) {
+        app.agreement.computing = true;
+        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+        let (rubric, pair) = (app.annotate.rubric.clone(), app.agreement.pair);
+        self.agreeing.start(async move {
+            let result = study::agreement_with(&ctx, &rubric, None, Bootstrap::default(), pair)
+                .await
+                .map(Box::new)
+                .map_err(|e| format!("{e:#}"));
+            let _ = tx.send(Msg::Agreement(result));
+        });
     }
 
     /// Apply a finished job's message to the app.
@@ -242,7 +280,7 @@ impl Jobs {
                 app.annotate.items = study.items;
                 app.annotate.labels = study.labels;
                 self.answers = study.answers;
-                app.agreement.wants_refresh = true;
+                self.refresh_agreement(app);
             }
             Msg::Annotation(Err(e)) => {
                 tracing::error!("{e}");

@@ -8,6 +8,7 @@
 
 pub mod action;
 pub mod app;
+pub mod effect;
 pub mod input;
 pub mod jobs;
 pub mod keymap;
@@ -157,7 +158,6 @@ async fn event_loop(
     let mut frame_times: Vec<f64> = Vec::new();
     app.query.status = Some("loading the retrieval indexes and the embedding model…".into());
     loop {
-        jobs.dispatch(app);
         if dirty && last_draw.elapsed() >= FRAME {
             let t = Instant::now();
             terminal.draw(|f| ui::draw(app, f, theme))?;
@@ -178,8 +178,7 @@ async fn event_loop(
         }
         if app.should_quit {
             if !frame_times.is_empty() {
-                frame_times.sort_by(f64::total_cmp);
-                let p = |q: f64| frame_times[((frame_times.len() - 1) as f64 * q) as usize];
+                let p = |q: f64| crate::core::stats::quantile(&frame_times, q).unwrap_or(0.0);
                 tracing::info!(
                     frames = frame_times.len(),
                     p50_ms = p(0.5),
@@ -198,7 +197,9 @@ async fn event_loop(
         tokio::select! {
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release => {
-                    app.handle_key(k);
+                    if let Some(effect) = app.handle_key(k) {
+                        jobs.run(app, effect);
+                    }
                     dirty = true;
                 }
                 Some(Ok(Event::Resize(..))) => dirty = true,

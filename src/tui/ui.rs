@@ -31,13 +31,7 @@ pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
         tabs_area,
     );
 
-    match app.pane {
-        Pane::Corpus => app.corpus.draw(f, body, theme),
-        Pane::Query => app.query.draw(f, body, theme),
-        Pane::Generate => app.generate.draw(f, body, theme),
-        Pane::Annotate => app.annotate.draw(f, body, theme),
-        Pane::Agreement => app.agreement.draw(f, body, theme),
-    }
+    app.view().draw(f, body, theme);
 
     draw_status(app, f, status, theme);
     if app.layer() == Layer::Help {

@@ -14,6 +14,8 @@ use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::annotation::{AgreementRow, Disagreement};
 use crate::service::study::RaterPair;
 use crate::tui::action::Action;
+use crate::tui::effect::Effect;
+use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
 
 #[derive(Default)]
@@ -26,7 +28,6 @@ pub struct AgreementPane {
     pub status: Option<String>,
     /// Items where the selected pair disagrees: (item id, criterion, label a, label b).
     pub disagreements: Vec<Disagreement>,
-    pub wants_refresh: bool,
 }
 
 fn est(e: &Estimate) -> String {
@@ -38,66 +39,11 @@ fn est(e: &Estimate) -> String {
 }
 
 impl AgreementPane {
-    pub fn update(&mut self, action: Action) -> bool {
-        match action {
-            Action::Refresh => self.wants_refresh = true,
-            Action::NextPair => {
-                // The disagreement list belongs to the pair: recompute it for the new one.
-                self.pair = self.pair.next();
-                self.wants_refresh = true;
-            }
-            Action::NextCriterion | Action::Down => {
-                self.criterion = (self.criterion + 1) % self.rows.len().max(1);
-            }
-            Action::Up => {
-                self.criterion =
-                    (self.criterion + self.rows.len().max(1) - 1) % self.rows.len().max(1)
-            }
-            _ => return false,
-        }
-        true
-    }
-
-    fn selected(&self) -> Option<&AgreementReport> {
-        self.rows
-            .get(self.criterion)?
-            .pairs
-            .get(self.pair.index())?
-            .1
-            .as_ref()
-    }
-
-    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    /// The table: kappa and macro-F1 per criterion for the three pairs, and the paper.
+    fn draw_table(&self, f: &mut Frame, table_area: Rect, theme: &Theme) {
         let block = |t: String| theme.block(t, false);
-        if self.rows.is_empty() {
-            let msg = if self.computing {
-                "computing the bootstrap…".to_string()
-            } else {
-                self.status.clone().unwrap_or_else(|| {
-                    "No agreement yet: two reviewers must label the same items (r to refresh)."
-                        .into()
-                })
-            };
-            f.render_widget(
-                Paragraph::new(msg)
-                    .style(theme.muted)
-                    .block(block(" Agreement ".into())),
-                area,
-            );
-            return;
-        }
-        let [table_area, bottom] = Layout::vertical([
-            Constraint::Length(self.rows.len() as u16 + 5),
-            Constraint::Min(6),
-        ])
-        .areas(area);
-        let [chart_area, matrix_area, list_area] = Layout::horizontal([
-            Constraint::Percentage(40),
-            Constraint::Percentage(25),
-            Constraint::Percentage(35),
-        ])
-        .areas(bottom);
         let (r1, r2) = self.reviewers.clone().unwrap_or_default();
+        let (r1, r2) = (clean(&r1), clean(&r2));
         let header = Row::new(vec![
             "criterion".to_string(),
             format!("κ {r1}/{r2}"),
@@ -152,6 +98,11 @@ impl AgreementPane {
                 .block(block(format!(" Agreement (95% bootstrap CI) · tab-free keys: j/k criterion, x pair, r recompute{} ", if self.computing { " · computing…" } else { "" }))),
             table_area,
         );
+    }
+
+    /// Kappa per criterion with its CI as whiskers, for the selected pair.
+    fn draw_chart(&self, f: &mut Frame, chart_area: Rect, theme: &Theme) {
+        let block = |t: String| theme.block(t, false);
         // Kappa per criterion with CI whiskers on a [-1, 1] axis.
         let width = usize::from(chart_area.width.saturating_sub(24)).max(10);
         let pos = |v: f64| {
@@ -187,12 +138,17 @@ impl AgreementPane {
             .rows
             .first()
             .and_then(|r| r.pairs.get(self.pair.index()))
-            .map(|p| p.0.clone())
+            .map(|p| clean(&p.0))
             .unwrap_or_default();
         f.render_widget(
             Paragraph::new(lines).block(block(format!(" κ with 95% CI · {pair_name} "))),
             chart_area,
         );
+    }
+
+    /// The confusion matrix of the selected pair and criterion.
+    fn draw_confusion(&self, f: &mut Frame, matrix_area: Rect, theme: &Theme) {
+        let block = |t: String| theme.block(t, false);
         let mut m = vec![];
         if let Some(rep) = self.selected() {
             let c = &rep.confusion;
@@ -228,6 +184,11 @@ impl AgreementPane {
             Paragraph::new(m).block(block(" Confusion (rows: first) ".into())),
             matrix_area,
         );
+    }
+
+    /// The items on which the selected pair disagrees.
+    fn draw_disagreements(&self, f: &mut Frame, list_area: Rect, theme: &Theme) {
+        let block = |t: String| theme.block(t, false);
         let list: Vec<Line> = self
             .disagreements
             .iter()
@@ -249,5 +210,72 @@ impl AgreementPane {
             ))),
             list_area,
         );
+    }
+
+    fn selected(&self) -> Option<&AgreementReport> {
+        self.rows
+            .get(self.criterion)?
+            .pairs
+            .get(self.pair.index())?
+            .1
+            .as_ref()
+    }
+}
+
+impl PaneView for AgreementPane {
+    /// Apply an action; a recomputation is returned as an effect.
+    fn update(&mut self, action: Action) -> Option<Effect> {
+        match action {
+            Action::Refresh => return Some(Effect::RefreshAgreement),
+            Action::NextPair => {
+                // The disagreement list belongs to the pair: recompute it for the new one.
+                self.pair = self.pair.next();
+                return Some(Effect::RefreshAgreement);
+            }
+            Action::NextCriterion | Action::Down => {
+                self.criterion = (self.criterion + 1) % self.rows.len().max(1);
+            }
+            Action::Up => {
+                self.criterion =
+                    (self.criterion + self.rows.len().max(1) - 1) % self.rows.len().max(1)
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        if self.rows.is_empty() {
+            let msg = if self.computing {
+                "computing the bootstrap…".to_string()
+            } else {
+                self.status.clone().unwrap_or_else(|| {
+                    "No agreement yet: two reviewers must label the same items (r to refresh)."
+                        .into()
+                })
+            };
+            f.render_widget(
+                Paragraph::new(clean(&msg))
+                    .style(theme.muted)
+                    .block(theme.block(" Agreement ", false)),
+                area,
+            );
+            return;
+        }
+        let [table_area, bottom] = Layout::vertical([
+            Constraint::Length(self.rows.len() as u16 + 5),
+            Constraint::Min(6),
+        ])
+        .areas(area);
+        let [chart_area, matrix_area, list_area] = Layout::horizontal([
+            Constraint::Percentage(40),
+            Constraint::Percentage(25),
+            Constraint::Percentage(35),
+        ])
+        .areas(bottom);
+        self.draw_table(f, table_area, theme);
+        self.draw_chart(f, chart_area, theme);
+        self.draw_confusion(f, matrix_area, theme);
+        self.draw_disagreements(f, list_area, theme);
     }
 }

@@ -16,11 +16,10 @@ use crate::core::rubric::Rubric;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::annotation::{Item, Label};
 use crate::tui::action::Action;
+use crate::tui::effect::Effect;
 use crate::tui::input::TextInput;
+use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
-
-/// A label the event loop must commit: (save ticket, label).
-pub type SaveJob = (u64, Label);
 
 pub struct AnnotatePane {
     pub reviewer: Option<String>,
@@ -42,7 +41,6 @@ pub struct AnnotatePane {
     pub pending_note: Option<String>,
     pub status: Option<String>,
     pub last_save_ms: Option<f64>,
-    pub saves: Vec<SaveJob>,
     /// This reviewer's own confirmed labels, newest last (for undo).
     pub history: Vec<Label>,
 }
@@ -64,21 +62,7 @@ impl AnnotatePane {
             pending_note: None,
             status: None,
             last_save_ms: None,
-            saves: Vec::new(),
             history: Vec::new(),
-        }
-    }
-
-    /// Whether typed characters go to a text field (reviewer name or note).
-    pub fn editing(&self) -> bool {
-        self.reviewer.is_none() || self.note_input.is_active()
-    }
-
-    pub fn input_char(&mut self, c: char) {
-        if self.note_input.is_active() {
-            self.note_input.push(c);
-        } else {
-            self.reviewer_input.push(c);
         }
     }
 
@@ -113,11 +97,15 @@ impl AnnotatePane {
             .count()
     }
 
-    fn queue(&mut self, label: Label) {
+    /// Hold `label` as pending and ask for its commit.
+    fn queue(&mut self, label: Label) -> Option<Effect> {
         self.ticket += 1;
         self.pending.insert(self.ticket, label.clone());
-        self.saves.push((self.ticket, label));
         self.status = Some("saving…".into());
+        Some(Effect::SaveLabel {
+            ticket: self.ticket,
+            label,
+        })
     }
 
     /// A commit finished.
@@ -142,19 +130,17 @@ impl AnnotatePane {
         }
     }
 
-    fn label_current(&mut self, value: &str) {
+    fn label_current(&mut self, value: &str) -> Option<Effect> {
         let (Some(me), Some(item)) = (
             self.reviewer.clone(),
             self.item().map(|i| i.item_id.clone()),
         ) else {
-            return;
+            return None;
         };
-        let Some(c) = self.rubric.criteria.get(self.criterion) else {
-            return;
-        };
+        let c = self.rubric.criteria.get(self.criterion)?;
         if !self.rubric.labels_of(c).iter().any(|l| l == value) {
             self.status = Some(format!("`{value}` is not a label of {}", c.name));
-            return;
+            return None;
         }
         let note = self.pending_note.take();
         let label = Label::new(
@@ -165,16 +151,16 @@ impl AnnotatePane {
             note.as_deref(),
             &self.rubric.version,
         );
-        self.queue(label);
         if self.criterion + 1 < self.rubric.criteria.len() {
             self.criterion += 1;
         }
+        self.queue(label)
     }
 
-    fn undo(&mut self) {
+    fn undo(&mut self) -> Option<Effect> {
         let Some(last) = self.history.pop() else {
             self.status = Some("nothing to undo".into());
-            return;
+            return None;
         };
         let retract = Label::new(
             &last.item_id,
@@ -193,7 +179,7 @@ impl AnnotatePane {
             .iter()
             .position(|c| c.key == last.criterion)
             .unwrap_or(0);
-        self.queue(retract);
+        self.queue(retract)
     }
 
     fn goto(&mut self, pos: usize) {
@@ -201,128 +187,37 @@ impl AnnotatePane {
         self.criterion = 0;
         self.revealed = false;
     }
-
-    pub fn update(&mut self, action: Action) -> bool {
-        if self.reviewer.is_none() {
-            match action {
-                Action::SubmitInput if !self.reviewer_input.text().trim().is_empty() => {
-                    self.reviewer = Some(self.reviewer_input.text().trim().to_string());
-                    self.reviewer_input.submit();
-                }
-                Action::InputBackspace => {
-                    self.reviewer_input.backspace();
-                }
-                _ => {}
-            }
-            return true;
-        }
-        if self.note_input.is_active() {
-            match action {
-                Action::SubmitInput => {
-                    let note = self.note_input.text().trim().to_string();
-                    self.note_input.cancel();
-                    self.pending_note = (!note.is_empty()).then_some(note);
-                    self.status = Some("note will be attached to the next label".into());
-                }
-                Action::CancelInput => {
-                    self.note_input.cancel();
-                }
-                Action::InputBackspace => {
-                    self.note_input.backspace();
-                }
-                _ => {}
-            }
-            return true;
-        }
-        match action {
-            Action::SelectCriterion1 => self.criterion = 0,
-            Action::SelectCriterion2 => {
-                self.criterion = 1.min(self.rubric.criteria.len().saturating_sub(1))
-            }
-            Action::SelectCriterion3 => {
-                self.criterion = 2.min(self.rubric.criteria.len().saturating_sub(1))
-            }
-            Action::SelectCriterion4 => {
-                self.criterion = 3.min(self.rubric.criteria.len().saturating_sub(1))
-            }
-            Action::Down => {
-                self.criterion =
-                    (self.criterion + 1).min(self.rubric.criteria.len().saturating_sub(1))
-            }
-            Action::Up => self.criterion = self.criterion.saturating_sub(1),
-            Action::LabelPass | Action::LabelFail => {
-                let want = if action == Action::LabelPass {
-                    "pass"
-                } else {
-                    "fail"
-                };
-                self.label_current(want);
-            }
-            Action::AddNote => self.note_input.open(),
-            Action::NextItem => self.goto(self.pos + 1),
-            Action::PrevItem => self.goto(self.pos.saturating_sub(1)),
-            Action::FirstUnlabelled => {
-                match self.items.iter().position(|i| !self.complete(&i.item_id)) {
-                    Some(p) => self.goto(p),
-                    None => self.status = Some("every item is labelled".into()),
-                }
-            }
-            Action::UndoLabel => self.undo(),
-            Action::Reveal => {
-                let done = self.item().is_some_and(|i| self.complete(&i.item_id));
-                if done {
-                    self.revealed = !self.revealed;
-                } else {
-                    self.status = Some("blind: label every criterion of this item first".into());
-                }
-            }
-            _ => return false,
-        }
-        true
-    }
 }
 
 impl AnnotatePane {
-    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    /// Asks who is labelling when no `--reviewer` was given.
+    fn draw_reviewer_prompt(&self, f: &mut Frame, area: Rect, theme: &Theme) {
         let block = |t: String, focus: bool| theme.block(t, focus);
-        let Some(me) = &self.reviewer else {
-            f.render_widget(
-                Paragraph::new(vec![
-                    Line::styled(
-                        "Who is labelling? Type your reviewer name and press enter.",
-                        theme.text,
-                    ),
-                    Line::styled(
-                        "(Labels are stored per reviewer; `raglab --reviewer NAME` skips this.)",
-                        theme.muted,
-                    ),
-                    Line::raw(""),
-                    {
-                        let mut name = self.reviewer_input.clone();
-                        name.open_with(self.reviewer_input.text()); // always shows its cursor
-                        name.line(theme.filter)
-                    },
-                ])
-                .block(block(" Reviewer ".into(), true)),
-                area,
-            );
-            return;
-        };
-        let Some(item) = self.item() else {
-            f.render_widget(
-                Paragraph::new("No annotation items: create them with `raglab annotate create --from-run RUN` or `--from-file FILE`.")
-                    .style(theme.muted)
-                    .block(block(" Annotate ".into(), false)),
-                area,
-            );
-            return;
-        };
-        let [progress, texts, rubric_area] = Layout::vertical([
-            Constraint::Length(1),
-            Constraint::Min(8),
-            Constraint::Length(self.rubric.criteria.len() as u16 * 2 + 3),
-        ])
-        .areas(area);
+        f.render_widget(
+            Paragraph::new(vec![
+                Line::styled(
+                    "Who is labelling? Type your reviewer name and press enter.",
+                    theme.text,
+                ),
+                Line::styled(
+                    "(Labels are stored per reviewer; `raglab --reviewer NAME` skips this.)",
+                    theme.muted,
+                ),
+                Line::raw(""),
+                {
+                    let mut name = self.reviewer_input.clone();
+                    name.open_with(self.reviewer_input.text()); // always shows its cursor
+                    name.line(theme.filter)
+                },
+            ])
+            .block(block(" Reviewer ".into(), true)),
+            area,
+        );
+    }
+
+    /// Reviewer, item position, items done, and the save status.
+    fn draw_progress(&self, f: &mut Frame, progress: Rect, me: &str, theme: &Theme) {
+        let me = clean(me);
         let done = self.done_count();
         let status = self.status.clone().unwrap_or_default();
         f.render_widget(
@@ -347,6 +242,11 @@ impl AnnotatePane {
             ])),
             progress,
         );
+    }
+
+    /// The four texts side by side: question, reference answer, target chunk, answer.
+    fn draw_texts(&self, f: &mut Frame, texts: Rect, item: &Item, theme: &Theme) {
+        let block = |t: String, focus: bool| theme.block(t, focus);
         let cols = Layout::horizontal([Constraint::Ratio(1, 4); 4]).split(texts);
         let boxes = [
             (" Question ", &item.question),
@@ -363,6 +263,12 @@ impl AnnotatePane {
                 *area,
             );
         }
+    }
+
+    /// The rubric: each criterion with this reviewer's label and, once revealed, the
+    /// others'; the note being typed.
+    fn draw_rubric(&self, f: &mut Frame, rubric_area: Rect, item: &Item, me: &str, theme: &Theme) {
+        let block = |t: String, focus: bool| theme.block(t, focus);
         let complete = self.complete(&item.item_id);
         let mut lines = Vec::new();
         for (i, c) in self.rubric.criteria.iter().enumerate() {
@@ -442,5 +348,126 @@ impl AnnotatePane {
         v.sort();
         v.dedup();
         v
+    }
+}
+
+impl PaneView for AnnotatePane {
+    /// Apply an action; a label to commit is returned as an effect.
+    fn update(&mut self, action: Action) -> Option<Effect> {
+        if self.reviewer.is_none() {
+            match action {
+                Action::SubmitInput if !self.reviewer_input.text().trim().is_empty() => {
+                    self.reviewer = Some(self.reviewer_input.text().trim().to_string());
+                    self.reviewer_input.submit();
+                }
+                Action::InputBackspace => {
+                    self.reviewer_input.backspace();
+                }
+                _ => {}
+            }
+            return None;
+        }
+        if self.note_input.is_active() {
+            match action {
+                Action::SubmitInput => {
+                    let note = self.note_input.text().trim().to_string();
+                    self.note_input.cancel();
+                    self.pending_note = (!note.is_empty()).then_some(note);
+                    self.status = Some("note will be attached to the next label".into());
+                }
+                Action::CancelInput => {
+                    self.note_input.cancel();
+                }
+                Action::InputBackspace => {
+                    self.note_input.backspace();
+                }
+                _ => {}
+            }
+            return None;
+        }
+        match action {
+            Action::SelectCriterion1 => self.criterion = 0,
+            Action::SelectCriterion2 => {
+                self.criterion = 1.min(self.rubric.criteria.len().saturating_sub(1))
+            }
+            Action::SelectCriterion3 => {
+                self.criterion = 2.min(self.rubric.criteria.len().saturating_sub(1))
+            }
+            Action::SelectCriterion4 => {
+                self.criterion = 3.min(self.rubric.criteria.len().saturating_sub(1))
+            }
+            Action::Down => {
+                self.criterion =
+                    (self.criterion + 1).min(self.rubric.criteria.len().saturating_sub(1))
+            }
+            Action::Up => self.criterion = self.criterion.saturating_sub(1),
+            Action::LabelPass | Action::LabelFail => {
+                let want = if action == Action::LabelPass {
+                    "pass"
+                } else {
+                    "fail"
+                };
+                return self.label_current(want);
+            }
+            Action::AddNote => self.note_input.open(),
+            Action::NextItem => self.goto(self.pos + 1),
+            Action::PrevItem => self.goto(self.pos.saturating_sub(1)),
+            Action::FirstUnlabelled => {
+                match self.items.iter().position(|i| !self.complete(&i.item_id)) {
+                    Some(p) => self.goto(p),
+                    None => self.status = Some("every item is labelled".into()),
+                }
+            }
+            Action::UndoLabel => return self.undo(),
+            Action::Reveal => {
+                let done = self.item().is_some_and(|i| self.complete(&i.item_id));
+                if done {
+                    self.revealed = !self.revealed;
+                } else {
+                    self.status = Some("blind: label every criterion of this item first".into());
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let block = |t: String, focus: bool| theme.block(t, focus);
+        let Some(me) = &self.reviewer else {
+            self.draw_reviewer_prompt(f, area, theme);
+            return;
+        };
+        let Some(item) = self.item() else {
+            f.render_widget(
+                Paragraph::new("No annotation items: create them with `raglab annotate create --from-run RUN` or `--from-file FILE`.")
+                    .style(theme.muted)
+                    .block(block(" Annotate ".into(), false)),
+                area,
+            );
+            return;
+        };
+        let [progress, texts, rubric_area] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(8),
+            Constraint::Length(self.rubric.criteria.len() as u16 * 2 + 3),
+        ])
+        .areas(area);
+        self.draw_progress(f, progress, me, theme);
+        self.draw_texts(f, texts, item, theme);
+        self.draw_rubric(f, rubric_area, item, me, theme);
+    }
+
+    /// Whether typed characters go to a text field (reviewer name or note).
+    fn editing(&self) -> bool {
+        self.reviewer.is_none() || self.note_input.is_active()
+    }
+
+    fn input_char(&mut self, c: char) {
+        if self.note_input.is_active() {
+            self.note_input.push(c);
+        } else {
+            self.reviewer_input.push(c);
+        }
     }
 }

@@ -11,7 +11,9 @@ use crate::core::chunk::Chunk;
 use crate::core::stats::length_histogram;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::tui::action::Action;
+use crate::tui::effect::Effect;
 use crate::tui::input::TextInput;
+use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
 
 const PAGE: usize = 10;
@@ -132,118 +134,9 @@ impl CorpusPane {
         self.text_scroll = 0;
     }
 
-    pub fn selected_doc(&self) -> Option<&DocView> {
-        self.visible.get(self.doc_sel).map(|(d, _)| &self.docs[*d])
-    }
-
-    pub fn selected_chunk(&self) -> Option<&ChunkView> {
-        let (_, cs) = self.visible.get(self.doc_sel)?;
-        cs.get(self.chunk_sel).map(|&c| &self.chunks[c])
-    }
-
-    fn visible_chunk_count(&self) -> usize {
-        self.visible.get(self.doc_sel).map_or(0, |(_, c)| c.len())
-    }
-
-    fn move_by(&mut self, delta: isize) {
-        let step = |cur: usize, len: usize| -> usize {
-            if len == 0 {
-                return 0;
-            }
-            cur.saturating_add_signed(delta).min(len - 1)
-        };
-        match self.focus {
-            Focus::Documents => {
-                let n = step(self.doc_sel, self.visible.len());
-                if n != self.doc_sel {
-                    self.doc_sel = n;
-                    self.chunk_sel = 0;
-                    self.text_scroll = 0;
-                }
-            }
-            Focus::Chunks => {
-                let n = step(self.chunk_sel, self.visible_chunk_count());
-                if n != self.chunk_sel {
-                    self.chunk_sel = n;
-                    self.text_scroll = 0;
-                }
-            }
-            Focus::Text => {
-                self.text_scroll = self.text_scroll.saturating_add_signed(delta as i16);
-            }
-        }
-    }
-
-    /// Handle an action aimed at this pane; returns whether it was used.
-    pub fn update(&mut self, action: Action) -> bool {
-        let big = isize::MAX / 2;
-        match action {
-            Action::Down => self.move_by(1),
-            Action::Up => self.move_by(-1),
-            Action::PageDown => self.move_by(PAGE as isize),
-            Action::PageUp => self.move_by(-(PAGE as isize)),
-            Action::Top => self.move_by(-big),
-            Action::Bottom => self.move_by(big),
-            Action::FocusRight => {
-                self.focus = match self.focus {
-                    Focus::Documents => Focus::Chunks,
-                    _ => Focus::Text,
-                }
-            }
-            Action::FocusLeft => {
-                self.focus = match self.focus {
-                    Focus::Text => Focus::Chunks,
-                    _ => Focus::Documents,
-                }
-            }
-            Action::StartFilter => {
-                let kept = self.filter.text().to_string();
-                self.filter.open_with(&kept);
-            }
-            Action::ClearFilter => {
-                self.filter.clear();
-                self.apply_filter();
-            }
-            Action::SubmitInput => {
-                self.filter.submit();
-            }
-            Action::CancelInput => {
-                self.filter.cancel();
-                self.apply_filter();
-            }
-            Action::InputBackspace => {
-                self.filter.backspace();
-                self.apply_filter();
-            }
-            _ => return false,
-        }
-        true
-    }
-
-    /// Typed text while the filter box is being edited.
-    pub fn input_char(&mut self, c: char) {
-        self.filter.push(c);
-        self.apply_filter();
-    }
-
-    /// Whether the filter box takes the keys.
-    pub fn editing(&self) -> bool {
-        self.filter.is_active()
-    }
-
-    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let [left, mid, right] = Layout::horizontal([
-            Constraint::Percentage(30),
-            Constraint::Percentage(30),
-            Constraint::Percentage(40),
-        ])
-        .areas(area);
-        let [filter_area, docs_area] =
-            Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(left);
-        let [text_area, hist_area] =
-            Layout::vertical([Constraint::Min(5), Constraint::Length(9)]).areas(right);
+    /// The filter box over titles and header paths.
+    fn draw_filter(&self, f: &mut Frame, filter_area: Rect, theme: &Theme) {
         let block = |title: String, focused: bool| theme.block(title, focused);
-
         let filter_title = if self.editing() {
             " Filter (enter/esc) "
         } else {
@@ -254,7 +147,11 @@ impl CorpusPane {
                 .block(block(filter_title.into(), self.editing())),
             filter_area,
         );
+    }
 
+    /// Documents with their (matching) chunk counts.
+    fn draw_documents(&self, f: &mut Frame, docs_area: Rect, theme: &Theme) {
+        let block = |title: String, focused: bool| theme.block(title, focused);
         let doc_items: Vec<ListItem> = self
             .visible
             .iter()
@@ -280,7 +177,11 @@ impl CorpusPane {
             docs_area,
             &mut state,
         );
+    }
 
+    /// The chunks of the selected document with header paths and word counts.
+    fn draw_chunks(&self, f: &mut Frame, mid: Rect, theme: &Theme) {
+        let block = |title: String, focused: bool| theme.block(title, focused);
         let chunk_items: Vec<ListItem> = self
             .visible
             .get(self.doc_sel)
@@ -304,7 +205,11 @@ impl CorpusPane {
             mid,
             &mut state,
         );
+    }
 
+    /// The selected chunk's text, scrollable.
+    fn draw_text(&self, f: &mut Frame, text_area: Rect, theme: &Theme) {
+        let block = |title: String, focused: bool| theme.block(title, focused);
         let (title, body) = match self.selected_chunk() {
             Some(v) => (
                 format!(" {} ", v.id),
@@ -346,7 +251,11 @@ impl CorpusPane {
                 .block(block(title, self.focus == Focus::Text)),
             text_area,
         );
+    }
 
+    /// Chunk lengths of what the filter shows.
+    fn draw_histogram(&self, f: &mut Frame, hist_area: Rect, theme: &Theme) {
+        let block = |title: String, focused: bool| theme.block(title, focused);
         let bars: Vec<Bar> = self
             .histogram
             .iter()
@@ -366,5 +275,124 @@ impl CorpusPane {
                 .value_style(theme.selected),
             hist_area,
         );
+    }
+
+    pub fn selected_doc(&self) -> Option<&DocView> {
+        self.visible.get(self.doc_sel).map(|(d, _)| &self.docs[*d])
+    }
+
+    pub fn selected_chunk(&self) -> Option<&ChunkView> {
+        let (_, cs) = self.visible.get(self.doc_sel)?;
+        cs.get(self.chunk_sel).map(|&c| &self.chunks[c])
+    }
+
+    fn visible_chunk_count(&self) -> usize {
+        self.visible.get(self.doc_sel).map_or(0, |(_, c)| c.len())
+    }
+
+    fn move_by(&mut self, delta: isize) {
+        let step = |cur: usize, len: usize| -> usize {
+            if len == 0 {
+                return 0;
+            }
+            cur.saturating_add_signed(delta).min(len - 1)
+        };
+        match self.focus {
+            Focus::Documents => {
+                let n = step(self.doc_sel, self.visible.len());
+                if n != self.doc_sel {
+                    self.doc_sel = n;
+                    self.chunk_sel = 0;
+                    self.text_scroll = 0;
+                }
+            }
+            Focus::Chunks => {
+                let n = step(self.chunk_sel, self.visible_chunk_count());
+                if n != self.chunk_sel {
+                    self.chunk_sel = n;
+                    self.text_scroll = 0;
+                }
+            }
+            Focus::Text => {
+                self.text_scroll = self.text_scroll.saturating_add_signed(delta as i16);
+            }
+        }
+    }
+}
+
+impl PaneView for CorpusPane {
+    /// Handle an action aimed at this pane (browsing has no effects).
+    fn update(&mut self, action: Action) -> Option<Effect> {
+        let big = isize::MAX / 2;
+        match action {
+            Action::Down => self.move_by(1),
+            Action::Up => self.move_by(-1),
+            Action::PageDown => self.move_by(PAGE as isize),
+            Action::PageUp => self.move_by(-(PAGE as isize)),
+            Action::Top => self.move_by(-big),
+            Action::Bottom => self.move_by(big),
+            Action::FocusRight => {
+                self.focus = match self.focus {
+                    Focus::Documents => Focus::Chunks,
+                    _ => Focus::Text,
+                }
+            }
+            Action::FocusLeft => {
+                self.focus = match self.focus {
+                    Focus::Text => Focus::Chunks,
+                    _ => Focus::Documents,
+                }
+            }
+            Action::StartFilter => {
+                let kept = self.filter.text().to_string();
+                self.filter.open_with(&kept);
+            }
+            Action::ClearFilter => {
+                self.filter.clear();
+                self.apply_filter();
+            }
+            Action::SubmitInput => {
+                self.filter.submit();
+            }
+            Action::CancelInput => {
+                self.filter.cancel();
+                self.apply_filter();
+            }
+            Action::InputBackspace => {
+                self.filter.backspace();
+                self.apply_filter();
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [left, mid, right] = Layout::horizontal([
+            Constraint::Percentage(30),
+            Constraint::Percentage(30),
+            Constraint::Percentage(40),
+        ])
+        .areas(area);
+        let [filter_area, docs_area] =
+            Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(left);
+        let [text_area, hist_area] =
+            Layout::vertical([Constraint::Min(5), Constraint::Length(9)]).areas(right);
+        self.draw_filter(f, filter_area, theme);
+        self.draw_documents(f, docs_area, theme);
+        self.draw_chunks(f, mid, theme);
+        self.draw_text(f, text_area, theme);
+        self.draw_histogram(f, hist_area, theme);
+    }
+
+    /// Whether the filter box takes the keys.
+    fn editing(&self) -> bool {
+        self.filter.is_active()
+    }
+
+    /// Typed text while the filter box is being edited.
+    fn input_char(&mut self, c: char) {
+        self.filter.push(c);
+        self.apply_filter();
     }
 }

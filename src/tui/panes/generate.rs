@@ -20,9 +20,11 @@ use crate::core::sampling::Sampling;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::generation::AnswerRecord;
 use crate::tui::action::Action;
+use crate::tui::effect::Effect;
+use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
 
-/// A generation the event loop should start.
+/// A generation to start (carried by [`Effect::Generate`]).
 #[derive(Debug, Clone)]
 pub struct GenJob {
     pub ticket: u64,
@@ -53,7 +55,6 @@ pub struct GeneratePane {
     pub status: Option<String>,
     pub scroll: u16,
     pub model: String,
-    pub jobs: Vec<GenJob>,
     /// Frames drawn while streaming, and their total draw time (for the frame-time figure).
     pub frames: usize,
 }
@@ -78,16 +79,15 @@ impl GeneratePane {
             status: None,
             scroll: 0,
             model,
-            jobs: Vec::new(),
             frames: 0,
         }
     }
 
     /// Start generating for `q` with the given retrieval settings.
-    pub fn start(&mut self, q: Question, method: Method, alpha: f64, k: usize) {
+    pub fn start(&mut self, q: Question, method: Method, alpha: f64, k: usize) -> Option<Effect> {
         if q.text.trim().is_empty() {
             self.status = Some("no question: pick one in the Query pane first".into());
-            return;
+            return None;
         }
         self.stop.store(true, Ordering::Relaxed); // supersede a running generation
         self.stop = Arc::new(AtomicBool::new(false));
@@ -102,7 +102,7 @@ impl GeneratePane {
         self.finished = None;
         self.status = None;
         self.question = Some(q.clone());
-        self.jobs.push(GenJob {
+        Some(Effect::Generate(GenJob {
             ticket: self.ticket,
             question: q,
             method,
@@ -110,7 +110,7 @@ impl GeneratePane {
             k,
             sampling: self.sampling.clone(),
             stop: Arc::clone(&self.stop),
-        });
+        }))
     }
 
     pub fn on_prompt(&mut self, ticket: u64, prompt: String) {
@@ -148,56 +148,8 @@ impl GeneratePane {
         }
     }
 
-    pub fn update(&mut self, action: Action) -> bool {
-        match action {
-            Action::StopGeneration => {
-                if self.running {
-                    self.stop.store(true, Ordering::Relaxed);
-                    self.status = Some("stopping…".into());
-                }
-            }
-            Action::ViewPrompt => self.show_prompt = !self.show_prompt,
-            Action::Down => self.scroll = self.scroll.saturating_add(1),
-            Action::Up => self.scroll = self.scroll.saturating_sub(1),
-            _ => return false,
-        }
-        true
-    }
-
-    fn live_line(&self) -> String {
-        let now = self.finished.unwrap_or_else(Instant::now);
-        let elapsed = self
-            .started
-            .map_or(0.0, |s| now.duration_since(s).as_secs_f64());
-        let rate = match (self.first_token, self.tokens) {
-            (Some(f), n) if n > 1 => (n - 1) as f64 / now.duration_since(f).as_secs_f64().max(1e-6),
-            _ => 0.0,
-        };
-        let s = &self.sampling;
-        format!(
-            "{} · {} tokens · {rate:.1} tok/s · {elapsed:.1}s · T={} top-k={} top-p={} min-p={} rep={} seed={} max={}",
-            if self.running { "generating" } else { "idle" },
-            self.tokens,
-            s.temperature,
-            s.top_k,
-            s.top_p,
-            s.min_p,
-            s.repeat_penalty,
-            s.seed,
-            s.max_tokens
-        )
-    }
-
-    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let [head, live, body] = Layout::vertical([
-            Constraint::Length(3),
-            Constraint::Length(1),
-            Constraint::Min(5),
-        ])
-        .areas(area);
-        let [main, side] =
-            Layout::horizontal([Constraint::Percentage(72), Constraint::Percentage(28)])
-                .areas(body);
+    /// The question and the generator's name.
+    fn draw_question(&self, f: &mut Frame, head: Rect, theme: &Theme) {
         let q = self.question.as_ref().map_or_else(
             || "(press g in the Query pane or here to generate)".into(),
             |q| clean(&q.text),
@@ -213,6 +165,10 @@ impl GeneratePane {
             ),
             head,
         );
+    }
+
+    /// State, tokens, tokens/s, elapsed time and sampling; the status.
+    fn draw_live_line(&self, f: &mut Frame, live: Rect, theme: &Theme) {
         let status = self.status.clone().unwrap_or_default();
         f.render_widget(
             Paragraph::new(Line::from(vec![
@@ -221,6 +177,10 @@ impl GeneratePane {
             ])),
             live,
         );
+    }
+
+    /// The streamed answer, or the exact prompt (`v`).
+    fn draw_answer(&self, f: &mut Frame, main: Rect, theme: &Theme) {
         let (title, text) = if self.show_prompt {
             (
                 " Prompt (exact text sent to the model; v: back) ",
@@ -253,6 +213,10 @@ impl GeneratePane {
             ),
             main,
         );
+    }
+
+    /// Earlier answers to this question.
+    fn draw_previous(&self, f: &mut Frame, side: Rect, theme: &Theme) {
         let items: Vec<ListItem> = self
             .previous
             .iter()
@@ -283,5 +247,63 @@ impl GeneratePane {
             ),
             side,
         );
+    }
+
+    fn live_line(&self) -> String {
+        let now = self.finished.unwrap_or_else(Instant::now);
+        let elapsed = self
+            .started
+            .map_or(0.0, |s| now.duration_since(s).as_secs_f64());
+        let rate = match (self.first_token, self.tokens) {
+            (Some(f), n) if n > 1 => (n - 1) as f64 / now.duration_since(f).as_secs_f64().max(1e-6),
+            _ => 0.0,
+        };
+        let s = &self.sampling;
+        format!(
+            "{} · {} tokens · {rate:.1} tok/s · {elapsed:.1}s · T={} top-k={} top-p={} min-p={} rep={} seed={} max={}",
+            if self.running { "generating" } else { "idle" },
+            self.tokens,
+            s.temperature,
+            s.top_k,
+            s.top_p,
+            s.min_p,
+            s.repeat_penalty,
+            s.seed,
+            s.max_tokens
+        )
+    }
+}
+
+impl PaneView for GeneratePane {
+    /// Apply an action (none of this pane's own actions has an effect: generating is
+    /// started by the app, which knows the Query pane's question and settings).
+    fn update(&mut self, action: Action) -> Option<Effect> {
+        match action {
+            Action::StopGeneration if self.running => {
+                self.stop.store(true, Ordering::Relaxed);
+                self.status = Some("stopping…".into());
+            }
+            Action::ViewPrompt => self.show_prompt = !self.show_prompt,
+            Action::Down => self.scroll = self.scroll.saturating_add(1),
+            Action::Up => self.scroll = self.scroll.saturating_sub(1),
+            _ => {}
+        }
+        None
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [head, live, body] = Layout::vertical([
+            Constraint::Length(3),
+            Constraint::Length(1),
+            Constraint::Min(5),
+        ])
+        .areas(area);
+        let [main, side] =
+            Layout::horizontal([Constraint::Percentage(72), Constraint::Percentage(28)])
+                .areas(body);
+        self.draw_question(f, head, theme);
+        self.draw_live_line(f, live, theme);
+        self.draw_answer(f, main, theme);
+        self.draw_previous(f, side, theme);
     }
 }

@@ -5,3 +5,28 @@ pub mod annotate;
 pub mod corpus;
 pub mod generate;
 pub mod query;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use super::action::Action;
+use super::effect::Effect;
+use super::theme::Theme;
+
+/// What every pane does: take actions (returning at most one effect for the jobs),
+/// draw itself as a pure function of its state, and say whether a text field or an
+/// overlay of it takes the keys. Its help is generated from its keymap section.
+pub trait PaneView {
+    fn update(&mut self, action: Action) -> Option<Effect>;
+    fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme);
+    /// Whether a text field of the pane takes typed characters.
+    fn editing(&self) -> bool {
+        false
+    }
+    /// A typed character, while [`PaneView::editing`].
+    fn input_char(&mut self, _c: char) {}
+    /// Whether an overlay (an opened chunk) takes the keys.
+    fn overlay_open(&self) -> bool {
+        false
+    }
+}

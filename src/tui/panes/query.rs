@@ -14,7 +14,9 @@ use crate::core::retrieval::{Method, QueryLists};
 use crate::core::text::{sanitize_for_terminal as clean, snippet};
 use crate::service::retrieval::QueryTimings;
 use crate::tui::action::Action;
+use crate::tui::effect::Effect;
 use crate::tui::input::TextInput;
+use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
 
 pub use crate::core::question::Question;
@@ -80,8 +82,6 @@ pub struct QueryPane {
     pub status: Option<String>,
     /// (path label, text) of each chunk id, sanitized once.
     pub chunks: ChunkInfo,
-    /// Search requests for the event loop to run: (ticket, text).
-    pub jobs: Vec<(u64, String)>,
 }
 
 impl QueryPane {
@@ -107,21 +107,24 @@ impl QueryPane {
             ticket: 0,
             status: None,
             chunks,
-            jobs: Vec::new(),
         }
     }
 
     /// Ask for retrieval of `q`; any older request is superseded by the new ticket.
-    pub fn submit(&mut self, q: Question) {
+    pub fn submit(&mut self, q: Question) -> Option<Effect> {
         if q.text.trim().is_empty() {
             self.status = Some("empty question".into());
-            return;
+            return None;
         }
         self.ticket += 1;
         self.busy = true;
         self.input.set(&q.text);
-        self.jobs.push((self.ticket, q.text.clone()));
+        let text = q.text.clone();
         self.current = Some(q);
+        Some(Effect::Search {
+            ticket: self.ticket,
+            text,
+        })
     }
 
     /// A finished job; results of superseded tickets are dropped.
@@ -142,14 +145,13 @@ impl QueryPane {
         }
     }
 
+    /// The fusion of the current method; single-list methods show the hybrid fused
+    /// score beside their own ranks.
     fn fusion(&self) -> Fusion {
-        match self.method {
-            Method::Linear => Fusion::MinMax { w: self.alpha },
-            _ => Fusion::Rrf {
-                alpha: self.alpha,
-                c: RRF_C,
-            },
-        }
+        self.method.fusion(self.alpha).unwrap_or(Fusion::Rrf {
+            alpha: self.alpha,
+            c: RRF_C,
+        })
     }
 
     /// Recompute the displayed ranking from the cached lists (no retrieval).
@@ -216,10 +218,10 @@ impl QueryPane {
             .collect()
     }
 
-    fn step_failure(&mut self, delta: isize) {
+    fn step_failure(&mut self, delta: isize) -> Option<Effect> {
         if self.failures.is_empty() {
             self.status = Some("no failed queries: run `raglab eval retrieval` first".into());
-            return;
+            return None;
         }
         let n = self.failures.len();
         let next = match self.failure_pos {
@@ -234,103 +236,11 @@ impl QueryPane {
         };
         self.failure_pos = Some(next);
         let q = self.failures[next].clone();
-        self.submit(q);
+        self.submit(q)
     }
 
-    pub fn update(&mut self, action: Action) -> bool {
-        if self.open_chunk {
-            if matches!(action, Action::CloseOverlay | Action::OpenChunk) {
-                self.open_chunk = false;
-            }
-            return true;
-        }
-        match action {
-            Action::Down | Action::Up => {
-                let d: isize = if action == Action::Down { 1 } else { -1 };
-                match self.focus {
-                    Focus::Questions => {
-                        let n = self.questions.len();
-                        if n > 0 {
-                            self.question_sel =
-                                self.question_sel.saturating_add_signed(d).min(n - 1);
-                        }
-                    }
-                    Focus::Results => {
-                        let n = self.rows.len();
-                        if n > 0 {
-                            self.result_sel = self.result_sel.saturating_add_signed(d).min(n - 1);
-                        }
-                    }
-                }
-            }
-            Action::FocusLeft => self.focus = Focus::Questions,
-            Action::FocusRight => self.focus = Focus::Results,
-            Action::RunSelected => match self.focus {
-                Focus::Questions => {
-                    if let Some(q) = self.questions.get(self.question_sel).cloned() {
-                        self.failure_pos = None;
-                        self.submit(q);
-                    }
-                }
-                Focus::Results => self.open_chunk = !self.rows.is_empty(),
-            },
-            Action::OpenChunk => self.open_chunk = !self.rows.is_empty(),
-            Action::StartFilter => self.input.open(),
-            Action::SubmitInput => {
-                let text = self.input.text().to_string();
-                self.input.submit();
-                // A typed question has no known target unless it matches a listed one.
-                let q = self
-                    .questions
-                    .iter()
-                    .find(|q| q.text == text)
-                    .cloned()
-                    .unwrap_or_else(|| typed_question(text));
-                self.submit(q);
-            }
-            Action::CancelInput => {
-                self.input.cancel();
-                if let Some(q) = &self.current {
-                    self.input.set(&q.text);
-                }
-            }
-            Action::InputBackspace => {
-                self.input.backspace();
-            }
-            Action::AlphaUp | Action::AlphaDown => {
-                let step = if action == Action::AlphaUp {
-                    0.05
-                } else {
-                    -0.05
-                };
-                self.alpha = ((self.alpha + step) * 100.0).round().clamp(0.0, 100.0) / 100.0;
-                self.refuse();
-            }
-            Action::CycleMethod => {
-                let all = Method::ALL;
-                let i = all.iter().position(|m| *m == self.method).unwrap_or(0);
-                self.method = all[(i + 1) % all.len()];
-                self.refuse();
-            }
-            Action::NextFailure => self.step_failure(1),
-            Action::PrevFailure => self.step_failure(-1),
-            _ => return false,
-        }
-        true
-    }
-
-    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let [input_area, info_area, body] = Layout::vertical([
-            Constraint::Length(3),
-            Constraint::Length(2),
-            Constraint::Min(5),
-        ])
-        .areas(area);
-        let [left, right] =
-            Layout::horizontal([Constraint::Percentage(32), Constraint::Percentage(68)])
-                .areas(body);
-        let [table_area, target_area] =
-            Layout::vertical([Constraint::Min(5), Constraint::Length(4)]).areas(right);
+    /// The question box, the method line and the timings (or the status).
+    fn draw_header(&self, f: &mut Frame, input_area: Rect, info_area: Rect, theme: &Theme) {
         let block = |title: String, focused: bool| theme.block(title, focused);
         let busy = if self.busy { " (searching…)" } else { "" };
         f.render_widget(
@@ -372,7 +282,11 @@ impl QueryPane {
             ]),
             info_area,
         );
+    }
 
+    /// The question list of the questions file.
+    fn draw_questions(&self, f: &mut Frame, left: Rect, theme: &Theme) {
+        let block = |title: String, focused: bool| theme.block(title, focused);
         let items: Vec<ListItem> = self
             .questions
             .iter()
@@ -389,7 +303,11 @@ impl QueryPane {
             left,
             &mut state,
         );
+    }
 
+    /// The top k with dense rank, BM25 rank and the fused score as a bar.
+    fn draw_results(&self, f: &mut Frame, table_area: Rect, theme: &Theme) {
+        let block = |title: String, focused: bool| theme.block(title, focused);
         let max = self.rows.iter().map(|r| r.hit.fused).fold(0.0f64, f64::max);
         let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| r.to_string());
         let rows: Vec<Row> = self
@@ -444,7 +362,11 @@ impl QueryPane {
             table_area,
             &mut tstate,
         );
+    }
 
+    /// Where each target chunk sits in the dense, BM25 and current lists.
+    fn draw_targets(&self, f: &mut Frame, target_area: Rect, theme: &Theme) {
+        let block = |title: String, focused: bool| theme.block(title, focused);
         let mut lines = Vec::new();
         let ranks = self.targets.clone();
         if ranks.is_empty() {
@@ -467,7 +389,11 @@ impl QueryPane {
             Paragraph::new(lines).block(block(" Target ".into(), false)),
             target_area,
         );
+    }
 
+    /// The opened chunk, over everything (esc closes it).
+    fn draw_open_chunk(&self, f: &mut Frame, theme: &Theme) {
+        let block = |title: String, focused: bool| theme.block(title, focused);
         if self.open_chunk
             && let Some(r) = self.rows.get(self.result_sel)
         {
@@ -496,5 +422,116 @@ impl QueryPane {
                 area,
             );
         }
+    }
+
+    /// Move the selection of the focused list by `d` rows.
+    fn move_selection(&mut self, d: isize) {
+        let (sel, n) = match self.focus {
+            Focus::Questions => (&mut self.question_sel, self.questions.len()),
+            Focus::Results => (&mut self.result_sel, self.rows.len()),
+        };
+        if n > 0 {
+            *sel = sel.saturating_add_signed(d).min(n - 1);
+        }
+    }
+}
+
+impl PaneView for QueryPane {
+    /// Apply an action; a new search is returned as an effect.
+    fn update(&mut self, action: Action) -> Option<Effect> {
+        if self.open_chunk {
+            if matches!(action, Action::CloseOverlay | Action::OpenChunk) {
+                self.open_chunk = false;
+            }
+            return None;
+        }
+        match action {
+            Action::Down | Action::Up => {
+                self.move_selection(if action == Action::Down { 1 } else { -1 });
+            }
+            Action::FocusLeft => self.focus = Focus::Questions,
+            Action::FocusRight => self.focus = Focus::Results,
+            Action::RunSelected => match self.focus {
+                Focus::Questions => {
+                    let q = self.questions.get(self.question_sel).cloned()?;
+                    self.failure_pos = None;
+                    return self.submit(q);
+                }
+                Focus::Results => self.open_chunk = !self.rows.is_empty(),
+            },
+            Action::OpenChunk => self.open_chunk = !self.rows.is_empty(),
+            Action::StartFilter => self.input.open(),
+            Action::SubmitInput => {
+                let text = self.input.text().to_string();
+                self.input.submit();
+                // A typed question has no known target unless it matches a listed one.
+                let q = self
+                    .questions
+                    .iter()
+                    .find(|q| q.text == text)
+                    .cloned()
+                    .unwrap_or_else(|| typed_question(text));
+                return self.submit(q);
+            }
+            Action::CancelInput => {
+                self.input.cancel();
+                if let Some(q) = &self.current {
+                    self.input.set(&q.text);
+                }
+            }
+            Action::InputBackspace => {
+                self.input.backspace();
+            }
+            Action::AlphaUp | Action::AlphaDown => {
+                let step = if action == Action::AlphaUp {
+                    0.05
+                } else {
+                    -0.05
+                };
+                self.alpha = ((self.alpha + step) * 100.0).round().clamp(0.0, 100.0) / 100.0;
+                self.refuse();
+            }
+            Action::CycleMethod => {
+                let all = Method::ALL;
+                let i = all.iter().position(|m| *m == self.method).unwrap_or(0);
+                self.method = all[(i + 1) % all.len()];
+                self.refuse();
+            }
+            Action::NextFailure => return self.step_failure(1),
+            Action::PrevFailure => return self.step_failure(-1),
+            _ => {}
+        }
+        None
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [input_area, info_area, body] = Layout::vertical([
+            Constraint::Length(3),
+            Constraint::Length(2),
+            Constraint::Min(5),
+        ])
+        .areas(area);
+        let [left, right] =
+            Layout::horizontal([Constraint::Percentage(32), Constraint::Percentage(68)])
+                .areas(body);
+        let [table_area, target_area] =
+            Layout::vertical([Constraint::Min(5), Constraint::Length(4)]).areas(right);
+        self.draw_header(f, input_area, info_area, theme);
+        self.draw_questions(f, left, theme);
+        self.draw_results(f, table_area, theme);
+        self.draw_targets(f, target_area, theme);
+        self.draw_open_chunk(f, theme);
+    }
+
+    fn editing(&self) -> bool {
+        self.input.is_active()
+    }
+
+    fn input_char(&mut self, c: char) {
+        self.input.push(c);
+    }
+
+    fn overlay_open(&self) -> bool {
+        self.open_chunk
     }
 }

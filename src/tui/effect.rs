@@ -1,0 +1,18 @@
+//! What an update asks of the world outside the app state. A pane's update returns at
+//! most one effect; the event loop hands it to the jobs, which run it in the
+//! background and answer with a message that updates the state again.
+
+use crate::core::annotation::Label;
+use crate::tui::panes::generate::GenJob;
+
+#[derive(Debug)]
+pub enum Effect {
+    /// Retrieve every rank list of a question; the newest ticket wins.
+    Search { ticket: u64, text: String },
+    /// Generate an answer, streamed token by token; the newest ticket wins.
+    Generate(GenJob),
+    /// Validate and commit one label (every save is kept, none superseded).
+    SaveLabel { ticket: u64, label: Label },
+    /// Recompute the agreement table and the selected pair's disagreements.
+    RefreshAgreement,
+}

@@ -164,9 +164,24 @@ fn batches_resume_without_duplicates_and_keep_provenance() {
         "SmolLM2-135M-Instruct.Q4_1.gguf"
     );
     assert_eq!(report["base"]["no_retrieval"], true);
+    // Recompute F from the report's own differences and temperatures:
+    // A = sign(dA)(exp(|dA|/tA) - 1), C = exp(dC/tC) - 1, F = tanh(A - C). (tanh
+    // reaches +-1.0 exactly in floating point once |A - C| > ~19, which happens when
+    // the latency difference dwarfs the spread of per-answer latencies.)
     let f = &report["frugality"];
-    assert!(
-        f["score"].as_f64().is_some_and(|s| s > -1.0 && s < 1.0),
-        "{report}"
+    let get = |k: &str| {
+        f[k].as_f64()
+            .unwrap_or_else(|| panic!("{k} missing: {report}"))
+    };
+    let (da, dc, ta, tc) = (
+        get("d_accuracy"),
+        get("d_latency_s"),
+        get("t_accuracy"),
+        get("t_latency_s"),
     );
+    let a = if da < 0.0 { -1.0 } else { 1.0 } * ((da.abs() / ta).exp() - 1.0);
+    let c = (dc / tc).exp() - 1.0;
+    let score = get("score");
+    assert!((score - (a - c).tanh()).abs() < 1e-12, "{report}");
+    assert!((-1.0..=1.0).contains(&score), "{report}");
 }

@@ -84,7 +84,8 @@ pub struct RetrievalConfig {
     pub method: Option<crate::core::retrieval::Method>,
     /// Dense weight of hybrid and linear fusion, in [0, 1] (default 0.7).
     pub alpha: Option<crate::core::retrieval::Alpha>,
-    /// Chunks given to the generator (default 15).
+    /// Chunks shown by `search` and the TUI's Query pane, and given to the generator
+    /// (default 15).
     pub k: Option<usize>,
     /// Abstain ("no relevant guidance") when the best dense cosine similarity is below
     /// this; unset: never abstain. Choose it with `raglab eval abstention`.

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 /// answer `reference_answer`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Question {
+    /// `qid` in failures files written before the record was shared.
+    #[serde(alias = "qid")]
     pub id: String,
     #[serde(alias = "question")]
     pub text: String,

@@ -89,15 +89,12 @@ impl AnswerBatch {
             Some(r)
         };
         let done = existing_answer_ids(&ctx.workspace).await?;
-        let limit = limit.unwrap_or(usize::MAX);
-        let considered = questions.len().min(limit);
-        let todo: Vec<Question> = questions
+        let (answered, open): (Vec<Question>, Vec<Question>) = questions
             .into_iter()
-            .filter(|q| !done.contains(&config.answer_id(&q.id)))
-            .take(limit)
-            .collect();
+            .partition(|q| done.contains(&config.answer_id(&q.id)));
+        let todo: Vec<Question> = open.into_iter().take(limit.unwrap_or(usize::MAX)).collect();
         Ok(Self {
-            already_done: considered - todo.len().min(considered),
+            already_done: answered.len(),
             todo,
             generator,
             retriever,

@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 
 use super::context::{Context, ModelChoice};
 use super::generation::{Answerer, RunConfig, default_template};
-use super::jsonl::read_questions;
+use super::jsonl::{read_questions, read_texts};
 use super::retrieval::{DEFAULT_DEPTH, Retriever};
 use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
 use crate::core::sampling::Sampling;
@@ -30,11 +30,10 @@ pub async fn bench_retrieval(
     limit: usize,
     threads: i32,
 ) -> Result<serde_json::Value> {
-    let queries: Vec<String> = read_questions(queries)?
-        .into_iter()
-        .take(limit)
-        .map(|q| q.text)
-        .collect();
+    let queries: Vec<String> = read_texts(queries)?.into_iter().take(limit).collect();
+    if queries.is_empty() {
+        bail!("--limit 0 leaves no query to time");
+    }
     let embed = ModelChoice {
         threads: Some(threads),
         ..ModelChoice::default()

@@ -127,7 +127,8 @@ impl Context {
         flag.or(self.config.retrieval.alpha).unwrap_or_default()
     }
 
-    /// Chunks given to the generator: flag, then config `[retrieval] k`, then 15.
+    /// Chunks shown and given to the generator: flag, then config `[retrieval] k`,
+    /// then 15.
     pub fn k(&self, flag: Option<usize>) -> usize {
         flag.or(self.config.retrieval.k).unwrap_or(DEFAULT_K)
     }

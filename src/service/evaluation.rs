@@ -457,12 +457,12 @@ pub struct MedianCosines {
     pub unanswerable: f64,
 }
 
-/// Best dense cosine of each question in a questions file.
+/// Best dense cosine of each question in a questions file (`{text}` suffices).
 fn best_cosines(r: &Retriever, path: &Path) -> Result<Vec<f64>> {
-    read_questions(path)?
+    super::jsonl::read_texts(path)?
         .iter()
-        .map(|q| {
-            let (lists, _) = r.query(&q.text, 1)?;
+        .map(|text| {
+            let (lists, _) = r.query(text, 1)?;
             lists
                 .dense
                 .first()

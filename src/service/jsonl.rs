@@ -36,6 +36,21 @@ pub fn read_questions(path: &Path) -> Result<Vec<Question>> {
     Ok(qs)
 }
 
+/// The question texts of a file whose lines need only `text` (or `question`): for
+/// sets that only ask, such as the abstention and benchmark sets.
+pub fn read_texts(path: &Path) -> Result<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Text {
+        #[serde(alias = "question")]
+        text: String,
+    }
+    let texts: Vec<Text> = read_jsonl(path, "a question {text}")?;
+    if texts.is_empty() {
+        bail!("{} holds no questions", path.display());
+    }
+    Ok(texts.into_iter().map(|t| t.text).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -237,18 +237,24 @@ pub struct Study {
 }
 
 pub async fn load_study(ctx: &Context) -> Result<Study> {
-    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
-    let mut labels: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
-    labels.extend(judge_labels(
-        &items,
-        &judgements(&ctx.workspace).read_all().await?,
-    ));
+    let (items, labels) = items_and_labels(ctx).await?;
     let answers = answers(&ctx.workspace).read_all().await?;
     Ok(Study {
         items,
         labels,
         answers,
     })
+}
+
+/// The items and every label version, the judge's included (reviewer `judge`).
+async fn items_and_labels(ctx: &Context) -> Result<(Vec<Item>, Vec<Label>)> {
+    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let mut labels: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
+    labels.extend(judge_labels(
+        &items,
+        &judgements(&ctx.workspace).read_all().await?,
+    ));
+    Ok((items, labels))
 }
 
 /// The agreement table of two reviewers (given, else the two with most labels).
@@ -272,10 +278,10 @@ pub async fn agreement_with(
     boot: Bootstrap,
     pair: RaterPair,
 ) -> Result<Agreement> {
-    let study = load_study(ctx).await?;
+    let (_, labels) = items_and_labels(ctx).await?;
     let rubric = rubric.clone();
     tokio::task::spawn_blocking(move || {
-        let cur = current(&study.labels);
+        let cur = current(&labels);
         let (r1, r2) = pick_reviewers(&cur, reviewers)?;
         let started = std::time::Instant::now();
         let rows = agreement_table(&rubric, &cur, (&r1, &r2), boot);

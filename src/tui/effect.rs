@@ -2,8 +2,13 @@
 //! most one effect; the event loop hands it to the jobs, which run it in the
 //! background and answer with a message that updates the state again.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 use crate::core::annotation::Label;
-use crate::tui::panes::generate::GenJob;
+use crate::core::question::Question;
+use crate::core::retrieval::Method;
+use crate::core::sampling::Sampling;
 
 #[derive(Debug)]
 pub enum Effect {
@@ -15,4 +20,17 @@ pub enum Effect {
     SaveLabel { ticket: u64, label: Label },
     /// Recompute the agreement table and the selected pair's disagreements.
     RefreshAgreement,
+}
+
+/// A generation to start: the question, its retrieval settings, the sampling, and the
+/// flag that stops it (raised when a newer generation supersedes it).
+#[derive(Debug, Clone)]
+pub struct GenJob {
+    pub ticket: u64,
+    pub question: Question,
+    pub method: Method,
+    pub alpha: f64,
+    pub k: usize,
+    pub sampling: Sampling,
+    pub stop: Arc<AtomicBool>,
 }

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::app::App;
-use super::effect::Effect;
-use super::panes::generate::GenJob;
+use super::effect::{Effect, GenJob};
 use crate::core::agreement::Bootstrap;
 use crate::core::retrieval::QueryLists;
 use crate::service::Context;
@@ -41,11 +40,16 @@ pub enum Msg {
         ticket: u64,
         result: Result<f64, String>,
     },
-    Agreement(Result<Box<Agreement>, String>),
+    Agreement {
+        ticket: u64,
+        result: Result<Box<Agreement>, String>,
+    },
 }
 
 /// The newest request of one kind: starting another aborts the older task (whose
-/// answer, had it come, would have been dropped by its ticket anyway).
+/// answer, had it come, would have been dropped by its ticket anyway). Only for work
+/// that holds no lance scan: lance panics in a worker thread when a scan it runs is
+/// cancelled, so tasks that read datasets finish and are dropped by ticket instead.
 #[derive(Default)]
 struct Latest {
     task: Option<tokio::task::JoinHandle<()>>,
@@ -66,9 +70,9 @@ pub struct Jobs {
     retriever: Option<Arc<Retriever>>,
     generator: GeneratorSlot,
     searching: Latest,
-    agreeing: Latest,
     answers: Vec<AnswerRecord>,
-    /// The start-up reads of lance datasets; quitting waits for them (see `settle`).
+    /// Tasks that read or commit lance datasets (start-up reads, agreement reads,
+    /// label commits); quitting waits for them (see `settle`).
     loads: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -81,7 +85,6 @@ impl Jobs {
             retriever: None,
             generator: GeneratorSlot::default(),
             searching: Latest::default(),
-            agreeing: Latest::default(),
             answers: Vec::new(),
             loads: Vec::new(),
         };
@@ -151,9 +154,11 @@ impl Jobs {
             return;
         };
         let (r, tx) = (Arc::clone(r), self.tx.clone());
+        // Deep enough for trec_eval-like ranks, and for every row the pane shows.
+        let depth = DEFAULT_DEPTH.max(app.query.k);
         self.searching.start(async move {
             let result = tokio::task::spawn_blocking(move || {
-                r.query(&text, DEFAULT_DEPTH)
+                r.query(&text, depth)
                     .map(Box::new)
                     .map_err(|e| format!("{e:#}"))
             })
@@ -236,26 +241,33 @@ impl Jobs {
     fn save_label(&mut self, app: &App, ticket: u64, label: crate::core::annotation::Label) {
         let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
         let (rubric, items) = (app.annotate.rubric.clone(), app.annotate.items.clone());
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let result = study::save_label(&ctx, &rubric, &items, &label)
                 .await
                 .map_err(|e| format!("{e:#}"));
             let _ = tx.send(Msg::Saved { ticket, result });
         });
+        self.loads.retain(|t| !t.is_finished());
+        self.loads.push(task);
     }
 
-    /// Recompute the agreement; a newer request aborts an older one still running.
+    /// Recompute the agreement. A newer request does not abort an older one (it reads
+    /// lance datasets); the older result arrives with an old ticket and is dropped.
     fn refresh_agreement(&mut self, app: &mut App) {
+        app.agreement.ticket += 1;
         app.agreement.computing = true;
-        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+        let (ctx, tx, ticket) = (Arc::clone(&self.ctx), self.tx.clone(), app.agreement.ticket);
         let (rubric, pair) = (app.annotate.rubric.clone(), app.agreement.pair);
-        self.agreeing.start(async move {
+        let task = tokio::spawn(async move {
             let result = study::agreement_with(&ctx, &rubric, None, Bootstrap::default(), pair)
                 .await
                 .map(Box::new)
                 .map_err(|e| format!("{e:#}"));
-            let _ = tx.send(Msg::Agreement(result));
+            let _ = tx.send(Msg::Agreement { ticket, result });
         });
+        // Quitting waits for it like for the start-up reads (see `settle`).
+        self.loads.retain(|t| !t.is_finished());
+        self.loads.push(task);
     }
 
     /// Apply a finished job's message to the app.
@@ -288,7 +300,10 @@ impl Jobs {
                 app.agreement.status = Some(e);
             }
             Msg::Saved { ticket, result } => app.annotate.on_saved(ticket, result),
-            Msg::Agreement(result) => {
+            Msg::Agreement { ticket, result } => {
+                if ticket != app.agreement.ticket {
+                    return; // superseded by a newer request
+                }
                 app.agreement.computing = false;
                 match result {
                     Ok(a) => {

@@ -23,6 +23,8 @@ pub struct AgreementPane {
     pub rows: Vec<AgreementRow>,
     pub reviewers: Option<(String, String)>,
     pub computing: bool,
+    /// The newest recomputation asked for; older results are dropped.
+    pub ticket: u64,
     pub pair: RaterPair,
     pub criterion: usize,
     pub status: Option<String>,

@@ -20,21 +20,9 @@ use crate::core::sampling::Sampling;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::generation::AnswerRecord;
 use crate::tui::action::Action;
-use crate::tui::effect::Effect;
+use crate::tui::effect::{Effect, GenJob};
 use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
-
-/// A generation to start (carried by [`Effect::Generate`]).
-#[derive(Debug, Clone)]
-pub struct GenJob {
-    pub ticket: u64,
-    pub question: Question,
-    pub method: Method,
-    pub alpha: f64,
-    pub k: usize,
-    pub sampling: Sampling,
-    pub stop: Arc<AtomicBool>,
-}
 
 pub struct GeneratePane {
     pub question: Option<Question>,

@@ -8,8 +8,9 @@ use clap::Args;
 
 use super::args::{GeneratorArgs, PromptArgs, SamplingArgs};
 use super::{print_json, progress_bar};
-use crate::service::answering::{AnswerBatch, BatchRequest, JudgeBatch, questions};
+use crate::service::answering::{AnswerBatch, BatchRequest, JudgeBatch};
 use crate::service::generation::RunConfig;
+use crate::service::jsonl::read_questions;
 use crate::service::report::{answer_report, list_answers};
 use crate::service::rubric::load_rubric;
 use crate::service::{Context, ModelChoice};
@@ -43,7 +44,7 @@ pub struct GenerateArgs {
 }
 
 pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
-    let qs = questions(&args.questions)?;
+    let qs = read_questions(&args.questions)?;
     let config = RunConfig {
         run: args.run.clone(),
         method: args.prompt.method.get(ctx),

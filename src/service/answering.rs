@@ -2,7 +2,6 @@
 //! streamed answer for the TUI, and judging stored answers with the rubric.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
@@ -286,9 +285,4 @@ impl JudgeBatch {
         }
         Ok(self.todo.len())
     }
-}
-
-/// Read a questions file for a batch.
-pub fn questions(path: &Path) -> Result<Vec<Question>> {
-    super::jsonl::read_questions(path)
 }

@@ -29,7 +29,9 @@ fn main() -> std::process::ExitCode {
     match run(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors quote file names, ids and lines of input: cleaned like all text.
+            let msg = raglab::core::text::sanitize_for_terminal(&format!("{e:#}"));
+            eprintln!("error: {msg}");
             std::process::ExitCode::FAILURE
         }
     }

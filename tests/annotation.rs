@@ -63,6 +63,27 @@ fn bad_imports_are_rejected_whole() {
             "{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\", \"rubric_version\": \"9\"}",
             "mix rubric versions",
         ),
+        // A misspelled key is an error naming the line, never a retraction.
+        (
+            "{\"item_id\": \"i0\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"lable\": \"fail\"}",
+            "labels.jsonl:2: not a label row",
+        ),
+        (
+            "{\"item_id\": \"i0\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"lable\": \"fail\"}",
+            "unknown field `lable`",
+        ),
+        (
+            "{\"item_id\": \"i0\", \"reviewer\": \"ann\", \"criterion\": \"clarity\"}",
+            "missing field `label`",
+        ),
+        (
+            "{\"item_id\": \"i0\", \"reviewer\": \"judge\", \"criterion\": \"clarity\", \"label\": \"pass\"}",
+            "reserved for the LLM judge",
+        ),
+        (
+            "{\"item_id\": \"i0\", \"reviewer\": \"ann\\u001b[2J\", \"criterion\": \"clarity\", \"label\": \"pass\"}",
+            "may hold only letters",
+        ),
     ] {
         std::fs::write(&f, format!("{good}{bad}\n")).expect("write");
         let out = env
@@ -81,6 +102,54 @@ fn bad_imports_are_rejected_whole() {
     std::fs::write(&f, good).expect("write");
     env.ok(&["labels", "import", f.to_str().expect("utf8")]);
     assert_eq!(exported_ids(&env).len(), 1);
+    // A retraction is explicit: `"label": null` appends an undo version.
+    let undo = "{\"item_id\": \"i0\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": null}\n";
+    std::fs::write(&f, undo).expect("write");
+    env.ok(&["labels", "import", f.to_str().expect("utf8")]);
+    let out = env.ok(&["labels", "export", "--format", "jsonl"]);
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let labels: Vec<&serde_json::Value> = rows.iter().map(|r| &r["label"]).collect();
+    assert_eq!(
+        labels,
+        [&serde_json::json!("pass"), &serde_json::Value::Null]
+    );
+}
+
+/// Items files are strict too: an unknown field or a line that is not an object is
+/// refused with its line number, and nothing is created.
+#[test]
+fn bad_item_files_are_refused_whole() {
+    let env = Env::new();
+    let f = env.dir.path().join("items.jsonl");
+    let good = "{\"item_id\": \"a\", \"question\": \"Q?\", \"answer\": \"A\"}\n";
+    for (bad, why) in [
+        ("[1,2]", "items.jsonl:2: not an item"),
+        (
+            "{\"item_id\": \"b\", \"question\": \"Q?\", \"answr\": \"A\"}",
+            "unknown field `answr`",
+        ),
+    ] {
+        std::fs::write(&f, format!("{good}{bad}\n")).expect("write");
+        let out = env
+            .cmd()
+            .args([
+                "annotate",
+                "create",
+                "--from-file",
+                f.to_str().expect("utf8"),
+            ])
+            .output()
+            .expect("spawn");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(why), "{why}: {err}");
+        assert!(
+            !env.workspace().join("items.lance").exists(),
+            "items created ({why})"
+        );
+    }
 }
 
 /// Kill a labelling process at random points many times: every label it reported as

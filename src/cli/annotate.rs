@@ -74,6 +74,9 @@ pub enum LabelsCmd {
         reviewer: String,
         #[arg(long, default_value_t = 100)]
         count: usize,
+        /// Skip syncing each commit to disk (only to measure what syncing costs).
+        #[arg(long)]
+        no_fsync: bool,
     },
 }
 
@@ -101,8 +104,8 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
     };
     let sample = args.sample.map(|n| (n, args.seed));
     match study::create_items(ctx, &source, args.set, sample).await? {
-        0 => println!("no new items (all already present)"),
-        n => println!("created {n} items"),
+        0 => say!("no new items (all already present)"),
+        n => say!("created {n} items"),
     }
     Ok(())
 }
@@ -112,7 +115,7 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
         LabelsCmd::Import { file, rubric } => {
             let rubric = load_rubric(rubric.as_deref())?;
             let (n, version) = study::import_labels(ctx, &rubric, &file).await?;
-            println!("imported {n} labels (labels dataset version {version})");
+            say!("imported {n} labels (labels dataset version {version})");
         }
         LabelsCmd::Export { format, out } => {
             let dest = out.as_ref().map_or_else(
@@ -143,7 +146,7 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
         }
         LabelsCmd::History { item_id } => {
             for l in study::label_history(ctx, &item_id).await? {
-                println!(
+                say!(
                     "{} {:<12} {:<20} {:<6} {}",
                     clean(&l.timestamp),
                     clean(&l.reviewer),
@@ -153,13 +156,22 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
                 );
             }
         }
-        LabelsCmd::Stress { reviewer, count } => {
+        LabelsCmd::Stress {
+            reviewer,
+            count,
+            no_fsync,
+        } => {
+            let ctx = &Context {
+                workspace: ctx.workspace.clone().with_durability(!no_fsync),
+                ..ctx.clone()
+            };
             let rubric = load_rubric(None)?;
             let items = study::load_study(ctx).await?.items;
             if items.is_empty() {
                 bail!("no items: run `raglab annotate create` first");
             }
             let mut rng = Rng::new(std::process::id().into());
+            let mut times = Vec::with_capacity(count);
             for n in 0..count {
                 let item = &items[n % items.len()];
                 let c = &rubric.criteria[rng.below(rubric.criteria.len())];
@@ -173,8 +185,16 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
                     &rubric.version,
                 );
                 let ms = study::save_label(ctx, &rubric, &items, &l).await?;
-                println!("saved {} {ms:.1}ms", l.label_id);
+                say!("saved {} {ms:.1}ms", l.label_id);
+                times.push(ms);
             }
+            let q = |p| crate::core::stats::quantile(&times, p).unwrap_or(f64::NAN);
+            tell!(
+                "{count} labels saved ({}): call-to-committed p50 {:.1} ms, p95 {:.1} ms",
+                if no_fsync { "not synced" } else { "synced" },
+                q(0.5),
+                q(0.95)
+            );
         }
     }
     Ok(())
@@ -209,8 +229,8 @@ pub async fn agree(ctx: &Context, args: AgreeArgs) -> Result<()> {
             "reviewers": [r1, r2], "bootstrap": boot, "rows": a.rows, "seconds": a.seconds, "paper_reference": PAPER_REFERENCE,
         }));
     }
-    print!("{}", render_table(&a.rows, &clean(r1), &clean(r2), boot));
-    println!("({:.2}s)", a.seconds);
+    say_part!("{}", render_table(&a.rows, &clean(r1), &clean(r2), boot));
+    say!("({:.2}s)", a.seconds);
     Ok(())
 }
 

@@ -30,7 +30,7 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
     if args.json {
         return print_json(&out);
     }
-    println!(
+    say!(
         "{} chunks, {} queries, {} ({} thread)",
         out["chunks"],
         out["queries"],
@@ -38,7 +38,7 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
         args.threads
     );
     for s in out["stages"].as_array().into_iter().flatten() {
-        println!(
+        say!(
             "{:<16} p50 {:>8.3} ms  p95 {:>8.3} ms",
             s["stage"].as_str().unwrap_or_default(),
             s["p50_ms"].as_f64().unwrap_or(0.0),
@@ -46,7 +46,7 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
         );
     }
     let f = |k: &str| out[k].as_f64().unwrap_or(0.0);
-    println!(
+    say!(
         "evaluation with one alpha {:.1} ms, with the 10-alpha sweep {:.1} ms: ratio {:.3} (fusion alone: {:.2} ms vs {:.2} ms)",
         f("eval_one_alpha_ms"),
         f("eval_sweep_ms"),

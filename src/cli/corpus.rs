@@ -39,18 +39,20 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
             if json {
                 return print_json(&s);
             }
-            println!("documents  {}", s.documents);
-            println!("chunks     {}", s.chunks);
-            println!("words      {}", s.words);
-            println!(
+            say!("documents  {}", s.documents);
+            say!("chunks     {}", s.chunks);
+            say!("words      {}", s.words);
+            say!(
                 "words/chunk min {} median {} max {}",
-                s.min_words, s.median_words, s.max_words
+                s.min_words,
+                s.median_words,
+                s.max_words
             );
-            println!("topics     {}", s.topics.len());
+            say!("topics     {}", s.topics.len());
             for (t, n) in &s.topics {
-                println!("  {:<28} {n} documents", clean(t));
+                say!("  {:<28} {n} documents", clean(t));
             }
-            println!("chunk length (words)");
+            say!("chunk length (words)");
             let max = s
                 .length_histogram
                 .iter()
@@ -59,7 +61,7 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
                 .unwrap_or(1)
                 .max(1);
             for (label, n) in &s.length_histogram {
-                println!("  {label:>8} {n:>6} {}", "#".repeat(n * 40 / max));
+                say!("  {label:>8} {n:>6} {}", "#".repeat(n * 40 / max));
             }
         }
         CorpusCmd::List { doc, json } => {
@@ -78,7 +80,7 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
                 return print_json(&rows);
             }
             for c in sel {
-                println!(
+                say!(
                     "{}\t{}\t{}",
                     clean(&c.id),
                     c.word_count,
@@ -91,17 +93,19 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
             if json {
                 return print_json(c);
             }
-            println!("id        {}", clean(&c.id));
-            println!("document  {} ({})", clean(&c.doc_id), clean(&c.title));
-            println!("topic     {}", clean(c.topic.as_deref().unwrap_or("-")));
-            println!("path      {}", clean(&c.path_label()));
-            println!(
+            say!("id        {}", clean(&c.id));
+            say!("document  {} ({})", clean(&c.doc_id), clean(&c.title));
+            say!("topic     {}", clean(c.topic.as_deref().unwrap_or("-")));
+            say!("path      {}", clean(&c.path_label()));
+            say!(
                 "words     {}   bytes {}..{}",
-                c.word_count, c.byte_start, c.byte_end
+                c.word_count,
+                c.byte_start,
+                c.byte_end
             );
-            println!("preview   {}", clean(&snippet(&c.text, 80)));
-            println!();
-            println!("{}", clean(&c.text));
+            say!("preview   {}", clean(&snippet(&c.text, 80)));
+            say!();
+            say!("{}", clean(&c.text));
         }
     }
     Ok(())

@@ -102,7 +102,7 @@ async fn abstention(ctx: &Context, args: AbstentionArgs) -> Result<()> {
     if args.json {
         return print_json(&rep);
     }
-    println!(
+    say!(
         "best dense cosine ({}): median {:.3} over {} answerable, {:.3} over {} unanswerable questions",
         clean(rep.model.as_deref().unwrap_or("?")),
         rep.median_best_cosine.answerable,
@@ -110,17 +110,23 @@ async fn abstention(ctx: &Context, args: AbstentionArgs) -> Result<()> {
         rep.median_best_cosine.unanswerable,
         rep.unanswerable
     );
-    println!("\nthreshold  answerable abstain (wrong)  unanswerable abstain (right)      J");
+    say!("\nthreshold  answerable abstain (wrong)  unanswerable abstain (right)      J");
     for row in &rep.rows {
-        println!(
+        say!(
             "{:>9.2}  {:>26.3}  {:>28.3}  {:>6.3}",
-            row.threshold, row.answerable_abstain, row.unanswerable_abstain, row.j
+            row.threshold,
+            row.answerable_abstain,
+            row.unanswerable_abstain,
+            row.j
         );
     }
     if let Some(b) = &rep.best {
-        println!(
+        say!(
             "\nbest J = {:.3} at {:.2}: set `[retrieval] abstain_below = {:.2}` or `raglab generate --abstain-below {:.2}`",
-            b.j, b.threshold, b.threshold, b.threshold
+            b.j,
+            b.threshold,
+            b.threshold,
+            b.threshold
         );
     }
     Ok(())
@@ -156,7 +162,7 @@ fn render(rep: &RetrievalReport) {
     let ks: Vec<String> = rep.results.first().map_or_else(Vec::new, |r| {
         r.recall_at.iter().map(|(k, _)| format!("R@{k}")).collect()
     });
-    println!(
+    say!(
         "{} queries ({} evaluated; {} without relevant chunks dropped, as trec_eval does), depth {}, embeddings: {}",
         rep.queries,
         rep.evaluated,
@@ -164,7 +170,7 @@ fn render(rep: &RetrievalReport) {
         rep.depth,
         rep.embedding_model.as_deref().unwrap_or("-")
     );
-    println!(
+    say!(
         "{:<16} {:>7} {:>9} {:>9} {:>7} {:>8} {}",
         "method",
         "P@1",
@@ -185,7 +191,7 @@ fn render(rep: &RetrievalReport) {
             .map(|(_, v)| format!("{v:.4}"))
             .collect();
         let m = &res.metrics;
-        println!(
+        say!(
             "{label:<16} {:>7.4} {:>9.4} {:>9.4} {:>7.4} {:>8.4} {}",
             m.p1,
             m.recall5,
@@ -196,26 +202,37 @@ fn render(rep: &RetrievalReport) {
         );
     }
     if !rep.alpha_sweep.is_empty() {
-        println!(
+        say!(
             "\nalpha sweep (hybrid, weighted RRF, c = 60; {:.1} ms for {} alphas)",
             rep.seconds.sweep_ms,
             rep.alpha_sweep.len()
         );
-        println!(
+        say!(
             "{:>6} {:>7} {:>9} {:>9} {:>7} {:>8}",
-            "alpha", "P@1", "Recall@5", "Recall@10", "MRR", "nDCG@10"
+            "alpha",
+            "P@1",
+            "Recall@5",
+            "Recall@10",
+            "MRR",
+            "nDCG@10"
         );
         for p in &rep.alpha_sweep {
             let (a, m) = (p.alpha, &p.metrics);
-            println!(
+            say!(
                 "{a:>6.2} {:>7.4} {:>9.4} {:>9.4} {:>7.4} {:>8.4}",
-                m.p1, m.recall5, m.recall10, m.mrr, m.ndcg10
+                m.p1,
+                m.recall5,
+                m.recall10,
+                m.mrr,
+                m.ndcg10
             );
         }
         for b in &rep.best_alpha {
-            println!(
+            say!(
                 "best a for {:<9}: {:.2} ({:.4})",
-                b.metric, b.alpha, b.value
+                b.metric,
+                b.alpha,
+                b.value
             );
         }
     }
@@ -226,7 +243,7 @@ fn render(rep: &RetrievalReport) {
         10,
         true,
     );
-    println!(
+    say!(
         "\nfailed queries ({head}: target not in the top {fail_k}): {}",
         rep.failed.len()
     );
@@ -234,14 +251,14 @@ fn render(rep: &RetrievalReport) {
         let rank = f
             .rank
             .map_or("not retrieved".into(), |r| format!("rank {r}"));
-        println!(
+        say!(
             "  {} [{rank}] {}",
             clean(&f.question.id),
             clean(&f.question.text)
         );
     }
     if rep.failed.len() > 20 {
-        println!(
+        say!(
             "  ... {} more (all in {})",
             rep.failed.len() - 20,
             rep.failures_file.display()
@@ -260,7 +277,7 @@ fn print_breakdown(
     let eta = b
         .eta_squared_ndcg10
         .map_or("undefined".into(), |e| format!("{e:.4}"));
-    println!("{title}; eta^2 of nDCG@10 = {eta})");
+    say!("{title}; eta^2 of nDCG@10 = {eta})");
     let mut groups: Vec<_> = b.groups.iter().collect();
     if by_bound {
         groups.sort_by_key(|(label, _)| {
@@ -272,7 +289,7 @@ fn print_breakdown(
         });
     }
     for (g, m) in groups {
-        println!(
+        say!(
             "  {:<width$} n={:<4} nDCG@10 {:.4}  MRR {:.4}",
             clean(g),
             m.queries,

@@ -68,7 +68,7 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     };
     let batch = AnswerBatch::prepare(ctx, req).await?;
     let c = batch.config().clone();
-    eprintln!(
+    tell!(
         "run `{}`: {} questions to answer ({} already done) with {} [{}]",
         c.run,
         batch.todo(),
@@ -90,9 +90,9 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         .await;
     bar.finish_and_clear();
     let done = done?;
-    eprintln!("done: {} tokens generated", done.tokens);
+    tell!("done: {} tokens generated", done.tokens);
     if let Some(t) = c.abstain_below {
-        eprintln!(
+        tell!(
             "abstained on {} question(s) (best cosine below {t})",
             done.abstained
         );
@@ -126,7 +126,7 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
     };
     let batch =
         JudgeBatch::prepare(ctx, rubric, args.answers.as_deref(), &model, args.limit).await?;
-    eprintln!(
+    tell!(
         "judging {} answers with {} (rubric {} v{})",
         batch.todo(),
         batch.model_file(),

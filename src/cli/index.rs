@@ -47,13 +47,13 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
     };
     let report = build(ctx, &req).await?;
     if let (Some(parts), Some(secs)) = (report.ann_partitions, report.ann_seconds) {
-        eprintln!("ANN index: IVF_FLAT, {parts} partitions, built in {secs:.1}s");
+        tell!("ANN index: IVF_FLAT, {parts} partitions, built in {secs:.1}s");
     }
     if args.json {
         return print_json(&report.summary);
     }
     let s = report.summary;
-    println!(
+    say!(
         "{} chunks: sparse index +{} -{} ({} unchanged); embedded {} chunks in {:.1}s ({:.1} chunks/s)",
         s.chunks,
         s.sparse.added,

@@ -48,7 +48,7 @@ pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
     if args.json {
         super::print_json(&summary)?;
     } else {
-        println!(
+        say!(
             "ingested {} documents -> {} chunks ({} replaced) in {:.2}s ({:.0} chunks/s) [{}]",
             summary.documents,
             summary.chunks,
@@ -57,16 +57,16 @@ pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
             summary.chunks_per_second,
             summary.chunker
         );
-        println!(
+        say!(
             "workspace {} now holds {} chunks (dataset version {})",
             clean(&summary.workspace),
             summary.total_chunks,
             summary.dataset_version
         );
         if !summary.skipped.is_empty() {
-            println!("skipped {}:", summary.skipped.len());
+            say!("skipped {}:", summary.skipped.len());
             for s in &summary.skipped {
-                println!("  {}: {}", clean(&s.path), clean(&s.reason));
+                say!("  {}: {}", clean(&s.path), clean(&s.reason));
             }
         }
     }
@@ -81,9 +81,12 @@ pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
             .await?
             .summary;
         if !args.json {
-            println!(
+            say!(
                 "indexed: sparse +{} -{}, embedded {} chunks ({:.1} chunks/s)",
-                s.sparse.added, s.sparse.removed, s.embedded, s.chunks_per_second
+                s.sparse.added,
+                s.sparse.removed,
+                s.embedded,
+                s.chunks_per_second
             );
         }
     }

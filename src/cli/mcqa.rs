@@ -80,7 +80,7 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
             &req,
             &questions,
             &ks,
-            &|line| bar.suspend(|| eprintln!("{}", clean(&line))),
+            &|line| bar.suspend(|| tell!("{}", clean(&line))),
             &|i, total, correct, n| {
                 bar.set_length(total as u64);
                 bar.set_position(i as u64);
@@ -115,14 +115,14 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
             "linear" => format!("linear a={:.2} (min-max)", r.alpha),
             m => m.to_string(),
         };
-        println!(
+        say!(
             "MCQA run `{}`: {} questions, {}, {retrieval}",
             clean(&args.run),
             answered.len(),
             clean(&r.model_file),
         );
     }
-    print!("{}", render(&rep));
+    say_part!("{}", render(&rep));
     Ok(())
 }
 

@@ -1,6 +1,31 @@
 //! The headless front: clap parsing and text or JSON rendering. Each command calls
 //! one service function; nothing here reaches `store` or `infer`.
 
+/// Print a line of text output to stdout through the one terminal sanitiser
+/// ([`crate::core::text::sanitize_for_terminal`]): every text printer of the CLI uses
+/// it, so ids, topics, notes, reviewer names and corpus text cannot drive the
+/// terminal. JSON output does not (it stays exact; serde escapes its controls).
+macro_rules! say {
+    () => { println!() };
+    ($($arg:tt)*) => {
+        println!("{}", $crate::core::text::sanitize_for_terminal(&format!($($arg)*)))
+    };
+}
+
+/// [`say!`] without the newline.
+macro_rules! say_part {
+    ($($arg:tt)*) => {
+        print!("{}", $crate::core::text::sanitize_for_terminal(&format!($($arg)*)))
+    };
+}
+
+/// [`say!`] to stderr (progress notes and warnings).
+macro_rules! tell {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::core::text::sanitize_for_terminal(&format!($($arg)*)))
+    };
+}
+
 mod annotate;
 mod args;
 mod bench;
@@ -127,11 +152,11 @@ pub async fn run(ctx: &Context, command: Command) -> Result<()> {
             cmd: ReportCmd::Answers(args),
         } => generate::report(ctx, args).await,
         Command::Paths => {
-            println!("config:    {}", ctx.paths.config_file().display());
-            println!("data:      {}", ctx.paths.data_dir.display());
-            println!("models:    {}", ctx.paths.models_dir().display());
-            println!("workspace: {}", ctx.workspace.root().display());
-            println!("log:       {}", ctx.paths.log_file().display());
+            say!("config:    {}", ctx.paths.config_file().display());
+            say!("data:      {}", ctx.paths.data_dir.display());
+            say!("models:    {}", ctx.paths.models_dir().display());
+            say!("workspace: {}", ctx.workspace.root().display());
+            say!("log:       {}", ctx.paths.log_file().display());
             Ok(())
         }
     }

@@ -37,18 +37,24 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
     if args.json {
         return print_json(&res);
     }
-    println!(
+    say!(
         "{} a={:.2}  R(d;a) = a/(60+r_dense) + (1-a)/(60+r_sparse)",
-        method, alpha
+        method,
+        alpha
     );
-    println!(
+    say!(
         "{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  chunk",
-        "rank", "dense", "cos", "bm25", "score", "fused"
+        "rank",
+        "dense",
+        "cos",
+        "bm25",
+        "score",
+        "fused"
     );
     let opt = |v: Option<usize>| v.map_or_else(|| "-".to_string(), |x| x.to_string());
     let optf = |v: Option<f64>, p: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.p$}"));
     for row in &res.results {
-        println!(
+        say!(
             "{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  {}\n     {}\n     {}",
             row.rank,
             opt(row.dense_rank),
@@ -62,13 +68,17 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         );
     }
     let t = &res.timings_ms;
-    println!(
+    say!(
         "timings: embed {:.1} ms, dense {:.2} ms, bm25 {:.2} ms, tfidf {:.2} ms, fusion {:.3} ms",
-        t.embed_ms, t.dense_ms, t.bm25_ms, t.tfidf_ms, t.fusion_ms
+        t.embed_ms,
+        t.dense_ms,
+        t.bm25_ms,
+        t.tfidf_ms,
+        t.fusion_ms
     );
     if let (Some(true), Some(c), Some(t)) = (res.would_abstain, res.best_cosine, res.abstain_below)
     {
-        println!(
+        say!(
             "best cosine {c:.3} < abstain_below {t:.2}: generation would answer that no relevant guidance was found"
         );
     }

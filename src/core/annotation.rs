@@ -6,6 +6,34 @@ use serde::{Deserialize, Serialize};
 /// The reviewer name of the LLM judge's labels (reserved: no human may use it).
 pub const JUDGE: &str = "judge";
 
+/// Check a human reviewer's name: 1 to 64 letters, digits, `.`, `_`, `-` or `@`
+/// (names are shown in panes, stored with every label and typed on command lines, so
+/// no spaces, controls or look-alike formatting), and never [`JUDGE`] in any case,
+/// which names the LLM judge's labels.
+pub fn check_reviewer(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.chars().count() > 64 {
+        return Err(format!(
+            "reviewer name `{}` must be 1 to 64 characters",
+            crate::core::text::sanitize_for_terminal(name)
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '@')))
+    {
+        return Err(format!(
+            "reviewer name `{}` may hold only letters, digits, `.`, `_`, `-` and `@` (not {bad:?})",
+            crate::core::text::sanitize_for_terminal(name)
+        ));
+    }
+    if name.eq_ignore_ascii_case(JUDGE) {
+        return Err(format!(
+            "`{name}` is reserved for the LLM judge's labels; choose another reviewer name"
+        ));
+    }
+    Ok(())
+}
+
 /// One thing to label: question, reference answer, target chunk, model answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Item {
@@ -85,5 +113,31 @@ impl RaterPair {
             Self::JudgeFirst => (JUDGE.into(), r1.into()),
             Self::JudgeSecond => (JUDGE.into(), r2.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reviewer_names() {
+        for ok in ["alice", "Bob_2", "r.smith@cdc", "élodie", "李"] {
+            assert_eq!(check_reviewer(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "judge",
+            "Judge",
+            "JUDGE",
+            "a b",
+            "x\u{1b}[2J",
+            "evil\u{202e}",
+            "a/b",
+        ] {
+            assert!(check_reviewer(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(check_reviewer(&"a".repeat(65)).is_err());
+        assert!(check_reviewer(&"a".repeat(64)).is_ok());
     }
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// reference answer and a topic. Files may name the text `question` and the reference
 /// answer `reference_answer`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Question {
     /// `qid` in failures files written before the record was shared.
     #[serde(alias = "qid")]

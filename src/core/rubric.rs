@@ -47,8 +47,19 @@ pub struct Judgement {
 
 impl Rubric {
     /// Check a deserialized rubric (the file format is parsed by the caller).
+    /// Names, definitions and the version are display text from a file: they are
+    /// cleaned of terminal controls here, once, so every pane and printer shows them
+    /// safely. Keys and labels are identifiers stored with every label: they must be
+    /// plain already.
     pub fn validated(self) -> Result<Self, RubricError> {
-        let r = self;
+        use crate::core::text::{is_terminal_safe, sanitize_for_terminal as clean};
+        let mut r = self;
+        r.name = clean(&r.name);
+        r.version = clean(&r.version);
+        for c in &mut r.criteria {
+            c.name = clean(&c.name);
+            c.definition = clean(&c.definition);
+        }
         if r.criteria.is_empty() {
             return Err(RubricError::Invalid("no criteria".into()));
         }
@@ -66,9 +77,12 @@ impl Rubric {
             }
             let labels = r.labels_of(c);
             if labels.is_empty()
-                || labels
-                    .iter()
-                    .any(|l| l.is_empty() || l.contains(['"', '\n', '\\']))
+                || labels.iter().any(|l| {
+                    l.trim().is_empty()
+                        || l.contains(['"', '\\'])
+                        || !is_terminal_safe(l)
+                        || l.contains(['\n', '\t'])
+                })
             {
                 return Err(RubricError::Invalid(format!(
                     "criterion `{}` has no usable labels",

@@ -1,9 +1,11 @@
 //! Small text helpers shared by chunking, ingestion and display.
 
-/// Remove everything that could drive a terminal: ANSI/VT escape sequences (CSI, OSC,
-/// DCS and two-byte ESC sequences) and C0/C1 control characters except `\n` and `\t`.
-/// Corpus text and model output are untrusted, so every string that reaches the screen
-/// passes through here first.
+/// Remove everything that could drive a terminal or reorder what it shows: ANSI/VT
+/// escape sequences (CSI, OSC, DCS and two-byte ESC sequences), C0/C1 control
+/// characters except `\n` and `\t`, and the bidirectional formatting characters
+/// ([`is_bidi_control`]). Corpus text, questions, reviewer names, notes, rubric text
+/// and model output are untrusted: this is the one function every pane and every CLI
+/// text printer passes them through (JSON output stays exact, escaped by serde).
 pub fn sanitize_for_terminal(input: &str) -> String {
     let mut out = String::with_capacity(input.len());
     let mut chars = input.chars().peekable();
@@ -15,13 +17,24 @@ pub fn sanitize_for_terminal(input: &str) -> String {
             '\u{90}' | '\u{9d}' | '\u{9e}' | '\u{9f}' | '\u{98}' => skip_string(&mut chars),
             '\n' | '\t' => out.push(c),
             '\r' => {}
-            c if c.is_control() => {}
-            // Bidi overrides can visually reorder a line; drop them too.
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
+            c if c.is_control() || is_bidi_control(c) => {}
             c => out.push(c),
         }
     }
     out
+}
+
+/// Bidirectional embeddings, overrides, isolates and marks (U+202A-U+202E,
+/// U+2066-U+2069, U+200E, U+200F, U+061C): they can make a line display in an order
+/// other than the one stored ("Trojan Source"), so a label or id could read as another.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+/// True when `s` holds nothing [`sanitize_for_terminal`] would remove or change.
+pub fn is_terminal_safe(s: &str) -> bool {
+    !s.chars()
+        .any(|c| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c))
 }
 
 fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
@@ -115,6 +128,16 @@ mod tests {
         let evil =
             "safe\u{1b}[2J\u{1b}[1;1Hmoved\u{1b}]0;pwned title\u{7} end\u{8}\r\n\u{9b}31mred";
         assert_eq!(sanitize_for_terminal(evil), "safemoved end\nred");
+    }
+
+    #[test]
+    fn strips_bidi_controls() {
+        let evil = "admin\u{202e}txt.exe\u{2066}x\u{2069}\u{200e}\u{200f}\u{061c}\u{202a}y";
+        let clean = sanitize_for_terminal(evil);
+        assert_eq!(clean, "admintxt.exexy");
+        assert!(!is_terminal_safe(evil) && is_terminal_safe(&clean));
+        // Joiners are not bidi controls: emoji sequences and scripts that need them stay.
+        assert!(is_terminal_safe("👩\u{200d}⚕️ क्\u{200d}ष"));
     }
 
     #[test]

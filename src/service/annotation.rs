@@ -72,6 +72,9 @@ pub async fn save_labels(
         bail!("labels mix rubric versions {versions:?}; import one version at a time");
     }
     for l in labels {
+        if let Err(e) = crate::core::annotation::check_reviewer(&l.reviewer) {
+            bail!("label {}: {e}", l.label_id);
+        }
         if !known.contains(l.item_id.as_str()) {
             bail!("label {}: unknown item `{}`", l.label_id, l.item_id);
         }

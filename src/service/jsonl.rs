@@ -8,28 +8,91 @@ use serde::de::DeserializeOwned;
 
 use crate::core::question::Question;
 
+/// The largest JSONL input read (questions, items, labels): checked before reading.
+pub const MAX_JSONL_BYTES: usize = 256 << 20;
+
+/// Descriptive fields of the public question sets raglab reads (MedQuAD's `qtype`,
+/// PubMedQA's `split` and `final_decision`, source links): they stay in their files
+/// and raglab ignores them. Every other field a record type does not know is an error,
+/// so a misspelled `relevant` cannot silently leave a question without targets.
+pub const DESCRIPTIVE_FIELDS: &[&str] = &[
+    "qtype",
+    "source_ids",
+    "split",
+    "final_decision",
+    "url",
+    "source",
+    "subset",
+];
+
 /// Parse every non-blank line of `path` as a `T`. The first bad line is an error with
-/// `FILE:LINE` and what was expected (`what`).
+/// `FILE:LINE` and what was expected (`what`). Record types read from users' files
+/// deny unknown fields, so a typo is an error, not a default.
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path, what: &str) -> Result<Vec<T>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    parse_jsonl(&text, &path.display().to_string(), what)
+    read_jsonl_ignoring(path, what, &[])
+}
+
+/// [`read_jsonl`], dropping the top-level fields `ignored` of each record first.
+pub fn read_jsonl_ignoring<T: DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    ignored: &[&str],
+) -> Result<Vec<T>> {
+    parse_jsonl_ignoring(
+        &read_text(path)?,
+        &path.display().to_string(),
+        what,
+        ignored,
+    )
+}
+
+/// A whole text file of at most [`MAX_JSONL_BYTES`], its size checked before reading.
+pub fn read_text(path: &Path) -> Result<String> {
+    let bytes = crate::store::sources::read_bounded(path, MAX_JSONL_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// [`read_jsonl`] over text already read; `origin` names it in errors.
 pub fn parse_jsonl<T: DeserializeOwned>(text: &str, origin: &str, what: &str) -> Result<Vec<T>> {
+    parse_jsonl_ignoring(text, origin, what, &[])
+}
+
+pub(crate) fn parse_jsonl_ignoring<T: DeserializeOwned>(
+    text: &str,
+    origin: &str,
+    what: &str,
+    ignored: &[&str],
+) -> Result<Vec<T>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l).with_context(|| format!("{origin}:{}: not {what}", i + 1))
+            let context = || format!("{origin}:{}: not {what}", i + 1);
+            let mut value: serde_json::Value = serde_json::from_str(l).with_context(context)?;
+            if let Some(record) = value.as_object_mut() {
+                for field in ignored {
+                    record.remove(*field);
+                }
+            }
+            T::deserialize(value).with_context(context)
         })
         .collect()
 }
 
 /// A questions file `{id, text, relevant?, answer?, topic?}`; an empty file is an error.
 pub fn read_questions(path: &Path) -> Result<Vec<Question>> {
-    let qs: Vec<Question> = read_jsonl(path, "a question {id, text, relevant?, answer?}")?;
+    let qs: Vec<Question> = read_jsonl_ignoring(
+        path,
+        "a question {id, text, relevant?, answer?, topic?}",
+        DESCRIPTIVE_FIELDS,
+    )?;
     if qs.is_empty() {
         bail!("{} holds no questions", path.display());
     }
@@ -39,12 +102,25 @@ pub fn read_questions(path: &Path) -> Result<Vec<Question>> {
 /// The question texts of a file whose lines need only `text` (or `question`): for
 /// sets that only ask, such as the abstention and benchmark sets.
 pub fn read_texts(path: &Path) -> Result<Vec<String>> {
+    /// A question of which only the text is used; its other fields are known.
     #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
     struct Text {
         #[serde(alias = "question")]
         text: String,
+        #[serde(default, alias = "qid")]
+        id: Option<String>,
+        #[serde(default)]
+        relevant: Option<Vec<String>>,
+        #[serde(default, alias = "reference_answer")]
+        answer: Option<String>,
+        #[serde(default)]
+        topic: Option<String>,
+        #[serde(default)]
+        answerable: Option<bool>,
     }
-    let texts: Vec<Text> = read_jsonl(path, "a question {text}")?;
+    let texts: Vec<Text> = read_jsonl_ignoring(path, "a question {text}", DESCRIPTIVE_FIELDS)?;
     if texts.is_empty() {
         bail!("{} holds no questions", path.display());
     }
@@ -65,5 +141,24 @@ mod tests {
         let ok: Vec<Question> =
             parse_jsonl("{\"id\": \"a\", \"text\": \"x\"}\n", "q", "a question").expect("ok");
         assert_eq!(ok.len(), 1);
+    }
+
+    /// A misspelled field is an error naming it, not a default; the descriptive
+    /// fields of the public datasets are ignored.
+    #[test]
+    fn unknown_fields_are_errors() {
+        let typo = "{\"id\": \"a\", \"text\": \"x\", \"relevent\": [\"c1\"]}\n";
+        let err = parse_jsonl::<Question>(typo, "q.jsonl", "a question").expect_err("typo");
+        assert!(
+            format!("{err:#}").contains("unknown field `relevent`"),
+            "{err:#}"
+        );
+        let medquad =
+            "{\"id\": \"a\", \"text\": \"x\", \"qtype\": \"symptoms\", \"relevant\": [\"c1\"]}\n";
+        let qs: Vec<Question> =
+            parse_jsonl_ignoring(medquad, "q", "a question", DESCRIPTIVE_FIELDS).expect("ok");
+        assert_eq!(qs[0].relevant, vec!["c1".to_string()]);
+        // Not an object at all: an error, never a panic.
+        assert!(parse_jsonl::<Question>("[1,2]\n", "q", "a question").is_err());
     }
 }

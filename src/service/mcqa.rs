@@ -29,6 +29,7 @@ pub const NO_TOPIC: &str = "(none)";
 /// A multiple-choice question as read from JSONL:
 /// `{id, text | question, options: [..] | {"A": ..}, answer, relevant?, topic?}`.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct McqInput {
     pub id: String,
     #[serde(alias = "question")]
@@ -82,8 +83,7 @@ impl McqInput {
 
 /// Read and validate a question file; every bad line is reported, none is skipped.
 pub fn read_questions(path: &std::path::Path) -> Result<Vec<McqQuestion>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = super::jsonl::read_text(path)?;
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in text
@@ -91,9 +91,15 @@ pub fn read_questions(path: &std::path::Path) -> Result<Vec<McqQuestion>> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let parsed = serde_json::from_str::<McqInput>(line)
-            .map_err(|e| e.to_string())
-            .and_then(|q| q.validate().map_err(|e| e.to_string()));
+        let parsed = super::jsonl::parse_jsonl_ignoring::<McqInput>(
+            line,
+            "",
+            "a multiple-choice question",
+            super::jsonl::DESCRIPTIVE_FIELDS,
+        )
+        .map_err(|e| format!("{:#}", e.root_cause()))
+        .and_then(|mut v| v.pop().ok_or_else(|| "empty line".to_string()))
+        .and_then(|q| q.validate().map_err(|e| e.to_string()));
         match parsed {
             Ok(q) if q.text.trim().is_empty() => {
                 errors.push(format!("{}:{}: empty question", path.display(), i + 1));

@@ -81,32 +81,55 @@ async fn items_from_run(ctx: &Context, run: &str, set: Option<String>) -> Result
     Ok(v)
 }
 
+/// An item as written in an items file; the set comes from `--set` or the file name.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ItemRow {
+    item_id: String,
+    question: String,
+    #[serde(default)]
+    reference_answer: String,
+    #[serde(default)]
+    target_chunk: String,
+    answer: String,
+    #[serde(default)]
+    answer_id: Option<String>,
+}
+
 fn items_from_file(f: &Path, set: Option<String>) -> Result<Vec<Item>> {
     let set = set.unwrap_or_else(|| {
         f.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
-    let values: Vec<serde_json::Value> = super::jsonl::read_jsonl(f, "a JSON value")?;
-    values
+    let rows: Vec<ItemRow> = super::jsonl::read_jsonl(
+        f,
+        "an item {item_id, question, answer, reference_answer?, target_chunk?, answer_id?}",
+    )?;
+    Ok(rows
         .into_iter()
-        .enumerate()
-        .map(|(i, mut value)| {
-            let Some(obj) = value.as_object_mut() else {
-                bail!("{} record {}: not a JSON object", f.display(), i + 1);
-            };
-            obj.insert("set".into(), serde_json::Value::String(set.clone()));
-            serde_json::from_value(value)
-                .with_context(|| format!("{} record {}: not an item", f.display(), i + 1))
+        .map(|r| Item {
+            item_id: r.item_id,
+            set: set.clone(),
+            question: r.question,
+            reference_answer: r.reference_answer,
+            target_chunk: r.target_chunk,
+            answer: r.answer,
+            answer_id: r.answer_id,
         })
-        .collect()
+        .collect())
 }
 
+/// One row of a label import. Strict: an unknown (or misspelled) field is an error,
+/// and `label` must be present: a retraction is an explicit `"label": null`, never
+/// the accident of a missing key.
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ImportRow {
     item_id: String,
     reviewer: String,
     criterion: String,
+    #[serde(deserialize_with = "Option::deserialize")]
     label: Option<String>,
     #[serde(default)]
     note: Option<String>,
@@ -118,7 +141,10 @@ struct ImportRow {
 /// nothing is written. Returns (labels, labels dataset version).
 pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Result<(usize, u64)> {
     let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
-    let rows: Vec<ImportRow> = super::jsonl::read_jsonl(file, "a label row")?;
+    let rows: Vec<ImportRow> = super::jsonl::read_jsonl(
+        file,
+        "a label row {item_id, reviewer, criterion, label (null retracts), note?, rubric_version?}",
+    )?;
     let labels: Vec<Label> = rows
         .iter()
         .map(|r| {

@@ -98,7 +98,8 @@ impl<'a> ChunkStore<'a> {
         new_chunks: Vec<Chunk>,
         replaced_docs: &HashSet<String>,
     ) -> Result<WriteSummary> {
-        let _guard = self.ws.lock_for_write()?;
+        let _guard = self.ws.lock_for_write(DATASET).await?;
+        let changes = self.ws.before_commit(DATASET);
         let existing = self.load_all().await?;
         let before = existing.len();
         let mut kept: Vec<Chunk> = existing
@@ -127,6 +128,7 @@ impl<'a> ChunkStore<'a> {
         let ds = Dataset::write(reader, uri.as_str(), Some(params))
             .await
             .map_err(|e| StoreError::lance(&uri, e))?;
+        changes.make_durable().await?;
         Ok(WriteSummary {
             added,
             replaced,

@@ -99,7 +99,8 @@ impl<'a> Table<'a> {
     /// Append rows as one commit; returns the new dataset version.
     pub async fn append<T: Serialize>(&self, rows: &[T]) -> Result<u64> {
         let batch = self.to_batch(rows)?;
-        let _guard = self.ws.lock_for_write()?;
+        let _guard = self.ws.lock_for_write(self.name).await?;
+        let changes = self.ws.before_commit(self.name);
         let mode = if self.exists() {
             WriteMode::Append
         } else {
@@ -117,6 +118,7 @@ impl<'a> Table<'a> {
         let ds = Dataset::write(reader, uri.as_str(), Some(params))
             .await
             .map_err(|e| StoreError::lance(&uri, e))?;
+        changes.make_durable().await?;
         Ok(ds.version().version)
     }
 

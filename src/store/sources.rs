@@ -104,6 +104,35 @@ pub fn doc_id_for(root: &Path, path: &Path) -> String {
         .join("/")
 }
 
+/// Why [`read_bounded`] returned no bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum BoundedReadError {
+    #[error("unreadable: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("file too large ({size} bytes, limit {limit})")]
+    TooLarge { size: u64, limit: usize },
+}
+
+/// Read a whole file, but never more than `limit` bytes into memory: the size is
+/// checked before reading (a 5 GB file is refused without being read), and the read
+/// itself stops one byte past the limit (a file that grows while it is read, or a
+/// device that reports no size).
+pub fn read_bounded(path: &Path, limit: usize) -> Result<Vec<u8>, BoundedReadError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    let too_large = |size| BoundedReadError::TooLarge { size, limit };
+    if size > limit as u64 {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(limit));
+    file.take(limit as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
 /// Read one file into documents (one for text formats, one per record for JSONL).
 /// `seen_records` maps record ids already read to where they came from.
 pub fn read_file(
@@ -115,12 +144,12 @@ pub fn read_file(
 ) {
     set.files_seen += 1;
     let shown = path.display().to_string();
-    let bytes = match std::fs::read(path) {
+    let bytes = match read_bounded(path, limits.max_file_bytes) {
         Ok(b) => b,
         Err(e) => {
             set.skipped.push(Skipped {
                 path: shown,
-                reason: format!("unreadable: {e}"),
+                reason: e.to_string(),
             });
             return;
         }

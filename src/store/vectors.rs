@@ -161,7 +161,8 @@ impl<'a> VectorStore<'a> {
 
     /// Replace the dataset with `set` (one atomic commit).
     pub async fn save(&self, set: &VectorSet) -> Result<()> {
-        let _guard = self.ws.lock_for_write()?;
+        let _guard = self.ws.lock_for_write(&self.name).await?;
+        let changes = self.ws.before_commit(&self.name);
         let values = Float32Array::from(set.data.clone());
         let field = Arc::new(Field::new("item", DataType::Float32, true));
         let dim = i32::try_from(set.dim).unwrap_or(i32::MAX);
@@ -201,6 +202,9 @@ impl<'a> VectorStore<'a> {
         Dataset::write(reader, uri.as_str(), Some(params))
             .await
             .map_err(|e| StoreError::lance(&uri, e))?;
+        // Derived data, but a manifest synced before its data files would leave a
+        // dataset that cannot be opened: synced like every other commit.
+        changes.make_durable().await?;
         Ok(())
     }
 }
@@ -262,6 +266,8 @@ impl VectorStore<'_> {
     pub async fn build_ann(&self) -> Result<usize> {
         use lance::index::DatasetIndexExt;
         use lance::index::vector::VectorIndexParams;
+        let _guard = self.ws.lock_for_write(&self.name).await?;
+        let changes = self.ws.before_commit(&self.name);
         let uri = self.ws.uri(&self.name);
         let mut ds = Dataset::open(&uri)
             .await
@@ -282,6 +288,7 @@ impl VectorStore<'_> {
         )
         .await
         .map_err(|e| StoreError::lance(&uri, e))?;
+        changes.make_durable().await?;
         Ok(partitions)
     }
 

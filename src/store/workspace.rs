@@ -11,22 +11,47 @@
 //!   items.lance/               annotation items
 //!   labels.lance/              reviewer labels (append-only log of versions)
 //!   eval/last-failures.json    failed questions of the last `eval retrieval`
-//!   write.lock                 advisory lock serialising writers of shared datasets
+//!   .locks/NAME.lock           advisory lock serialising the writers of dataset NAME
 //! ```
+//!
+//! Durability: lance's local store writes its files without `fsync`, so a commit it
+//! reports could still be lost to an OS crash or power cut. Every commit raglab makes
+//! is followed by [`Changes::make_durable`]: the files the commit created or changed,
+//! and the folders that name them, are synced before the caller is told "saved".
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::SystemTime;
 
 use super::{Result, StoreError};
 
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    durable: bool,
 }
 
-/// Holds the workspace's writer lock until dropped.
+/// Holds a dataset's writer lock until dropped: the file lock (other processes) and
+/// this process's own queue for it (other tasks).
 pub struct WriteGuard {
+    // Field order is drop order: the file lock is released before the next task of
+    // this process is let in.
     _file: File,
+    _local: tokio::sync::OwnedMutexGuard<()>,
+}
+
+/// One async queue per lock file in this process: tasks wait for a dataset's lock
+/// here, without occupying a thread, and only the task at the head blocks (on a
+/// blocking-pool thread, never a runtime worker) for the file lock.
+fn local_queue(path: &Path) -> Arc<tokio::sync::Mutex<()>> {
+    static QUEUES: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
+        LazyLock::new(Default::default);
+    let mut queues = QUEUES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    queues.entry(path.to_path_buf()).or_default().clone()
 }
 
 impl Workspace {
@@ -35,7 +60,10 @@ impl Workspace {
         let root = root.into();
         std::fs::create_dir_all(&root).map_err(|e| StoreError::io(&root, e))?;
         let root = root.canonicalize().map_err(|e| StoreError::io(&root, e))?;
-        Ok(Self { root })
+        Ok(Self {
+            root,
+            durable: true,
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -52,18 +80,139 @@ impl Workspace {
         self.path(name).display().to_string()
     }
 
-    /// Take the exclusive writer lock (blocks while another process holds it). Lance
-    /// commits are atomic on their own; the lock prevents two read-modify-write
-    /// updates (re-ingest, index rebuild) from losing each other's changes.
-    pub fn lock_for_write(&self) -> Result<WriteGuard> {
-        let path = self.path("write.lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StoreError::io(&path, e))?;
-        file.lock().map_err(|e| StoreError::io(&path, e))?;
-        Ok(WriteGuard { _file: file })
+    /// Whether commits are synced to disk (on unless turned off to measure its cost).
+    pub fn with_durability(mut self, durable: bool) -> Self {
+        self.durable = durable;
+        self
     }
+
+    /// The lock file of dataset `name`.
+    pub fn lock_path(&self, name: &str) -> PathBuf {
+        self.root.join(".locks").join(format!("{name}.lock"))
+    }
+
+    /// Take dataset `name`'s exclusive writer lock (waits while another task or
+    /// process holds it). Lance commits are atomic on their own; the lock keeps two
+    /// read-modify-write updates (re-ingest, schema evolution, creating a dataset)
+    /// from losing each other's changes. Waiting never blocks a runtime worker, so
+    /// any number of saves can be pending on a 2-worker runtime while the UI runs.
+    pub async fn lock_for_write(&self, name: &str) -> Result<WriteGuard> {
+        let path = self.lock_path(name);
+        let local = local_queue(&path).lock_owned().await;
+        let file = tokio::task::spawn_blocking(move || -> Result<File> {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+            }
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| StoreError::io(&path, e))?;
+            file.lock().map_err(|e| StoreError::io(&path, e))?;
+            Ok(file)
+        })
+        .await
+        .map_err(|e| StoreError::Invalid(format!("waiting for the writer lock: {e}")))??;
+        Ok(WriteGuard {
+            _file: file,
+            _local: local,
+        })
+    }
+
+    /// The files of dataset `name` as they are now, to find what a commit changes.
+    pub fn before_commit(&self, name: &str) -> Changes {
+        let dir = self.path(name);
+        Changes {
+            files: if self.durable {
+                listing(&dir)
+            } else {
+                HashMap::new()
+            },
+            existed: dir.exists(),
+            dir,
+            root: self.root.clone(),
+            durable: self.durable,
+        }
+    }
+}
+
+/// The state of a dataset's files before a commit (see [`Workspace::before_commit`]).
+pub struct Changes {
+    dir: PathBuf,
+    root: PathBuf,
+    existed: bool,
+    files: HashMap<PathBuf, (u64, Option<SystemTime>)>,
+    durable: bool,
+}
+
+impl Changes {
+    /// Sync every file the commit created or changed, then the folders holding them
+    /// (a new file's name is durable only once its folder is), on a blocking thread.
+    /// Returns how many files were synced.
+    pub async fn make_durable(self) -> Result<usize> {
+        if !self.durable {
+            return Ok(0);
+        }
+        tokio::task::spawn_blocking(move || self.sync_blocking())
+            .await
+            .map_err(|e| StoreError::Invalid(format!("syncing a commit: {e}")))?
+    }
+
+    fn sync_blocking(&self) -> Result<usize> {
+        let sync = |p: &Path| -> Result<()> {
+            File::open(p)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| StoreError::io(p, e))
+        };
+        let mut dirs = std::collections::BTreeSet::new();
+        let mut n = 0;
+        for (path, stamp) in listing(&self.dir) {
+            if self.files.get(&path) != Some(&stamp) {
+                sync(&path)?;
+                n += 1;
+                if let Some(d) = path.parent() {
+                    dirs.insert(d.to_path_buf());
+                }
+            }
+        }
+        // Folders up to the dataset's own, and the workspace's when it was created.
+        let mut parents = std::collections::BTreeSet::new();
+        for d in &dirs {
+            let mut d = d.as_path();
+            while d.starts_with(&self.dir) && d != self.dir {
+                parents.insert(d.to_path_buf());
+                d = d.parent().unwrap_or(&self.dir);
+            }
+        }
+        dirs.extend(parents);
+        dirs.insert(self.dir.clone());
+        if !self.existed {
+            dirs.insert(self.root.clone());
+        }
+        for d in &dirs {
+            sync(d)?;
+        }
+        Ok(n)
+    }
+}
+
+/// Every file under `dir` with its size and modification time.
+fn listing(dir: &Path) -> HashMap<PathBuf, (u64, Option<SystemTime>)> {
+    let mut out = HashMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(meta) = e.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.insert(e.path(), (meta.len(), meta.modified().ok()));
+            }
+        }
+    }
+    out
 }

@@ -66,6 +66,15 @@ pub enum Layer {
     Pane(Pane),
 }
 
+/// Where quitting stands (see [`App::quit_step`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuitStep {
+    /// Still waiting; the status bar says for what.
+    Wait(String),
+    /// Nothing left to wait for (or the wait's limit passed).
+    Done,
+}
+
 pub struct App {
     pub pane: Pane,
     pub show_help: bool,
@@ -83,6 +92,59 @@ pub struct App {
 }
 
 impl App {
+    /// One turn of quitting, called by the event loop after `q` until it returns
+    /// [`QuitStep::Done`]. A running generation is stopped (its partial answer is saved,
+    /// marked stopped); quitting waits for that save and for every label save in
+    /// flight, at most `limit` in all, showing how many are left in the status bar.
+    pub fn quit_step(
+        &mut self,
+        waited: std::time::Duration,
+        limit: std::time::Duration,
+    ) -> QuitStep {
+        self.generate.stop_for_quit();
+        let saves = self.annotate.pending.len();
+        let answer = self.generate.running;
+        if (saves == 0 && !answer) || waited >= limit {
+            return QuitStep::Done;
+        }
+        let mut what = Vec::new();
+        if saves > 0 {
+            what.push(format!(
+                "{saves} label save{}",
+                if saves == 1 { "" } else { "s" }
+            ));
+        }
+        if answer {
+            what.push("the stopped answer's save".to_string());
+        }
+        let msg = format!(
+            "quitting: waiting for {} ({:.0} s left)…",
+            what.join(" and "),
+            limit.saturating_sub(waited).as_secs_f64()
+        );
+        self.message = Some(msg.clone());
+        QuitStep::Wait(msg)
+    }
+
+    /// After quitting: labels that were not saved (failed, or still in flight when
+    /// the wait ended), for the message printed once the terminal is restored.
+    pub fn unsaved_report(&self) -> Option<String> {
+        let mut lines = Vec::new();
+        for f in &self.annotate.failed {
+            lines.push(format!("NOT saved: {f}"));
+        }
+        for l in self.annotate.pending.values() {
+            lines.push(format!(
+                "still saving when raglab stopped waiting (check `raglab labels history {}`): {} {} = {}",
+                l.item_id,
+                l.item_id,
+                l.criterion,
+                l.label.as_deref().unwrap_or("(undo)")
+            ));
+        }
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+
     pub fn new(chunks: Vec<Chunk>, keymap: Keymap, context_line: String) -> Self {
         Self {
             pane: Pane::Corpus,

@@ -84,6 +84,9 @@ pub struct TuiOptions {
 /// last evaluation, the reviewer and the generator's name. Problems with the inputs
 /// are shown in the status bar (and logged), never swallowed.
 pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Result<App> {
+    if let Some(name) = &opts.reviewer {
+        crate::core::annotation::check_reviewer(name).map_err(anyhow::Error::msg)?;
+    }
     let chunks = crate::service::corpus::chunks_or_empty(ctx)
         .await
         .context("loading chunks")?;
@@ -137,7 +140,27 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
     .await;
     ratatui::restore();
     jobs.settle(std::time::Duration::from_secs(3)).await;
-    result
+    result?;
+    match app.unsaved_report() {
+        None => Ok(()),
+        Some(report) => Err(anyhow::anyhow!("some labels were not saved:\n{report}")),
+    }
+}
+
+/// How long quitting waits for label saves and a stopped answer's save.
+pub const QUIT_WAIT: Duration = Duration::from_secs(15);
+
+fn log_frame_times(frame_times: &[f64]) {
+    if !frame_times.is_empty() {
+        let p = |q: f64| crate::core::stats::quantile(frame_times, q).unwrap_or(0.0);
+        tracing::info!(
+            frames = frame_times.len(),
+            p50_ms = p(0.5),
+            p95_ms = p(0.95),
+            max_ms = p(1.0),
+            "frame time while streaming"
+        );
+    }
 }
 
 async fn event_loop(
@@ -156,6 +179,7 @@ async fn event_loop(
     let mut last_draw = Instant::now() - FRAME;
     let mut first_frame_logged = false;
     let mut frame_times: Vec<f64> = Vec::new();
+    let mut quitting: Option<Instant> = None;
     app.query.status = Some("loading the retrieval indexes and the embedding model…".into());
     loop {
         if dirty && last_draw.elapsed() >= FRAME {
@@ -177,17 +201,15 @@ async fn event_loop(
             }
         }
         if app.should_quit {
-            if !frame_times.is_empty() {
-                let p = |q: f64| crate::core::stats::quantile(&frame_times, q).unwrap_or(0.0);
-                tracing::info!(
-                    frames = frame_times.len(),
-                    p50_ms = p(0.5),
-                    p95_ms = p(0.95),
-                    max_ms = p(1.0),
-                    "frame time while streaming"
-                );
+            let since = *quitting.get_or_insert_with(Instant::now);
+            if let app::QuitStep::Wait(_) = app.quit_step(since.elapsed(), QUIT_WAIT) {
+                // Keep drawing and applying results until the saves are in; keys are
+                // no longer taken.
+                dirty = true;
+            } else {
+                log_frame_times(&frame_times);
+                return Ok(());
             }
-            return Ok(());
         }
         let wait = if dirty {
             FRAME.saturating_sub(last_draw.elapsed())
@@ -196,7 +218,7 @@ async fn event_loop(
         };
         tokio::select! {
             ev = events.next() => match ev {
-                Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release => {
+                Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release && quitting.is_none() => {
                     if let Some(effect) = app.handle_key(k) {
                         jobs.run(app, effect);
                     }
@@ -215,7 +237,8 @@ async fn event_loop(
                 }
                 dirty = true;
             }
-            _ = sigterm.recv() => return Ok(()),
+            // SIGTERM quits like `q`: saves in flight are waited for.
+            _ = sigterm.recv() => app.should_quit = true,
             () = tokio::time::sleep(wait) => {
                 // The live line (elapsed, tokens/s) ticks while generating.
                 if app.generate.running { dirty = true; }

@@ -8,6 +8,7 @@ use unicode_width::UnicodeWidthStr;
 
 use super::app::{App, Layer, Pane};
 use super::theme::Theme;
+use crate::core::text::sanitize_for_terminal as clean;
 
 pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
     let [tabs_area, body, status] = Layout::vertical([
@@ -37,15 +38,30 @@ pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
     if app.layer() == Layer::Help {
         draw_help(app, f, theme);
     }
+    scrub(f.buffer_mut());
+}
+
+/// The last line of defence: every cell of the frame passes through the one
+/// sanitiser, so no escape, control or bidi character can reach the terminal, even
+/// from a string a pane forgot to clean (panes clean their text when they load it, so
+/// the payload of an escape sequence is removed too, not only its control bytes).
+pub fn scrub(buf: &mut ratatui::buffer::Buffer) {
+    use crate::core::text::{is_terminal_safe, sanitize_for_terminal};
+    for cell in &mut buf.content {
+        if !is_terminal_safe(cell.symbol()) {
+            let clean = sanitize_for_terminal(cell.symbol()).replace(['\n', '\t'], " ");
+            cell.set_symbol(if clean.is_empty() { " " } else { &clean });
+        }
+    }
 }
 
 fn draw_status(app: &App, f: &mut Frame, area: Rect, theme: &Theme) {
     let mut spans = vec![Span::styled(
-        format!(" {} ", app.context_line),
+        format!(" {} ", clean(&app.context_line)),
         theme.status_bar,
     )];
     if let Some(m) = &app.message {
-        spans.push(Span::styled(format!(" {m} "), theme.error));
+        spans.push(Span::styled(format!(" {} ", clean(m)), theme.error));
     }
     let hints = match app.layer() {
         Layer::Input => " enter apply  esc cancel ",

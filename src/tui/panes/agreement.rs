@@ -132,7 +132,7 @@ impl AgreementPane {
                 }
             }
             lines.push(Line::from(vec![
-                Span::styled(format!("{:<20}", r.criterion), theme.text),
+                Span::styled(format!("{:<20}", clean(&r.criterion)), theme.text),
                 Span::styled(bar.into_iter().collect::<String>(), theme.score_bar),
             ]));
         }

@@ -43,6 +43,8 @@ pub struct AnnotatePane {
     pub last_save_ms: Option<f64>,
     /// This reviewer's own confirmed labels, newest last (for undo).
     pub history: Vec<Label>,
+    /// Labels whose commit failed (item, criterion and why), reported on quitting.
+    pub failed: Vec<String>,
 }
 
 impl AnnotatePane {
@@ -63,6 +65,7 @@ impl AnnotatePane {
             status: None,
             last_save_ms: None,
             history: Vec::new(),
+            failed: Vec::new(),
         }
     }
 
@@ -126,7 +129,15 @@ impl AnnotatePane {
                 }
                 self.labels.push(label);
             }
-            Err(e) => self.status = Some(format!("NOT saved: {e}")),
+            Err(e) => {
+                self.failed.push(format!(
+                    "{} {} = {}: {e}",
+                    label.item_id,
+                    label.criterion,
+                    label.label.as_deref().unwrap_or("(undo)")
+                ));
+                self.status = Some(format!("NOT saved: {e}"));
+            }
         }
     }
 
@@ -209,6 +220,10 @@ impl AnnotatePane {
                     name.open_with(self.reviewer_input.text()); // always shows its cursor
                     name.line(theme.filter)
                 },
+                Line::styled(
+                    clean(self.status.as_deref().unwrap_or_default()),
+                    theme.error,
+                ),
             ])
             .block(block(" Reviewer ".into(), true)),
             area,
@@ -219,7 +234,7 @@ impl AnnotatePane {
     fn draw_progress(&self, f: &mut Frame, progress: Rect, me: &str, theme: &Theme) {
         let me = clean(me);
         let done = self.done_count();
-        let status = self.status.clone().unwrap_or_default();
+        let status = clean(self.status.as_deref().unwrap_or_default());
         f.render_widget(
             Paragraph::new(Line::from(vec![
                 Span::styled(
@@ -357,8 +372,15 @@ impl PaneView for AnnotatePane {
         if self.reviewer.is_none() {
             match action {
                 Action::SubmitInput if !self.reviewer_input.text().trim().is_empty() => {
-                    self.reviewer = Some(self.reviewer_input.text().trim().to_string());
-                    self.reviewer_input.submit();
+                    let name = self.reviewer_input.text().trim().to_string();
+                    match crate::core::annotation::check_reviewer(&name) {
+                        Ok(()) => {
+                            self.reviewer = Some(name);
+                            self.status = None;
+                            self.reviewer_input.submit();
+                        }
+                        Err(e) => self.status = Some(e),
+                    }
                 }
                 Action::InputBackspace => {
                     self.reviewer_input.backspace();

@@ -115,6 +115,15 @@ impl GeneratePane {
         }
     }
 
+    /// Quitting: stop a running generation at its next token; its partial answer is
+    /// still saved, marked stopped.
+    pub fn stop_for_quit(&mut self) {
+        if self.running {
+            self.stop.store(true, Ordering::Relaxed);
+            self.status = Some("stopping: the partial answer will be saved".into());
+        }
+    }
+
     pub fn on_done(&mut self, ticket: u64, result: Result<AnswerRecord, String>) {
         if ticket != self.ticket {
             return;
@@ -157,10 +166,10 @@ impl GeneratePane {
 
     /// State, tokens, tokens/s, elapsed time and sampling; the status.
     fn draw_live_line(&self, f: &mut Frame, live: Rect, theme: &Theme) {
-        let status = self.status.clone().unwrap_or_default();
+        let status = clean(self.status.as_deref().unwrap_or_default());
         f.render_widget(
             Paragraph::new(Line::from(vec![
-                Span::styled(format!(" {} ", self.live_line()), theme.muted),
+                Span::styled(format!(" {} ", clean(&self.live_line())), theme.muted),
                 Span::styled(status, theme.filter),
             ])),
             live,

@@ -202,15 +202,23 @@ fn sample_search_and_evaluation() {
         }
         let mut ndcg = 0.0;
         let mut rr = 0.0;
+        let mut n = 0.0;
         for (qid, qrel) in &qrels {
-            let mut hits = per.get(qid).cloned().unwrap_or_default();
+            // Absent from the run (nothing retrieved): dropped, as trec_eval without -c.
+            let Some(hits) = per.get(qid) else { continue };
+            let mut hits = hits.clone();
             order_run(&mut hits);
             let ranked: Vec<&str> = hits.iter().map(|(d, _)| d.as_str()).collect();
             let m = query_metrics(&ranked, qrel);
             ndcg += m.ndcg10;
             rr += m.rr;
+            n += 1.0;
         }
-        let n = qrels.len() as f64;
+        assert_eq!(
+            Some(n),
+            res["metrics"]["queries"].as_f64(),
+            "{name} queries"
+        );
         assert!(
             (ndcg / n - res["metrics"]["ndcg10"].as_f64().expect("n")).abs() < 1e-6,
             "{name} nDCG"
@@ -251,4 +259,74 @@ fn sample_search_and_evaluation() {
         .as_f64()
         .expect("a");
     assert!(approx > 0.9, "ANN recall@10 {approx} vs exact {exact}");
+}
+
+/// A question its method retrieves nothing for is absent from that method's run and
+/// dropped from its means (trec_eval without -c); the report counts it, per method.
+#[test]
+fn eval_drops_queries_with_no_results() {
+    let env = Env::new();
+    let dir = write_docs(
+        &env,
+        &[
+            ("a.md", "# Rabies\n\nRabies vaccine for dogs."),
+            ("b.md", "# Flu\n\nInfluenza vaccine every year."),
+        ],
+    );
+    env.ok(&["ingest", dir.to_str().expect("utf8")]);
+    env.ok(&["index", "--sparse-only"]);
+    let q = env.dir.path().join("q.jsonl");
+    std::fs::write(
+        &q,
+        concat!(
+            "{\"id\": \"q1\", \"text\": \"rabies vaccine\", \"relevant\": [\"a#rabies\"]}\n",
+            "{\"id\": \"q2\", \"text\": \"zzzz qqqq\", \"relevant\": [\"b#flu\"]}\n",
+            "{\"id\": \"q3\", \"text\": \"flu\", \"relevant\": []}\n",
+        ),
+    )
+    .expect("write");
+    let runs = env.dir.path().join("runs");
+    let args = [
+        "eval",
+        "retrieval",
+        "--queries",
+        q.to_str().expect("utf8"),
+        "--methods",
+        "bm25,tfidf",
+        "--run-out",
+        runs.to_str().expect("utf8"),
+    ];
+    let out = env.json(&[&args[..], &["--json"]].concat());
+    assert_eq!(out["queries"], 3);
+    assert_eq!(out["evaluated"], 1, "{out}");
+    assert_eq!(out["dropped_without_relevant"], 1);
+    assert_eq!(out["dropped_empty_results"], 1);
+    for res in out["results"].as_array().expect("results") {
+        assert_eq!(res["dropped_empty_results"], 1, "{res}");
+        assert_eq!(res["metrics"]["queries"], 1, "{res}");
+        // q1 alone: a#rabies first. Counting q2 as 0 would halve these.
+        assert_eq!(res["metrics"]["mrr"], 1.0, "{res}");
+        assert_eq!(res["recall_at"][0][1], 1.0, "{res}");
+        let name = res["method"].as_str().expect("method");
+        let run = std::fs::read_to_string(runs.join(format!("{name}.run"))).expect("run");
+        assert!(run.lines().all(|l| !l.starts_with("q2 ")), "{run}");
+    }
+    // q2 retrieved nothing: still a failed question for the analyst.
+    let failed: Vec<&str> = out["failed"]
+        .as_array()
+        .expect("failed")
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert_eq!(failed, vec!["q2"], "{}", out["failed"]);
+    let text = env.ok(&args);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("1 with no results") && text.contains("absent from the run"),
+        "{text}"
+    );
+    assert!(
+        text.contains("bm25: 1 query with no results (absent from its run) dropped"),
+        "{text}"
+    );
 }

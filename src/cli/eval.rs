@@ -163,10 +163,11 @@ fn render(rep: &RetrievalReport) {
         r.recall_at.iter().map(|(k, _)| format!("R@{k}")).collect()
     });
     say!(
-        "{} queries ({} evaluated; {} without relevant chunks dropped, as trec_eval does), depth {}, embeddings: {}",
+        "{} queries ({} evaluated by {head}; dropped from its means, as trec_eval without -c drops them: {} without relevant chunks, {} with no results (absent from the run)), depth {}, embeddings: {}",
         rep.queries,
         rep.evaluated,
         rep.dropped_without_relevant,
+        rep.dropped_empty_results,
         rep.depth,
         rep.embedding_model.as_deref().unwrap_or("-")
     );
@@ -199,6 +200,15 @@ fn render(rep: &RetrievalReport) {
             m.mrr,
             m.ndcg10,
             extra.join(" ")
+        );
+    }
+    for res in rep.results.iter().filter(|r| r.dropped_empty_results > 0) {
+        let n = res.dropped_empty_results;
+        say!(
+            "{}: {n} {} with no results (absent from its run) dropped; means over {}",
+            res.method,
+            if n == 1 { "query" } else { "queries" },
+            res.metrics.queries
         );
     }
     if !rep.alpha_sweep.is_empty() {

@@ -203,8 +203,15 @@ pub struct QueryOutcome {
     pub metrics: QueryMetrics,
 }
 
-/// Evaluate one method at one weight over all queries (queries without relevant
-/// documents are dropped, as trec_eval does).
+/// The judgements of a query that has at least one relevant document.
+fn judged<'a>(qrels: &'a HashMap<String, Qrel>, qid: &str) -> Option<&'a Qrel> {
+    qrels.get(qid).filter(|q| q.values().any(|&r| r > 0))
+}
+
+/// Evaluate one method at one weight over all queries. Queries without relevant
+/// documents are dropped, and so are queries whose result list is empty: they are
+/// absent from the method's run, and trec_eval (without `-c`) averages over the
+/// queries of the run only ([`empty_results`] names them).
 pub fn evaluate(
     lists: &[(String, QueryLists)],
     qrels: &HashMap<String, Qrel>,
@@ -214,12 +221,28 @@ pub fn evaluate(
     lists
         .iter()
         .filter_map(|(qid, l)| {
-            let q = qrels.get(qid).filter(|q| q.values().any(|&r| r > 0))?;
-            Some(QueryOutcome {
+            let q = judged(qrels, qid)?;
+            let ranking = l.ranking(method, alpha);
+            (!ranking.is_empty()).then(|| QueryOutcome {
                 qid: qid.clone(),
-                metrics: query_metrics(&l.ranking(method, alpha), q),
+                metrics: query_metrics(&ranking, q),
             })
         })
+        .collect()
+}
+
+/// The queries with relevant documents that [`evaluate`] drops because the method
+/// retrieved nothing for them.
+pub fn empty_results<'a>(
+    lists: &'a [(String, QueryLists)],
+    qrels: &HashMap<String, Qrel>,
+    method: Method,
+    alpha: f64,
+) -> Vec<&'a str> {
+    lists
+        .iter()
+        .filter(|(qid, l)| judged(qrels, qid).is_some() && l.ranking(method, alpha).is_empty())
+        .map(|(qid, _)| qid.as_str())
         .collect()
 }
 

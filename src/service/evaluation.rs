@@ -17,7 +17,8 @@ use crate::core::fusion::alpha_grid;
 use crate::core::metrics::{MeanMetrics, Qrel, recall_at};
 use crate::core::question::{FailedQuestion, Question};
 use crate::core::retrieval::{
-    Breakdown, METRICS, Method, QueryLists, QueryOutcome, breakdown, evaluate, failures, mean,
+    Breakdown, METRICS, Method, QueryLists, QueryOutcome, breakdown, empty_results, evaluate,
+    failures, mean,
 };
 use crate::core::stats::{bucket_label, bucket_of};
 
@@ -68,8 +69,12 @@ impl RetrievalEval {
 pub struct MethodResult {
     pub method: String,
     pub alpha: Option<f64>,
+    /// Means over `metrics.queries` queries: those with relevant chunks and results.
     pub metrics: MeanMetrics,
     pub recall_at: Vec<(usize, f64)>,
+    /// Queries with relevant chunks for which this method retrieved nothing: absent
+    /// from its run, dropped from its means (trec_eval without `-c`).
+    pub dropped_empty_results: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -97,8 +102,12 @@ pub struct EvalSeconds {
 #[derive(Debug, Clone, Serialize)]
 pub struct RetrievalReport {
     pub queries: usize,
+    /// Queries in the headline method's means.
     pub evaluated: usize,
     pub dropped_without_relevant: usize,
+    /// Queries the headline method retrieved nothing for (absent from its run, dropped
+    /// from its means; each method's own count is in its result).
+    pub dropped_empty_results: usize,
     pub embedding_model: Option<String>,
     pub depth: usize,
     pub results: Vec<MethodResult>,
@@ -174,7 +183,7 @@ fn write_run(
     std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Mean recall at each cutoff over the queries that have relevant chunks.
+/// Mean recall at each cutoff over the queries that have relevant chunks and results.
 fn recall_at_ks(
     lists: &[(String, QueryLists)],
     qrels: &HashMap<String, Qrel>,
@@ -188,7 +197,8 @@ fn recall_at_ks(
                 .iter()
                 .filter_map(|(qid, l)| {
                     let q = qrels.get(qid).filter(|q| q.values().any(|&r| r > 0))?;
-                    Some(recall_at(&l.ranking(method, alpha), q, k))
+                    let ranking = l.ranking(method, alpha);
+                    (!ranking.is_empty()).then(|| recall_at(&ranking, q, k))
                 })
                 .collect();
             let mean = if vals.is_empty() {
@@ -272,12 +282,13 @@ fn relevant_ids(qrels: &HashMap<String, Qrel>, qid: &str) -> Vec<String> {
 }
 
 /// Topic and target-length breakdowns of one method's outcomes, and its failures at
-/// cut-off `fail_k`.
+/// cut-off `fail_k` (with the queries it retrieved nothing for, `empty`).
 fn headline(
     r: &Retriever,
     queries: &[Question],
     qrels: &HashMap<String, Qrel>,
     outcomes: &[QueryOutcome],
+    empty: &[&str],
     fail_k: usize,
 ) -> (Breakdown, Breakdown, Vec<FailedQuestion>) {
     let by_id: HashMap<&str, &Question> = queries.iter().map(|q| (q.id.as_str(), q)).collect();
@@ -300,14 +311,16 @@ fn headline(
     };
     let failed = failures(outcomes, fail_k)
         .into_iter()
-        .filter_map(|o| {
-            let q = by_id.get(o.qid.as_str())?;
+        .map(|o| (o.qid.as_str(), o.metrics.first_relevant_rank))
+        .chain(empty.iter().map(|&qid| (qid, None)))
+        .filter_map(|(qid, rank)| {
+            let q = by_id.get(qid)?;
             Some(FailedQuestion {
                 question: Question {
-                    relevant: relevant_ids(qrels, &o.qid),
+                    relevant: relevant_ids(qrels, qid),
                     ..(*q).clone()
                 },
-                rank: o.metrics.first_relevant_rank,
+                rank,
             })
         })
         .collect();
@@ -351,7 +364,7 @@ pub async fn evaluate_retrieval(
         .map_or(req.alpha, |b| b.alpha);
 
     let mut results = Vec::new();
-    let mut outcomes_by: HashMap<Method, Vec<QueryOutcome>> = HashMap::new();
+    let mut outcomes_by: HashMap<Method, (Vec<QueryOutcome>, Vec<&str>)> = HashMap::new();
     for &m in &req.methods {
         let alpha = if m == Method::Hybrid {
             hybrid_alpha
@@ -359,16 +372,18 @@ pub async fn evaluate_retrieval(
             req.alpha
         };
         let o = evaluate(&lists, &qrels, m, alpha);
+        let empty = empty_results(&lists, &qrels, m, alpha);
         results.push(MethodResult {
             method: m.to_string(),
             alpha: m.uses_alpha().then_some(alpha),
             metrics: mean(&o),
             recall_at: recall_at_ks(&lists, &qrels, &req.k, m, alpha),
+            dropped_empty_results: empty.len(),
         });
         if let Some(dir) = &req.run_out {
             write_run(dir, &run_name(m, alpha), &lists, m, alpha)?;
         }
-        outcomes_by.insert(m, o);
+        outcomes_by.insert(m, (o, empty));
     }
 
     // Breakdowns and failures for the headline method (hybrid when evaluated).
@@ -382,14 +397,19 @@ pub async fn evaluate_retrieval(
     .into_iter()
     .find(|m| outcomes_by.contains_key(m))
     .unwrap_or(Method::Bm25);
-    let head_outcomes = outcomes_by.remove(&head).unwrap_or_default();
+    let (head_outcomes, head_empty) = outcomes_by.remove(&head).unwrap_or_default();
     let fail_k = req.k.iter().copied().max().unwrap_or(10);
-    let (by_topic, by_length, failed) = headline(&r, &queries, &qrels, &head_outcomes, fail_k);
+    let (by_topic, by_length, failed) =
+        headline(&r, &queries, &qrels, &head_outcomes, &head_empty, fail_k);
     let failures_file = write_failures(ctx, &failed)?;
     Ok(RetrievalReport {
         queries: queries.len(),
         evaluated: head_outcomes.len(),
-        dropped_without_relevant: queries.len() - head_outcomes.len(),
+        dropped_without_relevant: queries
+            .iter()
+            .filter(|q| !qrels.get(&q.id).is_some_and(|q| q.values().any(|&r| r > 0)))
+            .count(),
+        dropped_empty_results: head_empty.len(),
         embedding_model: r.model_name.clone(),
         depth: req.depth,
         results,

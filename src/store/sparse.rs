@@ -3,10 +3,13 @@
 //! - **BM25**: tantivy's own scorer (k1 = 1.2, b = 0.75) over a disjunction of the
 //!   query's analysed terms (each term once; no query syntax, so `?`, `:` or `(` in a
 //!   question never fails to parse).
-//! - **TF-IDF**: cosine between tf-idf vectors, computed from tantivy's postings and
-//!   term statistics with scikit-learn's default weighting (raw tf, smooth idf
-//!   `ln((1 + N) / (1 + df)) + 1`, L2 norm). Document norms need one pass over the
-//!   whole inverted index; they are computed on first use and kept.
+//! - **TF-IDF**: cosine between tf-idf vectors, computed from tantivy's postings with
+//!   scikit-learn's `TfidfVectorizer` defaults (raw tf, smooth idf
+//!   `ln((1 + N) / (1 + df)) + 1`, L2 norm) over tantivy's tokens. N and df count live
+//!   documents only (tantivy's own `doc_freq` still counts deleted ones until a merge),
+//!   and query terms no live document holds are out of the vocabulary and ignored, as
+//!   `TfidfVectorizer.transform` ignores them. Document frequencies and norms need one
+//!   pass over the whole inverted index; they are computed on first use and kept.
 //!
 //! The index is updated incrementally: each document stores its chunk id and a hash of
 //! its indexed text; `sync` deletes and re-adds only what changed.
@@ -46,8 +49,12 @@ struct Fields {
     text: Field,
 }
 
-/// Per-segment TF-IDF data: document norms and chunk ids.
+/// TF-IDF data of the live documents: document frequencies, document norms and chunk ids.
 struct TfIdfCache {
+    /// Live documents.
+    n: f64,
+    /// Term (its value bytes) -> number of live documents holding it (> 0).
+    df: HashMap<Vec<u8>, u64>,
     /// (segment ord, doc) -> (chunk id, norm)
     docs: HashMap<(u32, u32), (String, f64)>,
 }
@@ -262,7 +269,9 @@ impl SparseIndex {
                     }
                     d = postings.advance();
                 }
-                *df.entry(stream.key().to_vec()).or_default() += count;
+                if count > 0 {
+                    *df.entry(stream.key().to_vec()).or_default() += count;
+                }
             }
         }
         for (ord, seg) in searcher.segment_readers().iter().enumerate() {
@@ -300,14 +309,13 @@ impl SparseIndex {
                 );
             }
         }
-        Ok(self.tfidf.get_or_init(|| TfIdfCache { docs }))
+        Ok(self.tfidf.get_or_init(|| TfIdfCache { n, df, docs }))
     }
 
     /// Top `k` chunks by tf-idf cosine, best first.
     pub fn tfidf(&self, query: &str, k: usize) -> Result<Vec<Scored>> {
         let cache = self.tfidf_cache()?;
         let searcher = self.reader.searcher();
-        let n = searcher.num_docs() as f64;
         let mut qtf: HashMap<Term, u32> = HashMap::new();
         for t in self.analyse(query)? {
             *qtf.entry(t).or_default() += 1;
@@ -315,13 +323,13 @@ impl SparseIndex {
         let mut dot: HashMap<(u32, u32), f64> = HashMap::new();
         let mut qnorm = 0.0;
         for (term, tf) in &qtf {
-            let df = searcher.doc_freq(term).map_err(|e| err(&self.path, e))? as f64;
-            let idf = Self::idf(n, df);
+            // Out of the vocabulary (no live document holds it): no weight, no norm.
+            let Some(&df) = cache.df.get(term.serialized_value_bytes()) else {
+                continue;
+            };
+            let idf = Self::idf(cache.n, df as f64);
             let qw = f64::from(*tf) * idf;
             qnorm += qw * qw;
-            if df == 0.0 {
-                continue;
-            }
             for (ord, seg) in searcher.segment_readers().iter().enumerate() {
                 let ord = u32::try_from(ord).unwrap_or(u32::MAX);
                 let inv = seg

@@ -5,10 +5,12 @@
 //! template's own). A prompt needs both: the template's markers special, the chunks,
 //! questions, options and answers inside the messages plain (SPEC section 10). So:
 //!
-//! 1. Every untrusted range of every message ([`PromptText::untrusted`]) is replaced by
-//!    a sentinel (`U+E000 n U+E001`, private-use characters) and the model's chat
-//!    template is applied to those masked messages: untrusted text never passes
-//!    through the template or through special-token parsing.
+//! 1. Every untrusted range of every message
+//!    ([`crate::core::prompt::PromptText::untrusted`]) is replaced by a sentinel
+//!    (`U+E000 n U+E001`, private-use characters) and the model's chat template is
+//!    applied to those masked messages: untrusted text never passes through the
+//!    template or through special-token parsing. A template that drops or reorders a
+//!    sentinel is refused, never guessed around.
 //! 2. The templated text is split at the sentinels. Its trusted parts are partitioned
 //!    at special-token texts exactly as llama.cpp does (longest tokens first, honouring
 //!    the lstrip/rstrip attributes); each sentinel becomes its untrusted text again.
@@ -26,6 +28,13 @@
 //! Left as llama.cpp has it: tokens marked user-defined (not control) in a vocabulary
 //! are still matched in plain text, as Hugging Face tokenizers do; chat markers are
 //! control tokens in the GGUFs raglab ships with (the tests count them).
+//!
+//! Caveats: a special-token string that straddles an edge between template text and
+//! an inserted value stays plain text (the safe side). Built-in chat templates that
+//! trim message content (Llama 3, Gemma, Command-R, some Mistral variants) trim the
+//! masked message, so whitespace at the very edge of a message that begins or ends
+//! with an untrusted value is kept; the text shown and stored ([`Rendered::text`]) is
+//! always exactly what was tokenised.
 
 use std::fmt::Write as _;
 use std::ops::Range;

@@ -1,5 +1,6 @@
 //! Batch generation through the binary: provenance, resumability without duplicates
-//! (also after SIGKILL), judging, the answer report and the frugality score.
+//! (also after SIGKILL), judging, the answer report (rank buckets by the target's rank
+//! in the prompt) and the frugality score.
 
 mod common;
 
@@ -111,6 +112,9 @@ fn batches_resume_without_duplicates_and_keep_provenance() {
     assert_eq!(a["model_sha256"].as_str().map(str::len), Some(64));
     assert_eq!(a["embed_model"], "all-MiniLM-L6-v2.F16");
     assert!(a["target_rank"].as_u64().is_some_and(|r| r <= 2));
+    // Nothing dropped for the budget: the target is in the prompt at its fused rank.
+    assert_eq!(a["target_prompt_rank"], a["target_rank"]);
+    assert_eq!(a["target_list_rank"], a["target_rank"]);
     assert!(
         a["sampling"]
             .as_str()
@@ -140,7 +144,42 @@ fn batches_resume_without_duplicates_and_keep_provenance() {
         "--limit",
         "2",
     ]);
-    env.ok(&["judge"]); // 4 + 2 answers
+    // A budget no chunk fits in: the targets were retrieved (fused rank 1 or 2) but
+    // never reached the prompt, so they are stored and reported as dropped.
+    env.ok(&[
+        "generate",
+        "--questions",
+        qs,
+        "--run",
+        "tight",
+        "--k",
+        "2",
+        "--context-budget",
+        "1",
+        "--max-tokens",
+        "4",
+        "--limit",
+        "2",
+    ]);
+    let tight = answers(&env, "tight");
+    assert_eq!(tight.len(), 2);
+    for a in &tight {
+        assert_eq!(a["chunk_ids"], serde_json::json!([]), "{a}");
+        assert_eq!(a["dropped_chunk_ids"].as_array().map(Vec::len), Some(2));
+        assert!(a["target_rank"].as_u64().is_some_and(|r| r <= 2), "{a}");
+        assert!(a["target_prompt_rank"].is_null(), "{a}");
+        assert_eq!(a["target_list_rank"], a["target_rank"]);
+    }
+    env.ok(&["judge"]); // 4 + 2 + 2 answers
+    let report = env.json(&["report", "answers", "--run", "tight", "--json"]);
+    let buckets = report["tight"]["pass_rates"]["faithfulness"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{report}"));
+    let mut names: Vec<&str> = buckets.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["dropped", "overall"], "{report}");
+    assert_eq!(buckets["dropped"]["total"], 2, "{report}");
+
     let report = env.json(&[
         "report",
         "answers",

@@ -62,6 +62,9 @@ fn answers_keep_their_schema() {
         ("created_at", Utf8, false),
         ("best_cosine", Float64, true),
         ("abstained", Boolean, true),
+        // Added later: nullable and last, so earlier datasets gain them as nulls.
+        ("target_prompt_rank", UInt32, true),
+        ("target_list_rank", UInt32, true),
     ]);
     assert_eq!(*schema_of::<AnswerRecord>(), want);
 }

@@ -8,6 +8,10 @@
 //! 10 share their first chunks). A shared stop flag is
 //! checked before every token: stopping keeps the partial answer and marks it stopped.
 //! An optional GBNF grammar constrains the output (the judge).
+//!
+//! Messages are [`ChatMessage`]s whose untrusted ranges (chunks, questions, answers)
+//! are tokenised as plain text: only the chat template's own markers become control
+//! tokens (see [`super::chat`]).
 
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -19,14 +23,16 @@ use std::time::Instant;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
-use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
+use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use serde::{Deserialize, Serialize};
 
 use super::backend::{load_model, model_name};
+use super::chat::{self, Specials};
 use super::{InferError, Result};
 
+pub use crate::core::prompt::{ChatMessage, PromptText};
 pub use crate::core::sampling::Sampling;
 
 #[derive(Debug, Clone)]
@@ -92,21 +98,38 @@ pub enum GenEvent {
 }
 
 pub struct GenRequest {
-    /// Chat messages (role, content); the model's chat template is applied.
-    pub messages: Vec<(String, String)>,
+    /// Chat messages; the model's chat template is applied.
+    pub messages: Vec<ChatMessage>,
     pub sampling: Sampling,
     pub grammar: Option<String>,
     pub stop: Arc<AtomicBool>,
     pub events: mpsc::Sender<GenEvent>,
 }
 
+/// Tokens of a prompt, for inspection (tests, audits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptTokens {
+    /// Token ids, in order.
+    pub ids: Vec<i32>,
+    /// The text of each special token (llama.cpp's control or user-defined attribute)
+    /// among them, in order.
+    pub special: Vec<String>,
+    /// The tokens detokenised, special tokens written out.
+    pub text: String,
+}
+
+type Reply<T> = mpsc::Sender<std::result::Result<T, String>>;
+
 enum Request {
     Generate(GenRequest),
     CountTokens(String, mpsc::Sender<usize>),
-    ChatPrompt(
-        Vec<(String, String)>,
-        mpsc::Sender<std::result::Result<String, String>>,
-    ),
+    Tokenize {
+        text: String,
+        parse_special: bool,
+        reply: mpsc::Sender<PromptTokens>,
+    },
+    ChatPrompt(Vec<ChatMessage>, Reply<String>),
+    PromptTokens(Vec<ChatMessage>, Reply<PromptTokens>),
 }
 
 #[derive(Debug, Clone)]
@@ -147,7 +170,7 @@ impl Generator {
     /// Generate to completion, calling `on_token` for each piece.
     pub fn generate(
         &self,
-        messages: Vec<(String, String)>,
+        messages: Vec<ChatMessage>,
         sampling: Sampling,
         grammar: Option<String>,
         stop: Arc<AtomicBool>,
@@ -186,11 +209,35 @@ impl Generator {
         rx.recv().map_err(|_| InferError::WorkerGone)
     }
 
-    /// The exact text the model will see for these messages (template applied).
-    pub fn chat_prompt(&self, messages: Vec<(String, String)>) -> Result<String> {
+    /// `text` tokenised as a whole by llama.cpp, with special-token parsing on or off
+    /// (no BOS added).
+    pub fn tokenize(&self, text: &str, parse_special: bool) -> Result<PromptTokens> {
         let (tx, rx) = mpsc::channel();
         self.tx
-            .send(Request::ChatPrompt(messages, tx))
+            .send(Request::Tokenize {
+                text: text.to_string(),
+                parse_special,
+                reply: tx,
+            })
+            .map_err(|_| InferError::WorkerGone)?;
+        rx.recv().map_err(|_| InferError::WorkerGone)
+    }
+
+    /// The exact text the model will see for these messages (template applied).
+    pub fn chat_prompt(&self, messages: Vec<ChatMessage>) -> Result<String> {
+        self.ask(|tx| Request::ChatPrompt(messages, tx))
+    }
+
+    /// The tokens the model will be given for these messages: those of
+    /// [`Self::chat_prompt`], with the untrusted text tokenised as plain text.
+    pub fn prompt_tokens(&self, messages: Vec<ChatMessage>) -> Result<PromptTokens> {
+        self.ask(|tx| Request::PromptTokens(messages, tx))
+    }
+
+    fn ask<T>(&self, request: impl FnOnce(Reply<T>) -> Request) -> Result<T> {
+        let (tx, rx) = mpsc::channel();
+        self.tx
+            .send(request(tx))
             .map_err(|_| InferError::WorkerGone)?;
         rx.recv()
             .map_err(|_| InferError::WorkerGone)?
@@ -201,20 +248,20 @@ impl Generator {
     }
 }
 
-fn apply_template(
-    model: &LlamaModel,
-    messages: &[(String, String)],
-) -> std::result::Result<String, String> {
-    let tmpl = model.chat_template(None).map_err(|_| {
-        "the model has no chat template; choose an instruction-tuned GGUF".to_string()
-    })?;
-    let chat: Vec<LlamaChatMessage> = messages
-        .iter()
-        .map(|(r, c)| LlamaChatMessage::new(r.clone(), c.clone()).map_err(|e| e.to_string()))
-        .collect::<std::result::Result<_, _>>()?;
-    model
-        .apply_chat_template(&tmpl, &chat, true)
-        .map_err(|e| e.to_string())
+fn describe(model: &LlamaModel, tokens: &[LlamaToken]) -> PromptTokens {
+    let vocab = model.vocab();
+    let piece = |t: &LlamaToken| {
+        String::from_utf8_lossy(&vocab.token_to_piece(*t, true, None)).into_owned()
+    };
+    PromptTokens {
+        ids: tokens.iter().map(|t| t.0).collect(),
+        special: tokens
+            .iter()
+            .filter(|t| chat::is_special(model, **t))
+            .map(piece)
+            .collect(),
+        text: String::from_utf8_lossy(&vocab.detokenize(tokens, false, true)).into_owned(),
+    }
 }
 
 fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Result<GenInfo>>) {
@@ -238,6 +285,7 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
     if ready.send(Ok(info)).is_err() {
         return;
     }
+    let specials = Specials::of(&model);
     // Declared after the model, so it is dropped first (the context borrows the model).
     let mut cache: Option<Cached<'_>> = None;
     for req in rx {
@@ -245,12 +293,28 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
             Request::CountTokens(text, reply) => {
                 let _ = reply.send(model.vocab().tokenize(text.as_bytes(), false, false).len());
             }
+            Request::Tokenize {
+                text,
+                parse_special,
+                reply,
+            } => {
+                let tokens = model
+                    .vocab()
+                    .tokenize(text.as_bytes(), false, parse_special);
+                let _ = reply.send(describe(&model, &tokens));
+            }
             Request::ChatPrompt(messages, reply) => {
-                let _ = reply.send(apply_template(&model, &messages));
+                let _ = reply.send(chat::render(&model, &specials, &messages).map(|r| r.text));
+            }
+            Request::PromptTokens(messages, reply) => {
+                let _ = reply.send(
+                    chat::render(&model, &specials, &messages)
+                        .map(|r| describe(&model, &r.tokens(&model))),
+                );
             }
             Request::Generate(req) => {
                 let events = req.events.clone();
-                if let Err(e) = run_one(&model, cfg, req, &mut cache) {
+                if let Err(e) = run_one(&model, &specials, cfg, req, &mut cache) {
                     // The cache's state is unknown after a failure: start afresh.
                     cache = None;
                     let _ = events.send(GenEvent::Failed(e));
@@ -361,15 +425,15 @@ fn prepare_context<'m>(
 
 fn run_one<'m>(
     model: &'m LlamaModel,
+    specials: &Specials,
     cfg: &GenConfig,
     req: GenRequest,
     cache: &mut Option<Cached<'m>>,
 ) -> std::result::Result<(), String> {
     let started = Instant::now();
-    let prompt = apply_template(model, &req.messages)?;
     // The template already holds the special tokens it needs (BOS included for models
-    // that want one), so tokenize without adding more and with special parsing on.
-    let tokens = model.vocab().tokenize(prompt.as_bytes(), false, true);
+    // that want one); untrusted text is tokenised with special parsing off.
+    let tokens = chat::render(model, specials, &req.messages)?.tokens(model);
     if tokens.is_empty() {
         return Err("empty prompt".into());
     }

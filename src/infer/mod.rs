@@ -3,6 +3,7 @@
 //! threads (one thread owns a model and its context and serves requests over a channel).
 
 pub mod backend;
+pub mod chat;
 pub mod embed;
 pub mod generate;
 

@@ -13,6 +13,7 @@ use super::generation::{
     existing_answer_ids, file_sha256, judge, judgements,
 };
 use super::retrieval::Retriever;
+use crate::core::prompt::ChatMessage;
 use crate::core::question::Question;
 use crate::core::rubric::Rubric;
 use crate::infer::generate::{GenConfig, Generator};
@@ -191,7 +192,7 @@ pub fn answer_live(
         template: default_template(),
     };
     let prepared = answerer.prepare(question)?;
-    if let Ok(p) = g.chat_prompt(vec![("user".into(), prepared.user_prompt.clone())]) {
+    if let Ok(p) = g.chat_prompt(vec![ChatMessage::user(prepared.user_prompt.clone())]) {
         on_prompt(p);
     }
     answerer.answer(question, prepared, stop, on_token)

@@ -14,6 +14,7 @@ use super::generation::{Answerer, RunConfig, default_template};
 use super::jsonl::{read_questions, read_texts};
 use super::retrieval::{DEFAULT_DEPTH, Retriever};
 use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
+use crate::core::prompt::ChatMessage;
 use crate::core::sampling::Sampling;
 use crate::infer::generate::{GenStats, Generator};
 
@@ -147,7 +148,7 @@ pub async fn bench_generate(ctx: &Context, args: &GenBench) -> Result<serde_json
             ..Sampling::default()
         };
         let (_, s) = generator.generate(
-            vec![("user".into(), prompt.clone())],
+            vec![ChatMessage::user(prompt.clone())],
             sampling,
             None,
             Arc::new(AtomicBool::new(false)),

@@ -14,7 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{Context, ModelChoice};
 use crate::core::mcqa::{self, Outcome, grammar, letter, parse_choice, render_options};
-use crate::core::prompt::{MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, assemble};
+use crate::core::prompt::{
+    ChatMessage, ContextChunk, MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, PromptText, Slot,
+    assemble, fill,
+};
 use crate::core::retrieval::Method;
 use crate::infer::generate::{Generator, Sampling};
 use crate::service::generation::{file_sha256, now_rfc3339};
@@ -231,25 +234,18 @@ impl McqaRunner<'_> {
                 continue;
             }
             let t0 = Instant::now();
-            let (user, chunk_ids) = if k == 0 {
-                let p = MULTIPLE_CHOICE_NO_CONTEXT
-                    .replace("{options}", &options)
-                    .replace("{question}", q.text.trim());
-                (p, Vec::new())
+            let top = if k == 0 {
+                Vec::new()
             } else {
                 let retriever = self.retriever.context("retrieval indexes")?;
-                let top = retriever.context_chunks(&ranked, k);
-                // Options go into the template first: chunk text is never rewritten.
-                let template = MULTIPLE_CHOICE.replace("{options}", &options);
-                let p = assemble(&template, &q.text, &top, budget, &count);
-                let ids: Vec<String> = p.included.iter().map(|(id, _)| id.clone()).collect();
-                (p.text, ids)
+                retriever.context_chunks(&ranked, k)
             };
+            let (user, chunk_ids) = user_prompt(&q.text, &options, k, &top, budget, &count);
             let target_rank = chunk_ids
                 .iter()
                 .position(|id| q.relevant.contains(id))
                 .map(|i| i as u32 + 1);
-            let messages = vec![("user".to_string(), user)];
+            let messages = vec![ChatMessage::user(user)];
             let prompt = self.generator.chat_prompt(messages.clone())?;
             let sampling = Sampling {
                 temperature: 0.0,
@@ -296,6 +292,39 @@ impl McqaRunner<'_> {
         }
         Ok(out)
     }
+}
+
+/// The user message for `k` chunks of `top` (k = 0: the no-context baseline) and the
+/// ids of the chunks it holds. The question, the options and the chunks are untrusted
+/// and filled in one pass.
+pub fn user_prompt(
+    question: &str,
+    options: &str,
+    k: usize,
+    top: &[ContextChunk],
+    budget: usize,
+    count: &dyn Fn(&str) -> usize,
+) -> (PromptText, Vec<String>) {
+    if k == 0 {
+        let p = fill(
+            MULTIPLE_CHOICE_NO_CONTEXT,
+            &[
+                ("question", Slot::Untrusted(question.trim())),
+                ("options", Slot::Untrusted(options)),
+            ],
+        );
+        return (p, Vec::new());
+    }
+    let p = assemble(
+        MULTIPLE_CHOICE,
+        question,
+        &[("options", Slot::Untrusted(options))],
+        top,
+        budget,
+        count,
+    );
+    let ids = p.included.iter().map(|(id, _)| id.clone()).collect();
+    (p.message, ids)
 }
 
 /// How an MCQA run answers: its name, retrieval settings and generator.
@@ -458,4 +487,37 @@ fn check_run_is_consistent(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Options, question and chunks are filled in one pass: a placeholder inside any
+    /// of them stays literal, and each is marked untrusted.
+    #[test]
+    fn multiple_choice_prompts_fill_untrusted_text_once() {
+        let options = render_options(&["{question}".to_string(), "{context}".to_string()]);
+        let words = |s: &str| s.split_whitespace().count();
+        let (p, ids) = user_prompt("Why {options}?", &options, 0, &[], 100, &words);
+        assert!(ids.is_empty());
+        assert!(p.text.contains("Question: Why {options}?"), "{}", p.text);
+        assert!(p.text.contains(&options), "{}", p.text);
+        assert_eq!(
+            p.untrusted_parts().collect::<Vec<_>>(),
+            vec!["Why {options}?", options.as_str()]
+        );
+        let chunk = ContextChunk {
+            id: "c1".into(),
+            rank: 1,
+            path: "Doc".into(),
+            text: "see {options} and {question}".into(),
+        };
+        let (p, ids) = user_prompt("Why?", &options, 1, &[chunk], 100, &words);
+        assert_eq!(ids, vec!["c1".to_string()]);
+        assert_eq!(p.text.matches("{question}").count(), 2, "{}", p.text);
+        assert_eq!(p.text.matches("{options}").count(), 1, "{}", p.text);
+        assert_eq!(p.text.matches("{context}").count(), 1, "{}", p.text);
+        assert_eq!(p.untrusted.len(), 3);
+    }
 }

@@ -268,3 +268,49 @@ fn a_huge_file_is_refused_without_being_read() {
     assert!(text.contains("ingested 1 documents"), "{text}");
     assert!(peak < 200.0, "ingest peaked at {peak:.0} MB");
 }
+
+/// Target ids that are not in the corpus are named (count and first ids) by
+/// `eval retrieval`, in its text and JSON output, instead of silently counting as
+/// failures.
+#[test]
+fn missing_target_ids_are_named() {
+    let env = Env::new();
+    let docs = env.dir.path().join("docs");
+    std::fs::create_dir_all(&docs).expect("docs");
+    std::fs::write(
+        docs.join("measles.md"),
+        "# Measles\n\n## Vaccination\n\nTwo doses of MMR vaccine protect children.\n\n## Symptoms\n\nFever, cough and a rash.\n",
+    )
+    .expect("md");
+    env.ok(&["ingest", docs.to_str().expect("utf8")]);
+    env.ok(&["index", "--sparse-only"]);
+    let chunks = env.json(&["corpus", "list", "--json"]);
+    let first = chunks[0]["id"].as_str().expect("chunk id").to_string();
+    let q = env.dir.path().join("q.jsonl");
+    std::fs::write(
+        &q,
+        format!(
+            "{{\"id\": \"a\", \"text\": \"MMR vaccine doses\", \"relevant\": [\"{first}\"]}}\n{{\"id\": \"b\", \"text\": \"rash and fever\", \"relevant\": [\"gone-1\", \"{first}\", \"gone-2\"]}}\n{{\"id\": \"c\", \"text\": \"cough\", \"relevant\": [\"gone-1\"]}}\n"
+        ),
+    )
+    .expect("questions");
+    let args = [
+        "eval",
+        "retrieval",
+        "--queries",
+        q.to_str().expect("utf8"),
+        "--methods",
+        "bm25",
+    ];
+    let out = env.ok(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: 2 target chunk ids of 2 questions are not in the corpus (gone-1, gone-2); they count as not retrieved"),
+        "{err}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let rep = env.json(&json_args);
+    assert_eq!(rep["missing_targets"]["count"], 2);
+    assert_eq!(rep["missing_targets"]["questions"], 2);
+}

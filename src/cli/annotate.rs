@@ -103,7 +103,14 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
         (None, None) => bail!("give --from-run RUN or --from-file FILE"),
     };
     let sample = args.sample.map(|n| (n, args.seed));
-    match study::create_items(ctx, &source, args.set, sample).await? {
+    let done = study::create_items(ctx, &source, args.set, sample).await?;
+    if let Some(w) = done
+        .missing_targets
+        .warning("their items show no target chunk")
+    {
+        tell!("{w}");
+    }
+    match done.created {
         0 => say!("no new items (all already present)"),
         n => say!("created {n} items"),
     }

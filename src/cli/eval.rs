@@ -149,6 +149,10 @@ async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
     let rep = evaluate_retrieval(ctx, &req, &on_progress(&bar)).await;
     bar.finish_and_clear();
     let rep = rep?;
+    // On stderr in both formats (the JSON report holds it too).
+    if let Some(w) = rep.missing_targets.warning("they count as not retrieved") {
+        tell!("{w}");
+    }
     if args.json {
         return print_json(&rep);
     }

@@ -67,6 +67,12 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         limit: args.limit,
     };
     let batch = AnswerBatch::prepare(ctx, req).await?;
+    if let Some(w) = batch
+        .missing_targets()
+        .warning("their answers are stored with no target rank")
+    {
+        tell!("{w}");
+    }
     let c = batch.config().clone();
     tell!(
         "run `{}`: {} questions to answer ({} already done) with {} [{}]",
@@ -126,6 +132,12 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
     };
     let batch =
         JudgeBatch::prepare(ctx, rubric, args.answers.as_deref(), &model, args.limit).await?;
+    if let Some(w) = batch
+        .missing_targets()
+        .warning("answers with no target chunk left are not judged")
+    {
+        tell!("{w}");
+    }
     tell!(
         "judging {} answers with {} (rubric {} v{})",
         batch.todo(),

@@ -28,6 +28,68 @@ pub struct Question {
     pub topic: Option<String>,
 }
 
+/// Target chunk ids that are not in the corpus (a questions file made for another
+/// corpus or chunker, or a re-ingest that renamed chunks). They would silently count
+/// as retrieval failures, or give the judge an empty chunk: every command that reads
+/// targets names them instead.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct MissingTargets {
+    /// Distinct missing ids.
+    pub count: usize,
+    /// Questions (or answers) with at least one missing target.
+    pub questions: usize,
+    /// The first few missing ids, in the order met.
+    pub first: Vec<String>,
+}
+
+impl MissingTargets {
+    /// How many ids [`MissingTargets::first`] keeps.
+    pub const SHOWN: usize = 5;
+
+    /// The targets of each question (`targets` yields one list per question) that
+    /// `known` does not hold.
+    pub fn find<'a, Q, T>(targets: Q, known: impl Fn(&str) -> bool) -> Self
+    where
+        Q: IntoIterator<Item = T>,
+        T: IntoIterator<Item = &'a str>,
+    {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Self::default();
+        for question in targets {
+            let mut any = false;
+            for id in question {
+                if !known(id) {
+                    any = true;
+                    if seen.insert(id) {
+                        out.count += 1;
+                        if out.first.len() < Self::SHOWN {
+                            out.first.push(id.to_string());
+                        }
+                    }
+                }
+            }
+            out.questions += usize::from(any);
+        }
+        out
+    }
+
+    /// The warning to print, if any id is missing; `effect` says what happens to them.
+    pub fn warning(&self, effect: &str) -> Option<String> {
+        (self.count > 0).then(|| {
+            format!(
+                "warning: {} target chunk id{} of {} question{} {} not in the corpus ({}{}); {effect}",
+                self.count,
+                if self.count == 1 { "" } else { "s" },
+                self.questions,
+                if self.questions == 1 { "" } else { "s" },
+                if self.count == 1 { "is" } else { "are" },
+                self.first.join(", "),
+                if self.count > self.first.len() { ", …" } else { "" },
+            )
+        })
+    }
+}
+
 /// A question whose target was not in the top `k` of the evaluated ranking: the
 /// question itself and the rank at which its first target was found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +103,30 @@ pub struct FailedQuestion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_targets_are_counted_once_and_named() {
+        let known = |id: &str| id.starts_with('c');
+        let m = MissingTargets::find(
+            [
+                vec!["c1", "x1"],
+                vec!["c2"],
+                vec!["x1", "x2", "x3", "x4", "x5", "x6"],
+            ],
+            known,
+        );
+        assert_eq!(m.count, 6);
+        assert_eq!(m.questions, 2);
+        assert_eq!(m.first, ["x1", "x2", "x3", "x4", "x5"]);
+        assert_eq!(
+            m.warning("they count as not retrieved").as_deref(),
+            Some(
+                "warning: 6 target chunk ids of 2 questions are not in the corpus (x1, x2, x3, x4, x5, …); they count as not retrieved"
+            )
+        );
+        let none = MissingTargets::find([vec!["c1"]], known);
+        assert_eq!(none.warning("x"), None);
+    }
 
     #[test]
     fn reads_every_spelling_and_round_trips() {

@@ -14,7 +14,7 @@ use super::generation::{
 };
 use super::retrieval::Retriever;
 use crate::core::prompt::ChatMessage;
-use crate::core::question::Question;
+use crate::core::question::{MissingTargets, Question};
 use crate::core::rubric::Rubric;
 use crate::infer::generate::{GenConfig, Generator};
 
@@ -39,6 +39,7 @@ pub struct AnswerBatch {
     retriever: Option<Retriever>,
     sha: String,
     config: RunConfig,
+    missing: MissingTargets,
 }
 
 /// A batch to answer: the questions, how, and with which models.
@@ -93,7 +94,15 @@ impl AnswerBatch {
             .into_iter()
             .partition(|q| done.contains(&config.answer_id(&q.id)));
         let todo: Vec<Question> = open.into_iter().take(limit.unwrap_or(usize::MAX)).collect();
+        let missing = match &retriever {
+            Some(r) => MissingTargets::find(
+                todo.iter().map(|q| q.relevant.iter().map(String::as_str)),
+                |id| r.by_id.contains_key(id),
+            ),
+            None => MissingTargets::default(),
+        };
         Ok(Self {
+            missing,
             already_done: answered.len(),
             todo,
             generator,
@@ -105,6 +114,12 @@ impl AnswerBatch {
 
     pub fn todo(&self) -> usize {
         self.todo.len()
+    }
+
+    /// Targets of the questions to answer that are not in the corpus (their answers
+    /// are stored with no target rank).
+    pub fn missing_targets(&self) -> &MissingTargets {
+        &self.missing
     }
 
     pub fn already_done(&self) -> usize {
@@ -218,6 +233,8 @@ pub struct JudgeBatch {
     rubric: Rubric,
     /// Text of each chunk id (the targets are shown to the judge).
     texts: HashMap<String, String>,
+    /// Targets not in the corpus; answers with no target left are not judged.
+    missing: MissingTargets,
 }
 
 impl JudgeBatch {
@@ -242,13 +259,29 @@ impl JudgeBatch {
             .map(|c| (c.id, c.text))
             .collect();
         let file = generator.info.file.clone();
-        let todo = all
+        let candidates: Vec<AnswerRecord> = all
             .into_iter()
             .filter(|a| run.is_none_or(|r| a.run == r))
             .filter(|a| !judged.contains(&(a.answer_id.clone(), file.clone())))
+            .collect();
+        let texts: HashMap<String, String> = texts;
+        let missing = MissingTargets::find(
+            candidates
+                .iter()
+                .map(|a| a.target_ids.iter().map(String::as_str)),
+            |id| texts.contains_key(id),
+        );
+        // The judge compares the answer with its target chunk: an answer none of whose
+        // targets exists would be judged against an empty text.
+        let todo = candidates
+            .into_iter()
+            .filter(|a| {
+                a.target_ids.is_empty() || a.target_ids.iter().any(|t| texts.contains_key(t))
+            })
             .take(limit.unwrap_or(usize::MAX))
             .collect();
         Ok(Self {
+            missing,
             todo,
             generator,
             rubric,
@@ -258,6 +291,11 @@ impl JudgeBatch {
 
     pub fn todo(&self) -> usize {
         self.todo.len()
+    }
+
+    /// Target ids of the answers to judge that are not in the corpus.
+    pub fn missing_targets(&self) -> &MissingTargets {
+        &self.missing
     }
 
     pub fn model_file(&self) -> &str {

@@ -15,7 +15,7 @@ use super::retrieval::{DEFAULT_DEPTH, Progress, Retriever};
 use crate::core::abstention::{SweepRow, best, grid, sweep};
 use crate::core::fusion::alpha_grid;
 use crate::core::metrics::{MeanMetrics, Qrel, recall_at};
-use crate::core::question::{FailedQuestion, Question};
+use crate::core::question::{FailedQuestion, MissingTargets, Question};
 use crate::core::retrieval::{
     Breakdown, METRICS, Method, QueryLists, QueryOutcome, breakdown, empty_results, evaluate,
     failures, mean,
@@ -108,6 +108,8 @@ pub struct RetrievalReport {
     /// Queries the headline method retrieved nothing for (absent from its run, dropped
     /// from its means; each method's own count is in its result).
     pub dropped_empty_results: usize,
+    /// Relevant chunk ids that are not in the corpus (they count as not retrieved).
+    pub missing_targets: MissingTargets,
     pub embedding_model: Option<String>,
     pub depth: usize,
     pub results: Vec<MethodResult>,
@@ -346,6 +348,16 @@ pub async fn evaluate_retrieval(
     if dense && !r.has_dense() {
         bail!("no embeddings for this model: run `raglab index`");
     }
+    let missing_targets = MissingTargets::find(
+        queries.iter().map(|q| {
+            qrels.get(&q.id).into_iter().flat_map(|rel| {
+                rel.iter()
+                    .filter(|(_, g)| **g > 0)
+                    .map(|(id, _)| id.as_str())
+            })
+        }),
+        |id| r.by_id.contains_key(id),
+    );
     let started = Instant::now();
     let lists = rank_all(ctx, &r, &queries, req, progress).await?;
     let retrieval_s = started.elapsed().as_secs_f64();
@@ -410,6 +422,7 @@ pub async fn evaluate_retrieval(
             .filter(|q| !qrels.get(&q.id).is_some_and(|q| q.values().any(|&r| r > 0)))
             .count(),
         dropped_empty_results: head_empty.len(),
+        missing_targets,
         embedding_model: r.model_name.clone(),
         depth: req.depth,
         results,

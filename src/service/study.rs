@@ -16,6 +16,7 @@ use super::context::Context;
 use super::generation::{AnswerRecord, answers, judgements};
 use crate::core::agreement::Bootstrap;
 pub use crate::core::annotation::RaterPair;
+use crate::core::question::MissingTargets;
 use crate::core::rng::Rng;
 use crate::core::rubric::Rubric;
 
@@ -28,18 +29,27 @@ pub enum ItemSource {
     File(PathBuf),
 }
 
+/// What [`create_items`] did.
+#[derive(Debug, Clone, Default)]
+pub struct CreatedItems {
+    pub created: usize,
+    /// Target chunks of the run's answers that are not in the corpus (their items
+    /// have no target text).
+    pub missing_targets: MissingTargets,
+}
+
 /// Create items (optionally a seeded random sample); items already present are kept
-/// as they are. Returns how many were created.
+/// as they are.
 pub async fn create_items(
     ctx: &Context,
     source: &ItemSource,
     set: Option<String>,
     sample: Option<(usize, u64)>,
-) -> Result<usize> {
+) -> Result<CreatedItems> {
     let existing: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
-    let mut items = match source {
+    let (mut items, missing_targets) = match source {
         ItemSource::Run(run) => items_from_run(ctx, run, set).await?,
-        ItemSource::File(f) => items_from_file(f, set)?,
+        ItemSource::File(f) => (items_from_file(f, set)?, MissingTargets::default()),
     };
     if let Some((n, seed)) = sample {
         let idx = Rng::new(seed).sample_indices(items.len(), n);
@@ -49,12 +59,26 @@ pub async fn create_items(
     if !items.is_empty() {
         items_table(&ctx.workspace).append(&items).await?;
     }
-    Ok(items.len())
+    Ok(CreatedItems {
+        created: items.len(),
+        missing_targets,
+    })
 }
 
-async fn items_from_run(ctx: &Context, run: &str, set: Option<String>) -> Result<Vec<Item>> {
+async fn items_from_run(
+    ctx: &Context,
+    run: &str,
+    set: Option<String>,
+) -> Result<(Vec<Item>, MissingTargets)> {
     let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
     let chunks = super::corpus::chunks_or_empty(ctx).await?;
+    let known: std::collections::HashSet<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
+    let missing = MissingTargets::find(
+        all.iter()
+            .filter(|a| a.run == run)
+            .map(|a| a.target_ids.iter().map(String::as_str)),
+        |id| known.contains(id),
+    );
     let set = set.unwrap_or_else(|| run.to_string());
     let v: Vec<Item> = all
         .into_iter()
@@ -78,7 +102,7 @@ async fn items_from_run(ctx: &Context, run: &str, set: Option<String>) -> Result
     if v.is_empty() {
         bail!("no answers in run `{run}` (see `raglab report answers`)");
     }
-    Ok(v)
+    Ok((v, missing))
 }
 
 /// An item as written in an items file; the set comes from `--set` or the file name.
@@ -96,7 +120,8 @@ struct ItemRow {
     answer_id: Option<String>,
 }
 
-fn items_from_file(f: &Path, set: Option<String>) -> Result<Vec<Item>> {
+/// The items of an items file (strict: unknown fields are errors, with `FILE:LINE`).
+pub fn items_from_file(f: &Path, set: Option<String>) -> Result<Vec<Item>> {
     let set = set.unwrap_or_else(|| {
         f.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -141,11 +166,21 @@ struct ImportRow {
 /// nothing is written. Returns (labels, labels dataset version).
 pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Result<(usize, u64)> {
     let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let labels = read_label_file(file, rubric)?;
+    let version = save_labels(&ctx.workspace, rubric, &items, &labels)
+        .await
+        .with_context(|| format!("nothing imported from {}", file.display()))?;
+    Ok((labels.len(), version))
+}
+
+/// The labels of a label file, parsed strictly (see [`ImportRow`]); validated against
+/// the study by [`save_labels`] when they are committed.
+pub fn read_label_file(file: &Path, rubric: &Rubric) -> Result<Vec<Label>> {
     let rows: Vec<ImportRow> = super::jsonl::read_jsonl(
         file,
         "a label row {item_id, reviewer, criterion, label (null retracts), note?, rubric_version?}",
     )?;
-    let labels: Vec<Label> = rows
+    Ok(rows
         .iter()
         .map(|r| {
             let version = r.rubric_version.as_deref().unwrap_or(&rubric.version);
@@ -158,11 +193,7 @@ pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Resul
                 version,
             )
         })
-        .collect();
-    let version = save_labels(&ctx.workspace, rubric, &items, &labels)
-        .await
-        .with_context(|| format!("nothing imported from {}", file.display()))?;
-    Ok((labels.len(), version))
+        .collect())
 }
 
 /// Save one label given in the TUI (validated against the study's `items` and the

@@ -349,12 +349,19 @@ pub async fn evaluate_retrieval(
         bail!("no embeddings for this model: run `raglab index`");
     }
     let missing_targets = MissingTargets::find(
+        // Sorted within a query: qrels are a hash map, and warnings must not vary.
         queries.iter().map(|q| {
-            qrels.get(&q.id).into_iter().flat_map(|rel| {
-                rel.iter()
-                    .filter(|(_, g)| **g > 0)
-                    .map(|(id, _)| id.as_str())
-            })
+            let mut ids: Vec<&str> = qrels
+                .get(&q.id)
+                .into_iter()
+                .flat_map(|rel| {
+                    rel.iter()
+                        .filter(|(_, g)| **g > 0)
+                        .map(|(id, _)| id.as_str())
+                })
+                .collect();
+            ids.sort_unstable();
+            ids
         }),
         |id| r.by_id.contains_key(id),
     );

@@ -155,7 +155,7 @@ impl GeneratePane {
             Paragraph::new(Line::styled(q, theme.text)).block(
                 Block::bordered()
                     .title(Span::styled(
-                        format!(" Question · generator {} ", self.model),
+                        format!(" Question · generator {} ", clean(&self.model)),
                         theme.title,
                     ))
                     .border_style(theme.border),

@@ -271,7 +271,7 @@ impl QueryPane {
                 ]),
                 Line::styled(
                     match &self.status {
-                        Some(s) => format!(" {s}"),
+                        Some(s) => format!(" {}", clean(s)),
                         None => format!(
                             " embed {:.1} ms · dense {:.2} ms · bm25 {:.2} ms · tfidf {:.2} ms · fusion {:.3} ms",
                             t.embed_ms, t.dense_ms, t.bm25_ms, t.tfidf_ms, t.fusion_ms

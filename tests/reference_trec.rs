@@ -204,7 +204,7 @@ fn empty_result_query_is_dropped_from_means_like_trec_eval() {
     want.sort_unstable();
     assert_eq!(evaluated, want, "the queries trec_eval evaluates");
     assert_eq!(
-        empty_results(&lists, &qrels, Method::Bm25, 0.5),
+        empty_results(&lists, &qrels, &outcomes),
         vec!["q5"],
         "the judged query dropped for its empty result list"
     );

@@ -36,14 +36,6 @@ pub struct PromptText {
 }
 
 impl PromptText {
-    /// Text written by the program or its configuration (no untrusted part).
-    pub fn trusted(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            untrusted: Vec::new(),
-        }
-    }
-
     /// Text that is untrusted as a whole.
     pub fn untrusted(text: impl Into<String>) -> Self {
         let text = text.into();

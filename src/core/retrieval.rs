@@ -204,7 +204,7 @@ pub struct QueryOutcome {
 }
 
 /// The judgements of a query that has at least one relevant document.
-fn judged<'a>(qrels: &'a HashMap<String, Qrel>, qid: &str) -> Option<&'a Qrel> {
+pub fn judged<'a>(qrels: &'a HashMap<String, Qrel>, qid: &str) -> Option<&'a Qrel> {
     qrels.get(qid).filter(|q| q.values().any(|&r| r > 0))
 }
 
@@ -231,18 +231,20 @@ pub fn evaluate(
         .collect()
 }
 
-/// The queries with relevant documents that [`evaluate`] drops because the method
-/// retrieved nothing for them.
+/// The queries with relevant documents that [`evaluate`] dropped because the method
+/// retrieved nothing for them: the judged queries absent from its `outcomes` (read
+/// off them, so no ranking is fused twice).
 pub fn empty_results<'a>(
     lists: &'a [(String, QueryLists)],
     qrels: &HashMap<String, Qrel>,
-    method: Method,
-    alpha: f64,
+    outcomes: &[QueryOutcome],
 ) -> Vec<&'a str> {
+    let evaluated: std::collections::HashSet<&str> =
+        outcomes.iter().map(|o| o.qid.as_str()).collect();
     lists
         .iter()
-        .filter(|(qid, l)| judged(qrels, qid).is_some() && l.ranking(method, alpha).is_empty())
         .map(|(qid, _)| qid.as_str())
+        .filter(|qid| judged(qrels, qid).is_some() && !evaluated.contains(qid))
         .collect()
 }
 

@@ -253,7 +253,7 @@ impl JudgeBatch {
             .into_iter()
             .map(|j| (j.answer_id, j.judge_model))
             .collect();
-        let texts = super::corpus::chunks_or_empty(ctx)
+        let texts: HashMap<String, String> = super::corpus::chunks_or_empty(ctx)
             .await?
             .into_iter()
             .map(|c| (c.id, c.text))
@@ -264,7 +264,6 @@ impl JudgeBatch {
             .filter(|a| run.is_none_or(|r| a.run == r))
             .filter(|a| !judged.contains(&(a.answer_id.clone(), file.clone())))
             .collect();
-        let texts: HashMap<String, String> = texts;
         let missing = MissingTargets::find(
             candidates
                 .iter()
@@ -293,7 +292,8 @@ impl JudgeBatch {
         self.todo.len()
     }
 
-    /// Target ids of the answers to judge that are not in the corpus.
+    /// Target ids of the candidate answers (before `--limit`) that are not in the
+    /// corpus.
     pub fn missing_targets(&self) -> &MissingTargets {
         &self.missing
     }

@@ -18,7 +18,7 @@ use crate::core::metrics::{MeanMetrics, Qrel, recall_at};
 use crate::core::question::{FailedQuestion, MissingTargets, Question};
 use crate::core::retrieval::{
     Breakdown, METRICS, Method, QueryLists, QueryOutcome, breakdown, empty_results, evaluate,
-    failures, mean,
+    failures, judged, mean,
 };
 use crate::core::stats::{bucket_label, bucket_of};
 
@@ -198,7 +198,7 @@ fn recall_at_ks(
             let vals: Vec<f64> = lists
                 .iter()
                 .filter_map(|(qid, l)| {
-                    let q = qrels.get(qid).filter(|q| q.values().any(|&r| r > 0))?;
+                    let q = judged(qrels, qid)?;
                     let ranking = l.ranking(method, alpha);
                     (!ranking.is_empty()).then(|| recall_at(&ranking, q, k))
                 })
@@ -348,21 +348,14 @@ pub async fn evaluate_retrieval(
     if dense && !r.has_dense() {
         bail!("no embeddings for this model: run `raglab index`");
     }
+    // Sorted within a query (`relevant_ids`): qrels are a hash map, and warnings
+    // must not vary.
+    let relevant: Vec<Vec<String>> = queries
+        .iter()
+        .map(|q| relevant_ids(&qrels, &q.id))
+        .collect();
     let missing_targets = MissingTargets::find(
-        // Sorted within a query: qrels are a hash map, and warnings must not vary.
-        queries.iter().map(|q| {
-            let mut ids: Vec<&str> = qrels
-                .get(&q.id)
-                .into_iter()
-                .flat_map(|rel| {
-                    rel.iter()
-                        .filter(|(_, g)| **g > 0)
-                        .map(|(id, _)| id.as_str())
-                })
-                .collect();
-            ids.sort_unstable();
-            ids
-        }),
+        relevant.iter().map(|ids| ids.iter().map(String::as_str)),
         |id| r.by_id.contains_key(id),
     );
     let started = Instant::now();
@@ -391,7 +384,7 @@ pub async fn evaluate_retrieval(
             req.alpha
         };
         let o = evaluate(&lists, &qrels, m, alpha);
-        let empty = empty_results(&lists, &qrels, m, alpha);
+        let empty = empty_results(&lists, &qrels, &o);
         results.push(MethodResult {
             method: m.to_string(),
             alpha: m.uses_alpha().then_some(alpha),
@@ -426,7 +419,7 @@ pub async fn evaluate_retrieval(
         evaluated: head_outcomes.len(),
         dropped_without_relevant: queries
             .iter()
-            .filter(|q| !qrels.get(&q.id).is_some_and(|q| q.values().any(|&r| r > 0)))
+            .filter(|q| judged(&qrels, &q.id).is_none())
             .count(),
         dropped_empty_results: head_empty.len(),
         missing_targets,

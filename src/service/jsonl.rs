@@ -64,7 +64,7 @@ pub fn parse_jsonl<T: DeserializeOwned>(text: &str, origin: &str, what: &str) ->
     parse_jsonl_ignoring(text, origin, what, &[])
 }
 
-pub(crate) fn parse_jsonl_ignoring<T: DeserializeOwned>(
+fn parse_jsonl_ignoring<T: DeserializeOwned>(
     text: &str,
     origin: &str,
     what: &str,
@@ -74,16 +74,20 @@ pub(crate) fn parse_jsonl_ignoring<T: DeserializeOwned>(
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            let context = || format!("{origin}:{}: not {what}", i + 1);
-            let mut value: serde_json::Value = serde_json::from_str(l).with_context(context)?;
-            if let Some(record) = value.as_object_mut() {
-                for field in ignored {
-                    record.remove(*field);
-                }
-            }
-            T::deserialize(value).with_context(context)
+            parse_record(l, ignored).with_context(|| format!("{origin}:{}: not {what}", i + 1))
         })
         .collect()
+}
+
+/// One JSON record as a `T`, its top-level fields `ignored` dropped first.
+pub fn parse_record<T: DeserializeOwned>(line: &str, ignored: &[&str]) -> serde_json::Result<T> {
+    let mut value: serde_json::Value = serde_json::from_str(line)?;
+    if let Some(record) = value.as_object_mut() {
+        for field in ignored {
+            record.remove(*field);
+        }
+    }
+    T::deserialize(value)
 }
 
 /// A questions file `{id, text, relevant?, answer?, topic?}`; an empty file is an error.

@@ -94,15 +94,9 @@ pub fn read_questions(path: &std::path::Path) -> Result<Vec<McqQuestion>> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let parsed = super::jsonl::parse_jsonl_ignoring::<McqInput>(
-            line,
-            "",
-            "a multiple-choice question",
-            super::jsonl::DESCRIPTIVE_FIELDS,
-        )
-        .map_err(|e| format!("{:#}", e.root_cause()))
-        .and_then(|mut v| v.pop().ok_or_else(|| "empty line".to_string()))
-        .and_then(|q| q.validate().map_err(|e| e.to_string()));
+        let parsed = super::jsonl::parse_record::<McqInput>(line, super::jsonl::DESCRIPTIVE_FIELDS)
+            .map_err(|e| e.to_string())
+            .and_then(|q| q.validate().map_err(|e| e.to_string()));
         match parsed {
             Ok(q) if q.text.trim().is_empty() => {
                 errors.push(format!("{}:{}: empty question", path.display(), i + 1));

@@ -91,6 +91,53 @@ fn tokens_stream_in_order_and_concatenate_to_the_answer() {
     assert_eq!(again, text);
 }
 
+/// A stop raised while a long prompt is still being decoded is honoured between
+/// prompt batches (quitting does not wait for the whole prompt): the answer ends
+/// empty and marked stopped, and the generator still answers the next request.
+#[test]
+fn stopping_during_the_prompt_ends_before_any_token() {
+    let g = generator();
+    let long = "Measles spreads through the air when an infected person coughs. ".repeat(120);
+    let stop = Arc::new(AtomicBool::new(true));
+    let (text, stats) = g
+        .generate(
+            ask(&long),
+            Sampling::default(),
+            None,
+            Arc::clone(&stop),
+            |_| {},
+        )
+        .expect("generate");
+    assert!(
+        stats.prompt_tokens > 512,
+        "{} prompt tokens",
+        stats.prompt_tokens
+    );
+    assert!(stats.stopped);
+    assert_eq!((text.as_str(), stats.output_tokens), ("", 0));
+    let stopped_ms = stats.total_ms;
+    let (text, stats) = g
+        .generate(
+            ask(&long),
+            Sampling {
+                max_tokens: 8,
+                ..Sampling::default()
+            },
+            None,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )
+        .expect("generate again");
+    assert!(!stats.stopped && stats.output_tokens > 0 && !text.is_empty());
+    // The stopped request decoded no prompt batch: it took a small part of the time
+    // the whole prompt takes (and left nothing in the KV cache to reuse).
+    assert!(
+        stopped_ms * 4.0 < stats.total_ms,
+        "stopped after {stopped_ms:.0} ms; the whole prompt took {:.0} ms",
+        stats.total_ms
+    );
+}
+
 #[test]
 fn stopping_mid_stream_keeps_a_partial_answer_marked_stopped() {
     let g = generator();

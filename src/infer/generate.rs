@@ -461,7 +461,15 @@ fn run_one<'m>(
     });
 
     let mut batch = LlamaBatch::new(n_batch as usize, 1);
+    let mut stopped = false;
+    let mut decoded = cached;
     for (c, chunk) in tokens[cached..].chunks(n_batch as usize).enumerate() {
+        // A stop is honoured between prompt batches too: a 4,000-token prompt takes
+        // about 20 s on two CPU cores, and quitting must not wait for all of it.
+        if req.stop.load(Ordering::Relaxed) {
+            stopped = true;
+            break;
+        }
         batch.clear();
         for (i, t) in chunk.iter().enumerate() {
             let pos = cached + c * n_batch as usize + i;
@@ -472,19 +480,20 @@ fn run_one<'m>(
         }
         ctx.decode(&mut batch)
             .map_err(|e| format!("prompt decode failed: {e}"))?;
+        decoded += chunk.len();
     }
+    // The KV cache holds exactly the prompt tokens decoded (all, unless stopped).
     kv_tokens.clear();
-    kv_tokens.extend_from_slice(&tokens);
+    kv_tokens.extend_from_slice(&tokens[..decoded]);
     let prompt_done = Instant::now();
     let mut sampler = sampler(model, &req.sampling, req.grammar.as_deref())?;
     let mut text = String::new();
     let mut pending: Vec<u8> = Vec::new();
     let mut n_out = 0usize;
     let mut first_token: Option<Instant> = None;
-    let mut stopped = false;
     let mut pos = n_prompt;
     let mut idx = batch.n_tokens() - 1;
-    while n_out < req.sampling.max_tokens {
+    while !stopped && n_out < req.sampling.max_tokens {
         if req.stop.load(Ordering::Relaxed) {
             stopped = true;
             break;
@@ -545,7 +554,7 @@ fn run_one<'m>(
         output_tokens: n_out,
         ttft_ms: first.duration_since(started).as_secs_f64() * 1e3,
         prompt_tokens_per_s: if prompt_s > 0.0 {
-            (n_prompt - cached) as f64 / prompt_s
+            (decoded - cached) as f64 / prompt_s
         } else {
             0.0
         },

@@ -133,6 +133,12 @@ impl App {
         for f in &self.annotate.failed {
             lines.push(format!("NOT saved: {f}"));
         }
+        if self.generate.running {
+            lines.push(
+                "the stopped answer was still being generated when raglab stopped waiting: it was not saved"
+                    .to_string(),
+            );
+        }
         for l in self.annotate.pending.values() {
             lines.push(format!(
                 "still saving when raglab stopped waiting (check `raglab labels history {}`): {} {} = {}",

@@ -143,7 +143,7 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
     result?;
     match app.unsaved_report() {
         None => Ok(()),
-        Some(report) => Err(anyhow::anyhow!("some labels were not saved:\n{report}")),
+        Some(report) => Err(anyhow::anyhow!("not everything was saved:\n{report}")),
     }
 }
 

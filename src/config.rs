@@ -74,6 +74,17 @@ pub struct Config {
     pub models: ModelConfig,
     pub chunking: ChunkingConfig,
     pub retrieval: RetrievalConfig,
+    pub annotation: AnnotationConfig,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AnnotationConfig {
+    /// Rubric TOML of the Annotate pane, `judge`, `agree` and `labels` (default: the
+    /// embedded pass/fail rubric of the paper).
+    pub rubric: Option<PathBuf>,
+    /// Seed of each reviewer's own item order (default 1).
+    pub order_seed: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

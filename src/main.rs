@@ -38,7 +38,11 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    let ctx = Context::new(cli.workspace)?;
+    let viewer = cli.viewer();
+    let mut ctx = Context::new(cli.workspace)?;
+    if let Some(r) = cli.rubric.clone() {
+        ctx.config.annotation.rubric = Some(r); // the flag wins over the config
+    }
     init_logging(&ctx.paths);
     let rt = runtime()?;
     match cli.command {
@@ -48,8 +52,9 @@ fn run(cli: Cli) -> Result<()> {
                 theme: cli.theme,
                 questions: cli.questions,
                 reviewer: cli.reviewer,
+                lead: cli.role == raglab::cli::Role::Lead,
             },
         )),
-        Some(command) => rt.block_on(raglab::cli::run(&ctx, command)),
+        Some(command) => rt.block_on(raglab::cli::run(&ctx, command, &viewer)),
     }
 }

@@ -28,9 +28,15 @@ fn items(n: usize) -> Vec<Item> {
 fn app(reviewer: Option<&str>) -> App {
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Annotate;
-    app.annotate.items = items(3);
     app.annotate.reviewer = reviewer.map(str::to_string);
+    app.annotate
+        .load(items(3), Vec::new(), std::collections::HashMap::new());
     app
+}
+
+/// The item on screen.
+fn shown(app: &App) -> String {
+    app.annotate.item().expect("an item").item_id.clone()
 }
 
 /// Type `s`; returns the effects the keys asked for (label commits).
@@ -71,6 +77,7 @@ fn labelling_an_item_with_single_keys() {
     // Four labels queued, shown as saving until committed.
     assert_eq!(fx.len(), 4);
     assert!(render(&app).contains("saving…"));
+    let first = shown(&app);
     let saved = commit_all(&mut app, fx);
     let got: Vec<(&str, Option<&str>)> = saved
         .iter()
@@ -88,7 +95,7 @@ fn labelling_an_item_with_single_keys() {
     assert!(
         saved
             .iter()
-            .all(|l| l.reviewer == "alice" && l.item_id == "i0")
+            .all(|l| l.reviewer == "alice" && l.item_id == first)
     );
     let screen = render(&app);
     assert!(screen.contains("saved ✓"), "{screen}");
@@ -106,18 +113,20 @@ fn labelling_an_item_with_single_keys() {
             .count(),
         2
     );
-    // `]` next item, `u` first unlabelled.
+    // `]` next item, `u` first unlabelled (the labelled item is first in alice's order).
     keys(&mut app, "]]u");
     assert_eq!(app.annotate.pos, 1);
+    assert_ne!(shown(&app), first);
 }
 
 #[test]
 fn other_labels_stay_hidden_until_the_item_is_done() {
     let mut app = app(Some("alice"));
     let rubric = default_rubric();
+    let item = shown(&app);
     for c in &rubric.criteria {
         app.annotate.labels.push(Label::new(
-            "i0",
+            &item,
             "bob",
             &c.key,
             Some("fail"),
@@ -125,6 +134,7 @@ fn other_labels_stay_hidden_until_the_item_is_done() {
             &rubric.version,
         ));
     }
+    app.annotate.relabel();
     keys(&mut app, "r");
     let screen = render(&app);
     assert!(
@@ -153,14 +163,15 @@ fn undo_retracts_the_last_label_as_a_new_version() {
     assert_eq!(undo.len(), 1);
     assert_eq!(undo[0].criterion, "completeness");
     assert_eq!(undo[0].label, None, "a retraction, not a deletion");
+    let item = shown(&app);
     assert!(
         app.annotate
-            .label_of("i0", "alice", "completeness")
+            .label_of(&item, "alice", "completeness")
             .is_none()
     );
     assert!(
         app.annotate
-            .label_of("i0", "alice", "faithfulness")
+            .label_of(&item, "alice", "faithfulness")
             .is_some()
     );
     assert_eq!(app.annotate.labels.len(), 3, "history keeps all versions");
@@ -247,6 +258,244 @@ fn agreement_table_renders_real_numbers() {
         screen.contains("1.00"),
         "perfect agreement on the other criteria"
     );
-    assert!(screen.contains("paper (n=100)"));
+    assert!(screen.contains("paper Overall n=100"));
     assert!(screen.contains("Confusion"));
+}
+
+fn key(app: &mut App, code: KeyCode) -> Option<Effect> {
+    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+#[test]
+fn a_long_answer_and_chunk_are_readable_to_their_last_line() {
+    let mut app = app(Some("alice"));
+    let words = |p: &str| {
+        (0..5000)
+            .map(|i| format!("{p}{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let id = shown(&app);
+    for it in &mut app.annotate.items {
+        if it.item_id == id {
+            it.answer = words("w");
+            it.target_chunk = words("t");
+        }
+    }
+    let screen = render(&app);
+    assert!(screen.contains("w0 w1"), "{screen}");
+    assert!(!screen.contains("w4999"));
+    // `h` focuses the model answer (the last text), `G` goes to its last line.
+    keys(&mut app, "hG");
+    let screen = render(&app);
+    assert!(screen.contains("w4999"), "last word shown: {screen}");
+    let pos = regex_lines(&screen);
+    assert!(pos.0 > 1 && pos.1 == pos.2, "at the bottom: {pos:?}");
+    // `K` one line up: the last word leaves the window (at most 41 columns per line).
+    keys(&mut app, "K");
+    let up = regex_lines(&render(&app));
+    assert_eq!((up.0, up.1), (pos.0 - 1, pos.1 - 1));
+    // Zoom: the answer fills the pane, the other texts are gone.
+    key(&mut app, KeyCode::Enter);
+    let screen = render(&app);
+    assert!(!screen.contains(" Question "), "zoomed: {screen}");
+    assert!(screen.contains(" Answer "));
+    let zoomed = regex_lines(&screen);
+    assert!(zoomed.2 < pos.2, "a wider text wraps into fewer lines");
+    key(&mut app, KeyCode::Esc);
+    // `h` moves the focus to the target chunk, whose own scroll starts at the top.
+    keys(&mut app, "hG");
+    let screen = render(&app);
+    assert!(screen.contains("t4999"), "{screen}");
+    assert_eq!(regex_lines(&screen), up, "the answer kept its own position");
+}
+
+/// (first, last, total) of the model answer's "Answer A-B/N" title.
+fn regex_lines(screen: &str) -> (usize, usize, usize) {
+    let at = screen.find(" Answer ").expect("the answer's title");
+    let rest = &screen[at + 8..];
+    let (range, rest) = rest.split_once('/').expect("A-B/N");
+    let total: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let (a, b) = range.split_once('-').expect("range");
+    (
+        a.parse().expect("a"),
+        b.parse().expect("b"),
+        total.parse().expect("total"),
+    )
+}
+
+fn six_criteria_app(reviewer: &str) -> App {
+    let rubric = raglab::service::rubric::load_rubric(Some(
+        &common::repo().join("tests/data/rubrics/six_yes_no_partly.toml"),
+    ))
+    .expect("rubric");
+    let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
+    app.pane = Pane::Annotate;
+    app.annotate = raglab::tui::panes::annotate::AnnotatePane::new(Some(reviewer.into()), rubric);
+    app.annotate
+        .load(items(2), Vec::new(), std::collections::HashMap::new());
+    app
+}
+
+#[test]
+fn any_rubric_six_criteria_yes_no_partly_by_first_letters() {
+    let mut app = six_criteria_app("alice");
+    let fx = keys(&mut app, "ynpyny");
+    let saved = commit_all(&mut app, fx);
+    let got: Vec<(&str, &str)> = saved
+        .iter()
+        .map(|l| (l.criterion.as_str(), l.label.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("grounded", "yes"),
+            ("complete", "no"),
+            ("accurate", "partly"),
+            ("clear", "yes"),
+            ("safe", "no"),
+            ("concise", "yes")
+        ]
+    );
+    assert!(saved.iter().all(|l| l.rubric_version == "2"));
+    let screen = render(&app);
+    assert!(screen.contains("1/2 done"), "{screen}");
+    assert!(screen.contains("[y=yes n=no p=partly]"));
+    // `6` picks criterion 6; `N` writes a note on it (`n` is the label "no" here): a new
+    // version with the same label and the note, shown to its author.
+    keys(&mut app, "6N");
+    assert!(app.annotate.note_input.is_active());
+    keys(&mut app, "cites no source");
+    let fx: Vec<Effect> = key(&mut app, KeyCode::Enter).into_iter().collect();
+    let noted = commit_all(&mut app, fx);
+    assert_eq!(noted[0].criterion, "concise");
+    assert_eq!(noted[0].label.as_deref(), Some("yes"));
+    assert_eq!(noted[0].note.as_deref(), Some("cites no source"));
+    assert!(render(&app).contains("your note: cites no source"));
+    // The help screen is generated from the rubric and says which bindings it takes.
+    keys(&mut app, "?");
+    let help = common::screen(&app, 170, 120);
+    assert!(help.contains("label partly"), "{help}");
+    assert!(help.contains("Labels of rubric six-criteria v2 (6 criteria"));
+    assert!(help.contains("a label key takes this key here"));
+}
+
+#[test]
+fn others_labels_and_notes_appear_once_both_submitted() {
+    let mut app = app(Some("alice"));
+    let rubric = default_rubric();
+    let item = shown(&app);
+    for c in &rubric.criteria {
+        app.annotate.labels.push(Label::new(
+            &item,
+            "bob",
+            &c.key,
+            Some("fail"),
+            Some(&format!("bob on {}", c.key)),
+            &rubric.version,
+        ));
+    }
+    app.annotate.relabel();
+    let fx = keys(&mut app, "ppp");
+    commit_all(&mut app, fx);
+    keys(&mut app, "r");
+    let screen = render(&app);
+    assert!(
+        !screen.contains("bob on"),
+        "notes hidden before reveal: {screen}"
+    );
+    assert!(screen.contains("blind until both reviewers submit"));
+    let fx = keys(&mut app, "p");
+    commit_all(&mut app, fx);
+    keys(&mut app, "r");
+    let screen = render(&app);
+    assert!(screen.contains("bob: fail"), "{screen}");
+    assert!(screen.contains("bob's note: bob on clarity"), "{screen}");
+    // A change after reveal is saved, kept, and said to be marked.
+    let fx = keys(&mut app, "1f");
+    commit_all(&mut app, fx);
+    assert!(render(&app).contains("changed after reveal"));
+    let l = app.annotate.labels.last().expect("label");
+    assert!(app.annotate.blinding.after_reveal(l));
+}
+
+#[test]
+fn the_lead_adjudicates_a_disagreement_with_a_rationale() {
+    use raglab::core::annotation::Disagreement;
+    let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
+    app.pane = Pane::Agreement;
+    app.annotate.reviewer = Some("lena".into());
+    app.annotate.lead = true;
+    app.agreement.lead = true;
+    app.agreement.lead_name = Some("lena".into());
+    app.agreement.rubric = Some(default_rubric());
+    app.agreement.reviewers = Some(("ann".into(), "bob".into()));
+    app.agreement.rows = agreement_table(
+        &default_rubric(),
+        &current(&[]),
+        ("ann", "bob"),
+        Bootstrap {
+            resamples: 10,
+            seed: 1,
+        },
+    );
+    app.agreement.disagreements = ["i1", "i2"]
+        .iter()
+        .map(|i| Disagreement {
+            item_id: (*i).into(),
+            criterion: "clarity".into(),
+            first: "pass".into(),
+            second: "fail".into(),
+            first_note: Some("clear enough".into()),
+            second_note: Some("jargon".into()),
+            judge: Some("fail".into()),
+            final_label: None,
+        })
+        .collect();
+    keys(&mut app, "]");
+    let screen = render(&app);
+    assert!(screen.contains("▶i2"), "{screen}");
+    assert!(screen.contains("note: jargon") && screen.contains("judge: fail"));
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(render(&app).contains("final label? p=pass f=fail"));
+    assert!(keys(&mut app, "f").is_empty());
+    // Without a rationale nothing is saved.
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(render(&app).contains("a rationale is required"));
+    keys(&mut app, "uses undefined jargon");
+    let fx: Vec<Effect> = key(&mut app, KeyCode::Enter).into_iter().collect();
+    let saved = saves(fx);
+    let l = &saved[0].1;
+    assert_eq!(
+        (
+            l.item_id.as_str(),
+            l.reviewer.as_str(),
+            l.criterion.as_str()
+        ),
+        ("i2", "final", "clarity")
+    );
+    assert_eq!(l.label.as_deref(), Some("fail"));
+    assert_eq!(l.note.as_deref(), Some("uses undefined jargon"));
+    assert_eq!(l.adjudicator.as_deref(), Some("lena"));
+    // The commit is tracked like any label: quitting would wait for it.
+    assert_eq!(app.annotate.pending.len(), 1);
+}
+
+#[test]
+fn a_reviewer_cannot_adjudicate() {
+    let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
+    app.pane = Pane::Agreement;
+    app.agreement.rubric = Some(default_rubric());
+    app.agreement.rows = agreement_table(
+        &default_rubric(),
+        &current(&[]),
+        ("ann", "bob"),
+        Bootstrap {
+            resamples: 10,
+            seed: 1,
+        },
+    );
+    key(&mut app, KeyCode::Enter);
+    assert!(!app.agreement.adjudicating());
+    assert!(render(&app).contains("adjudication is for the study lead"));
 }

@@ -7,13 +7,13 @@ use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
 use super::print_json;
-use crate::core::agreement::{AgreementReport, Bootstrap, Estimate};
+use crate::core::agreement::{AgreementReport, Bootstrap};
 use crate::core::rng::Rng;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
+use crate::service::agreement_report;
 use crate::service::annotation::{Label, PAPER_REFERENCE};
-use crate::service::rubric::load_rubric;
-use crate::service::study::{self, ItemSource, RaterPair};
+use crate::service::study::{self, ItemSource, LabelVersion, RaterPair, Viewer};
 
 /// File formats of `raglab labels export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -27,6 +27,16 @@ pub enum ExportFormat {
 pub enum AnnotateCmd {
     /// Create annotation items from a generation run or a JSONL file of items.
     Create(CreateArgs),
+    /// Assign items (all, or one set) to a pair of reviewers: each item is revealed
+    /// to them once both have submitted it.
+    Assign {
+        /// The two reviewers, e.g. `--reviewers alice,bob`.
+        #[arg(long, value_delimiter = ',', required = true)]
+        reviewers: Vec<String>,
+        /// Only the items of this set.
+        #[arg(long)]
+        set: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -50,15 +60,18 @@ pub struct CreateArgs {
 #[derive(Debug, Subcommand)]
 pub enum LabelsCmd {
     /// Import labels from JSONL `{item_id, reviewer, criterion, label, note?, rubric_version?}`.
-    Import {
-        file: PathBuf,
-        #[arg(long)]
-        rubric: Option<PathBuf>,
-    },
-    /// Export every label version (the whole history).
+    Import { file: PathBuf },
+    /// Export every label version (the whole history), or with `--final` the
+    /// adjudicated set (agreed labels and the lead's final labels).
     Export {
         #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
         format: ExportFormat,
+        /// The adjudicated set of the reviewer pair instead of the history (jsonl or csv).
+        #[arg(long = "final")]
+        final_set: bool,
+        /// The pair of `--final` (default: the two with most labels).
+        #[arg(long, value_delimiter = ',')]
+        reviewers: Option<Vec<String>>,
         /// Destination file (written whole, then renamed into place); standard
         /// output when absent (parquet only when it is not a terminal).
         #[arg(long)]
@@ -90,13 +103,46 @@ pub struct AgreeArgs {
     #[arg(long, value_delimiter = ',')]
     pub reviewers: Option<Vec<String>>,
     #[arg(long)]
-    pub rubric: Option<PathBuf>,
-    #[arg(long)]
     pub json: bool,
+    /// Use each reviewer's newest label, changes after reveal included (default: the
+    /// last label given before the item was revealed, SPEC §6).
+    #[arg(long)]
+    pub after_reveal: bool,
+    /// Compare the judgements of this judge model file only (default: all).
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// Also write the table as CSV to this file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Also write the table as markdown to this file.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+}
+
+/// Parse `--reviewers a,b`.
+fn reviewer_pair(given: Option<&[String]>) -> Result<Option<(String, String)>> {
+    match given {
+        None => Ok(None),
+        Some([a, b]) => Ok(Some((a.clone(), b.clone()))),
+        Some(other) => bail!(
+            "--reviewers takes two names, e.g. --reviewers alice,bob (got {})",
+            other.len()
+        ),
+    }
 }
 
 pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
-    let AnnotateCmd::Create(args) = cmd;
+    let args = match cmd {
+        AnnotateCmd::Create(args) => args,
+        AnnotateCmd::Assign { reviewers, set } => {
+            let Some((a, b)) = reviewer_pair(Some(&reviewers))? else {
+                bail!("--reviewers takes two names");
+            };
+            let n = study::assign(ctx, (&a, &b), set.as_deref()).await?;
+            say!("assigned {n} items to {} and {}", clean(&a), clean(&b));
+            return Ok(());
+        }
+    };
     let source = match (args.from_run, args.from_file) {
         (Some(run), _) => ItemSource::Run(run),
         (None, Some(f)) => ItemSource::File(f),
@@ -119,12 +165,39 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
 
 pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
     match cmd {
-        LabelsCmd::Import { file, rubric } => {
-            let rubric = load_rubric(rubric.as_deref())?;
+        LabelsCmd::Import { file } => {
+            let rubric = ctx.rubric(None)?;
             let (n, version) = study::import_labels(ctx, &rubric, &file).await?;
             say!("imported {n} labels (labels dataset version {version})");
         }
-        LabelsCmd::Export { format, out } => {
+        LabelsCmd::Export {
+            format,
+            out,
+            final_set: true,
+            reviewers,
+        } => {
+            let rubric = ctx.rubric(None)?;
+            let pair = reviewer_pair(reviewers.as_deref())?;
+            let (finals, unresolved) = study::export_final(ctx, &rubric, pair).await?;
+            let bytes = match format {
+                ExportFormat::Jsonl => finals
+                    .iter()
+                    .map(|f| serde_json::to_string(f).map(|s| s + "\n"))
+                    .collect::<Result<String, _>>()?,
+                ExportFormat::Csv => study::final_csv(&finals),
+                ExportFormat::Parquet => bail!("--final writes jsonl or csv"),
+            };
+            match out {
+                Some(p) => study::write_whole(&p, bytes.as_bytes())?,
+                None => say_part!("{bytes}"),
+            }
+            if unresolved > 0 {
+                tell!(
+                    "{unresolved} disagreements are unresolved (label null, source `unresolved`): adjudicate them in the Agreement pane (`raglab --role lead`)"
+                );
+            }
+        }
+        LabelsCmd::Export { format, out, .. } => {
             let dest = out.as_ref().map_or_else(
                 || "standard output".to_string(),
                 |p| p.display().to_string(),
@@ -172,7 +245,7 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
                 workspace: ctx.workspace.clone().with_durability(!no_fsync),
                 ..ctx.clone()
             };
-            let rubric = load_rubric(None)?;
+            let rubric = ctx.rubric(None)?;
             let items = study::load_study(ctx).await?.items;
             if items.is_empty() {
                 bail!("no items: run `raglab annotate create` first");
@@ -207,36 +280,92 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
     Ok(())
 }
 
-fn fmt_est(e: &Estimate) -> String {
-    match (e.value, e.lo, e.hi) {
-        (Some(v), Some(lo), Some(hi)) => format!("{v:.2} [{lo:.2}, {hi:.2}]"),
-        (Some(v), _, _) => format!("{v:.2}"),
-        _ => "undefined".into(),
-    }
-}
+use agreement_report::fmt_est;
 
-pub async fn agree(ctx: &Context, args: AgreeArgs) -> Result<()> {
-    let rubric = load_rubric(args.rubric.as_deref())?;
-    let given = match args.reviewers.as_deref() {
-        None => None,
-        Some([a, b]) => Some((a.clone(), b.clone())),
-        Some(other) => bail!(
-            "--reviewers takes two names, e.g. --reviewers alice,bob (got {})",
-            other.len()
-        ),
-    };
+/// `raglab agree` for `viewer`: a reviewer (`--reviewer NAME`) sees statistics over
+/// the items revealed to them only; without one, or with `--role lead`, everything.
+pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()> {
+    let rubric = ctx.rubric(None)?;
     let boot = Bootstrap {
         resamples: args.bootstrap,
         seed: args.seed,
     };
-    let a = study::agreement_with(ctx, &rubric, given, boot, RaterPair::Reviewers).await?;
+    let req = study::AgreementRequest {
+        reviewers: reviewer_pair(args.reviewers.as_deref())?,
+        boot,
+        pair: RaterPair::Reviewers,
+        viewer: viewer.clone(),
+        version: if args.after_reveal {
+            LabelVersion::Latest
+        } else {
+            LabelVersion::BeforeReveal
+        },
+        judge_model: args.judge_model.clone(),
+    };
+    let a = study::agreement_with(ctx, &rubric, req).await?;
+    if let Some(p) = &args.csv {
+        study::write_whole(p, agreement_report::to_csv(&a).as_bytes())?;
+    }
+    if let Some(p) = &args.markdown {
+        study::write_whole(p, agreement_report::to_markdown(&a).as_bytes())?;
+    }
     let (r1, r2) = &a.reviewers;
     if args.json {
         return print_json(&serde_json::json!({
-            "reviewers": [r1, r2], "bootstrap": boot, "rows": a.rows, "seconds": a.seconds, "paper_reference": PAPER_REFERENCE,
+            "reviewers": [r1, r2], "bootstrap": boot, "rows": a.rows, "seconds": a.seconds,
+            "paper_reference": PAPER_REFERENCE, "judge_within_noise": a.noise,
+            "judge_vs_final": a.judge_vs_final, "labels": a.version,
+            "changed_after_reveal": a.changed_after_reveal,
+            "labels_after_reveal": a.labels_after_reveal, "judge_model": a.judge_model,
+            "judge_models": a.judge_models, "hidden_items": a.hidden_items,
         }));
     }
     say_part!("{}", render_table(&a.rows, &clean(r1), &clean(r2), boot));
+    say!(
+        "Judge within human noise (paired bootstrap Δκ = κ(judge, human) − κ({}, {}); within noise when the CI contains 0):",
+        clean(r1),
+        clean(r2)
+    );
+    for (name, n) in &a.noise {
+        say!(
+            "{:<20} | vs {}: {} {} | vs {}: {} {} | {} items",
+            clean(name),
+            clean(r1),
+            agreement_report::fmt_est(&n.vs_first),
+            agreement_report::noise_verdict(&n.vs_first),
+            clean(r2),
+            agreement_report::fmt_est(&n.vs_second),
+            agreement_report::noise_verdict(&n.vs_second),
+            n.items
+        );
+    }
+    if a.judge_vs_final.iter().any(|(_, r)| r.is_some()) {
+        for (name, r) in &a.judge_vs_final {
+            if let Some(r) = r {
+                say!(
+                    "judge vs final {:<20} kappa {} macro-F1 {}",
+                    clean(name),
+                    agreement_report::fmt_est(&r.kappa),
+                    agreement_report::fmt_est(&r.macro_f1)
+                );
+            }
+        }
+    }
+    say!(
+        "labels: {} · {} labels changed after reveal ({} versions given after reveal){}",
+        match a.version {
+            LabelVersion::BeforeReveal =>
+                "last given before reveal (--after-reveal for the newest)",
+            LabelVersion::Latest => "newest, changes after reveal included",
+        },
+        a.changed_after_reveal,
+        a.labels_after_reveal,
+        if a.hidden_items > 0 {
+            format!(" · {} items not revealed to you left out", a.hidden_items)
+        } else {
+            String::new()
+        }
+    );
     say!("({:.2}s)", a.seconds);
     Ok(())
 }

@@ -12,7 +12,6 @@ use crate::service::answering::{AnswerBatch, BatchRequest, JudgeBatch};
 use crate::service::generation::RunConfig;
 use crate::service::jsonl::read_questions;
 use crate::service::report::{answer_report, list_answers};
-use crate::service::rubric::load_rubric;
 use crate::service::{Context, ModelChoice};
 
 #[derive(Debug, Args)]
@@ -114,9 +113,6 @@ pub struct JudgeArgs {
     /// GGUF judge model (default: config `models.judge`, else the generator).
     #[arg(long)]
     pub judge_model: Option<PathBuf>,
-    /// Rubric TOML (default: assets/rubrics/pubhealthbench.toml).
-    #[arg(long)]
-    pub rubric: Option<PathBuf>,
     #[arg(long)]
     pub limit: Option<usize>,
     #[arg(long)]
@@ -124,7 +120,7 @@ pub struct JudgeArgs {
 }
 
 pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
-    let rubric = load_rubric(args.rubric.as_deref())?;
+    let rubric = ctx.rubric(None)?;
     let model = ModelChoice {
         model: args.judge_model,
         threads: args.threads,

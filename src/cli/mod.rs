@@ -60,11 +60,39 @@ pub struct Cli {
     /// Questions JSONL listed in the TUI's query pane (default: config `questions`).
     #[arg(long, global = true)]
     pub questions: Option<PathBuf>,
-    /// Reviewer name for the Annotate pane (asked for when absent).
+    /// Reviewer name for the Annotate pane (asked for when absent); `agree` shows a
+    /// reviewer only what blinding allows them.
     #[arg(long, global = true)]
     pub reviewer: Option<String>,
+    /// `lead`: the study lead sees every label, adjudicates disagreements and follows
+    /// each reviewer's progress (named by `--reviewer`).
+    #[arg(long, global = true, value_enum, default_value_t = Role::Reviewer)]
+    pub role: Role,
+    /// Rubric TOML of the Annotate pane, `judge`, `agree` and `labels` (default:
+    /// config `[annotation] rubric`, else the paper's pass/fail rubric).
+    #[arg(long, global = true)]
+    pub rubric: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// Who is using raglab in an annotation study.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    Reviewer,
+    Lead,
+}
+
+impl Cli {
+    /// Who is looking at the study: the lead, or the named reviewer. Headless
+    /// commands without a reviewer name act as the lead.
+    pub fn viewer(&self) -> crate::service::study::Viewer {
+        use crate::service::study::Viewer;
+        match (&self.role, &self.reviewer) {
+            (Role::Reviewer, Some(name)) => Viewer::Reviewer(name.clone()),
+            _ => Viewer::Lead,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -130,7 +158,11 @@ pub enum ReportCmd {
 }
 
 /// Run one headless command.
-pub async fn run(ctx: &Context, command: Command) -> Result<()> {
+pub async fn run(
+    ctx: &Context,
+    command: Command,
+    viewer: &crate::service::study::Viewer,
+) -> Result<()> {
     match command {
         Command::Ingest(args) => ingest::run(ctx, args).await,
         Command::Corpus { cmd } => corpus::run(ctx, cmd).await,
@@ -139,7 +171,7 @@ pub async fn run(ctx: &Context, command: Command) -> Result<()> {
         Command::Eval { cmd } => eval::run(ctx, cmd).await,
         Command::Annotate { cmd } => annotate::create(ctx, cmd).await,
         Command::Labels { cmd } => annotate::labels(ctx, cmd).await,
-        Command::Agree(args) => annotate::agree(ctx, args).await,
+        Command::Agree(args) => annotate::agree(ctx, args, viewer).await,
         Command::Bench {
             cmd: BenchCmd::Retrieval(args),
         } => bench::run(ctx, args).await,

@@ -209,5 +209,102 @@ pub fn agreement(items: &[Vec<(String, String)>], boot: Bootstrap) -> AgreementR
     }
 }
 
+/// Is the judge within human noise? The paired bootstrap difference
+/// kappa(judge, human) - kappa(human 1, human 2), for each human, over the same item
+/// resamples (so the two kappas share their sampling noise), with a 95% percentile CI.
+/// The judge is "within noise" of a human when the CI contains 0.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NoiseReport {
+    /// Items on which both humans and the judge gave labels.
+    pub items: usize,
+    /// kappa(judge, human 1) - kappa(human 1, human 2).
+    pub vs_first: Estimate,
+    /// kappa(judge, human 2) - kappa(human 1, human 2).
+    pub vs_second: Estimate,
+}
+
+impl Estimate {
+    /// Whether the CI contains 0 (`None` when there is no CI).
+    pub fn contains_zero(&self) -> Option<bool> {
+        Some(self.lo? <= 0.0 && 0.0 <= self.hi?)
+    }
+}
+
+/// [`NoiseReport`] over items, each holding one `[human 1, human 2, judge]` label
+/// triple per criterion (pooled criteria give several per item). Resamples whole items.
+pub fn judge_within_noise(items: &[Vec<[String; 3]>], boot: Bootstrap) -> NoiseReport {
+    let items: Vec<&Vec<[String; 3]>> = items.iter().filter(|v| !v.is_empty()).collect();
+    let labels: Vec<String> = items
+        .iter()
+        .flat_map(|v| v.iter().flatten().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let k = labels.len();
+    let idx = |l: &str| labels.iter().position(|x| x == l).unwrap_or(0);
+    let per_item: Vec<Vec<[usize; 3]>> = items
+        .iter()
+        .map(|v| {
+            v.iter()
+                .map(|t| [idx(&t[0]), idx(&t[1]), idx(&t[2])])
+                .collect()
+        })
+        .collect();
+    // Confusions of (h1, h2), (judge, h1), (judge, h2) over a multiset of items.
+    let diffs = |pick: &mut dyn FnMut() -> usize, n: usize| {
+        let mut c = [(); 3].map(|()| Confusion {
+            labels: labels.clone(),
+            counts: vec![vec![0; k]; k],
+        });
+        for _ in 0..n {
+            for t in &per_item[pick()] {
+                c[0].counts[t[0]][t[1]] += 1;
+                c[1].counts[t[2]][t[0]] += 1;
+                c[2].counts[t[2]][t[1]] += 1;
+            }
+        }
+        let [hh, j1, j2] = c.each_ref().map(cohen_kappa);
+        let d = |j: Option<f64>| Some(j? - hh?);
+        [d(j1), d(j2)]
+    };
+    let n = per_item.len();
+    let mut i = 0;
+    let point = diffs(
+        &mut || {
+            i += 1;
+            i - 1
+        },
+        n,
+    );
+    let mut samples = [Vec::new(), Vec::new()];
+    let mut undefined = [0usize; 2];
+    if n > 0 {
+        let mut rng = Rng::new(boot.seed);
+        for _ in 0..boot.resamples {
+            for (s, v) in diffs(&mut || rng.below(n), n).into_iter().enumerate() {
+                match v {
+                    Some(v) => samples[s].push(v),
+                    None => undefined[s] += 1,
+                }
+            }
+        }
+    }
+    let mut est = |s: usize| {
+        let mut v = std::mem::take(&mut samples[s]);
+        v.sort_by(f64::total_cmp);
+        Estimate {
+            value: point[s],
+            lo: percentile(&v, 2.5),
+            hi: percentile(&v, 97.5),
+            undefined_resamples: undefined[s],
+        }
+    };
+    NoiseReport {
+        items: n,
+        vs_first: est(0),
+        vs_second: est(1),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 /// The reviewer name of the LLM judge's labels (reserved: no human may use it).
 pub const JUDGE: &str = "judge";
 
+/// The reviewer name of adjudicated final labels (reserved): a study lead's decision
+/// on a disagreement, with the rationale as its note and the lead in `adjudicator`.
+pub const FINAL: &str = "final";
+
 /// Check a human reviewer's name: 1 to 64 letters, digits, `.`, `_`, `-` or `@`
 /// (names are shown in panes, stored with every label and typed on command lines, so
 /// no spaces, controls or look-alike formatting), and never [`JUDGE`] in any case,
@@ -29,6 +33,11 @@ pub fn check_reviewer(name: &str) -> Result<(), String> {
     if name.eq_ignore_ascii_case(JUDGE) {
         return Err(format!(
             "`{name}` is reserved for the LLM judge's labels; choose another reviewer name"
+        ));
+    }
+    if name.eq_ignore_ascii_case(FINAL) {
+        return Err(format!(
+            "`{name}` is reserved for adjudicated final labels; choose another reviewer name"
         ));
     }
     Ok(())
@@ -63,6 +72,10 @@ pub struct Label {
     /// Nanoseconds since the epoch: orders versions within a second.
     pub seq: u64,
     pub rubric_version: String,
+    /// On a [`FINAL`] label: the study lead who decided it (added after the first
+    /// studies, so nullable and last).
+    #[serde(default)]
+    pub adjudicator: Option<String>,
 }
 
 /// One item and criterion on which two raters gave different labels.
@@ -74,6 +87,13 @@ pub struct Disagreement {
     pub first: String,
     /// The second rater's label.
     pub second: String,
+    /// The raters' notes on this item and criterion (their newest).
+    pub first_note: Option<String>,
+    pub second_note: Option<String>,
+    /// The judge's label, when it judged the item's answer.
+    pub judge: Option<String>,
+    /// The adjudicated final label and its rationale, once decided.
+    pub final_label: Option<(String, String)>,
 }
 
 /// Which two raters the disagreement list compares.
@@ -129,6 +149,8 @@ mod tests {
             "",
             "judge",
             "Judge",
+            "final",
+            "FINAL",
             "JUDGE",
             "a b",
             "x\u{1b}[2J",

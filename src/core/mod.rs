@@ -5,6 +5,7 @@
 pub mod abstention;
 pub mod agreement;
 pub mod annotation;
+pub mod blinding;
 pub mod chunk;
 pub mod corpus;
 pub mod frugality;

@@ -22,6 +22,10 @@ pub struct Rubric {
     #[serde(default = "pass_fail")]
     pub labels: Vec<String>,
     pub criteria: Vec<Criterion>,
+    /// The key that gives each label in the Annotate pane (`[keys] partly = "a"`);
+    /// a label without one is given by its first letter.
+    #[serde(default)]
+    pub keys: std::collections::BTreeMap<String, char>,
 }
 
 fn pass_fail() -> Vec<String> {
@@ -89,8 +93,52 @@ impl Rubric {
                     c.key
                 )));
             }
+            let mut seen: Vec<(char, &str)> = Vec::new();
+            for l in labels {
+                let k = r.key_of(l);
+                if !k.is_alphanumeric() {
+                    return Err(RubricError::Invalid(format!(
+                        "the key of label `{l}` must be a letter or digit (got {k:?})"
+                    )));
+                }
+                if let Some((_, other)) = seen.iter().find(|(x, _)| *x == k) {
+                    return Err(RubricError::Invalid(format!(
+                        "labels `{other}` and `{l}` of criterion `{}` share the key `{k}`: give one its own key in [keys], e.g. {l} = \"x\"",
+                        c.key
+                    )));
+                }
+                seen.push((k, l));
+            }
+        }
+        if let Some(unknown) = r
+            .keys
+            .keys()
+            .find(|l| !r.criteria.iter().any(|c| r.labels_of(c).contains(l)))
+        {
+            return Err(RubricError::Invalid(format!(
+                "[keys] names `{unknown}`, which is not a label of this rubric"
+            )));
         }
         Ok(r)
+    }
+
+    /// The key that gives `label` in the Annotate pane: declared in `[keys]`, else
+    /// the label's first letter (lowercase).
+    pub fn key_of(&self, label: &str) -> char {
+        self.keys.get(label).copied().unwrap_or_else(|| {
+            label
+                .chars()
+                .next()
+                .map_or(' ', |c| c.to_lowercase().next().unwrap_or(c))
+        })
+    }
+
+    /// The label of criterion `c` that `key` gives, if any.
+    pub fn label_for_key<'a>(&'a self, c: &'a Criterion, key: char) -> Option<&'a str> {
+        self.labels_of(c)
+            .iter()
+            .find(|l| self.key_of(l) == key)
+            .map(String::as_str)
     }
 
     pub fn labels_of<'a>(&'a self, c: &'a Criterion) -> &'a [String] {
@@ -190,6 +238,7 @@ mod tests {
                 c("factual_consistency"),
                 c("clarity"),
             ],
+            keys: Default::default(),
         }
         .validated()
         .expect("valid")
@@ -235,5 +284,24 @@ mod tests {
         r.criteria[1].labels = Some(vec!["yes".into(), "no".into(), "maybe".into()]);
         let r = r.validated().expect("valid");
         assert!(r.grammar().contains("l1 ::= \"yes\" | \"no\" | \"maybe\""));
+    }
+
+    #[test]
+    fn label_keys_default_to_first_letters_and_must_be_distinct() {
+        let r = pass_fail_rubric();
+        assert_eq!((r.key_of("pass"), r.key_of("fail")), ('p', 'f'));
+        let c = &r.criteria[0];
+        assert_eq!(r.label_for_key(c, 'f'), Some("fail"));
+        assert_eq!(r.label_for_key(c, 'x'), None);
+        let mut clash = pass_fail_rubric();
+        clash.labels = vec!["partly".into(), "pass".into(), "fail".into()];
+        let err = clash.clone().validated().expect_err("p twice");
+        assert!(err.to_string().contains("share the key `p`"), "{err}");
+        clash.keys.insert("partly".into(), 'a');
+        let ok = clash.validated().expect("distinct keys");
+        assert_eq!(ok.label_for_key(&ok.criteria[0], 'a'), Some("partly"));
+        let mut stray = pass_fail_rubric();
+        stray.keys.insert("maybe".into(), 'm');
+        assert!(stray.validated().is_err(), "a key for no label");
     }
 }

@@ -11,7 +11,8 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::core::agreement::{AgreementReport, Bootstrap, agreement};
-pub use crate::core::annotation::{Disagreement, Item, JUDGE, Label};
+use crate::core::agreement::{NoiseReport, judge_within_noise};
+pub use crate::core::annotation::{Disagreement, FINAL, Item, JUDGE, Label};
 use crate::core::rubric::Rubric;
 use crate::service::generation::now_rfc3339;
 use crate::store::records::Table;
@@ -19,6 +20,38 @@ use crate::store::workspace::Workspace;
 
 pub const ITEMS: &str = "items.lance";
 pub const LABELS: &str = "labels.lance";
+pub const ASSIGNMENTS: &str = "assignments.lance";
+
+/// An item assigned to a pair of reviewers (the newest assignment of an item wins).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Assignment {
+    pub item_id: String,
+    pub first: String,
+    pub second: String,
+    pub assigned_at: String,
+    pub seq: u64,
+}
+
+pub fn assignments_table(ws: &Workspace) -> Table<'_> {
+    Table::of::<Assignment>(ws, ASSIGNMENTS)
+}
+
+/// item -> its newest assigned pair.
+pub fn pairs_of(assignments: &[Assignment]) -> HashMap<String, (String, String)> {
+    let mut newest: HashMap<&str, &Assignment> = HashMap::new();
+    for a in assignments {
+        if newest
+            .get(a.item_id.as_str())
+            .is_none_or(|o| o.seq <= a.seq)
+        {
+            newest.insert(&a.item_id, a);
+        }
+    }
+    newest
+        .into_iter()
+        .map(|(k, a)| (k.to_string(), (a.first.clone(), a.second.clone())))
+        .collect()
+}
 
 pub fn items_table(ws: &Workspace) -> Table<'_> {
     Table::of::<Item>(ws, ITEMS)
@@ -28,7 +61,7 @@ pub fn labels_table(ws: &Workspace) -> Table<'_> {
     Table::of::<Label>(ws, LABELS)
 }
 
-fn now_nanos() -> u64 {
+pub fn now_nanos() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
@@ -54,6 +87,7 @@ impl Label {
             timestamp: now_rfc3339(),
             seq,
             rubric_version: rubric_version.into(),
+            adjudicator: None,
         }
     }
 }
@@ -72,7 +106,21 @@ pub async fn save_labels(
         bail!("labels mix rubric versions {versions:?}; import one version at a time");
     }
     for l in labels {
-        if let Err(e) = crate::core::annotation::check_reviewer(&l.reviewer) {
+        if l.reviewer == FINAL {
+            // An adjudicated label: decided by a named lead, with a rationale.
+            let Some(lead) = &l.adjudicator else {
+                bail!("final label {}: no adjudicator", l.label_id);
+            };
+            if let Err(e) = crate::core::annotation::check_reviewer(lead) {
+                bail!("final label {}: adjudicator {e}", l.label_id);
+            }
+            if l.label.is_some() && l.note.as_deref().is_none_or(|n| n.trim().is_empty()) {
+                bail!(
+                    "final label {}: a rationale is required for every adjudicated label",
+                    l.label_id
+                );
+            }
+        } else if let Err(e) = crate::core::annotation::check_reviewer(&l.reviewer) {
             bail!("label {}: {e}", l.label_id);
         }
         if !known.contains(l.item_id.as_str()) {
@@ -217,6 +265,7 @@ pub fn pick_reviewers(
             *counts.entry(r.as_str()).or_default() += 1;
         }
     }
+    counts.remove(FINAL);
     let mut v: Vec<(&str, usize)> = counts.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     match v.as_slice() {
@@ -233,10 +282,52 @@ pub fn pick_reviewers(
     }
 }
 
-/// Judge labels as label rows (reviewer `judge`), mapped to items via answer ids.
+/// Paired bootstrap "judge within human noise" per criterion and overall (same rows
+/// as [`agreement_table`]), over the items where both reviewers and the judge labelled.
+pub fn noise_table(
+    rubric: &Rubric,
+    current: &BTreeMap<(String, String, String), Label>,
+    (r1, r2): (&str, &str),
+    boot: Bootstrap,
+) -> Vec<(String, NoiseReport)> {
+    let get = |item: &str, who: &str, c: &str| {
+        current
+            .get(&(item.to_string(), who.to_string(), c.to_string()))
+            .and_then(|l| l.label.clone())
+    };
+    let items: BTreeSet<&str> = current.keys().map(|(i, _, _)| i.as_str()).collect();
+    let rows: Vec<(String, Vec<&str>)> = rubric
+        .criteria
+        .iter()
+        .map(|c| (c.name.clone(), vec![c.key.as_str()]))
+        .chain(std::iter::once((
+            "Overall".to_string(),
+            rubric.criteria.iter().map(|c| c.key.as_str()).collect(),
+        )))
+        .collect();
+    rows.into_iter()
+        .map(|(name, keys)| {
+            let units: Vec<Vec<[String; 3]>> = items
+                .iter()
+                .map(|item| {
+                    keys.iter()
+                        .filter_map(|k| {
+                            Some([get(item, r1, k)?, get(item, r2, k)?, get(item, JUDGE, k)?])
+                        })
+                        .collect()
+                })
+                .collect();
+            (name, judge_within_noise(&units, boot))
+        })
+        .collect()
+}
+
+/// Judge labels as label rows (reviewer `judge`), mapped to items via answer ids;
+/// only the judgements of `model` (a judge model file name) when given.
 pub fn judge_labels(
     items: &[Item],
     judg: &[crate::service::generation::JudgementRecord],
+    model: Option<&str>,
 ) -> Vec<Label> {
     let by_answer: BTreeMap<&str, &Item> = items
         .iter()
@@ -244,6 +335,9 @@ pub fn judge_labels(
         .collect();
     let mut out = Vec::new();
     for (n, j) in judg.iter().enumerate() {
+        if model.is_some_and(|m| m != j.judge_model) {
+            continue;
+        }
         if let Some(item) = by_answer.get(j.answer_id.as_str()) {
             for (c, l) in j.criteria.iter().zip(&j.labels) {
                 let mut label =
@@ -256,27 +350,98 @@ pub fn judge_labels(
     out
 }
 
-/// Items where `a` and `b` disagree.
+/// Items where `a` and `b` disagree, with their notes, the judge's label and the
+/// adjudicated final label (from `latest`, every current label including finals).
 pub fn disagreements(
     current: &BTreeMap<(String, String, String), Label>,
+    latest: &BTreeMap<(String, String, String), Label>,
     a: &str,
     b: &str,
 ) -> Vec<Disagreement> {
+    let key = |i: &str, r: &str, c: &str| (i.to_string(), r.to_string(), c.to_string());
     let mut out = Vec::new();
     for ((item, reviewer, criterion), la) in current {
         if reviewer != a {
             continue;
         }
-        if let Some(lb) = current.get(&(item.clone(), b.to_string(), criterion.clone()))
+        if let Some(lb) = current.get(&key(item, b, criterion))
             && la.label != lb.label
         {
+            let fin = latest.get(&key(item, FINAL, criterion));
             out.push(Disagreement {
                 item_id: item.clone(),
                 criterion: criterion.clone(),
                 first: la.label.clone().unwrap_or_default(),
                 second: lb.label.clone().unwrap_or_default(),
+                first_note: la.note.clone(),
+                second_note: lb.note.clone(),
+                judge: latest
+                    .get(&key(item, JUDGE, criterion))
+                    .and_then(|l| l.label.clone()),
+                final_label: fin
+                    .and_then(|f| Some((f.label.clone()?, f.note.clone().unwrap_or_default()))),
             });
         }
+    }
+    out
+}
+
+/// One row of the adjudicated set: the agreed label where the pair agreed (before
+/// reveal), the lead's final label where they did not, or unresolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FinalLabel {
+    pub item_id: String,
+    pub criterion: String,
+    /// `None` while a disagreement is unresolved.
+    pub label: Option<String>,
+    /// `agreed`, `adjudicated` or `unresolved`.
+    pub source: &'static str,
+    pub first: String,
+    pub second: String,
+    pub rationale: Option<String>,
+    pub adjudicator: Option<String>,
+    /// Version of the final label in the label log (its `seq`).
+    pub final_seq: Option<u64>,
+}
+
+/// The adjudicated set of the pair (r1, r2): every item and criterion both labelled.
+pub fn final_labels(
+    current: &BTreeMap<(String, String, String), Label>,
+    latest: &BTreeMap<(String, String, String), Label>,
+    (r1, r2): (&str, &str),
+) -> Vec<FinalLabel> {
+    let key = |i: &str, r: &str, c: &str| (i.to_string(), r.to_string(), c.to_string());
+    let mut out = Vec::new();
+    for ((item, reviewer, criterion), la) in current {
+        if reviewer != r1 {
+            continue;
+        }
+        let Some(lb) = current.get(&key(item, r2, criterion)) else {
+            continue;
+        };
+        let (first, second) = (
+            la.label.clone().unwrap_or_default(),
+            lb.label.clone().unwrap_or_default(),
+        );
+        let fin = latest
+            .get(&key(item, FINAL, criterion))
+            .filter(|f| f.label.is_some());
+        let (label, source) = match (&fin, first == second) {
+            (Some(f), _) => (f.label.clone(), "adjudicated"),
+            (None, true) => (Some(first.clone()), "agreed"),
+            (None, false) => (None, "unresolved"),
+        };
+        out.push(FinalLabel {
+            item_id: item.clone(),
+            criterion: criterion.clone(),
+            label,
+            source,
+            first,
+            second,
+            rationale: fin.and_then(|f| f.note.clone()),
+            adjudicator: fin.and_then(|f| f.adjudicator.clone()),
+            final_seq: fin.map(|f| f.seq),
+        });
     }
     out
 }

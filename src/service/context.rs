@@ -129,6 +129,11 @@ impl Context {
 
     /// Chunks shown and given to the generator: flag, then config `[retrieval] k`,
     /// then 15.
+    /// The rubric: the flag's file, else `[annotation] rubric`, else the embedded one.
+    pub fn rubric(&self, flag: Option<&std::path::Path>) -> Result<crate::core::rubric::Rubric> {
+        crate::service::rubric::load_rubric(flag.or(self.config.annotation.rubric.as_deref()))
+    }
+
     pub fn k(&self, flag: Option<usize>) -> usize {
         flag.or(self.config.retrieval.k).unwrap_or(DEFAULT_K)
     }

@@ -2,6 +2,7 @@
 //! around the pure `core`. A front parses its input, calls one function here and
 //! renders what it returns; fronts never reach `store` or `infer` themselves.
 
+pub mod agreement_report;
 pub mod annotation;
 pub mod answering;
 pub mod bench;

@@ -217,6 +217,23 @@ impl App {
                 // a text field never traps the user in a pane.
                 a.or_else(|| self.keymap.lookup(&["global"], key))
             }
+            // Rubric label keys come first where labels are given (a rubric may give
+            // `n` to "no"): labelling, and a lead's adjudication.
+            Layer::Pane(Pane::Annotate)
+                if let (KeyCode::Char(c), false, false) = (key.code, key.ctrl, key.alt)
+                    && self.annotate.is_label_key(c) =>
+            {
+                Some(Action::LabelKey(c))
+            }
+            Layer::Pane(Pane::Agreement)
+                if let (KeyCode::Char(c), false, false) = (key.code, key.ctrl, key.alt)
+                    && self.agreement.is_label_key(c) =>
+            {
+                Some(Action::LabelKey(c))
+            }
+            Layer::Pane(Pane::Agreement) if self.agreement.adjudicating() => {
+                self.keymap.lookup(&["agreement", "global"], key)
+            }
             Layer::Pane(_) if self.view().overlay_open() => self.keymap.lookup(&["overlay"], key),
             Layer::Pane(p) => self.keymap.lookup(&[p.section(), "global"], key),
         };
@@ -270,7 +287,29 @@ impl App {
             Action::Regenerate if self.pane == Pane::Generate => {
                 return self.start_generation(true);
             }
-            other => return self.view_mut().update(other),
+            Action::SendToAnnotation if self.pane == Pane::Generate => {
+                return match self
+                    .generate
+                    .last
+                    .as_ref()
+                    .filter(|_| !self.generate.running)
+                {
+                    Some(a) => Some(Effect::AddItem {
+                        answer_id: a.answer_id.clone(),
+                    }),
+                    None => {
+                        self.message = Some("no finished answer to send to annotation".into());
+                        None
+                    }
+                };
+            }
+            other => {
+                return match self.view_mut().update(other) {
+                    // A lead's final label is committed like a reviewer's label.
+                    Some(Effect::SaveFinal(label)) => self.annotate.queue_external(label),
+                    effect => effect,
+                };
+            }
         }
         None
     }

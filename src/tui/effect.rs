@@ -20,6 +20,13 @@ pub enum Effect {
     SaveLabel { ticket: u64, label: Label },
     /// Recompute the agreement table and the selected pair's disagreements.
     RefreshAgreement,
+    /// A lead's final label from the Agreement pane (the app queues it as a label
+    /// commit, so it is saved, waited for at quit and reported like any label).
+    SaveFinal(Label),
+    /// Write the agreement table as CSV and markdown.
+    ExportAgreement,
+    /// Send a stored answer to annotation as an item.
+    AddItem { answer_id: String },
 }
 
 /// A generation to start: the question, its retrieval settings, the sampling, and the

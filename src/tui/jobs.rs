@@ -44,6 +44,10 @@ pub enum Msg {
         ticket: u64,
         result: Result<Box<Agreement>, String>,
     },
+    /// The study's datasets changed on disk (another process, or our own commits).
+    StudyChanged(Vec<Option<String>>),
+    Exported(Result<String, String>),
+    ItemAdded(Result<bool, String>),
 }
 
 /// The newest request of one kind: starting another aborts the older task (whose
@@ -74,7 +78,14 @@ pub struct Jobs {
     /// Tasks that read or commit lance datasets (start-up reads, agreement reads,
     /// label commits); quitting waits for them (see `settle`).
     loads: Vec<tokio::task::JoinHandle<()>>,
+    /// The study's fingerprint as last loaded, and whether a check is running.
+    study_seen: Option<Vec<Option<String>>>,
+    polling: bool,
+    last_poll: std::time::Instant,
 }
+
+/// How often the study's datasets are checked for commits by other processes.
+pub const STUDY_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Jobs {
     pub fn new(ctx: &Context) -> (Self, UnboundedReceiver<Msg>) {
@@ -87,6 +98,9 @@ impl Jobs {
             searching: Latest::default(),
             answers: Vec::new(),
             loads: Vec::new(),
+            study_seen: None,
+            polling: false,
+            last_poll: std::time::Instant::now(),
         };
         (jobs, rx)
     }
@@ -144,7 +158,68 @@ impl Jobs {
             Effect::Generate(job) => self.generate(app, job),
             Effect::SaveLabel { ticket, label } => self.save_label(app, ticket, label),
             Effect::RefreshAgreement => self.refresh_agreement(app),
+            // The app turns it into a label commit; nothing reaches here.
+            Effect::SaveFinal(_) => {}
+            Effect::ExportAgreement => self.export_agreement(app),
+            Effect::AddItem { answer_id } => self.add_item(answer_id),
         }
+    }
+
+    /// Check (at most every [`STUDY_POLL`]) whether another process committed labels,
+    /// items, assignments, judgements or answers; a change reloads the study and
+    /// recomputes the agreement. Reads directory listings only, on a blocking thread.
+    pub fn poll_study(&mut self) {
+        if self.polling || self.last_poll.elapsed() < STUDY_POLL {
+            return;
+        }
+        self.polling = true;
+        self.last_poll = std::time::Instant::now();
+        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+        tokio::spawn(async move {
+            let fp = tokio::task::spawn_blocking(move || study::study_fingerprint(&ctx))
+                .await
+                .unwrap_or_default();
+            let _ = tx.send(Msg::StudyChanged(fp));
+        });
+    }
+
+    fn export_agreement(&mut self, app: &mut App) {
+        let Some(a) = app.agreement.last.clone() else {
+            return;
+        };
+        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+        tokio::task::spawn_blocking(move || {
+            let result = (|| -> anyhow::Result<String> {
+                let dir = ctx.workspace.root().join("exports");
+                std::fs::create_dir_all(&dir)?;
+                let stamp = crate::service::generation::now_rfc3339().replace(':', "");
+                let csv = dir.join(format!("agreement-{stamp}.csv"));
+                let md = dir.join(format!("agreement-{stamp}.md"));
+                study::write_whole(
+                    &csv,
+                    crate::service::agreement_report::to_csv(&a).as_bytes(),
+                )?;
+                study::write_whole(
+                    &md,
+                    crate::service::agreement_report::to_markdown(&a).as_bytes(),
+                )?;
+                Ok(format!("exported {} and {}", csv.display(), md.display()))
+            })()
+            .map_err(|e| format!("export failed: {e:#}"));
+            let _ = tx.send(Msg::Exported(result));
+        });
+    }
+
+    fn add_item(&mut self, answer_id: String) {
+        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+        let task = tokio::spawn(async move {
+            let result = study::add_answer_item(&ctx, &answer_id)
+                .await
+                .map_err(|e| format!("not sent to annotation: {e:#}"));
+            let _ = tx.send(Msg::ItemAdded(result));
+        });
+        self.loads.retain(|t| !t.is_finished());
+        self.loads.push(task);
     }
 
     fn search(&mut self, app: &mut App, ticket: u64, text: String) {
@@ -224,10 +299,19 @@ impl Jobs {
             .await
             .unwrap_or_else(|e| Err(format!("the generation stopped: {e}")));
             let result = match generated {
-                Ok(rec) => save_answer(&ctx, &rec)
-                    .await
-                    .map(|()| rec)
-                    .map_err(|e| format!("answer not saved: {e:#}")),
+                Ok(mut rec) => {
+                    // Every TUI generation is its own answer: the same question and seed
+                    // twice (g, then g again) must not store two answers under one id.
+                    rec.answer_id = format!(
+                        "{}@{:x}",
+                        rec.answer_id,
+                        crate::service::annotation::now_nanos()
+                    );
+                    save_answer(&ctx, &rec)
+                        .await
+                        .map(|()| rec)
+                        .map_err(|e| format!("answer not saved: {e:#}"))
+                }
                 Err(e) => Err(e),
             };
             let _ = tx.send(Msg::GenDone {
@@ -257,9 +341,17 @@ impl Jobs {
         app.agreement.ticket += 1;
         app.agreement.computing = true;
         let (ctx, tx, ticket) = (Arc::clone(&self.ctx), self.tx.clone(), app.agreement.ticket);
-        let (rubric, pair) = (app.annotate.rubric.clone(), app.agreement.pair);
+        let rubric = app.annotate.rubric.clone();
+        let req = study::AgreementRequest {
+            reviewers: app.agreement.pair_choice.clone(),
+            boot: Bootstrap::default(),
+            pair: app.agreement.pair,
+            viewer: app.annotate.viewer(),
+            version: app.agreement.version,
+            judge_model: app.agreement.judge_model.clone(),
+        };
         let task = tokio::spawn(async move {
-            let result = study::agreement_with(&ctx, &rubric, None, Bootstrap::default(), pair)
+            let result = study::agreement_with(&ctx, &rubric, req)
                 .await
                 .map(Box::new)
                 .map_err(|e| format!("{e:#}"));
@@ -289,10 +381,34 @@ impl Jobs {
                 app.generate.on_done(ticket, result);
             }
             Msg::Annotation(Ok(study)) => {
-                app.annotate.items = study.items;
-                app.annotate.labels = study.labels;
+                let pairs = crate::service::annotation::pairs_of(&study.assignments);
+                app.annotate.load(study.items, study.labels, pairs);
                 self.answers = study.answers;
                 self.refresh_agreement(app);
+            }
+            Msg::StudyChanged(fp) => {
+                self.polling = false;
+                if self.study_seen.as_ref() != Some(&fp) {
+                    let first = self.study_seen.is_none();
+                    self.study_seen = Some(fp);
+                    if !first {
+                        let task = self.load_annotation();
+                        self.loads.retain(|t| !t.is_finished());
+                        self.loads.push(task);
+                    }
+                }
+            }
+            Msg::Exported(r) => {
+                app.agreement.status = Some(r.unwrap_or_else(|e| e));
+            }
+            Msg::ItemAdded(r) => {
+                app.generate.status = Some(match r {
+                    Ok(true) => {
+                        "sent to annotation: an item of set `tui` (Annotate pane, 4)".into()
+                    }
+                    Ok(false) => "already an annotation item".into(),
+                    Err(e) => e,
+                });
             }
             Msg::Annotation(Err(e)) => {
                 tracing::error!("{e}");
@@ -306,12 +422,7 @@ impl Jobs {
                 }
                 app.agreement.computing = false;
                 match result {
-                    Ok(a) => {
-                        app.agreement.rows = a.rows;
-                        app.agreement.reviewers = Some(a.reviewers);
-                        app.agreement.disagreements = a.disagreements;
-                        app.agreement.status = None;
-                    }
+                    Ok(a) => app.agreement.on_result(*a),
                     Err(e) => app.agreement.status = Some(e),
                 }
             }

@@ -14,6 +14,7 @@ pub mod jobs;
 pub mod keymap;
 pub mod layout;
 pub mod panes;
+pub mod text_view;
 pub mod theme;
 pub mod ui;
 
@@ -78,6 +79,8 @@ pub struct TuiOptions {
     pub theme: Option<String>,
     pub questions: Option<PathBuf>,
     pub reviewer: Option<String>,
+    /// The study lead: sees every label, adjudicates, follows progress.
+    pub lead: bool,
 }
 
 /// The app as it opens on a workspace: chunks, the questions file, the failures of the
@@ -114,7 +117,13 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
     app.query.k = ctx.k(None);
     app.message =
         (!errors.is_empty()).then(|| crate::core::text::sanitize_for_terminal(&errors.join("; ")));
-    app.annotate.reviewer = opts.reviewer.clone();
+    let rubric = ctx.rubric(None)?;
+    app.annotate = panes::annotate::AnnotatePane::new(opts.reviewer.clone(), rubric.clone());
+    app.annotate.lead = opts.lead;
+    app.annotate.order_seed = ctx.config.annotation.order_seed.unwrap_or(1);
+    app.agreement.lead = opts.lead;
+    app.agreement.lead_name = opts.reviewer.clone();
+    app.agreement.rubric = Some(rubric);
     app.generate.model = ctx.gen_model_name();
     Ok(app)
 }
@@ -244,5 +253,7 @@ async fn event_loop(
                 if app.generate.running { dirty = true; }
             }
         }
+        // Another process's label commits reach the panes within a few seconds.
+        jobs.poll_study();
     }
 }

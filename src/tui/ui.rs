@@ -85,13 +85,55 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
         ("Everywhere", "global"),
         (app.pane.title(), app.pane.section()),
     ];
+    let rubric = &app.annotate.rubric;
+    let labelling = matches!(app.pane, Pane::Annotate | Pane::Agreement);
+    // Label keys, generated from the rubric: they win over the pane's bindings.
+    let label_keys: Vec<(char, String)> = {
+        let mut v: Vec<(char, String)> = rubric
+            .criteria
+            .iter()
+            .flat_map(|c| rubric.labels_of(c).iter())
+            .map(|l| (rubric.key_of(l), l.clone()))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    if labelling {
+        lines.push(Line::styled(
+            format!(
+                "Labels of rubric {} v{} ({} criteria; 1-{} pick one)",
+                clean(&rubric.name),
+                clean(&rubric.version),
+                rubric.criteria.len(),
+                rubric.criteria.len().min(9)
+            ),
+            theme.title,
+        ));
+        for (k, l) in &label_keys {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {k:<18}"), theme.status_key),
+                Span::styled(format!("label {l}"), theme.text),
+            ]));
+        }
+        lines.push(Line::raw(""));
+    }
     for (heading, section) in sections {
         let rows = app.keymap.help_rows(section);
         if rows.is_empty() {
             continue;
         }
         lines.push(Line::styled(heading.to_string(), theme.title));
-        for (keys, desc) in rows {
+        for (keys, mut desc) in rows {
+            let shadowed = labelling
+                && section == app.pane.section()
+                && keys.split(", ").any(|k| {
+                    let mut c = k.chars();
+                    matches!((c.next(), c.next()), (Some(ch), None) if label_keys.iter().any(|(lk, _)| *lk == ch))
+                });
+            if shadowed {
+                desc.push_str(" (a label key takes this key here)");
+            }
             lines.push(Line::from(vec![
                 Span::styled(format!("  {keys:<18}"), theme.status_key),
                 Span::styled(desc, theme.text),

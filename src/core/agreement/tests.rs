@@ -127,3 +127,73 @@ fn pooled_items_resample_whole_items() {
     assert_eq!(r.confusion.total(), 4);
     assert_eq!(r.items, 2);
 }
+
+fn triples(h1: &str, h2: &str, j: &str) -> Vec<Vec<[String; 3]>> {
+    h1.chars()
+        .zip(h2.chars())
+        .zip(j.chars())
+        .map(|((a, b), c)| vec![[a.to_string(), b.to_string(), c.to_string()]])
+        .collect()
+}
+
+#[test]
+fn judge_within_noise_point_estimate_by_hand() {
+    // h1 p p f f, h2 p f f f: kappa 0.5 (p_o 3/4, p_e 1/2). The judge copies h1:
+    // kappa(judge, h1) = 1 -> +0.5; kappa(judge, h2) = 0.5 -> 0.
+    let items = triples("ppff", "pfff", "ppff");
+    let r = judge_within_noise(
+        &items,
+        Bootstrap {
+            resamples: 200,
+            seed: 3,
+        },
+    );
+    assert_eq!(r.items, 4);
+    assert!((r.vs_first.value.expect("defined") - 0.5).abs() < 1e-12);
+    assert!(r.vs_second.value.expect("defined").abs() < 1e-12);
+}
+
+#[test]
+fn judge_within_noise_resamples_are_paired() {
+    // Recompute every resample independently: the same item draws (same Rng stream)
+    // feed both kappas; the percentiles must match exactly.
+    let h1 = "ppffpfpfppffpfpfppfp";
+    let h2 = "pfffpfppppffffpfpffp";
+    let j = "ppfppfpfpfffpfpppffp";
+    let items = triples(h1, h2, j);
+    let boot = Bootstrap {
+        resamples: 500,
+        seed: 11,
+    };
+    let r = judge_within_noise(&items, boot);
+    let mut rng = Rng::new(boot.seed);
+    let (mut d1, mut d2) = (Vec::new(), Vec::new());
+    let n = items.len();
+    for _ in 0..boot.resamples {
+        let draw: Vec<usize> = (0..n).map(|_| rng.below(n)).collect();
+        let pairs = |a: usize, b: usize| -> Vec<(String, String)> {
+            draw.iter()
+                .map(|&i| (items[i][0][a].clone(), items[i][0][b].clone()))
+                .collect()
+        };
+        let kappa = |a, b| cohen_kappa(&Confusion::new(&pairs(a, b)));
+        if let (Some(hh), Some(j1)) = (kappa(0, 1), kappa(2, 0)) {
+            d1.push(j1 - hh);
+        }
+        if let (Some(hh), Some(j2)) = (kappa(0, 1), kappa(2, 1)) {
+            d2.push(j2 - hh);
+        }
+    }
+    d1.sort_by(f64::total_cmp);
+    d2.sort_by(f64::total_cmp);
+    let close = |a: Option<f64>, b: Option<f64>| {
+        let (a, b) = (a.expect("defined"), b.expect("defined"));
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    };
+    close(r.vs_first.lo, percentile(&d1, 2.5));
+    close(r.vs_first.hi, percentile(&d1, 97.5));
+    close(r.vs_second.lo, percentile(&d2, 2.5));
+    close(r.vs_second.hi, percentile(&d2, 97.5));
+    assert_eq!(r.vs_first.undefined_resamples + d1.len(), boot.resamples);
+    assert!(r.vs_first.contains_zero().is_some());
+}

@@ -2,19 +2,29 @@
 //! bootstrap CIs for R1 vs R2, Judge vs R1, Judge vs R2) with the paper's values as a
 //! reference row, a chart of kappa per criterion with CI whiskers, the confusion matrix
 //! of the selected pair and criterion, and the items on which that pair disagrees.
-//! The bootstrap runs as a background job (`r` recomputes).
+//! The bootstrap runs as a background job (`r` recomputes; another process's commits
+//! recompute it by themselves). A reviewer sees statistics and per-item detail only
+//! over items revealed to them (SPEC §6); the lead (`--role lead`) sees everything and
+//! adjudicates disagreements: `enter` on one, its label key, a rationale, `enter`.
+//! Also: judge within human noise (paired bootstrap Δκ with its CI), the judge against
+//! the final labels, the reviewer pair (`p`), the judge model (`m`), the label version
+//! (`v`: blind labels or the newest) and an export as CSV and markdown (`e`).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Row, Table};
+use ratatui::widgets::{Paragraph, Row, Table, Wrap};
 
-use crate::core::agreement::{AgreementReport, Estimate};
+use crate::core::agreement::{AgreementReport, Estimate, NoiseReport};
+use crate::core::blinding::LabelVersion;
+use crate::core::rubric::Rubric;
 use crate::core::text::sanitize_for_terminal as clean;
-use crate::service::annotation::{AgreementRow, Disagreement};
-use crate::service::study::RaterPair;
+use crate::service::agreement_report::noise_verdict;
+use crate::service::annotation::{AgreementRow, Disagreement, Label};
+use crate::service::study::{Agreement, RaterPair};
 use crate::tui::action::Action;
 use crate::tui::effect::Effect;
+use crate::tui::input::TextInput;
 use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
 
@@ -30,6 +40,145 @@ pub struct AgreementPane {
     pub status: Option<String>,
     /// Items where the selected pair disagrees: (item id, criterion, label a, label b).
     pub disagreements: Vec<Disagreement>,
+    /// The selected disagreement.
+    pub selected: usize,
+    /// The whole last result (noise, judge vs final, provenance).
+    pub last: Option<Box<Agreement>>,
+    pub version: LabelVersion,
+    /// The judge model compared: `None` all, else an index into the result's models.
+    pub judge_model: Option<String>,
+    /// The reviewer pair asked for (`None`: the two with most labels).
+    pub pair_choice: Option<(String, String)>,
+    /// The study lead (adjudicates; sees everything).
+    pub lead: bool,
+    /// The lead's name, recorded with each final label.
+    pub lead_name: Option<String>,
+    pub rubric: Option<Rubric>,
+    /// The adjudication being made: the chosen final label and the rationale.
+    pub adjudication: Option<(Option<String>, TextInput)>,
+}
+
+impl AgreementPane {
+    /// Apply a finished computation.
+    pub fn on_result(&mut self, a: Agreement) {
+        self.rows = a.rows.clone();
+        self.reviewers = Some(a.reviewers.clone());
+        self.disagreements = a.disagreements.clone();
+        self.selected = self
+            .selected
+            .min(self.disagreements.len().saturating_sub(1));
+        self.status = None;
+        self.last = Some(Box::new(a));
+    }
+
+    /// Whether the adjudication panel is open.
+    pub fn adjudicating(&self) -> bool {
+        self.adjudication.is_some()
+    }
+
+    /// Whether `c` picks a final label of the disagreement being adjudicated.
+    pub fn is_label_key(&self, c: char) -> bool {
+        matches!(&self.adjudication, Some((None, _))) && self.label_for_key(c).is_some()
+    }
+
+    fn label_for_key(&self, c: char) -> Option<String> {
+        let d = self.disagreements.get(self.selected)?;
+        let r = self.rubric.as_ref()?;
+        let crit = r.criterion(&d.criterion)?;
+        r.label_for_key(crit, c).map(str::to_string)
+    }
+
+    /// The label keys of the selected disagreement's criterion, for the panel.
+    fn label_keys(&self) -> String {
+        let (Some(d), Some(r)) = (self.disagreements.get(self.selected), &self.rubric) else {
+            return String::new();
+        };
+        r.criterion(&d.criterion)
+            .map(|c| {
+                r.labels_of(c)
+                    .iter()
+                    .map(|l| format!("{}={l}", r.key_of(l)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default()
+    }
+
+    /// The next reviewer pair among the reviewers of the last result.
+    fn next_reviewer_pair(&mut self) {
+        let Some(a) = &self.last else { return };
+        let names = &a.reviewer_names;
+        let pairs: Vec<(String, String)> = names
+            .iter()
+            .enumerate()
+            .flat_map(|(i, x)| names[i + 1..].iter().map(move |y| (x.clone(), y.clone())))
+            .collect();
+        if pairs.is_empty() {
+            self.status = Some("only one reviewer has labels".into());
+            return;
+        }
+        let cur = pairs.iter().position(|p| *p == a.reviewers).unwrap_or(0);
+        self.pair_choice = Some(pairs[(cur + 1) % pairs.len()].clone());
+    }
+
+    /// The next judge model: all, then each model file.
+    fn next_judge_model(&mut self) {
+        let Some(a) = &self.last else { return };
+        let models = &a.judge_models;
+        self.judge_model = match &self.judge_model {
+            None => models.first().cloned(),
+            Some(m) => models
+                .iter()
+                .position(|x| x == m)
+                .and_then(|i| models.get(i + 1).cloned()),
+        };
+    }
+
+    /// Apply an adjudication key; returns the final label to save when complete.
+    fn adjudicate_step(&mut self, action: Action) -> Option<Label> {
+        let (chosen, rationale) = self.adjudication.as_mut()?;
+        match action {
+            Action::CloseOverlay | Action::CancelInput => {
+                self.adjudication = None;
+            }
+            Action::LabelKey(c) if chosen.is_none() => {
+                let l = self.label_for_key(c)?;
+                if let Some((chosen, rationale)) = self.adjudication.as_mut() {
+                    *chosen = Some(l);
+                    rationale.open();
+                }
+            }
+            Action::InputBackspace => {
+                rationale.backspace();
+            }
+            Action::SubmitInput => {
+                let text = rationale.text().trim().to_string();
+                if text.is_empty() {
+                    self.status = Some("a rationale is required: type why, then enter".into());
+                    return None;
+                }
+                let label = chosen.clone()?;
+                let d = self.disagreements.get(self.selected)?.clone();
+                let rubric = self.rubric.as_ref()?;
+                let lead = self.lead_name.clone().unwrap_or_else(|| "lead".into());
+                self.adjudication = None;
+                self.status = Some(format!(
+                    "saving the final label of {} {}…",
+                    d.item_id, d.criterion
+                ));
+                return Some(crate::service::study::final_label(
+                    rubric,
+                    &lead,
+                    &d.item_id,
+                    &d.criterion,
+                    &label,
+                    &text,
+                ));
+            }
+            _ => {}
+        }
+        None
+    }
 }
 
 fn est(e: &Estimate) -> String {
@@ -54,8 +203,34 @@ impl AgreementPane {
             format!("F1 judge/{r1}"),
             format!("κ judge/{r2}"),
             format!("F1 judge/{r2}"),
+            format!("Δκ j/{r1}−{r1}/{r2}"),
+            format!("Δκ j/{r2}−{r1}/{r2}"),
+            "κ judge/final".to_string(),
         ])
         .style(theme.title);
+        let noise = |i: usize| -> [String; 2] {
+            let Some((_, n)) = self.last.as_ref().and_then(|a| a.noise.get(i)) else {
+                return [String::new(), String::new()];
+            };
+            let one = |e: &Estimate| {
+                let mark = match noise_verdict(e) {
+                    "within noise" => " ≈",
+                    "outside noise" => " ≠",
+                    _ => "",
+                };
+                format!("{}{mark}", est(e))
+            };
+            let n: &NoiseReport = n;
+            [one(&n.vs_first), one(&n.vs_second)]
+        };
+        let vs_final = |i: usize| {
+            self.last
+                .as_ref()
+                .and_then(|a| a.judge_vs_final.get(i))
+                .and_then(|(_, r)| r.as_ref())
+                .map(|r| est(&r.kappa))
+                .unwrap_or_else(|| "-".into())
+        };
         let mut rows: Vec<Row> = self
             .rows
             .iter()
@@ -74,6 +249,8 @@ impl AgreementPane {
                         }
                     }
                 }
+                cells.extend(noise(i));
+                cells.push(vs_final(i));
                 Row::new(cells).style(if i == self.criterion {
                     theme.selected
                 } else {
@@ -83,7 +260,7 @@ impl AgreementPane {
             .collect();
         rows.push(
             Row::new(vec![
-                "paper (n=100)",
+                "paper Overall n=100",
                 "0.56 [0.48,0.64]",
                 "0.78 [0.74,0.82]",
                 "0.42",
@@ -93,12 +270,45 @@ impl AgreementPane {
             ])
             .style(theme.muted),
         );
-        let w = Constraint::Length(17);
+        let w = Constraint::Length(15);
+        let meta = self.last.as_ref().map(|a| {
+            format!(
+                "B = {} · seed {} · judge model: {} · labels: {} · {} changed after reveal{}",
+                a.bootstrap.resamples,
+                a.bootstrap.seed,
+                clean(
+                    &a.judge_model
+                        .clone()
+                        .unwrap_or_else(|| format!("all ({})", a.judge_models.join(", ")))
+                ),
+                match a.version {
+                    LabelVersion::BeforeReveal => "blind (last before reveal)",
+                    LabelVersion::Latest => "newest",
+                },
+                a.changed_after_reveal,
+                if a.hidden_items > 0 {
+                    format!(
+                        " · {} items not yet revealed to you left out",
+                        a.hidden_items
+                    )
+                } else {
+                    String::new()
+                }
+            )
+        });
+        let [meta_area, table_rect] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(table_area);
+        // A message (an export, a refusal) takes the line until the next action.
+        let line = match &self.status {
+            Some(s) => Line::styled(clean(s), theme.filter),
+            None => Line::styled(meta.unwrap_or_default(), theme.muted),
+        };
+        f.render_widget(Paragraph::new(line), meta_area);
         f.render_widget(
-            Table::new(rows, [Constraint::Length(20), w, w, w, w, w, w])
+            Table::new(rows, [Constraint::Length(20), w, w, w, w, w, w, w, w, w])
                 .header(header)
-                .block(block(format!(" Agreement (95% bootstrap CI) · tab-free keys: j/k criterion, x pair, r recompute{} ", if self.computing { " · computing…" } else { "" }))),
-            table_area,
+                .block(block(format!(" Agreement (95% bootstrap CI; ≈ judge within human noise) · j/k criterion · x pair · p reviewers · m judge · v labels · e export · r recompute{} ", if self.computing { " · computing…" } else { "" }))),
+            table_rect,
         );
     }
 
@@ -188,29 +398,130 @@ impl AgreementPane {
         );
     }
 
-    /// The items on which the selected pair disagrees.
+    /// The items on which the selected pair disagrees (only items revealed to the
+    /// viewer), the selected one's notes, judge and final labels, and the
+    /// adjudication panel.
     fn draw_disagreements(&self, f: &mut Frame, list_area: Rect, theme: &Theme) {
-        let block = |t: String| theme.block(t, false);
+        let block = |t: String, focus: bool| theme.block(t, focus);
+        let detail_rows = 6u16;
+        let [list_rect, detail_rect] =
+            Layout::vertical([Constraint::Min(3), Constraint::Length(detail_rows + 2)])
+                .areas(list_area);
+        let height = usize::from(list_rect.height.saturating_sub(2)).max(1);
+        let first = self.selected.saturating_sub(height - 1);
         let list: Vec<Line> = self
             .disagreements
             .iter()
-            .take(usize::from(list_area.height.saturating_sub(2)))
-            .map(|d| {
+            .enumerate()
+            .skip(first)
+            .take(height)
+            .map(|(i, d)| {
+                let done = d
+                    .final_label
+                    .as_ref()
+                    .map(|(l, _)| format!(" → final {l}"))
+                    .unwrap_or_default();
                 Line::styled(
                     clean(&format!(
-                        "{}  {}: {} vs {}",
-                        d.item_id, d.criterion, d.first, d.second
+                        "{}{}  {}: {} vs {}{done}",
+                        if i == self.selected { "▶" } else { " " },
+                        d.item_id,
+                        d.criterion,
+                        d.first,
+                        d.second
                     )),
-                    theme.error,
+                    if i == self.selected {
+                        theme.selected
+                    } else if d.final_label.is_some() {
+                        theme.muted
+                    } else {
+                        theme.error
+                    },
                 )
             })
             .collect();
+        let resolved = self
+            .disagreements
+            .iter()
+            .filter(|d| d.final_label.is_some())
+            .count();
         f.render_widget(
-            Paragraph::new(list).block(block(format!(
-                " Disagreements ({}) ",
-                self.disagreements.len()
-            ))),
-            list_area,
+            Paragraph::new(list).block(block(
+                format!(
+                    " Disagreements ({}, {resolved} adjudicated) · [ ] select{} ",
+                    self.disagreements.len(),
+                    if self.lead {
+                        " · enter adjudicate"
+                    } else {
+                        ""
+                    }
+                ),
+                false,
+            )),
+            list_rect,
+        );
+        let mut detail = Vec::new();
+        if let Some(d) = self.disagreements.get(self.selected) {
+            let (a, b) = self.pair.raters(
+                self.reviewers
+                    .as_ref()
+                    .map(|(x, y)| (x.as_str(), y.as_str()))
+                    .unwrap_or(("R1", "R2")),
+            );
+            let note = |n: &Option<String>| {
+                n.as_deref()
+                    .map(|n| format!(" · note: {}", clean(n)))
+                    .unwrap_or_default()
+            };
+            detail.push(Line::styled(
+                clean(&format!("{} · {}", d.item_id, d.criterion)),
+                theme.title,
+            ));
+            detail.push(Line::styled(
+                format!("{}: {}{}", clean(&a), clean(&d.first), note(&d.first_note)),
+                theme.text,
+            ));
+            detail.push(Line::styled(
+                format!(
+                    "{}: {}{}",
+                    clean(&b),
+                    clean(&d.second),
+                    note(&d.second_note)
+                ),
+                theme.text,
+            ));
+            detail.push(Line::styled(
+                format!(
+                    "judge: {}",
+                    clean(d.judge.as_deref().unwrap_or("not judged"))
+                ),
+                theme.muted,
+            ));
+            match (&self.adjudication, &d.final_label) {
+                (Some((None, _)), _) => detail.push(Line::styled(
+                    format!("final label? {} (esc cancels)", self.label_keys()),
+                    theme.filter,
+                )),
+                (Some((Some(l), input)), _) => detail.push(Line::styled(
+                    format!(
+                        "final {}: rationale: {}▏ (enter saves)",
+                        clean(l),
+                        clean(input.text())
+                    ),
+                    theme.filter,
+                )),
+                (None, Some((l, why))) => detail.push(Line::styled(
+                    format!("final: {} · {}", clean(l), clean(why)),
+                    theme.pass,
+                )),
+                (None, None) => {}
+            }
+        }
+        f.render_widget(
+            Paragraph::new(detail)
+                .wrap(Wrap { trim: false })
+                .block(block(" Selected disagreement ".into(), self.adjudicating())),
+            detail_rect,
         );
     }
 
@@ -227,8 +538,55 @@ impl AgreementPane {
 impl PaneView for AgreementPane {
     /// Apply an action; a recomputation is returned as an effect.
     fn update(&mut self, action: Action) -> Option<Effect> {
+        if !self.adjudicating() {
+            self.status = None;
+        }
+        if self.adjudicating() {
+            return self.adjudicate_step(action).map(Effect::SaveFinal);
+        }
         match action {
             Action::Refresh => return Some(Effect::RefreshAgreement),
+            Action::NextReviewerPair => {
+                self.next_reviewer_pair();
+                return Some(Effect::RefreshAgreement);
+            }
+            Action::NextJudgeModel => {
+                self.next_judge_model();
+                return Some(Effect::RefreshAgreement);
+            }
+            Action::ToggleLabelVersion => {
+                self.version = match self.version {
+                    LabelVersion::BeforeReveal => LabelVersion::Latest,
+                    LabelVersion::Latest => LabelVersion::BeforeReveal,
+                };
+                return Some(Effect::RefreshAgreement);
+            }
+            Action::ExportTable => {
+                if self.last.is_none() {
+                    self.status = Some("nothing to export yet".into());
+                    return None;
+                }
+                return Some(Effect::ExportAgreement);
+            }
+            Action::NextDisagreement => {
+                self.selected = (self.selected + 1).min(self.disagreements.len().saturating_sub(1));
+            }
+            Action::PrevDisagreement => self.selected = self.selected.saturating_sub(1),
+            Action::Adjudicate => {
+                if !self.lead {
+                    self.status = Some(
+                        "adjudication is for the study lead (`raglab --role lead --reviewer NAME`)"
+                            .into(),
+                    );
+                } else if self.pair != RaterPair::Reviewers {
+                    self.status =
+                        Some("adjudicate the reviewers' disagreements: `x` back to R1/R2".into());
+                } else if self.disagreements.get(self.selected).is_some() {
+                    self.adjudication = Some((None, TextInput::default()));
+                } else {
+                    self.status = Some("no disagreement to adjudicate".into());
+                }
+            }
             Action::NextPair => {
                 // The disagreement list belongs to the pair: recompute it for the new one.
                 self.pair = self.pair.next();
@@ -244,6 +602,17 @@ impl PaneView for AgreementPane {
             _ => {}
         }
         None
+    }
+
+    /// While the rationale of an adjudication is typed.
+    fn editing(&self) -> bool {
+        matches!(&self.adjudication, Some((Some(_), input)) if input.is_active())
+    }
+
+    fn input_char(&mut self, c: char) {
+        if let Some((_, input)) = self.adjudication.as_mut() {
+            input.push(c);
+        }
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
@@ -265,7 +634,7 @@ impl PaneView for AgreementPane {
             return;
         }
         let [table_area, bottom] = Layout::vertical([
-            Constraint::Length(self.rows.len() as u16 + 5),
+            Constraint::Length(self.rows.len() as u16 + 6),
             Constraint::Min(6),
         ])
         .areas(area);

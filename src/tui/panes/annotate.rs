@@ -1,24 +1,32 @@
-//! Annotate pane: one reviewer labels items on the rubric, blind to the other reviewer
-//! and to the judge until every criterion of the item is labelled (then `r` reveals
-//! them, disagreements highlighted). Single keys: `1`-`4` pick a criterion, `p`/`f`
-//! label it (and move to the next criterion), `n` note, `]`/`[` next/previous item, `u`
-//! first unlabelled item, `z` undo the last label. A label shows as saved only once its
-//! lance commit has returned.
+//! Annotate pane: one reviewer labels items on any rubric, blind to the other reviewer
+//! and to the judge until both reviewers of the item have submitted it (SPEC §6; then
+//! `r` shows their labels and notes, disagreements highlighted). Single keys: `1`-`9`
+//! pick a criterion, each label's key from the rubric labels it (and moves to the next
+//! criterion), `n`/`N` note on the criterion, `]`/`[` next/previous item, `u` first
+//! unlabelled item, `z` undo the last label. The four texts take focus (`h`/`l`),
+//! scroll (`J`/`K` line, `pgdn`/`pgup`/space page, `g`/`G` top/bottom) and zoom to the
+//! whole pane (`enter`, `esc`). Each reviewer sees their assigned items in their own
+//! seeded order; `s` filters by item set. The lead (`--role lead`) sees every label
+//! and each reviewer's progress. A label shows as saved only once its lance commit has
+//! returned.
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 
+use crate::core::blinding::{Blinding, Viewer, reviewer_order};
 use crate::core::rubric::Rubric;
 use crate::core::text::sanitize_for_terminal as clean;
-use crate::service::annotation::{Item, Label};
+use crate::service::annotation::{Item, JUDGE, Label};
 use crate::tui::action::Action;
 use crate::tui::effect::Effect;
 use crate::tui::input::TextInput;
 use crate::tui::panes::PaneView;
+use crate::tui::text_view::{Move, Scroll, position, wrap};
 use crate::tui::theme::Theme;
 
 pub struct AnnotatePane {
@@ -33,6 +41,10 @@ pub struct AnnotatePane {
     pub labels: Vec<Label>,
     /// Labels sent but not yet confirmed, by ticket.
     pub pending: BTreeMap<u64, Label>,
+    /// When each pending label's key was pressed.
+    pub pressed: BTreeMap<u64, std::time::Instant>,
+    /// Key press to "saved" of every confirmed label, in ms (figures; logged too).
+    pub key_to_saved_ms: Vec<f64>,
     pub ticket: u64,
     pub revealed: bool,
     /// A note being typed (`n`), attached to the next label.
@@ -45,7 +57,29 @@ pub struct AnnotatePane {
     pub history: Vec<Label>,
     /// Labels whose commit failed (item, criterion and why), reported on quitting.
     pub failed: Vec<String>,
+    /// The study lead: sees every label and each reviewer's progress.
+    pub lead: bool,
+    /// Indices into `items`: this reviewer's items (assigned to them, in the set
+    /// filter) in their own seeded order; `pos` indexes this.
+    pub order: Vec<usize>,
+    pub order_seed: u64,
+    /// Only items of this set (`s` cycles).
+    pub set_filter: Option<String>,
+    /// item -> assigned reviewer pair.
+    pub assignments: HashMap<String, (String, String)>,
+    /// Submissions and reveals, recomputed whenever labels change.
+    pub blinding: Blinding,
+    /// The focused text (question, reference, target, answer), if any.
+    pub focus: Option<usize>,
+    /// The focused text fills the pane.
+    pub zoom: bool,
+    pub scroll: [Scroll; 4],
+    /// (rows, wrapped lines) of each text as last drawn, for page moves.
+    pub geometry: Cell<[(usize, usize); 4]>,
 }
+
+/// The four texts of an item, in display order.
+pub const TEXTS: [&str; 4] = ["Question", "Reference", "Target", "Answer"];
 
 impl AnnotatePane {
     pub fn new(reviewer: Option<String>, rubric: Rubric) -> Self {
@@ -58,6 +92,8 @@ impl AnnotatePane {
             criterion: 0,
             labels: Vec::new(),
             pending: BTreeMap::new(),
+            pressed: BTreeMap::new(),
+            key_to_saved_ms: Vec::new(),
             ticket: 0,
             revealed: false,
             note_input: TextInput::default(),
@@ -66,11 +102,124 @@ impl AnnotatePane {
             last_save_ms: None,
             history: Vec::new(),
             failed: Vec::new(),
+            lead: false,
+            order: Vec::new(),
+            order_seed: 1,
+            set_filter: None,
+            assignments: HashMap::new(),
+            blinding: Blinding::default(),
+            focus: None,
+            zoom: false,
+            scroll: [Scroll::default(); 4],
+            geometry: Cell::new([(1, 0); 4]),
         }
     }
 
-    fn item(&self) -> Option<&Item> {
-        self.items.get(self.pos)
+    pub fn item(&self) -> Option<&Item> {
+        self.items.get(*self.order.get(self.pos)?)
+    }
+
+    /// Who is looking (for blinding).
+    pub fn viewer(&self) -> Viewer {
+        match (&self.reviewer, self.lead) {
+            (Some(me), false) => Viewer::Reviewer(me.clone()),
+            _ => Viewer::Lead,
+        }
+    }
+
+    /// New study data from the workspace (start-up, or another process committed).
+    /// Labels are an append-only log, so the union by label id of what is shown and
+    /// what was read is never wrong: a label confirmed while the read was running
+    /// stays shown.
+    pub fn load(
+        &mut self,
+        items: Vec<Item>,
+        labels: Vec<Label>,
+        assignments: HashMap<String, (String, String)>,
+    ) {
+        let read: std::collections::HashSet<&str> =
+            labels.iter().map(|l| l.label_id.as_str()).collect();
+        let keep: Vec<Label> = self
+            .labels
+            .iter()
+            .filter(|l| l.reviewer != JUDGE && !read.contains(l.label_id.as_str()))
+            .cloned()
+            .collect();
+        self.labels = labels;
+        self.labels.extend(keep);
+        self.items = items;
+        self.assignments = assignments;
+        self.relabel();
+        self.rebuild_order();
+    }
+
+    /// Recompute submissions and reveals after the labels changed.
+    pub fn relabel(&mut self) {
+        let keys: Vec<&str> = self
+            .rubric
+            .criteria
+            .iter()
+            .map(|c| c.key.as_str())
+            .collect();
+        self.blinding = Blinding::from_log(&self.labels, &keys, &self.assignments);
+    }
+
+    /// This reviewer's items in their order (the lead: every item, in stored order),
+    /// keeping the current item selected.
+    pub fn rebuild_order(&mut self) {
+        let current = self.item().map(|i| i.item_id.clone());
+        let me = self.reviewer.clone().unwrap_or_default();
+        let assigned_to_me = |i: &Item| match self.assignments.get(&i.item_id) {
+            Some((a, b)) => *a == me || *b == me,
+            // Without any assignment every reviewer labels every item.
+            None => self.assignments.is_empty(),
+        };
+        let mine: Vec<usize> = self
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| self.set_filter.as_ref().is_none_or(|s| &i.set == s))
+            .filter(|(_, i)| self.lead || assigned_to_me(i))
+            .map(|(n, _)| n)
+            .collect();
+        self.order = if self.lead {
+            mine
+        } else {
+            reviewer_order(self.order_seed, &me, mine.len())
+                .into_iter()
+                .map(|k| mine[k])
+                .collect()
+        };
+        self.pos = current
+            .and_then(|id| self.order.iter().position(|&n| self.items[n].item_id == id))
+            .unwrap_or(0);
+    }
+
+    /// The item sets, for the `s` filter.
+    fn sets(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.items.iter().map(|i| i.set.clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Whether `c` is a label key of the current criterion (label keys come first in
+    /// this pane: a rubric may give `n` to "no").
+    pub fn is_label_key(&self, c: char) -> bool {
+        self.reviewer.is_some()
+            && !self.lead
+            && self
+                .rubric
+                .criteria
+                .get(self.criterion)
+                .is_some_and(|cr| self.rubric.label_for_key(cr, c).is_some())
+    }
+
+    /// Move the focused text (or the answer, when none is focused).
+    fn scroll_text(&mut self, m: Move) {
+        let i = self.focus.unwrap_or(3);
+        let (rows, total) = self.geometry.get()[i];
+        self.scroll[i].apply(m, rows, total);
     }
 
     /// The newest label of (item, reviewer, criterion), if not retracted.
@@ -94,16 +243,67 @@ impl AnnotatePane {
     }
 
     pub fn done_count(&self) -> usize {
-        self.items
+        self.order
             .iter()
-            .filter(|i| self.complete(&i.item_id))
+            .filter(|&&n| self.complete(&self.items[n].item_id))
             .count()
+    }
+
+    /// Items of `reviewer`'s assignment (all items without assignments) and how many
+    /// they have submitted: the lead's progress view.
+    pub fn progress_of(&self, reviewer: &str) -> (usize, usize) {
+        let mine: Vec<&Item> = self
+            .items
+            .iter()
+            .filter(|i| match self.assignments.get(&i.item_id) {
+                Some((a, b)) => a == reviewer || b == reviewer,
+                None => self.assignments.is_empty(),
+            })
+            .collect();
+        let done = mine
+            .iter()
+            .filter(|i| self.blinding.submitted(&i.item_id, reviewer))
+            .count();
+        (done, mine.len())
+    }
+
+    /// Human reviewers with labels or assignments.
+    fn reviewers(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .labels
+            .iter()
+            .map(|l| l.reviewer.clone())
+            .chain(
+                self.assignments
+                    .values()
+                    .flat_map(|(a, b)| [a.clone(), b.clone()]),
+            )
+            .filter(|r| r != JUDGE && r != crate::core::annotation::FINAL)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The newest note of `reviewer` on (item, criterion), if any.
+    pub fn note_of(&self, item: &str, reviewer: &str, criterion: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .filter(|l| l.item_id == item && l.reviewer == reviewer && l.criterion == criterion)
+            .filter(|l| {
+                l.note
+                    .as_deref()
+                    .is_some_and(|n| !n.is_empty() && n != "undo")
+            })
+            .max_by_key(|l| l.seq)
+            .and_then(|l| l.note.as_deref())
     }
 
     /// Hold `label` as pending and ask for its commit.
     fn queue(&mut self, label: Label) -> Option<Effect> {
         self.ticket += 1;
         self.pending.insert(self.ticket, label.clone());
+        self.pressed.insert(self.ticket, std::time::Instant::now());
         self.status = Some("saving…".into());
         Some(Effect::SaveLabel {
             ticket: self.ticket,
@@ -111,16 +311,39 @@ impl AnnotatePane {
         })
     }
 
+    /// Queue a label decided elsewhere (a lead's final label from the Agreement
+    /// pane): saved, waited for at quit and reported like the reviewer's own.
+    pub fn queue_external(&mut self, label: Label) -> Option<Effect> {
+        self.queue(label)
+    }
+
     /// A commit finished.
     pub fn on_saved(&mut self, ticket: u64, result: Result<f64, String>) {
         let Some(label) = self.pending.remove(&ticket) else {
             return;
         };
+        let pressed = self.pressed.remove(&ticket);
         match result {
             Ok(ms) => {
                 self.last_save_ms = Some(ms);
-                self.status = Some(format!("saved ✓ ({ms:.0} ms)"));
-                if label.label.is_some() {
+                if let Some(t) = pressed {
+                    let key_ms = t.elapsed().as_secs_f64() * 1e3;
+                    self.key_to_saved_ms.push(key_ms);
+                    tracing::info!(key_to_saved_ms = key_ms, commit_ms = ms, "label saved");
+                }
+                let revealed = self.blinding.reveal_seq(&label.item_id).is_some();
+                self.status = Some(
+                    if revealed && label.reviewer != crate::core::annotation::FINAL {
+                        format!(
+                            "saved ✓ ({ms:.0} ms) · changed after reveal: kept and marked; agreement uses your blind label by default"
+                        )
+                    } else {
+                        format!("saved ✓ ({ms:.0} ms)")
+                    },
+                );
+                if Some(&label.reviewer) != self.reviewer.as_ref() || self.lead {
+                    // Not the reviewer's own label (a final label): no undo entry.
+                } else if label.label.is_some() {
                     self.history.push(label.clone());
                 } else {
                     self.history.retain(|l| {
@@ -128,6 +351,7 @@ impl AnnotatePane {
                     });
                 }
                 self.labels.push(label);
+                self.relabel();
             }
             Err(e) => {
                 self.failed.push(format!(
@@ -153,7 +377,10 @@ impl AnnotatePane {
             self.status = Some(format!("`{value}` is not a label of {}", c.name));
             return None;
         }
-        let note = self.pending_note.take();
+        let note = self.pending_note.take().or_else(|| {
+            // Relabelling keeps the criterion's note.
+            self.note_of(&item, &me, &c.key).map(str::to_string)
+        });
         let label = Label::new(
             &item,
             &me,
@@ -194,9 +421,37 @@ impl AnnotatePane {
     }
 
     fn goto(&mut self, pos: usize) {
-        self.pos = pos.min(self.items.len().saturating_sub(1));
+        self.pos = pos.min(self.order.len().saturating_sub(1));
         self.criterion = 0;
         self.revealed = false;
+        self.scroll = [Scroll::default(); 4];
+        self.pending_note = None;
+    }
+
+    /// A note typed with `n`: attached to the current criterion's label (a new version
+    /// with the same label), or to its next label when it has none yet.
+    fn finish_note(&mut self, note: String) -> Option<Effect> {
+        let (Some(me), Some(item)) = (
+            self.reviewer.clone(),
+            self.item().map(|i| i.item_id.clone()),
+        ) else {
+            return None;
+        };
+        let c = self.rubric.criteria.get(self.criterion)?.key.clone();
+        if note.is_empty() {
+            return None;
+        }
+        match self.label_of(&item, &me, &c).and_then(|l| l.label.clone()) {
+            Some(v) => {
+                let label = Label::new(&item, &me, &c, Some(&v), Some(&note), &self.rubric.version);
+                self.queue(label)
+            }
+            None => {
+                self.pending_note = Some(note);
+                self.status = Some("note will be attached to this criterion's label".into());
+                None
+            }
+        }
     }
 }
 
@@ -230,22 +485,43 @@ impl AnnotatePane {
         );
     }
 
-    /// Reviewer, item position, items done, and the save status.
+    /// Reviewer, item position, items done, the set filter, the save status; for the
+    /// lead, each reviewer's progress.
     fn draw_progress(&self, f: &mut Frame, progress: Rect, me: &str, theme: &Theme) {
         let me = clean(me);
         let done = self.done_count();
         let status = clean(self.status.as_deref().unwrap_or_default());
+        let set = self
+            .set_filter
+            .as_ref()
+            .map(|s| format!(" · set {}", clean(s)))
+            .unwrap_or_default();
+        let who = if self.lead {
+            let each: Vec<String> = self
+                .reviewers()
+                .iter()
+                .map(|r| {
+                    let (d, n) = self.progress_of(r);
+                    format!("{} {d}/{n}", clean(r))
+                })
+                .collect();
+            format!(
+                " lead {me} · item {}/{}{set} · submitted: {} ",
+                self.pos + 1,
+                self.order.len(),
+                each.join(", ")
+            )
+        } else {
+            format!(
+                " {me} · item {}/{} · {done}/{} done{set} ",
+                self.pos + 1,
+                self.order.len(),
+                self.order.len()
+            )
+        };
         f.render_widget(
             Paragraph::new(Line::from(vec![
-                Span::styled(
-                    format!(
-                        " {me} · item {}/{} · {done}/{} done ",
-                        self.pos + 1,
-                        self.items.len(),
-                        self.items.len()
-                    ),
-                    theme.title,
-                ),
+                Span::styled(who, theme.title),
                 Span::styled(
                     format!(" {status}"),
                     if status.starts_with("NOT") {
@@ -259,32 +535,59 @@ impl AnnotatePane {
         );
     }
 
-    /// The four texts side by side: question, reference answer, target chunk, answer.
+    /// One text, wrapped and scrolled, its position in the title.
+    fn draw_text(&self, f: &mut Frame, area: Rect, i: usize, text: &str, theme: &Theme) {
+        let width = usize::from(area.width.saturating_sub(2)).max(1);
+        let rows = usize::from(area.height.saturating_sub(2));
+        let lines = wrap(&clean(text), width);
+        let mut geo = self.geometry.get();
+        geo[i] = (rows, lines.len());
+        self.geometry.set(geo);
+        let (start, end) = self.scroll[i].window(rows, lines.len());
+        let focused = self.focus == Some(i);
+        let title = format!(
+            " {} {}{} ",
+            TEXTS[i],
+            position(start, end, lines.len()),
+            if focused && !self.zoom {
+                " · enter zoom"
+            } else {
+                ""
+            },
+        );
+        let body: Vec<Line> = lines[start..end]
+            .iter()
+            .map(|l| Line::styled(l.clone(), theme.text))
+            .collect();
+        f.render_widget(
+            Paragraph::new(body).block(theme.block(title, focused)),
+            area,
+        );
+    }
+
+    /// The four texts side by side (or the focused one zoomed to the whole area).
     fn draw_texts(&self, f: &mut Frame, texts: Rect, item: &Item, theme: &Theme) {
-        let block = |t: String, focus: bool| theme.block(t, focus);
-        let cols = Layout::horizontal([Constraint::Ratio(1, 4); 4]).split(texts);
-        let boxes = [
-            (" Question ", &item.question),
-            (" Reference answer ", &item.reference_answer),
-            (" Target chunk ", &item.target_chunk),
-            (" Model answer ", &item.answer),
+        let all = [
+            &item.question,
+            &item.reference_answer,
+            &item.target_chunk,
+            &item.answer,
         ];
-        for (area, (title, text)) in cols.iter().zip(boxes) {
-            f.render_widget(
-                Paragraph::new(clean(text))
-                    .style(theme.text)
-                    .wrap(Wrap { trim: false })
-                    .block(block(title.into(), false)),
-                *area,
-            );
+        if let (true, Some(i)) = (self.zoom, self.focus) {
+            self.draw_text(f, texts, i, all[i], theme);
+            return;
+        }
+        let cols = Layout::horizontal([Constraint::Ratio(1, 4); 4]).split(texts);
+        for (i, (area, text)) in cols.iter().zip(all).enumerate() {
+            self.draw_text(f, *area, i, text, theme);
         }
     }
 
-    /// The rubric: each criterion with this reviewer's label and, once revealed, the
-    /// others'; the note being typed.
+    /// The rubric: each criterion with this reviewer's label and note and, once the
+    /// item is revealed to them, the others' labels and notes; the note being typed.
     fn draw_rubric(&self, f: &mut Frame, rubric_area: Rect, item: &Item, me: &str, theme: &Theme) {
-        let block = |t: String, focus: bool| theme.block(t, focus);
-        let complete = self.complete(&item.item_id);
+        let show_others =
+            (self.revealed || self.lead) && self.blinding.visible(&self.viewer(), &item.item_id);
         let mut lines = Vec::new();
         for (i, c) in self.rubric.criteria.iter().enumerate() {
             let mine = self
@@ -294,11 +597,18 @@ impl AnnotatePane {
                 .pending
                 .values()
                 .any(|l| l.item_id == item.item_id && l.criterion == c.key);
-            let style = |v: &Option<String>| match v.as_deref() {
-                Some("pass") => theme.pass,
-                Some(_) => theme.fail,
+            let first = self.rubric.labels_of(c).first().cloned();
+            let style = |v: &Option<String>| match v {
                 None => theme.muted,
+                Some(v) if Some(v) == first.as_ref() => theme.pass,
+                Some(_) => theme.fail,
             };
+            let keys: Vec<String> = self
+                .rubric
+                .labels_of(c)
+                .iter()
+                .map(|l| format!("{}={l}", self.rubric.key_of(l)))
+                .collect();
             let mut spans = vec![
                 Span::styled(
                     format!(
@@ -314,19 +624,23 @@ impl AnnotatePane {
                     },
                 ),
                 Span::styled(
-                    format!(" {:<6}", mine.clone().unwrap_or_else(|| "-".into())),
+                    format!(" {:<7}", mine.clone().unwrap_or_else(|| "-".into())),
                     style(&mine),
                 ),
                 Span::styled(if pending { " saving… " } else { "         " }, theme.muted),
             ];
-            if self.revealed && complete {
+            if show_others {
                 for other in self.others(&item.item_id) {
                     let theirs = self
                         .label_of(&item.item_id, &other, &c.key)
                         .and_then(|l| l.label.clone());
                     let disagree = theirs.is_some() && theirs != mine;
                     spans.push(Span::styled(
-                        format!(" {other}: {}", theirs.clone().unwrap_or_else(|| "-".into())),
+                        format!(
+                            " {}: {}",
+                            clean(&other),
+                            clean(&theirs.clone().unwrap_or_else(|| "-".into()))
+                        ),
                         if disagree {
                             theme.error
                         } else {
@@ -334,21 +648,70 @@ impl AnnotatePane {
                         },
                     ));
                 }
-            } else {
+            } else if !self.lead {
                 spans.push(Span::styled(" (others hidden: blind)", theme.muted));
             }
             lines.push(Line::from(spans));
-            lines.push(Line::styled(format!("      {}", c.definition), theme.muted));
+            lines.push(Line::styled(
+                format!("      [{}] {}", keys.join(" "), c.definition),
+                theme.muted,
+            ));
+            let mut notes = Vec::new();
+            if let Some(n) = self.note_of(&item.item_id, me, &c.key) {
+                notes.push(format!("your note: {}", clean(n)));
+            }
+            if show_others {
+                for other in self.others(&item.item_id) {
+                    if let Some(n) = self.note_of(&item.item_id, &other, &c.key) {
+                        notes.push(format!("{}'s note: {}", clean(&other), clean(n)));
+                    }
+                }
+            }
+            if !notes.is_empty() {
+                lines.push(Line::styled(
+                    format!("      {}", notes.join(" · ")),
+                    theme.filter,
+                ));
+            }
         }
         let note = match (self.note_input.is_active(), &self.pending_note) {
             (true, _) => format!(" note: {}▏ ", clean(self.note_input.text())),
             (false, Some(n)) => format!(" note ready: {} ", clean(n)),
             _ => String::new(),
         };
+        let n = self.rubric.criteria.len();
         f.render_widget(
-            Paragraph::new(lines).block(block(format!(" Rubric {} v{} · 1-4 pick · p/f label · n note · [ ] items · u unlabelled · z undo · r reveal{note}", self.rubric.name, self.rubric.version), true)),
+            Paragraph::new(lines).block(theme.block(
+                format!(
+                    " Rubric {} v{} · 1-{n} pick · label keys in [ ] · n note · [ ] items · u unlabelled · z undo · r reveal · h/l text · ? help{note}",
+                    clean(&self.rubric.name),
+                    clean(&self.rubric.version)
+                ),
+                self.focus.is_none(),
+            )),
             rubric_area,
         );
+    }
+
+    /// Rows the rubric block needs: two per criterion, one more per criterion with
+    /// notes to show.
+    fn rubric_rows(&self, item: &Item, me: &str) -> u16 {
+        let notes = self
+            .rubric
+            .criteria
+            .iter()
+            .filter(|c| {
+                self.labels.iter().any(|l| {
+                    l.item_id == item.item_id
+                        && l.criterion == c.key
+                        && (l.reviewer == me || self.revealed || self.lead)
+                        && l.note
+                            .as_deref()
+                            .is_some_and(|n| !n.is_empty() && n != "undo")
+                })
+            })
+            .count();
+        (self.rubric.criteria.len() * 2 + notes + 2) as u16
     }
 
     /// Other reviewers (and the judge) with labels on this item.
@@ -364,6 +727,10 @@ impl AnnotatePane {
         v.dedup();
         v
     }
+
+    fn select_criterion(&mut self, n: usize) {
+        self.criterion = n.min(self.rubric.criteria.len().saturating_sub(1));
+    }
 }
 
 impl PaneView for AnnotatePane {
@@ -378,6 +745,8 @@ impl PaneView for AnnotatePane {
                             self.reviewer = Some(name);
                             self.status = None;
                             self.reviewer_input.submit();
+                            self.relabel();
+                            self.rebuild_order();
                         }
                         Err(e) => self.status = Some(e),
                     }
@@ -394,8 +763,7 @@ impl PaneView for AnnotatePane {
                 Action::SubmitInput => {
                     let note = self.note_input.text().trim().to_string();
                     self.note_input.cancel();
-                    self.pending_note = (!note.is_empty()).then_some(note);
-                    self.status = Some("note will be attached to the next label".into());
+                    return self.finish_note(note);
                 }
                 Action::CancelInput => {
                     self.note_input.cancel();
@@ -408,46 +776,104 @@ impl PaneView for AnnotatePane {
             return None;
         }
         match action {
-            Action::SelectCriterion1 => self.criterion = 0,
-            Action::SelectCriterion2 => {
-                self.criterion = 1.min(self.rubric.criteria.len().saturating_sub(1))
-            }
-            Action::SelectCriterion3 => {
-                self.criterion = 2.min(self.rubric.criteria.len().saturating_sub(1))
-            }
-            Action::SelectCriterion4 => {
-                self.criterion = 3.min(self.rubric.criteria.len().saturating_sub(1))
-            }
-            Action::Down => {
-                self.criterion =
-                    (self.criterion + 1).min(self.rubric.criteria.len().saturating_sub(1))
-            }
+            Action::SelectCriterion1 => self.select_criterion(0),
+            Action::SelectCriterion2 => self.select_criterion(1),
+            Action::SelectCriterion3 => self.select_criterion(2),
+            Action::SelectCriterion4 => self.select_criterion(3),
+            Action::SelectCriterion5 => self.select_criterion(4),
+            Action::SelectCriterion6 => self.select_criterion(5),
+            Action::SelectCriterion7 => self.select_criterion(6),
+            Action::SelectCriterion8 => self.select_criterion(7),
+            Action::SelectCriterion9 => self.select_criterion(8),
+            Action::Down => self.select_criterion(self.criterion + 1),
             Action::Up => self.criterion = self.criterion.saturating_sub(1),
-            Action::LabelPass | Action::LabelFail => {
-                let want = if action == Action::LabelPass {
-                    "pass"
-                } else {
-                    "fail"
-                };
-                return self.label_current(want);
+            Action::LabelKey(c) => {
+                let label = self
+                    .rubric
+                    .criteria
+                    .get(self.criterion)
+                    .and_then(|cr| self.rubric.label_for_key(cr, c))
+                    .map(str::to_string);
+                if let Some(l) = label {
+                    return self.label_current(&l);
+                }
             }
-            Action::AddNote => self.note_input.open(),
+            Action::LabelPass => return self.label_current("pass"),
+            Action::LabelFail => return self.label_current("fail"),
+            Action::AddNote if !self.lead => self.note_input.open(),
             Action::NextItem => self.goto(self.pos + 1),
             Action::PrevItem => self.goto(self.pos.saturating_sub(1)),
             Action::FirstUnlabelled => {
-                match self.items.iter().position(|i| !self.complete(&i.item_id)) {
+                match self
+                    .order
+                    .iter()
+                    .position(|&n| !self.complete(&self.items[n].item_id))
+                {
                     Some(p) => self.goto(p),
                     None => self.status = Some("every item is labelled".into()),
                 }
             }
-            Action::UndoLabel => return self.undo(),
+            Action::UndoLabel if !self.lead => return self.undo(),
             Action::Reveal => {
-                let done = self.item().is_some_and(|i| self.complete(&i.item_id));
-                if done {
+                let item = self.item().map(|i| i.item_id.clone()).unwrap_or_default();
+                if self.blinding.visible(&self.viewer(), &item) {
                     self.revealed = !self.revealed;
                 } else {
-                    self.status = Some("blind: label every criterion of this item first".into());
+                    let me = self.reviewer.clone().unwrap_or_default();
+                    let waiting = if self.blinding.submitted(&item, &me) {
+                        "waiting for the other reviewer to submit it"
+                    } else {
+                        "label every criterion of this item first"
+                    };
+                    self.status = Some(format!(
+                        "blind until both reviewers submit this item: {waiting}"
+                    ));
                 }
+            }
+            Action::FocusRight => {
+                self.focus = match self.focus {
+                    None => Some(0),
+                    Some(3) => None,
+                    Some(i) => Some(i + 1),
+                };
+                self.zoom = self.zoom && self.focus.is_some();
+            }
+            Action::FocusLeft => {
+                self.focus = match self.focus {
+                    None => Some(3),
+                    Some(0) => None,
+                    Some(i) => Some(i - 1),
+                };
+                self.zoom = self.zoom && self.focus.is_some();
+            }
+            Action::ScrollDown => self.scroll_text(Move::Line(1)),
+            Action::ScrollUp => self.scroll_text(Move::Line(-1)),
+            Action::PageDown => self.scroll_text(Move::Page(1)),
+            Action::PageUp => self.scroll_text(Move::Page(-1)),
+            Action::Top => self.scroll_text(Move::Top),
+            Action::Bottom => self.scroll_text(Move::Bottom),
+            Action::Zoom => {
+                if self.focus.is_none() {
+                    self.focus = Some(3);
+                }
+                self.zoom = !self.zoom;
+            }
+            Action::CloseOverlay => self.zoom = false,
+            Action::CycleSet => {
+                let sets = self.sets();
+                self.set_filter = match &self.set_filter {
+                    None => sets.first().cloned(),
+                    Some(s) => sets
+                        .iter()
+                        .position(|x| x == s)
+                        .and_then(|i| sets.get(i + 1).cloned()),
+                };
+                self.rebuild_order();
+                self.goto(0);
+                self.status = Some(match &self.set_filter {
+                    Some(s) => format!("items of set {s}"),
+                    None => "all sets".into(),
+                });
             }
             _ => {}
         }
@@ -462,20 +888,29 @@ impl PaneView for AnnotatePane {
         };
         let Some(item) = self.item() else {
             f.render_widget(
-                Paragraph::new("No annotation items: create them with `raglab annotate create --from-run RUN` or `--from-file FILE`.")
+                Paragraph::new(if self.items.is_empty() {
+                    "No annotation items: create them with `raglab annotate create --from-run RUN` or `--from-file FILE`, or press `a` on an answer in the Generate pane."
+                } else {
+                    "No items for you here: none is assigned to you (`raglab annotate assign`) or in the chosen set (`s` cycles sets)."
+                })
                     .style(theme.muted)
                     .block(block(" Annotate ".into(), false)),
                 area,
             );
             return;
         };
-        let [progress, texts, rubric_area] = Layout::vertical([
-            Constraint::Length(1),
-            Constraint::Min(8),
-            Constraint::Length(self.rubric.criteria.len() as u16 * 2 + 3),
-        ])
-        .areas(area);
+        let [progress, rest] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(4)]).areas(area);
         self.draw_progress(f, progress, me, theme);
+        if self.zoom {
+            self.draw_texts(f, rest, item, theme);
+            return;
+        }
+        let [texts, rubric_area] = Layout::vertical([
+            Constraint::Min(8),
+            Constraint::Length(self.rubric_rows(item, me)),
+        ])
+        .areas(rest);
         self.draw_texts(f, texts, item, theme);
         self.draw_rubric(f, rubric_area, item, me, theme);
     }

@@ -1,0 +1,322 @@
+//! Blinding of a two-reviewer study (SPEC §6), derived from the append-only label log.
+//!
+//! An item is *submitted* by a reviewer the first time every rubric criterion has a
+//! label from them; it is *revealed* when both of its human reviewers have submitted
+//! it. The pair is the item's assignment when there is one, else the first two
+//! reviewers to submit it. Before reveal a reviewer sees only their own labels; after
+//! it, the pair's labels, notes and the judge's. The moment of reveal is the `seq` of
+//! the label that completed the second submission, so whether a label was given
+//! *after reveal* is a fact of the log itself, not a flag a client could forget to set:
+//! later appends never change it.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::annotation::{FINAL, JUDGE, Label};
+
+/// Who is looking: a reviewer sees only what blinding allows; the study lead sees all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Viewer {
+    Reviewer(String),
+    Lead,
+}
+
+impl Viewer {
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Self::Reviewer(r) => Some(r),
+            Self::Lead => None,
+        }
+    }
+}
+
+/// Which version of each reviewer's label agreement uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LabelVersion {
+    /// The last label given before the item was revealed (SPEC default): what the
+    /// reviewer decided blind.
+    #[default]
+    BeforeReveal,
+    /// The newest label, changes after reveal included.
+    Latest,
+}
+
+/// Reveal moments and submissions of every item, from the label log.
+#[derive(Debug, Clone, Default)]
+pub struct Blinding {
+    /// item -> reviewer -> seq of their first complete submission.
+    submitted: HashMap<String, BTreeMap<String, u64>>,
+    /// item -> (pair, seq of reveal) once both have submitted.
+    revealed: HashMap<String, ((String, String), u64)>,
+    /// item -> its assigned pair.
+    assigned: HashMap<String, (String, String)>,
+}
+
+fn is_human(reviewer: &str) -> bool {
+    reviewer != JUDGE && reviewer != FINAL
+}
+
+impl Blinding {
+    /// Replay the log in `seq` order. `criteria` are the rubric's keys; `assigned`
+    /// maps items to their reviewer pair (items without one take the first two
+    /// reviewers to submit).
+    pub fn from_log(
+        labels: &[Label],
+        criteria: &[&str],
+        assigned: &HashMap<String, (String, String)>,
+    ) -> Self {
+        let mut order: Vec<&Label> = labels.iter().filter(|l| is_human(&l.reviewer)).collect();
+        order.sort_by_key(|l| l.seq);
+        // (item, reviewer) -> criteria currently labelled.
+        let mut have: HashMap<(&str, &str), BTreeMap<&str, bool>> = HashMap::new();
+        let mut out = Self {
+            assigned: assigned.clone(),
+            ..Self::default()
+        };
+        for l in order {
+            let entry = have
+                .entry((l.item_id.as_str(), l.reviewer.as_str()))
+                .or_default();
+            entry.insert(l.criterion.as_str(), l.label.is_some());
+            let complete = criteria.iter().all(|c| entry.get(c) == Some(&true));
+            if !complete {
+                continue;
+            }
+            let subs = out.submitted.entry(l.item_id.clone()).or_default();
+            if subs.contains_key(&l.reviewer) {
+                continue; // submission is sticky: the first complete moment counts
+            }
+            subs.insert(l.reviewer.clone(), l.seq);
+            if out.revealed.contains_key(&l.item_id) {
+                continue;
+            }
+            let pair = match assigned.get(&l.item_id) {
+                Some((a, b)) => {
+                    (subs.contains_key(a) && subs.contains_key(b)).then(|| (a.clone(), b.clone()))
+                }
+                None if subs.len() >= 2 => {
+                    let mut first: Vec<(&String, &u64)> = subs.iter().collect();
+                    first.sort_by_key(|(_, s)| **s);
+                    Some((first[0].0.clone(), first[1].0.clone()))
+                }
+                None => None,
+            };
+            if let Some(pair) = pair {
+                out.revealed.insert(l.item_id.clone(), (pair, l.seq));
+            }
+        }
+        out
+    }
+
+    /// Whether `reviewer` has submitted `item` (labelled every criterion once).
+    pub fn submitted(&self, item: &str, reviewer: &str) -> bool {
+        self.submitted
+            .get(item)
+            .is_some_and(|s| s.contains_key(reviewer))
+    }
+
+    /// The reviewers who have submitted `item`.
+    pub fn submitters(&self, item: &str) -> Vec<&str> {
+        self.submitted
+            .get(item)
+            .map(|s| s.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// The seq of the moment `item` was revealed, if it was.
+    pub fn reveal_seq(&self, item: &str) -> Option<u64> {
+        self.revealed.get(item).map(|(_, s)| *s)
+    }
+
+    /// The item's reviewer pair: its assignment, else the first two to submit.
+    pub fn pair(&self, item: &str) -> Option<&(String, String)> {
+        self.assigned
+            .get(item)
+            .or_else(|| self.revealed.get(item).map(|(p, _)| p))
+    }
+
+    /// Whether `viewer` may see other reviewers' and the judge's labels and notes on
+    /// `item`: the lead always; a reviewer once the item is revealed and they have
+    /// submitted it themselves (a third reviewer who has not is still blind).
+    pub fn visible(&self, viewer: &Viewer, item: &str) -> bool {
+        match viewer {
+            Viewer::Lead => true,
+            Viewer::Reviewer(me) => self.revealed.contains_key(item) && self.submitted(item, me),
+        }
+    }
+
+    /// Whether `label` was given after its item was revealed (human labels only).
+    pub fn after_reveal(&self, label: &Label) -> bool {
+        is_human(&label.reviewer)
+            && self
+                .reveal_seq(&label.item_id)
+                .is_some_and(|s| label.seq > s)
+    }
+
+    /// The labels `viewer` may see: their own, and everyone's on items visible to them.
+    pub fn visible_labels<'a>(&self, viewer: &Viewer, labels: &'a [Label]) -> Vec<&'a Label> {
+        labels
+            .iter()
+            .filter(|l| {
+                viewer.name() == Some(l.reviewer.as_str()) || self.visible(viewer, &l.item_id)
+            })
+            .collect()
+    }
+
+    /// Current label per (item, reviewer, criterion) in the chosen version: the
+    /// newest, or the newest given at or before the item's reveal (retractions
+    /// remove). Judge and final labels are never filtered by reveal.
+    pub fn current(
+        &self,
+        labels: &[&Label],
+        version: LabelVersion,
+    ) -> BTreeMap<(String, String, String), Label> {
+        let mut out: BTreeMap<(String, String, String), Label> = BTreeMap::new();
+        for l in labels {
+            if version == LabelVersion::BeforeReveal && self.after_reveal(l) {
+                continue;
+            }
+            let key = (l.item_id.clone(), l.reviewer.clone(), l.criterion.clone());
+            if out.get(&key).is_none_or(|old| old.seq <= l.seq) {
+                out.insert(key, (*l).clone());
+            }
+        }
+        out.retain(|_, l| l.label.is_some());
+        out
+    }
+
+    /// (item, reviewer, criterion) whose newest label differs from the one given
+    /// before reveal: changes of mind after seeing the others.
+    pub fn changed_after_reveal(&self, labels: &[&Label]) -> usize {
+        let before = self.current(labels, LabelVersion::BeforeReveal);
+        let latest = self.current(labels, LabelVersion::Latest);
+        latest
+            .iter()
+            .filter(|(k, l)| is_human(&k.1) && before.get(*k).map(|b| &b.label) != Some(&l.label))
+            .count()
+            + before
+                .keys()
+                .filter(|k| is_human(&k.1) && !latest.contains_key(*k))
+                .count()
+    }
+}
+
+/// A reviewer's own order of items: a seeded shuffle that differs per reviewer (so
+/// the two reviewers of a pair do not share order effects) and is the same every
+/// time they open the study.
+pub fn reviewer_order(seed: u64, reviewer: &str, n: usize) -> Vec<usize> {
+    // FNV-1a of the name, mixed into the seed.
+    let h = reviewer.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    super::rng::Rng::new(seed ^ h).sample_indices(n, n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(item: &str, who: &str, c: &str, v: Option<&str>, seq: u64) -> Label {
+        let mut x = Label {
+            label_id: format!("{who}-{seq}"),
+            item_id: item.into(),
+            reviewer: who.into(),
+            criterion: c.into(),
+            label: v.map(str::to_string),
+            note: None,
+            timestamp: String::new(),
+            seq,
+            rubric_version: "1".into(),
+            adjudicator: None,
+        };
+        x.seq = seq;
+        x
+    }
+
+    const C: [&str; 2] = ["a", "b"];
+
+    #[test]
+    fn reveal_needs_both_submissions_and_marks_later_labels() {
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "bob", "a", Some("fail"), 2),
+            l("i", "ann", "b", Some("pass"), 3), // ann submits
+            l("i", "judge", "a", Some("pass"), 0),
+            l("i", "bob", "b", Some("pass"), 4), // bob submits: revealed at 4
+            l("i", "ann", "a", Some("fail"), 5), // ann changes her mind after reveal
+        ];
+        let b = Blinding::from_log(&log, &C, &HashMap::new());
+        assert_eq!(b.reveal_seq("i"), Some(4));
+        assert_eq!(b.pair("i"), Some(&("ann".to_string(), "bob".to_string())));
+        let marked: Vec<u64> = log
+            .iter()
+            .filter(|x| b.after_reveal(x))
+            .map(|x| x.seq)
+            .collect();
+        assert_eq!(marked, vec![5]);
+        let all: Vec<&Label> = log.iter().collect();
+        let before = b.current(&all, LabelVersion::BeforeReveal);
+        let latest = b.current(&all, LabelVersion::Latest);
+        let key = ("i".to_string(), "ann".to_string(), "a".to_string());
+        assert_eq!(before[&key].label.as_deref(), Some("pass"));
+        assert_eq!(latest[&key].label.as_deref(), Some("fail"));
+        assert_eq!(b.changed_after_reveal(&all), 1);
+    }
+
+    #[test]
+    fn reviewers_stay_blind_until_both_submit() {
+        let mut log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "ann", "b", Some("pass"), 2),
+            l("i", "bob", "a", Some("fail"), 3),
+        ];
+        let none = HashMap::new();
+        let ann = Viewer::Reviewer("ann".into());
+        let bob = Viewer::Reviewer("bob".into());
+        let carol = Viewer::Reviewer("carol".into());
+        let b = Blinding::from_log(&log, &C, &none);
+        assert!(!b.visible(&ann, "i") && !b.visible(&bob, "i"));
+        assert!(b.visible(&Viewer::Lead, "i"));
+        // ann sees only her own two labels.
+        assert_eq!(b.visible_labels(&ann, &log).len(), 2);
+        log.push(l("i", "bob", "b", Some("fail"), 4));
+        let b = Blinding::from_log(&log, &C, &none);
+        assert!(b.visible(&ann, "i") && b.visible(&bob, "i"));
+        assert!(
+            !b.visible(&carol, "i"),
+            "a third reviewer who has not submitted"
+        );
+        assert_eq!(b.visible_labels(&ann, &log).len(), 4);
+    }
+
+    #[test]
+    fn an_assigned_pair_is_waited_for_and_retractions_do_not_unsubmit() {
+        let mut assigned = HashMap::new();
+        assigned.insert("i".to_string(), ("ann".to_string(), "bob".to_string()));
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "ann", "b", Some("pass"), 2),
+            l("i", "carol", "a", Some("pass"), 3),
+            l("i", "carol", "b", Some("pass"), 4), // not ann's pair: no reveal
+            l("i", "ann", "b", None, 5),           // undo after submitting
+            l("i", "bob", "a", Some("pass"), 6),
+            l("i", "bob", "b", Some("pass"), 7),
+        ];
+        let b = Blinding::from_log(&log[..5], &C, &assigned);
+        assert_eq!(b.reveal_seq("i"), None);
+        let b = Blinding::from_log(&log, &C, &assigned);
+        assert_eq!(b.reveal_seq("i"), Some(7));
+        assert!(b.submitted("i", "ann"));
+    }
+
+    #[test]
+    fn reviewer_orders_are_seeded_permutations() {
+        let a = reviewer_order(7, "ann", 20);
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..20).collect::<Vec<_>>());
+        assert_eq!(a, reviewer_order(7, "ann", 20));
+        assert_ne!(a, reviewer_order(7, "bob", 20));
+        assert_ne!(a, reviewer_order(8, "ann", 20));
+    }
+}

@@ -212,8 +212,19 @@ pub async fn save_label(
     items: &[Item],
     label: &Label,
 ) -> Result<f64> {
+    save_label_batch(ctx, rubric, items, std::slice::from_ref(label)).await
+}
+
+/// Save labels given together in the TUI as one commit (validated as a whole);
+/// returns the milliseconds from the call to the commit.
+pub async fn save_label_batch(
+    ctx: &Context,
+    rubric: &Rubric,
+    items: &[Item],
+    labels: &[Label],
+) -> Result<f64> {
     let t = std::time::Instant::now();
-    save_labels(&ctx.workspace, rubric, items, std::slice::from_ref(label)).await?;
+    save_labels(&ctx.workspace, rubric, items, labels).await?;
     Ok(t.elapsed().as_secs_f64() * 1e3)
 }
 
@@ -480,7 +491,13 @@ pub async fn agreement_with(
             .count();
         let cur = blinding.current(&visible, req.version);
         let latest = blinding.current(&visible, LabelVersion::Latest);
-        let (r1, r2) = pick_reviewers(&cur, req.reviewers.clone())?;
+        let (r1, r2) = match pick_reviewers(&cur, req.reviewers.clone()) {
+            Ok(pair) => pair,
+            Err(_) if hidden_items > 0 && req.viewer != Viewer::Lead => bail!(
+                "blind: none of the {hidden_items} labelled items is revealed to you yet (an item is revealed once both of its reviewers have submitted it, and you are one of them or have submitted it too); the study lead (`--role lead`) sees everything"
+            ),
+            Err(e) => return Err(e),
+        };
         let started = std::time::Instant::now();
         let rows = agreement_table(&rubric, &cur, (&r1, &r2), req.boot);
         let noise = noise_table(&rubric, &cur, (&r1, &r2), req.boot);

@@ -36,10 +36,8 @@ pub enum Msg {
         result: Result<Box<AnswerRecord>, String>,
     },
     Annotation(Result<Study, String>),
-    Saved {
-        ticket: u64,
-        result: Result<f64, String>,
-    },
+    /// One group commit finished: each label's ticket with its result.
+    Saved(Vec<(u64, Result<f64, String>)>),
     Agreement {
         ticket: u64,
         result: Result<Box<Agreement>, String>,
@@ -78,6 +76,10 @@ pub struct Jobs {
     /// Tasks that read or commit lance datasets (start-up reads, agreement reads,
     /// label commits); quitting waits for them (see `settle`).
     loads: Vec<tokio::task::JoinHandle<()>>,
+    /// Labels waiting for the commit in flight (group commit: a burst of keys is
+    /// committed together, not queued one commit after another).
+    label_queue: Vec<(u64, crate::core::annotation::Label)>,
+    label_saving: bool,
     /// The study's fingerprint as last loaded, and whether a check is running.
     study_seen: Option<Vec<Option<String>>>,
     polling: bool,
@@ -98,6 +100,8 @@ impl Jobs {
             searching: Latest::default(),
             answers: Vec::new(),
             loads: Vec::new(),
+            label_queue: Vec::new(),
+            label_saving: false,
             study_seen: None,
             polling: false,
             last_poll: std::time::Instant::now(),
@@ -321,15 +325,43 @@ impl Jobs {
         });
     }
 
-    /// Every label is committed (saves are never superseded).
+    /// Every label is committed (saves are never superseded). While a commit is in
+    /// flight, new labels wait and go together in the next one.
     fn save_label(&mut self, app: &App, ticket: u64, label: crate::core::annotation::Label) {
+        self.label_queue.push((ticket, label));
+        if !self.label_saving {
+            self.flush_labels(app);
+        }
+    }
+
+    /// Commit every queued label in one lance commit. Should the batch be refused (one
+    /// bad label refuses all), each is committed alone so the good ones are kept and
+    /// only the bad one is reported.
+    fn flush_labels(&mut self, app: &App) {
+        if self.label_queue.is_empty() {
+            return;
+        }
+        self.label_saving = true;
+        let batch = std::mem::take(&mut self.label_queue);
         let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
         let (rubric, items) = (app.annotate.rubric.clone(), app.annotate.items.clone());
         let task = tokio::spawn(async move {
-            let result = study::save_label(&ctx, &rubric, &items, &label)
-                .await
-                .map_err(|e| format!("{e:#}"));
-            let _ = tx.send(Msg::Saved { ticket, result });
+            let labels: Vec<_> = batch.iter().map(|(_, l)| l.clone()).collect();
+            let results = match study::save_label_batch(&ctx, &rubric, &items, &labels).await {
+                Ok(ms) => batch.iter().map(|(t, _)| (*t, Ok(ms))).collect(),
+                Err(e) if batch.len() == 1 => vec![(batch[0].0, Err(format!("{e:#}")))],
+                Err(_) => {
+                    let mut out = Vec::new();
+                    for (t, l) in &batch {
+                        let r = study::save_label(&ctx, &rubric, &items, l)
+                            .await
+                            .map_err(|e| format!("{e:#}"));
+                        out.push((*t, r));
+                    }
+                    out
+                }
+            };
+            let _ = tx.send(Msg::Saved(results));
         });
         self.loads.retain(|t| !t.is_finished());
         self.loads.push(task);
@@ -388,14 +420,13 @@ impl Jobs {
             }
             Msg::StudyChanged(fp) => {
                 self.polling = false;
+                // The first check also reloads: a commit between the start-up read
+                // and this check would otherwise wait for the next one.
                 if self.study_seen.as_ref() != Some(&fp) {
-                    let first = self.study_seen.is_none();
                     self.study_seen = Some(fp);
-                    if !first {
-                        let task = self.load_annotation();
-                        self.loads.retain(|t| !t.is_finished());
-                        self.loads.push(task);
-                    }
+                    let task = self.load_annotation();
+                    self.loads.retain(|t| !t.is_finished());
+                    self.loads.push(task);
                 }
             }
             Msg::Exported(r) => {
@@ -415,7 +446,13 @@ impl Jobs {
                 app.annotate.status = Some(e.clone());
                 app.agreement.status = Some(e);
             }
-            Msg::Saved { ticket, result } => app.annotate.on_saved(ticket, result),
+            Msg::Saved(results) => {
+                for (ticket, result) in results {
+                    app.annotate.on_saved(ticket, result);
+                }
+                self.label_saving = false;
+                self.flush_labels(app);
+            }
             Msg::Agreement { ticket, result } => {
                 if ticket != app.agreement.ticket {
                     return; // superseded by a newer request

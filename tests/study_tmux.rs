@@ -27,7 +27,11 @@ const CRITERIA: [&str; 6] = [
 /// about a quarter of the units).
 fn plan(reviewer: &str, i: usize, c: usize) -> &'static str {
     let a = (i * 7 + c * 3 + i / 3) % 3;
-    let b = if (i * 3 + c).is_multiple_of(4) { (a + 1) % 3 } else { a };
+    let b = if (i * 3 + c).is_multiple_of(4) {
+        (a + 1) % 3
+    } else {
+        a
+    };
     LABELS[if reviewer == "alice" { a } else { b }]
 }
 

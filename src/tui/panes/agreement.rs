@@ -627,6 +627,7 @@ impl PaneView for AgreementPane {
             };
             f.render_widget(
                 Paragraph::new(clean(&msg))
+                    .wrap(Wrap { trim: true })
                     .style(theme.muted)
                     .block(theme.block(" Agreement ", false)),
                 area,

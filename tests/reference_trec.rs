@@ -11,7 +11,9 @@ use raglab::core::metrics::{
     Qrel, average_precision, ndcg_at, order_run, precision_at, query_metrics, recall_at,
     reciprocal_rank,
 };
-use raglab::core::retrieval::{Method, QueryLists, empty_results, evaluate, mean};
+use raglab::core::retrieval::{
+    Method, QueryLists, RunConfig, empty_results, evaluate, mean, mean_at_k,
+};
 
 fn data(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -192,7 +194,8 @@ fn empty_result_query_is_dropped_from_means_like_trec_eval() {
     let (lists, qrels) = tied_lists();
     let reference = tied_reference();
     assert_eq!(reference["absent_from_run"], serde_json::json!(["q5"]));
-    let outcomes = evaluate(&lists, &qrels, Method::Bm25, 0.5);
+    let ks = [1, 5, 10, 100];
+    let outcomes = evaluate(&lists, &qrels, RunConfig::single(Method::Bm25), &ks);
     let mut evaluated: Vec<&str> = outcomes.iter().map(|o| o.qid.as_str()).collect();
     evaluated.sort_unstable();
     let mut want: Vec<&str> = reference["per_query"]
@@ -220,4 +223,29 @@ fn empty_result_query_is_dropped_from_means_like_trec_eval() {
     close(m.mrr, &want["recip_rank"], "mean recip_rank");
     close(m.ndcg10, &want["ndcg_cut_10"], "mean ndcg_cut_10");
     close(m.map, &want["map"], "mean map");
+    // nDCG@k and recall@k follow the cutoffs asked (`eval retrieval --k`), per query
+    // and in the mean, against trec_eval's ndcg_cut_5/10 and recall_1/5/10/100.
+    for o in &outcomes {
+        let per = &reference["per_query"][&o.qid];
+        for a in &o.at_k {
+            close(
+                a.recall,
+                &per[format!("recall_{}", a.k)],
+                "per-query recall@k",
+            );
+            if a.k == 5 || a.k == 10 {
+                close(
+                    a.ndcg,
+                    &per[format!("ndcg_cut_{}", a.k)],
+                    "per-query nDCG@k",
+                );
+            }
+        }
+    }
+    for a in mean_at_k(&outcomes, &ks) {
+        close(a.recall, &want[format!("recall_{}", a.k)], "mean recall@k");
+        if a.k == 5 || a.k == 10 {
+            close(a.ndcg, &want[format!("ndcg_cut_{}", a.k)], "mean nDCG@k");
+        }
+    }
 }

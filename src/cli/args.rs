@@ -48,6 +48,17 @@ impl RankingArgs {
         ctx.alpha(self.alpha).get()
     }
 
+    /// The weight of `method`: flag, config, then the method's own default (equal
+    /// weights for linear fusion).
+    pub fn alpha_for(&self, ctx: &Context, method: Method) -> f64 {
+        ctx.alpha_for(method, self.alpha).get()
+    }
+
+    /// The weight the flag or the config sets, if any.
+    pub fn alpha_set(&self, ctx: &Context) -> Option<f64> {
+        ctx.alpha_set(self.alpha).map(Alpha::get)
+    }
+
     /// The embedding model with `threads` for query embedding.
     pub fn embed(&self, threads: Option<i32>) -> ModelChoice {
         ModelChoice {

@@ -8,12 +8,14 @@ use clap::{Args, Subcommand};
 
 use super::args::RankingArgs;
 use super::{on_progress, print_json, progress_bar};
-use crate::core::retrieval::Method;
+use crate::core::retrieval::Breakdown;
+use crate::core::retrieval::{Method, Sparse};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
 use crate::service::evaluation::{
     RetrievalEval, RetrievalReport, abstention_sweep, evaluate_retrieval,
 };
+use crate::service::models_eval::evaluate_models;
 use crate::service::retrieval::DEFAULT_DEPTH;
 
 #[derive(Debug, Subcommand)]
@@ -58,17 +60,32 @@ pub struct RetrievalArgs {
     /// Methods to evaluate (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "bm25,tfidf,dense,hybrid")]
     pub methods: Vec<Method>,
-    /// Sweep a over 0.50..0.95 for hybrid instead of one alpha.
+    /// Sparse sides that hybrid and linear fuse with dense (comma-separated: bm25,
+    /// tfidf); each is evaluated. The source paper's best hybrids used TF-IDF.
+    #[arg(long, value_delimiter = ',', default_value = "bm25")]
+    pub sparse: Vec<Sparse>,
+    /// Sweep a over 0.50..0.95 for hybrid and linear instead of one alpha.
     #[arg(long)]
     pub alpha_sweep: bool,
-    /// Recall cutoffs to report besides the paper's table; the largest is the failure cutoff.
+    /// Recall and nDCG cutoffs to report besides the paper's table; the largest is the
+    /// failure cutoff.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
     pub k: Vec<usize>,
-    /// Write one TREC run file per method into this folder.
+    /// Write one TREC run file per configuration into this folder, named by the whole
+    /// configuration (`hybrid-tfidf-a0.75-all-MiniLM-L6-v2.trec`).
     #[arg(long)]
     pub run_out: Option<PathBuf>,
+    /// Write every query's target ranks and scores under dense, BM25, TF-IDF and each
+    /// fused list, and each list's top-1 chunk, to this file (`.csv` or `.jsonl`).
+    #[arg(long)]
+    pub per_query: Option<PathBuf>,
     #[command(flatten)]
     pub ranking: RankingArgs,
+    /// Evaluate with each of these GGUF embedding models (comma-separated; each needs
+    /// `raglab index --embed-model M`) and report the best configuration per model and
+    /// metric.
+    #[arg(long, value_delimiter = ',', conflicts_with = "embed_model")]
+    pub embed_models: Vec<PathBuf>,
     /// Threads for query embedding (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
@@ -137,14 +154,19 @@ async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
         queries: args.queries,
         qrels: args.qrels,
         methods: args.methods,
+        sparse: args.sparse,
         alpha_sweep: args.alpha_sweep,
-        alpha: args.ranking.alpha(ctx),
+        alpha: args.ranking.alpha_set(ctx),
         k: args.k,
         run_out: args.run_out,
+        per_query: args.per_query,
         embed: args.ranking.embed(args.threads),
         depth: args.depth,
         ann_nprobes: args.ranking.ann_nprobes(),
     };
+    if !args.embed_models.is_empty() {
+        return several_models(ctx, &req, &args.embed_models, args.json).await;
+    }
     let bar = progress_bar("embedding queries");
     let rep = evaluate_retrieval(ctx, &req, &on_progress(&bar)).await;
     bar.finish_and_clear();
@@ -160,11 +182,67 @@ async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--embed-models`: one report per model, then the best configuration per model
+/// and metric.
+async fn several_models(
+    ctx: &Context,
+    req: &RetrievalEval,
+    models: &[PathBuf],
+    json: bool,
+) -> Result<()> {
+    let bar = progress_bar("embedding queries");
+    let rep = evaluate_models(ctx, req, models, &on_progress(&bar)).await;
+    bar.finish_and_clear();
+    let rep = rep?;
+    for r in &rep.reports {
+        if let Some(w) = r.missing_targets.warning("they count as not retrieved") {
+            tell!("{w}");
+        }
+    }
+    if json {
+        return print_json(&rep);
+    }
+    for r in &rep.reports {
+        say!(
+            "== {} ==",
+            clean(r.embedding_model.as_deref().unwrap_or("-"))
+        );
+        render(r);
+        say!();
+    }
+    say!("best configuration per model and metric");
+    say!(
+        "{:<28} {:<9} {:<8} {:<6} {:>6} {:>7}",
+        "model",
+        "metric",
+        "method",
+        "sparse",
+        "alpha",
+        "value"
+    );
+    for b in &rep.best {
+        say!(
+            "{:<28} {:<9} {:<8} {:<6} {:>6} {:>7.4}",
+            clean(&b.model),
+            b.metric,
+            b.method.to_string(),
+            b.sparse.map_or("-".into(), |s| s.to_string()),
+            b.alpha.map_or("-".into(), |a| format!("{a:.2}")),
+            b.value
+        );
+    }
+    Ok(())
+}
+
 fn render(rep: &RetrievalReport) {
     let head = &rep.breakdown_method;
     let fail_k = rep.failure_cutoff;
     let ks: Vec<String> = rep.results.first().map_or_else(Vec::new, |r| {
-        r.recall_at.iter().map(|(k, _)| format!("R@{k}")).collect()
+        r.recall_at
+            .iter()
+            .map(|(k, _)| format!("R@{k}"))
+            .chain(r.ndcg_at.iter().map(|(k, _)| format!("nDCG@{k}")))
+            .collect()
     });
     say!(
         "{} queries ({} evaluated by {head}; dropped from its means, as trec_eval without -c drops them: {} without relevant chunks, {} with no results (absent from the run)), depth {}, embeddings: {}",
@@ -176,8 +254,8 @@ fn render(rep: &RetrievalReport) {
         rep.embedding_model.as_deref().unwrap_or("-")
     );
     say!(
-        "{:<16} {:>7} {:>9} {:>9} {:>7} {:>8} {}",
-        "method",
+        "{:<20} {:>7} {:>9} {:>9} {:>7} {:>8} {}",
+        "configuration",
         "P@1",
         "Recall@5",
         "Recall@10",
@@ -186,18 +264,16 @@ fn render(rep: &RetrievalReport) {
         ks.join("  ")
     );
     for res in &rep.results {
-        let label = res.alpha.map_or_else(
-            || res.method.clone(),
-            |a| format!("{} a={a:.2}", res.method),
-        );
         let extra: Vec<String> = res
             .recall_at
             .iter()
+            .chain(&res.ndcg_at)
             .map(|(_, v)| format!("{v:.4}"))
             .collect();
         let m = &res.metrics;
         say!(
-            "{label:<16} {:>7.4} {:>9.4} {:>9.4} {:>7.4} {:>8.4} {}",
+            "{:<20} {:>7.4} {:>9.4} {:>9.4} {:>7.4} {:>8.4} {}",
+            res.label,
             m.p1,
             m.recall5,
             m.recall10,
@@ -210,55 +286,31 @@ fn render(rep: &RetrievalReport) {
         let n = res.dropped_empty_results;
         say!(
             "{}: {n} {} with no results (absent from its run) dropped; means over {}",
-            res.method,
+            res.label,
             if n == 1 { "query" } else { "queries" },
             res.metrics.queries
         );
     }
-    if !rep.alpha_sweep.is_empty() {
-        say!(
-            "\nalpha sweep (hybrid, weighted RRF, c = 60; {:.1} ms for {} alphas)",
-            rep.seconds.sweep_ms,
-            rep.alpha_sweep.len()
-        );
-        say!(
-            "{:>6} {:>7} {:>9} {:>9} {:>7} {:>8}",
-            "alpha",
-            "P@1",
-            "Recall@5",
-            "Recall@10",
-            "MRR",
-            "nDCG@10"
-        );
-        for p in &rep.alpha_sweep {
-            let (a, m) = (p.alpha, &p.metrics);
-            say!(
-                "{a:>6.2} {:>7.4} {:>9.4} {:>9.4} {:>7.4} {:>8.4}",
-                m.p1,
-                m.recall5,
-                m.recall10,
-                m.mrr,
-                m.ndcg10
-            );
-        }
-        for b in &rep.best_alpha {
-            say!(
-                "best a for {:<9}: {:.2} ({:.4})",
-                b.metric,
-                b.alpha,
-                b.value
-            );
-        }
-    }
-    print_breakdown(&format!("\nby topic ({head}"), &rep.by_topic, 28, false);
-    print_breakdown(
-        &format!("by target length in words ({head}"),
-        &rep.by_target_length,
-        10,
+    render_sweep(rep);
+    print_breakdowns("\nby topic", rep, |r| &r.by_topic, false);
+    print_breakdowns(
+        "\nby target length in words",
+        rep,
+        |r| &r.by_target_length,
         true,
     );
+    let fails: Vec<String> = rep
+        .results
+        .iter()
+        .map(|r| format!("{} {}", r.label, r.failed))
+        .collect();
     say!(
-        "\nfailed queries ({head}: target not in the top {fail_k}): {}",
+        "\nfailed queries (target not in the top {fail_k}): {}",
+        fails.join(", ")
+    );
+    say!(
+        "failed queries of {head} (recorded with its configuration in {}): {}",
+        rep.failures_file.display(),
         rep.failed.len()
     );
     for f in rep.failed.iter().take(20) {
@@ -272,29 +324,78 @@ fn render(rep: &RetrievalReport) {
         );
     }
     if rep.failed.len() > 20 {
+        say!("  ... {} more", rep.failed.len() - 20);
+    }
+    if let Some(p) = &rep.per_query_file {
+        say!("per-query target ranks: {}", p.display());
+    }
+    for r in rep.results.iter().filter_map(|r| r.run_file.as_ref()) {
+        say!("run file: {}", r.display());
+    }
+}
+
+/// The alpha sweep of each fused method and sparse side, and its best alphas.
+fn render_sweep(rep: &crate::service::evaluation::RetrievalReport) {
+    if rep.alpha_sweep.is_empty() {
+        return;
+    }
+    say!(
+        "\nalpha sweep (hybrid: weighted RRF, c = 60; linear: min-max fusion; {:.1} ms for {} points)",
+        rep.seconds.sweep_ms,
+        rep.alpha_sweep.len()
+    );
+    say!(
+        "{:<14} {:>6} {:>7} {:>9} {:>9} {:>7} {:>8}",
+        "fusion",
+        "alpha",
+        "P@1",
+        "Recall@5",
+        "Recall@10",
+        "MRR",
+        "nDCG@10"
+    );
+    for p in &rep.alpha_sweep {
+        let (a, m) = (p.alpha, &p.metrics);
         say!(
-            "  ... {} more (all in {})",
-            rep.failed.len() - 20,
-            rep.failures_file.display()
+            "{:<14} {a:>6.2} {:>7.4} {:>9.4} {:>9.4} {:>7.4} {:>8.4}",
+            format!("{}-{}", p.method, p.sparse),
+            m.p1,
+            m.recall5,
+            m.recall10,
+            m.mrr,
+            m.ndcg10
+        );
+    }
+    for b in &rep.best_alpha {
+        say!(
+            "best a for {:<14} {:<9}: {:.2} ({:.4})",
+            format!("{}-{}", b.method, b.sparse),
+            b.metric,
+            b.alpha,
+            b.value
         );
     }
 }
 
-/// One breakdown: its eta^2, then nDCG@10 and MRR per group (length buckets in order
-/// of their lower bound when `by_bound`).
-fn print_breakdown(
+/// One breakdown for every configuration: nDCG@10 per group (rows) and
+/// configuration (columns), group sizes, and each configuration's eta^2 of nDCG@10
+/// (length buckets in order of their lower bound when `by_bound`).
+fn print_breakdowns(
     title: &str,
-    b: &crate::core::retrieval::Breakdown,
-    width: usize,
+    rep: &RetrievalReport,
+    of: impl Fn(&crate::service::evaluation::MethodResult) -> &Breakdown,
     by_bound: bool,
 ) {
-    let eta = b
-        .eta_squared_ndcg10
-        .map_or("undefined".into(), |e| format!("{e:.4}"));
-    say!("{title}; eta^2 of nDCG@10 = {eta})");
-    let mut groups: Vec<_> = b.groups.iter().collect();
+    let width = 28;
+    let mut groups: Vec<&String> = rep
+        .results
+        .iter()
+        .flat_map(|r| of(r).groups.keys())
+        .collect();
+    groups.sort();
+    groups.dedup();
     if by_bound {
-        groups.sort_by_key(|(label, _)| {
+        groups.sort_by_key(|label| {
             label
                 .split(['-', '+'])
                 .next()
@@ -302,13 +403,41 @@ fn print_breakdown(
                 .unwrap_or(0)
         });
     }
-    for (g, m) in groups {
-        say!(
-            "  {:<width$} n={:<4} nDCG@10 {:.4}  MRR {:.4}",
-            clean(g),
-            m.queries,
-            m.ndcg10,
-            m.mrr
-        );
+    let cols: Vec<String> = rep
+        .results
+        .iter()
+        .map(|r| format!("{:>20}", r.label))
+        .collect();
+    say!("{title} (nDCG@10)");
+    say!("  {:<width$} {:>5} {}", "group", "n", cols.join(" "));
+    for g in groups {
+        let n = rep
+            .results
+            .iter()
+            .filter_map(|r| of(r).groups.get(g))
+            .map(|m| m.queries)
+            .max()
+            .unwrap_or(0);
+        let vals: Vec<String> = rep
+            .results
+            .iter()
+            .map(|r| {
+                of(r)
+                    .groups
+                    .get(g)
+                    .map_or(format!("{:>20}", "-"), |m| format!("{:>20.4}", m.ndcg10))
+            })
+            .collect();
+        say!("  {:<width$} {n:>5} {}", clean(g), vals.join(" "));
     }
+    let etas: Vec<String> = rep
+        .results
+        .iter()
+        .map(|r| {
+            of(r)
+                .eta_squared_ndcg10
+                .map_or(format!("{:>20}", "undefined"), |e| format!("{e:>20.4}"))
+        })
+        .collect();
+    say!("  {:<width$} {:>5} {}", "eta^2", "", etas.join(" "));
 }

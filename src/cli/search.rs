@@ -5,6 +5,7 @@ use clap::Args;
 
 use super::args::{MethodArg, RankingArgs};
 use super::print_json;
+use crate::core::retrieval::Sparse;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
 use crate::service::retrieval::{SearchRequest, search};
@@ -18,16 +19,20 @@ pub struct SearchArgs {
     pub method: MethodArg,
     #[command(flatten)]
     pub ranking: RankingArgs,
+    /// The sparse list hybrid and linear fuse with dense: bm25 or tfidf.
+    #[arg(long, default_value_t = Sparse::Bm25)]
+    pub sparse: Sparse,
     #[arg(long)]
     pub json: bool,
 }
 
 pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
     let method = args.method.get(ctx);
-    let alpha = args.ranking.alpha(ctx);
+    let alpha = args.ranking.alpha_for(ctx, method);
     let req = SearchRequest {
         question: args.question,
         method,
+        sparse: args.sparse,
         alpha,
         k: ctx.k(args.k),
         embed: args.ranking.embed(Some(1)),
@@ -38,8 +43,9 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         return print_json(&res);
     }
     say!(
-        "{} a={:.2}  R(d;a) = a/(60+r_dense) + (1-a)/(60+r_sparse)",
+        "{} ({} sparse side) a={:.2}  R(d;a) = a/(60+r_dense) + (1-a)/(60+r_sparse)",
         method,
+        args.sparse,
         alpha
     );
     say!(
@@ -47,20 +53,24 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         "rank",
         "dense",
         "cos",
-        "bm25",
+        args.sparse.to_string(),
         "score",
         "fused"
     );
     let opt = |v: Option<usize>| v.map_or_else(|| "-".to_string(), |x| x.to_string());
     let optf = |v: Option<f64>, p: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.p$}"));
     for row in &res.results {
+        let (sparse_rank, sparse_score) = match args.sparse {
+            Sparse::Bm25 => (row.sparse_rank, row.sparse_score),
+            Sparse::Tfidf => (row.tfidf_rank, row.tfidf_score),
+        };
         say!(
             "{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  {}\n     {}\n     {}",
             row.rank,
             opt(row.dense_rank),
             optf(row.dense_score, 3),
-            opt(row.sparse_rank),
-            optf(row.sparse_score, 2),
+            opt(sparse_rank),
+            optf(sparse_score, 2),
             optf(row.fused_score, 5),
             clean(&row.chunk_id),
             clean(row.header_path.as_deref().unwrap_or_default()),

@@ -12,6 +12,7 @@ pub mod frugality;
 pub mod fusion;
 pub mod mcqa;
 pub mod metrics;
+pub mod per_query;
 pub mod prompt;
 pub mod question;
 pub mod retrieval;

@@ -91,13 +91,40 @@ impl MissingTargets {
 }
 
 /// A question whose target was not in the top `k` of the evaluated ranking: the
-/// question itself and the rank at which its first target was found.
+/// question itself, the rank at which its first target was found and the
+/// configuration that ranked it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FailedQuestion {
     #[serde(flatten)]
     pub question: Question,
     /// Rank of the first relevant chunk in the evaluated list (None: not retrieved).
     pub rank: Option<usize>,
+    /// How the list was ranked (absent from files written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<EvalConfig>,
+}
+
+/// The configuration an evaluation ranked with, recorded beside its failures so that
+/// a failure can be reopened as it was evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalConfig {
+    pub method: crate::core::retrieval::Method,
+    /// The sparse side fused with dense (hybrid and linear only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<crate::core::retrieval::Sparse>,
+    /// The dense weight (hybrid and linear only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// The embedding model's name (methods that use the dense list only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_model: Option<String>,
+    /// The workspace whose chunks were ranked.
+    pub corpus: String,
+    /// How many chunks it held.
+    pub chunks: usize,
+    /// Depth of each retriever's list.
+    pub depth: usize,
 }
 
 #[cfg(test)]
@@ -136,12 +163,26 @@ mod tests {
         .expect("parses");
         assert_eq!(q.text, "Who?");
         assert_eq!(q.answer.as_deref(), Some("Them"));
-        let f = FailedQuestion {
+        let mut f = FailedQuestion {
             question: q.clone(),
             rank: Some(12),
+            config: None,
         };
         let back: FailedQuestion =
             serde_json::from_str(&serde_json::to_string(&f).expect("json")).expect("parses");
+        assert_eq!(back, f);
+        f.config = Some(EvalConfig {
+            method: crate::core::retrieval::Method::Hybrid,
+            sparse: Some(crate::core::retrieval::Sparse::Tfidf),
+            alpha: Some(0.75),
+            embedding_model: Some("m".into()),
+            corpus: "/ws".into(),
+            chunks: 3,
+            depth: 100,
+        });
+        let json = serde_json::to_string(&f).expect("json");
+        assert!(json.contains(r#""sparse":"tfidf""#), "{json}");
+        let back: FailedQuestion = serde_json::from_str(&json).expect("parses");
         assert_eq!(back, f);
         assert!(serde_json::from_str::<Question>(r#"{"text": "no id"}"#).is_err());
     }

@@ -8,7 +8,9 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use super::fusion::{Candidates, Fusion, RRF_C};
-use super::metrics::{MeanMetrics, Qrel, QueryMetrics, eta_squared, mean_metrics, query_metrics};
+use super::metrics::{
+    MeanMetrics, Qrel, QueryMetrics, eta_squared, mean_metrics, ndcg_at, query_metrics, recall_at,
+};
 
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, PartialOrd, Ord,
@@ -18,9 +20,9 @@ pub enum Method {
     Bm25,
     Tfidf,
     Dense,
-    /// Weighted RRF of dense and BM25.
+    /// Weighted RRF of dense and a sparse list (BM25 unless [`Sparse`] says TF-IDF).
     Hybrid,
-    /// Min-max linear fusion of dense and BM25 (dense weight alpha).
+    /// Min-max linear fusion of dense and a sparse list (dense weight alpha).
     Linear,
 }
 
@@ -51,6 +53,124 @@ impl Method {
     pub fn uses_alpha(self) -> bool {
         self.fusion(0.5).is_some()
     }
+
+    /// The dense weight when neither a flag nor the config sets one: 0.7 for hybrid
+    /// (the source paper's best hybrids lean on dense), equal weights (0.5) for linear
+    /// fusion as seed 002 uses them.
+    pub fn default_alpha(self) -> Alpha {
+        match self {
+            Self::Linear => Alpha(0.5),
+            _ => Alpha::DEFAULT,
+        }
+    }
+}
+
+/// The sparse list a fused method combines with the dense list. BM25 by default; the
+/// source paper's best hybrids all used TF-IDF.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize, PartialOrd, Ord,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Sparse {
+    #[default]
+    Bm25,
+    Tfidf,
+}
+
+impl Sparse {
+    pub const ALL: [Self; 2] = [Self::Bm25, Self::Tfidf];
+}
+
+impl fmt::Display for Sparse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Bm25 => "bm25",
+            Self::Tfidf => "tfidf",
+        })
+    }
+}
+
+impl FromStr for Sparse {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.to_string() == s)
+            .ok_or_else(|| format!("unknown sparse side `{s}` (expected bm25 or tfidf)"))
+    }
+}
+
+/// One retrieval configuration: a method, the sparse side it fuses with and its dense
+/// weight (both ignored by the single-list methods).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct RunConfig {
+    pub method: Method,
+    pub sparse: Sparse,
+    pub alpha: f64,
+}
+
+impl RunConfig {
+    pub fn new(method: Method, sparse: Sparse, alpha: f64) -> Self {
+        Self {
+            method,
+            sparse,
+            alpha,
+        }
+    }
+
+    /// A single-list method (its sparse side and weight play no part).
+    pub fn single(method: Method) -> Self {
+        Self::new(method, Sparse::Bm25, 0.5)
+    }
+
+    pub fn fusion(&self) -> Option<Fusion> {
+        self.method.fusion(self.alpha)
+    }
+
+    /// The configuration as a short label: `bm25`, `dense`, `hybrid-tfidf-a0.75`.
+    pub fn label(&self) -> String {
+        if self.method.uses_alpha() {
+            format!("{}-{}-a{:.2}", self.method, self.sparse, self.alpha)
+        } else {
+            self.method.to_string()
+        }
+    }
+
+    /// The whole configuration as a file name stem: the label and, for the methods
+    /// that use embeddings, the model's short name (`hybrid-tfidf-a0.75-all-MiniLM-L6-v2`).
+    pub fn file_stem(&self, model: Option<&str>) -> String {
+        match model {
+            Some(m) if self.method.needs_dense() => {
+                format!("{}-{}", self.label(), model_short_name(m))
+            }
+            _ => self.label(),
+        }
+    }
+}
+
+/// An embedding model's name without its quantisation suffix and with only file-name
+/// safe characters: `all-MiniLM-L6-v2.F16` -> `all-MiniLM-L6-v2`,
+/// `bge-small-en-v1.5.Q8_0` -> `bge-small-en-v1.5`.
+pub fn model_short_name(name: &str) -> String {
+    let is_quant = |s: &str| {
+        let u = s.to_ascii_uppercase();
+        ["F16", "F32", "BF16", "FP16", "FP32"].contains(&u.as_str())
+            || ((u.starts_with('Q') || u.starts_with("IQ"))
+                && u.chars().any(|c| c.is_ascii_digit()))
+    };
+    let stem = match name.rsplit_once('.') {
+        Some((head, tail)) if is_quant(tail) && !head.is_empty() => head,
+        _ => name,
+    };
+    stem.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// The dense weight of a fused ranking, validated to lie in [0, 1]. The default, 0.7,
@@ -135,13 +255,17 @@ impl FromStr for Method {
     }
 }
 
-/// The rank lists of one query, computed once and re-fused for any weight.
+/// The rank lists of one query, computed once and re-fused for any weight and either
+/// sparse side.
 #[derive(Debug, Clone, Default)]
 pub struct QueryLists {
     pub bm25: Vec<super::fusion::Scored>,
     pub tfidf: Vec<super::fusion::Scored>,
     pub dense: Vec<super::fusion::Scored>,
+    /// Dense and BM25 candidates.
     pub candidates: Candidates,
+    /// Dense and TF-IDF candidates.
+    pub tfidf_candidates: Candidates,
 }
 
 impl QueryLists {
@@ -151,49 +275,76 @@ impl QueryLists {
         dense: Vec<super::fusion::Scored>,
     ) -> Self {
         let candidates = Candidates::new(&dense, &bm25);
+        let tfidf_candidates = Candidates::new(&dense, &tfidf);
         Self {
             bm25,
             tfidf,
             dense,
             candidates,
+            tfidf_candidates,
         }
     }
 
-    /// The ranked ids of `method` (alpha: dense weight for hybrid/linear).
-    pub fn ranking(&self, method: Method, alpha: f64) -> Vec<&str> {
-        fn ids(l: &[super::fusion::Scored]) -> Vec<&str> {
-            l.iter().map(|s| s.id.as_str()).collect()
+    /// The fusion candidates of dense with `sparse`.
+    pub fn candidates_with(&self, sparse: Sparse) -> &Candidates {
+        match sparse {
+            Sparse::Bm25 => &self.candidates,
+            Sparse::Tfidf => &self.tfidf_candidates,
         }
-        if let Some(f) = method.fusion(alpha) {
-            return self.candidates.fused_ids(f);
-        }
+    }
+
+    /// The single list of a single-list method.
+    fn list(&self, method: Method) -> &[super::fusion::Scored] {
         match method {
-            Method::Bm25 => ids(&self.bm25),
-            Method::Tfidf => ids(&self.tfidf),
-            _ => ids(&self.dense),
+            Method::Bm25 => &self.bm25,
+            Method::Tfidf => &self.tfidf,
+            _ => &self.dense,
         }
     }
 
-    /// The ranked (id, score) pairs of `method`: the list's own scores, or the fused
-    /// score for hybrid and linear (what a TREC run file holds).
-    pub fn scored(&self, method: Method, alpha: f64) -> Vec<(String, f64)> {
-        let plain = |l: &[super::fusion::Scored]| -> Vec<(String, f64)> {
-            l.iter().map(|s| (s.id.clone(), s.score)).collect()
-        };
-        if let Some(f) = method.fusion(alpha) {
-            return self
-                .candidates
+    /// The ranked ids of `method` fused with BM25 (alpha: dense weight for
+    /// hybrid/linear).
+    pub fn ranking(&self, method: Method, alpha: f64) -> Vec<&str> {
+        self.ranking_for(RunConfig::new(method, Sparse::Bm25, alpha))
+    }
+
+    /// The ranked ids of one configuration.
+    pub fn ranking_for(&self, cfg: RunConfig) -> Vec<&str> {
+        match cfg.fusion() {
+            Some(f) => self.candidates_with(cfg.sparse).fused_ids(f),
+            None => self
+                .list(cfg.method)
+                .iter()
+                .map(|s| s.id.as_str())
+                .collect(),
+        }
+    }
+
+    /// The ranked (id, score) pairs of one configuration: the list's own scores, or
+    /// the fused score for hybrid and linear (what a TREC run file holds).
+    pub fn scored(&self, cfg: RunConfig) -> Vec<(String, f64)> {
+        match cfg.fusion() {
+            Some(f) => self
+                .candidates_with(cfg.sparse)
                 .fuse(f)
                 .into_iter()
                 .map(|h| (h.id, h.fused))
-                .collect();
-        }
-        match method {
-            Method::Bm25 => plain(&self.bm25),
-            Method::Tfidf => plain(&self.tfidf),
-            _ => plain(&self.dense),
+                .collect(),
+            None => self
+                .list(cfg.method)
+                .iter()
+                .map(|s| (s.id.clone(), s.score))
+                .collect(),
         }
     }
+}
+
+/// Recall and nDCG of one query at one cutoff.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AtK {
+    pub k: usize,
+    pub recall: f64,
+    pub ndcg: f64,
 }
 
 /// One evaluated query.
@@ -201,6 +352,8 @@ impl QueryLists {
 pub struct QueryOutcome {
     pub qid: String,
     pub metrics: QueryMetrics,
+    /// Recall@k and nDCG@k at each cutoff asked.
+    pub at_k: Vec<AtK>,
 }
 
 /// The judgements of a query that has at least one relevant document.
@@ -208,25 +361,54 @@ pub fn judged<'a>(qrels: &'a HashMap<String, Qrel>, qid: &str) -> Option<&'a Qre
     qrels.get(qid).filter(|q| q.values().any(|&r| r > 0))
 }
 
-/// Evaluate one method at one weight over all queries. Queries without relevant
-/// documents are dropped, and so are queries whose result list is empty: they are
-/// absent from the method's run, and trec_eval (without `-c`) averages over the
-/// queries of the run only ([`empty_results`] names them).
+/// Evaluate one configuration over all queries, with recall and nDCG at each cutoff
+/// of `ks`. Queries without relevant documents are dropped, and so are queries whose
+/// result list is empty: they are absent from the method's run, and trec_eval
+/// (without `-c`) averages over the queries of the run only ([`empty_results`] names
+/// them).
 pub fn evaluate(
     lists: &[(String, QueryLists)],
     qrels: &HashMap<String, Qrel>,
-    method: Method,
-    alpha: f64,
+    cfg: RunConfig,
+    ks: &[usize],
 ) -> Vec<QueryOutcome> {
     lists
         .iter()
         .filter_map(|(qid, l)| {
             let q = judged(qrels, qid)?;
-            let ranking = l.ranking(method, alpha);
+            let ranking = l.ranking_for(cfg);
             (!ranking.is_empty()).then(|| QueryOutcome {
                 qid: qid.clone(),
                 metrics: query_metrics(&ranking, q),
+                at_k: ks
+                    .iter()
+                    .map(|&k| AtK {
+                        k,
+                        recall: recall_at(&ranking, q, k),
+                        ndcg: ndcg_at(&ranking, q, k),
+                    })
+                    .collect(),
             })
+        })
+        .collect()
+}
+
+/// Mean recall@k and nDCG@k over `outcomes` at each cutoff they were evaluated at
+/// (0 without outcomes).
+pub fn mean_at_k(outcomes: &[QueryOutcome], ks: &[usize]) -> Vec<AtK> {
+    let n = outcomes.len().max(1) as f64;
+    ks.iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            let (r, g) = outcomes
+                .iter()
+                .filter_map(|o| o.at_k.get(i))
+                .fold((0.0, 0.0), |(r, g), a| (r + a.recall, g + a.ndcg));
+            AtK {
+                k,
+                recall: r / n,
+                ndcg: g / n,
+            }
         })
         .collect()
 }
@@ -338,16 +520,98 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let bm25 = evaluate(&lists, &qrels, Method::Bm25, 0.5);
+        let ks = [1, 2];
+        let bm25 = evaluate(&lists, &qrels, RunConfig::single(Method::Bm25), &ks);
         assert_eq!(bm25.len(), 1);
         assert_eq!(bm25[0].metrics.rr, 0.5);
-        let dense = evaluate(&lists, &qrels, Method::Dense, 0.5);
+        let dense = evaluate(&lists, &qrels, RunConfig::single(Method::Dense), &ks);
         assert_eq!(dense[0].metrics.p1, 1.0);
         // Hybrid at alpha 0.7: t = .7/61 + .3/62 beats a = .7/62 + .3/61.
-        let hybrid = evaluate(&lists, &qrels, Method::Hybrid, 0.7);
+        let hybrid = evaluate(
+            &lists,
+            &qrels,
+            RunConfig::new(Method::Hybrid, Sparse::Bm25, 0.7),
+            &ks,
+        );
         assert_eq!(hybrid[0].metrics.p1, 1.0);
         assert_eq!(failures(&bm25, 1).len(), 1);
         assert_eq!(failures(&dense, 1).len(), 0);
+    }
+
+    /// The sparse side decides what dense is fused with. q: target t; dense [a, t],
+    /// BM25 [a], TF-IDF [t, a]. At alpha 0.5 with BM25: a = .5/61 + .5/61 beats
+    /// t = .5/62; with TF-IDF: t = .5/62 + .5/61 beats a = .5/61 + .5/62 only by the
+    /// id tie-break (equal scores, ids descending: t before a).
+    #[test]
+    fn sparse_side_changes_the_fused_ranking() {
+        let lists = vec![(
+            "q".to_string(),
+            QueryLists::new(l(&["a"]), l(&["t", "a"]), l(&["a", "t"])),
+        )];
+        let qrels: HashMap<String, Qrel> = [(
+            "q".to_string(),
+            [("t".to_string(), 1)].into_iter().collect(),
+        )]
+        .into_iter()
+        .collect();
+        let ks = [1, 2, 3];
+        let with = |sparse| {
+            evaluate(
+                &lists,
+                &qrels,
+                RunConfig::new(Method::Hybrid, sparse, 0.5),
+                &ks,
+            )
+        };
+        let bm25 = with(Sparse::Bm25);
+        assert_eq!(bm25[0].metrics.first_relevant_rank, Some(2));
+        let tfidf = with(Sparse::Tfidf);
+        assert_eq!(tfidf[0].metrics.first_relevant_rank, Some(1));
+        assert_eq!(
+            lists[0]
+                .1
+                .ranking_for(RunConfig::new(Method::Hybrid, Sparse::Tfidf, 0.5)),
+            vec!["t", "a"]
+        );
+        // nDCG@k follows k: target at rank 2 gives 0 at k = 1, 1/log2(3) from k = 2.
+        let at = mean_at_k(&bm25, &ks);
+        assert_eq!((at[0].k, at[0].recall, at[0].ndcg), (1, 0.0, 0.0));
+        assert!((at[1].ndcg - 1.0 / 3f64.log2()).abs() < 1e-15);
+        assert_eq!(at[1].recall, 1.0);
+        assert!((at[2].ndcg - 1.0 / 3f64.log2()).abs() < 1e-15);
+        // The run file scores: RRF with the TF-IDF ranks.
+        let scored = lists[0]
+            .1
+            .scored(RunConfig::new(Method::Hybrid, Sparse::Tfidf, 0.5));
+        assert!((scored[0].1 - (0.5 / 62.0 + 0.5 / 61.0)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn configurations_are_named_by_every_part() {
+        let h = RunConfig::new(Method::Hybrid, Sparse::Tfidf, 0.75);
+        assert_eq!(
+            h.file_stem(Some("all-MiniLM-L6-v2.F16")),
+            "hybrid-tfidf-a0.75-all-MiniLM-L6-v2"
+        );
+        assert_eq!(
+            RunConfig::new(Method::Linear, Sparse::Bm25, 0.5).file_stem(Some("m.Q4_K_M")),
+            "linear-bm25-a0.50-m"
+        );
+        assert_eq!(RunConfig::single(Method::Bm25).file_stem(Some("m")), "bm25");
+        assert_eq!(
+            RunConfig::single(Method::Dense).file_stem(Some("m")),
+            "dense-m"
+        );
+        assert_eq!(
+            model_short_name("bge-small-en-v1.5.Q8_0"),
+            "bge-small-en-v1.5"
+        );
+        assert_eq!(model_short_name("bge-small-en-v1.5"), "bge-small-en-v1.5");
+        assert_eq!(model_short_name("a b/c"), "a_b_c");
+        assert_eq!("tfidf".parse::<Sparse>(), Ok(Sparse::Tfidf));
+        assert!("dense".parse::<Sparse>().is_err());
+        assert_eq!(Method::Linear.default_alpha().get(), 0.5);
+        assert_eq!(Method::Hybrid.default_alpha().get(), 0.7);
     }
 
     #[test]

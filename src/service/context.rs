@@ -127,6 +127,18 @@ impl Context {
         flag.or(self.config.retrieval.alpha).unwrap_or_default()
     }
 
+    /// The fusion weight set by the flag or the config, if either sets one.
+    pub fn alpha_set(&self, flag: Option<Alpha>) -> Option<Alpha> {
+        flag.or(self.config.retrieval.alpha)
+    }
+
+    /// The fusion weight of `method`: flag, then config, then the method's default
+    /// (0.7 for hybrid, equal weights for linear fusion).
+    pub fn alpha_for(&self, method: Method, flag: Option<Alpha>) -> Alpha {
+        self.alpha_set(flag)
+            .unwrap_or_else(|| method.default_alpha())
+    }
+
     /// Chunks shown and given to the generator: flag, then config `[retrieval] k`,
     /// then 15.
     /// The rubric: the flag's file, else `[annotation] rubric`, else the embedded one.

@@ -1,8 +1,8 @@
-//! Retrieval evaluation (the paper's table per method, the alpha sweep, breakdowns by
-//! topic and target length, failed questions, TREC run files) and the abstention sweep.
+//! Retrieval evaluation (the paper's table per configuration, the alpha sweep of every
+//! fused method, breakdowns by topic and target length for every configuration, failed
+//! questions, TREC run files, per-query target ranks) and the abstention sweep.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -14,16 +14,17 @@ use super::jsonl::read_questions;
 use super::retrieval::{DEFAULT_DEPTH, Progress, Retriever};
 use crate::core::abstention::{SweepRow, best, grid, sweep};
 use crate::core::fusion::alpha_grid;
-use crate::core::metrics::{MeanMetrics, Qrel, recall_at};
-use crate::core::question::{FailedQuestion, MissingTargets, Question};
+use crate::core::metrics::{MeanMetrics, Qrel};
+use crate::core::per_query::per_query;
+use crate::core::question::{EvalConfig, FailedQuestion, MissingTargets, Question};
 use crate::core::retrieval::{
-    Breakdown, METRICS, Method, QueryLists, QueryOutcome, breakdown, empty_results, evaluate,
-    failures, judged, mean,
+    Breakdown, METRICS, Method, QueryLists, QueryOutcome, RunConfig, Sparse, breakdown,
+    empty_results, evaluate, failures, judged, mean, mean_at_k,
 };
 use crate::core::stats::{bucket_label, bucket_of};
 
-/// Where `eval retrieval` leaves the failed questions of its headline method, for the
-/// TUI's Query pane to step through (`n` / `p`).
+/// Where `eval retrieval` leaves the failed questions of its headline configuration,
+/// each with that configuration, for the TUI's Query pane to step through (`n` / `p`).
 pub const LAST_FAILURES: &str = "eval/last-failures.json";
 
 /// What to evaluate.
@@ -34,13 +35,20 @@ pub struct RetrievalEval {
     /// TREC qrels (`qid 0 docid rel`), overriding `relevant` in the queries file.
     pub qrels: Option<PathBuf>,
     pub methods: Vec<Method>,
-    /// Sweep alpha over 0.50, 0.55, ..., 0.95 for hybrid instead of using `alpha`.
+    /// The sparse sides hybrid and linear fuse with (each is evaluated).
+    pub sparse: Vec<Sparse>,
+    /// Sweep alpha over 0.50, 0.55, ..., 0.95 for hybrid and linear instead of using
+    /// `alpha`.
     pub alpha_sweep: bool,
-    pub alpha: f64,
-    /// Recall cutoffs; the largest is the failure cutoff.
+    /// The dense weight (flag or config); `None`: each method's default
+    /// ([`Method::default_alpha`]: 0.7 for hybrid, equal weights for linear).
+    pub alpha: Option<f64>,
+    /// Recall and nDCG cutoffs; the largest is the failure cutoff.
     pub k: Vec<usize>,
-    /// Write one TREC run file per method into this folder.
+    /// Write one TREC run file per configuration into this folder.
     pub run_out: Option<PathBuf>,
+    /// Write every query's target ranks here (`.csv` or `.jsonl`).
+    pub per_query: Option<PathBuf>,
     pub embed: ModelChoice,
     pub depth: usize,
     /// Dense lists from the lance ANN index, probing this many partitions.
@@ -53,10 +61,12 @@ impl RetrievalEval {
             queries,
             qrels: None,
             methods: vec![Method::Bm25, Method::Tfidf, Method::Dense, Method::Hybrid],
+            sparse: vec![Sparse::Bm25],
             alpha_sweep: false,
-            alpha: crate::core::retrieval::Alpha::DEFAULT.get(),
+            alpha: None,
             k: vec![1, 5, 10],
             run_out: None,
+            per_query: None,
             embed: ModelChoice::default(),
             depth: DEFAULT_DEPTH,
             ann_nprobes: None,
@@ -64,28 +74,43 @@ impl RetrievalEval {
     }
 }
 
-/// One method's mean metrics.
+/// One configuration's mean metrics and breakdowns.
 #[derive(Debug, Clone, Serialize)]
 pub struct MethodResult {
     pub method: String,
+    /// The sparse side (hybrid and linear only).
+    pub sparse: Option<Sparse>,
     pub alpha: Option<f64>,
+    /// The configuration's label (`hybrid-tfidf-a0.75`).
+    pub label: String,
+    /// Its TREC run file, when `--run-out` asked for them.
+    pub run_file: Option<PathBuf>,
     /// Means over `metrics.queries` queries: those with relevant chunks and results.
     pub metrics: MeanMetrics,
     pub recall_at: Vec<(usize, f64)>,
+    pub ndcg_at: Vec<(usize, f64)>,
     /// Queries with relevant chunks for which this method retrieved nothing: absent
     /// from its run, dropped from its means (trec_eval without `-c`).
     pub dropped_empty_results: usize,
+    /// Questions whose target is not in the top `failure_cutoff` (or not retrieved).
+    pub failed: usize,
+    pub by_topic: Breakdown,
+    pub by_target_length: Breakdown,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepPoint {
+    pub method: Method,
+    pub sparse: Sparse,
     pub alpha: f64,
     pub metrics: MeanMetrics,
 }
 
-/// The alpha that maximises one metric in the sweep.
+/// The alpha that maximises one metric in the sweep of one fused method.
 #[derive(Debug, Clone, Serialize)]
 pub struct BestAlpha {
+    pub method: Method,
+    pub sparse: Sparse,
     pub metric: String,
     pub alpha: f64,
     pub value: f64,
@@ -102,11 +127,11 @@ pub struct EvalSeconds {
 #[derive(Debug, Clone, Serialize)]
 pub struct RetrievalReport {
     pub queries: usize,
-    /// Queries in the headline method's means.
+    /// Queries in the headline configuration's means.
     pub evaluated: usize,
     pub dropped_without_relevant: usize,
-    /// Queries the headline method retrieved nothing for (absent from its run, dropped
-    /// from its means; each method's own count is in its result).
+    /// Queries the headline configuration retrieved nothing for (absent from its run,
+    /// dropped from its means; each configuration's own count is in its result).
     pub dropped_empty_results: usize,
     /// Relevant chunk ids that are not in the corpus (they count as not retrieved).
     pub missing_targets: MissingTargets,
@@ -115,6 +140,8 @@ pub struct RetrievalReport {
     pub results: Vec<MethodResult>,
     pub alpha_sweep: Vec<SweepPoint>,
     pub best_alpha: Vec<BestAlpha>,
+    /// The headline configuration's label: its breakdowns are repeated below and its
+    /// failures are the ones written to the failures file.
     pub breakdown_method: String,
     pub by_topic: Breakdown,
     pub by_target_length: Breakdown,
@@ -122,6 +149,8 @@ pub struct RetrievalReport {
     pub failure_cutoff: usize,
     /// The file the failures were written to.
     pub failures_file: PathBuf,
+    /// The per-query file, when asked for.
+    pub per_query_file: Option<PathBuf>,
     pub seconds: EvalSeconds,
 }
 
@@ -158,78 +187,38 @@ fn read_queries(req: &RetrievalEval) -> Result<(Vec<Question>, HashMap<String, Q
     Ok((queries, qrels))
 }
 
-/// Name of a method's run file: the method, and its alpha when it fuses.
-pub fn run_name(method: Method, alpha: f64) -> String {
-    if method.uses_alpha() {
-        format!("{method}-a{alpha:.2}")
-    } else {
-        method.to_string()
-    }
-}
-
-fn write_run(
-    dir: &Path,
-    name: &str,
-    lists: &[(String, QueryLists)],
-    method: Method,
-    alpha: f64,
-) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut out = String::new();
-    for (qid, l) in lists {
-        for (i, (doc, score)) in l.scored(method, alpha).iter().enumerate() {
-            let _ = writeln!(out, "{qid} Q0 {doc} {} {score:.10} raglab-{name}", i + 1);
+/// The best alpha of each fused method's sweep for each metric (ties: the smaller
+/// alpha).
+fn best_alphas(sweep: &[SweepPoint]) -> Vec<BestAlpha> {
+    let mut pairs: Vec<(Method, Sparse)> = Vec::new();
+    for p in sweep {
+        if !pairs.contains(&(p.method, p.sparse)) {
+            pairs.push((p.method, p.sparse));
         }
     }
-    let path = dir.join(format!("{name}.run"));
-    std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Mean recall at each cutoff over the queries that have relevant chunks and results.
-fn recall_at_ks(
-    lists: &[(String, QueryLists)],
-    qrels: &HashMap<String, Qrel>,
-    ks: &[usize],
-    method: Method,
-    alpha: f64,
-) -> Vec<(usize, f64)> {
-    ks.iter()
-        .map(|&k| {
-            let vals: Vec<f64> = lists
+    pairs
+        .into_iter()
+        .flat_map(|(method, sparse)| {
+            let points: Vec<&SweepPoint> = sweep
                 .iter()
-                .filter_map(|(qid, l)| {
-                    let q = judged(qrels, qid)?;
-                    let ranking = l.ranking(method, alpha);
-                    (!ranking.is_empty()).then(|| recall_at(&ranking, q, k))
-                })
+                .filter(|p| p.method == method && p.sparse == sparse)
                 .collect();
-            let mean = if vals.is_empty() {
-                0.0
-            } else {
-                vals.iter().sum::<f64>() / vals.len() as f64
-            };
-            (k, mean)
-        })
-        .collect()
-}
-
-/// The best alpha of the sweep for each metric (ties: the smaller alpha).
-fn best_alphas(sweep: &[SweepPoint]) -> Vec<BestAlpha> {
-    METRICS
-        .iter()
-        .filter_map(|(name, get)| {
-            sweep
-                .iter()
-                .max_by(|a, b| {
-                    get(&a.metrics)
-                        .total_cmp(&get(&b.metrics))
-                        .then(b.alpha.total_cmp(&a.alpha))
-                })
-                .map(|p| BestAlpha {
-                    metric: (*name).to_string(),
-                    alpha: p.alpha,
-                    value: get(&p.metrics),
-                })
+            METRICS.iter().filter_map(move |(name, get)| {
+                points
+                    .iter()
+                    .max_by(|a, b| {
+                        get(&a.metrics)
+                            .total_cmp(&get(&b.metrics))
+                            .then(b.alpha.total_cmp(&a.alpha))
+                    })
+                    .map(|p| BestAlpha {
+                        method,
+                        sparse,
+                        metric: (*name).to_string(),
+                        alpha: p.alpha,
+                        value: get(&p.metrics),
+                    })
+            })
         })
         .collect()
 }
@@ -257,13 +246,69 @@ async fn rank_all(
     Ok(lists)
 }
 
-/// Hybrid's mean metrics at every alpha of the grid, re-fused from cached lists.
-fn sweep_alphas(lists: &[(String, QueryLists)], qrels: &HashMap<String, Qrel>) -> Vec<SweepPoint> {
-    alpha_grid()
-        .into_iter()
-        .map(|a| SweepPoint {
-            alpha: a,
-            metrics: mean(&evaluate(lists, qrels, Method::Hybrid, a)),
+/// The fused methods asked for, each with every sparse side asked for.
+fn fused_pairs(req: &RetrievalEval) -> Vec<(Method, Sparse)> {
+    let sparse = if req.sparse.is_empty() {
+        vec![Sparse::default()]
+    } else {
+        req.sparse.clone()
+    };
+    req.methods
+        .iter()
+        .filter(|m| m.uses_alpha())
+        .flat_map(|&m| sparse.iter().map(move |&s| (m, s)))
+        .collect()
+}
+
+/// Each fused method's mean metrics at every alpha of the grid, re-fused from cached
+/// lists.
+fn sweep_alphas(
+    lists: &[(String, QueryLists)],
+    qrels: &HashMap<String, Qrel>,
+    pairs: &[(Method, Sparse)],
+) -> Vec<SweepPoint> {
+    pairs
+        .iter()
+        .flat_map(|&(method, sparse)| {
+            alpha_grid().into_iter().map(move |alpha| SweepPoint {
+                method,
+                sparse,
+                alpha,
+                metrics: mean(&evaluate(
+                    lists,
+                    qrels,
+                    RunConfig::new(method, sparse, alpha),
+                    &[],
+                )),
+            })
+        })
+        .collect()
+}
+
+/// The configurations to evaluate: single-list methods once, fused ones with each
+/// sparse side at the best nDCG@10 alpha of the sweep, else at `req.alpha`, else at
+/// the method's default.
+fn configurations(req: &RetrievalEval, best: &[BestAlpha]) -> Vec<RunConfig> {
+    let pairs = fused_pairs(req);
+    req.methods
+        .iter()
+        .flat_map(|&m| {
+            if !m.uses_alpha() {
+                return vec![RunConfig::single(m)];
+            }
+            pairs
+                .iter()
+                .filter(|(pm, _)| *pm == m)
+                .map(|&(_, s)| {
+                    let alpha = best
+                        .iter()
+                        .find(|b| b.method == m && b.sparse == s && b.metric == "nDCG@10")
+                        .map(|b| b.alpha)
+                        .or(req.alpha)
+                        .unwrap_or_else(|| m.default_alpha().get());
+                    RunConfig::new(m, s, alpha)
+                })
+                .collect()
         })
         .collect()
 }
@@ -283,63 +328,108 @@ fn relevant_ids(qrels: &HashMap<String, Qrel>, qid: &str) -> Vec<String> {
     ids
 }
 
-/// Topic and target-length breakdowns of one method's outcomes, and its failures at
-/// cut-off `fail_k` (with the queries it retrieved nothing for, `empty`).
-fn headline(
-    r: &Retriever,
-    queries: &[Question],
-    qrels: &HashMap<String, Qrel>,
-    outcomes: &[QueryOutcome],
-    empty: &[&str],
-    fail_k: usize,
-) -> (Breakdown, Breakdown, Vec<FailedQuestion>) {
-    let by_id: HashMap<&str, &Question> = queries.iter().map(|q| (q.id.as_str(), q)).collect();
-    let topic_of = |qid: &str| -> Option<String> {
-        let q = by_id.get(qid)?;
-        q.topic.clone().or_else(|| {
-            q.relevant
-                .first()
-                .and_then(|d| r.chunk(d))
-                .and_then(|c| c.topic.clone())
-        })
-    };
-    let length_of = |qid: &str| -> Option<String> {
-        let words = relevant_ids(qrels, qid)
-            .iter()
-            .filter_map(|d| r.chunk(d))
-            .map(|c| c.word_count)
-            .max()?;
-        Some(bucket_label(bucket_of(words)))
-    };
-    let failed = failures(outcomes, fail_k)
-        .into_iter()
-        .map(|o| (o.qid.as_str(), o.metrics.first_relevant_rank))
-        .chain(empty.iter().map(|&qid| (qid, None)))
-        .filter_map(|(qid, rank)| {
-            let q = by_id.get(qid)?;
-            Some(FailedQuestion {
-                question: Question {
-                    relevant: relevant_ids(qrels, qid),
-                    ..(*q).clone()
-                },
-                rank,
-            })
-        })
-        .collect();
-    (
-        breakdown(outcomes, topic_of),
-        breakdown(outcomes, length_of),
-        failed,
-    )
+/// What the breakdowns and failures of every configuration need to know about the
+/// questions: their topic and target-length bucket.
+struct Groups<'a> {
+    by_id: HashMap<&'a str, &'a Question>,
+    topic: HashMap<&'a str, String>,
+    length: HashMap<&'a str, String>,
 }
 
-/// Evaluate retrieval: rank lists once per question, every method (and the sweep)
-/// re-fused from them; writes the failures file and, if asked, the run files.
+impl<'a> Groups<'a> {
+    fn new(r: &Retriever, queries: &'a [Question], qrels: &HashMap<String, Qrel>) -> Self {
+        let by_id: HashMap<&str, &Question> = queries.iter().map(|q| (q.id.as_str(), q)).collect();
+        let topic = queries
+            .iter()
+            .filter_map(|q| {
+                let t = q.topic.clone().or_else(|| {
+                    q.relevant
+                        .first()
+                        .and_then(|d| r.chunk(d))
+                        .and_then(|c| c.topic.clone())
+                })?;
+                Some((q.id.as_str(), t))
+            })
+            .collect();
+        let length = queries
+            .iter()
+            .filter_map(|q| {
+                let words = relevant_ids(qrels, &q.id)
+                    .iter()
+                    .filter_map(|d| r.chunk(d))
+                    .map(|c| c.word_count)
+                    .max()?;
+                Some((q.id.as_str(), bucket_label(bucket_of(words))))
+            })
+            .collect();
+        Self {
+            by_id,
+            topic,
+            length,
+        }
+    }
+
+    fn breakdowns(&self, outcomes: &[QueryOutcome]) -> (Breakdown, Breakdown) {
+        (
+            breakdown(outcomes, |q| self.topic.get(q).cloned()),
+            breakdown(outcomes, |q| self.length.get(q).cloned()),
+        )
+    }
+
+    /// The failures at cut-off `fail_k` (with the queries retrieved nothing for,
+    /// `empty`), each recorded with the configuration that ranked it.
+    fn failed(
+        &self,
+        qrels: &HashMap<String, Qrel>,
+        outcomes: &[QueryOutcome],
+        empty: &[&str],
+        fail_k: usize,
+        config: &EvalConfig,
+    ) -> Vec<FailedQuestion> {
+        failures(outcomes, fail_k)
+            .into_iter()
+            .map(|o| (o.qid.as_str(), o.metrics.first_relevant_rank))
+            .chain(empty.iter().map(|&qid| (qid, None)))
+            .filter_map(|(qid, rank)| {
+                let q = self.by_id.get(qid)?;
+                Some(FailedQuestion {
+                    question: Question {
+                        relevant: relevant_ids(qrels, qid),
+                        ..(*q).clone()
+                    },
+                    rank,
+                    config: Some(config.clone()),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The headline configuration, whose failures go to the failures file: the first of
+/// hybrid, dense, BM25, TF-IDF, linear that was evaluated.
+fn headline(configs: &[RunConfig]) -> Option<usize> {
+    [
+        Method::Hybrid,
+        Method::Dense,
+        Method::Bm25,
+        Method::Tfidf,
+        Method::Linear,
+    ]
+    .into_iter()
+    .find_map(|m| configs.iter().position(|c| c.method == m))
+}
+
+/// Evaluate retrieval: rank lists once per question, every configuration (and the
+/// sweeps) re-fused from them; writes the failures file and, if asked, the run files
+/// and the per-query file.
 pub async fn evaluate_retrieval(
     ctx: &Context,
     req: &RetrievalEval,
     progress: Progress<'_>,
 ) -> Result<RetrievalReport> {
+    if let Some(p) = &req.per_query {
+        super::per_query::format_of(p)?;
+    }
     let (queries, qrels) = read_queries(req)?;
     let dense = req.methods.iter().any(|m| m.needs_dense());
     let cfg = dense.then(|| ctx.embed_config(&req.embed));
@@ -363,76 +453,107 @@ pub async fn evaluate_retrieval(
     let retrieval_s = started.elapsed().as_secs_f64();
 
     let sweep_started = Instant::now();
-    let sweep = if req.alpha_sweep && req.methods.contains(&Method::Hybrid) {
-        sweep_alphas(&lists, &qrels)
+    let sweep = if req.alpha_sweep {
+        sweep_alphas(&lists, &qrels, &fused_pairs(req))
     } else {
         Vec::new()
     };
     let sweep_ms = sweep_started.elapsed().as_secs_f64() * 1e3;
     let best = best_alphas(&sweep);
-    let hybrid_alpha = best
-        .iter()
-        .find(|b| b.metric == "nDCG@10")
-        .map_or(req.alpha, |b| b.alpha);
+    let configs = configurations(req, &best);
+    let fail_k = req.k.iter().copied().max().unwrap_or(10);
+    let groups = Groups::new(&r, &queries, &qrels);
+    let record = |c: &RunConfig| EvalConfig {
+        method: c.method,
+        sparse: c.method.uses_alpha().then_some(c.sparse),
+        alpha: c.method.uses_alpha().then_some(c.alpha),
+        embedding_model: r.model_name.clone().filter(|_| c.method.needs_dense()),
+        corpus: ctx.workspace.root().display().to_string(),
+        chunks: r.chunks.len(),
+        depth: req.depth,
+    };
+    let head = headline(&configs);
 
     let mut results = Vec::new();
-    let mut outcomes_by: HashMap<Method, (Vec<QueryOutcome>, Vec<&str>)> = HashMap::new();
-    for &m in &req.methods {
-        let alpha = if m == Method::Hybrid {
-            hybrid_alpha
-        } else {
-            req.alpha
-        };
-        let o = evaluate(&lists, &qrels, m, alpha);
+    let mut failed = Vec::new();
+    let mut head_counts = (0, 0);
+    for (i, c) in configs.iter().enumerate() {
+        let o = evaluate(&lists, &qrels, *c, &req.k);
         let empty = empty_results(&lists, &qrels, &o);
+        let fails = groups.failed(&qrels, &o, &empty, fail_k, &record(c));
+        let (by_topic, by_target_length) = groups.breakdowns(&o);
+        let at = mean_at_k(&o, &req.k);
+        let run_file = match &req.run_out {
+            Some(dir) => Some(write_run(dir, c, r.model_name.as_deref(), &lists)?),
+            None => None,
+        };
         results.push(MethodResult {
-            method: m.to_string(),
-            alpha: m.uses_alpha().then_some(alpha),
+            method: c.method.to_string(),
+            sparse: c.method.uses_alpha().then_some(c.sparse),
+            alpha: c.method.uses_alpha().then_some(c.alpha),
+            label: c.label(),
+            run_file,
             metrics: mean(&o),
-            recall_at: recall_at_ks(&lists, &qrels, &req.k, m, alpha),
+            recall_at: at.iter().map(|a| (a.k, a.recall)).collect(),
+            ndcg_at: at.iter().map(|a| (a.k, a.ndcg)).collect(),
             dropped_empty_results: empty.len(),
+            failed: fails.len(),
+            by_topic,
+            by_target_length,
         });
-        if let Some(dir) = &req.run_out {
-            write_run(dir, &run_name(m, alpha), &lists, m, alpha)?;
+        if Some(i) == head {
+            failed = fails;
+            head_counts = (o.len(), empty.len());
         }
-        outcomes_by.insert(m, (o, empty));
     }
-
-    // Breakdowns and failures for the headline method (hybrid when evaluated).
-    let head = [
-        Method::Hybrid,
-        Method::Dense,
-        Method::Bm25,
-        Method::Tfidf,
-        Method::Linear,
-    ]
-    .into_iter()
-    .find(|m| outcomes_by.contains_key(m))
-    .unwrap_or(Method::Bm25);
-    let (head_outcomes, head_empty) = outcomes_by.remove(&head).unwrap_or_default();
-    let fail_k = req.k.iter().copied().max().unwrap_or(10);
-    let (by_topic, by_length, failed) =
-        headline(&r, &queries, &qrels, &head_outcomes, &head_empty, fail_k);
     let failures_file = write_failures(ctx, &failed)?;
+    let per_query_file = match &req.per_query {
+        Some(path) => {
+            let mut lists_of: Vec<RunConfig> = Vec::new();
+            if r.has_dense() {
+                lists_of.push(RunConfig::single(Method::Dense));
+            }
+            lists_of.push(RunConfig::single(Method::Bm25));
+            lists_of.push(RunConfig::single(Method::Tfidf));
+            lists_of.extend(configs.iter().filter(|c| c.method.uses_alpha()));
+            super::per_query::write(path, &per_query(&lists, &qrels, &lists_of))?;
+            Some(path.clone())
+        }
+        None => None,
+    };
+    let (by_topic, by_target_length, breakdown_method) = head
+        .and_then(|i| results.get(i))
+        .map(|h| {
+            (
+                h.by_topic.clone(),
+                h.by_target_length.clone(),
+                h.label.clone(),
+            )
+        })
+        .unwrap_or_else(|| {
+            let (t, l) = groups.breakdowns(&[]);
+            (t, l, "-".into())
+        });
     Ok(RetrievalReport {
         queries: queries.len(),
-        evaluated: head_outcomes.len(),
+        evaluated: head_counts.0,
         dropped_without_relevant: queries
             .iter()
             .filter(|q| judged(&qrels, &q.id).is_none())
             .count(),
-        dropped_empty_results: head_empty.len(),
+        dropped_empty_results: head_counts.1,
         missing_targets,
         embedding_model: r.model_name.clone(),
         depth: req.depth,
         results,
         best_alpha: best,
-        breakdown_method: head.to_string(),
+        breakdown_method,
         by_topic,
-        by_target_length: by_length,
+        by_target_length,
         failed,
         failure_cutoff: fail_k,
         failures_file,
+        per_query_file,
         seconds: EvalSeconds {
             retrieval: retrieval_s,
             sweep_ms,
@@ -444,6 +565,28 @@ pub async fn evaluate_retrieval(
         },
         alpha_sweep: sweep,
     })
+}
+
+/// Write one configuration's TREC run file, named by the whole configuration
+/// (`hybrid-tfidf-a0.75-all-MiniLM-L6-v2.trec`); returns its path.
+fn write_run(
+    dir: &Path,
+    cfg: &RunConfig,
+    model: Option<&str>,
+    lists: &[(String, QueryLists)],
+) -> Result<PathBuf> {
+    use std::fmt::Write as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let name = cfg.file_stem(model);
+    let mut out = String::new();
+    for (qid, l) in lists {
+        for (i, (doc, score)) in l.scored(*cfg).iter().enumerate() {
+            let _ = writeln!(out, "{qid} Q0 {doc} {} {score:.10} raglab-{name}", i + 1);
+        }
+    }
+    let path = dir.join(format!("{name}.trec"));
+    std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
 }
 
 /// Write the failed questions where the TUI finds them; returns the file.

@@ -13,6 +13,8 @@ pub mod generation;
 pub mod ingest;
 pub mod jsonl;
 pub mod mcqa;
+pub mod models_eval;
+pub mod per_query;
 pub mod report;
 pub mod retrieval;
 pub mod rubric;

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::context::{Context, ModelChoice};
 use crate::core::chunk::Chunk;
 use crate::core::fusion::{Fusion, RRF_C, Scored};
-use crate::core::retrieval::{Method, QueryLists};
+use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
 use crate::infer::embed::{EmbedConfig, Embedder};
 use crate::store::chunks::ChunkStore;
 use crate::store::sparse::{SparseIndex, SyncSummary, text_hash};
@@ -214,10 +214,9 @@ impl Retriever {
             .ann_search(&q, depth, nprobes)
             .await?;
         let dense_ms = s.elapsed().as_secs_f64() * 1e3;
-        let (mut lists, mut t) = self.query_with_dense(query, depth, Some(dense))?;
+        let (lists, mut t) = self.query_with_dense(query, depth, Some(dense))?;
         t.embed_ms = embed_ms;
         t.dense_ms = dense_ms;
-        lists.candidates = crate::core::fusion::Candidates::new(&lists.dense, &lists.bm25);
         Ok((lists, t))
     }
 
@@ -319,6 +318,8 @@ pub async fn open_for(ctx: &Context, method: Method, embed: &ModelChoice) -> Res
 pub struct SearchRequest {
     pub question: String,
     pub method: Method,
+    /// The sparse list hybrid and linear fuse with dense.
+    pub sparse: Sparse,
     pub alpha: f64,
     pub k: usize,
     pub embed: ModelChoice,
@@ -333,10 +334,13 @@ pub struct SearchRow {
     pub chunk_id: String,
     pub dense_rank: Option<usize>,
     pub dense_score: Option<f64>,
+    /// Rank and score in the BM25 list.
     pub sparse_rank: Option<usize>,
     pub sparse_score: Option<f64>,
     pub tfidf_rank: Option<usize>,
-    /// The fused score (hybrid's, for the single-list methods).
+    pub tfidf_score: Option<f64>,
+    /// The fused score (hybrid's with the request's sparse side, for the single-list
+    /// methods).
     pub fused_score: Option<f64>,
     pub header_path: Option<String>,
     pub snippet: Option<String>,
@@ -347,6 +351,7 @@ pub struct SearchRow {
 pub struct SearchResult {
     pub question: String,
     pub method: String,
+    pub sparse: Sparse,
     pub alpha: f64,
     pub fusion: &'static str,
     pub embedding_model: Option<String>,
@@ -373,14 +378,14 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
         alpha: req.alpha,
         c: RRF_C,
     });
-    let fused = lists.candidates.fuse(fusion);
+    let fused = lists.candidates_with(req.sparse).fuse(fusion);
     let rank_in = |list: &[Scored], id: &str| {
         list.iter()
             .position(|s| s.id == id)
             .map(|i| (i + 1, list[i].score))
     };
     let results = lists
-        .ranking(req.method, req.alpha)
+        .ranking_for(RunConfig::new(req.method, req.sparse, req.alpha))
         .iter()
         .take(req.k)
         .enumerate()
@@ -388,6 +393,7 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
             let c = r.chunk(id);
             let d = rank_in(&lists.dense, id);
             let s = rank_in(&lists.bm25, id);
+            let t = rank_in(&lists.tfidf, id);
             SearchRow {
                 rank: i + 1,
                 chunk_id: (*id).to_string(),
@@ -395,7 +401,8 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
                 dense_score: d.map(|x| x.1),
                 sparse_rank: s.map(|x| x.0),
                 sparse_score: s.map(|x| x.1),
-                tfidf_rank: rank_in(&lists.tfidf, id).map(|x| x.0),
+                tfidf_rank: t.map(|x| x.0),
+                tfidf_score: t.map(|x| x.1),
                 fused_score: fused.iter().find(|h| h.id == *id).map(|h| h.fused),
                 header_path: c.map(Chunk::path_label),
                 snippet: c.map(|c| crate::core::text::snippet(&c.text, 100)),
@@ -407,6 +414,7 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
     Ok(SearchResult {
         question: req.question.clone(),
         method: req.method.to_string(),
+        sparse: req.sparse,
         alpha: req.alpha,
         fusion: "R(d; a) = a/(60 + r_dense(d)) + (1 - a)/(60 + r_sparse(d))",
         embedding_model: r.model_name.clone(),

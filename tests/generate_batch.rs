@@ -203,24 +203,61 @@ fn batches_resume_without_duplicates_and_keep_provenance() {
         "SmolLM2-135M-Instruct.Q4_1.gguf"
     );
     assert_eq!(report["base"]["no_retrieval"], true);
-    // Recompute F from the report's own differences and temperatures:
-    // A = sign(dA)(exp(|dA|/tA) - 1), C = exp(dC/tC) - 1, F = tanh(A - C). (tanh
-    // reaches +-1.0 exactly in floating point once |A - C| > ~19, which happens when
-    // the latency difference dwarfs the spread of per-answer latencies.)
+    // Both RAG runs of the model (r1 and tight) are compared with the baseline over
+    // the questions all three answered (the baseline answered two).
     let f = &report["frugality"];
-    let get = |k: &str| {
-        f[k].as_f64()
-            .unwrap_or_else(|| panic!("{k} missing: {report}"))
+    assert_eq!(f["baseline"], "base", "{report}");
+    let rows = f["configurations"].as_array().expect("configurations");
+    let mut runs: Vec<&str> = rows.iter().filter_map(|r| r["run"].as_str()).collect();
+    runs.sort_unstable();
+    assert_eq!(runs, ["r1", "tight"], "{report}");
+    for r in rows {
+        assert_eq!(r["n_questions"], 2, "{r}");
+        assert_eq!(r["k"], 2, "{r}");
+    }
+    // Recompute A, C and F from the report's own differences and temperatures, with
+    // the temperatures it computed (sample sds of two configurations; undefined, and
+    // then A or C and F too, when both differences are equal) and with given ones.
+    // (tanh reaches +-1.0 exactly in floating point once |A - C| > ~19.)
+    let check = |report: &serde_json::Value| {
+        for r in report["frugality"]["configurations"]
+            .as_array()
+            .expect("rows")
+        {
+            let get = |k: &str| r[k].as_f64();
+            let (da, dc) = (
+                get("d_accuracy").expect("dA"),
+                get("d_latency_s").expect("dC"),
+            );
+            match (get("t_accuracy"), get("t_latency_s")) {
+                (Some(ta), Some(tc)) => {
+                    let (a, c, score) = common::frugality_by_hand(da, dc, ta, tc);
+                    let close =
+                        |k: &str, want: f64| get(k).is_some_and(|v| (v - want).abs() < 1e-9);
+                    assert!(close("A", a) && close("C", c) && close("F", score), "{r}");
+                    assert!((-1.0..=1.0).contains(&score), "{r}");
+                }
+                _ => assert!(r["F"].is_null(), "{r}"),
+            }
+        }
     };
-    let (da, dc, ta, tc) = (
-        get("d_accuracy"),
-        get("d_latency_s"),
-        get("t_accuracy"),
-        get("t_latency_s"),
+    check(&report);
+    let given = env.json(&[
+        "report",
+        "answers",
+        "--baseline",
+        "base",
+        "--temp-accuracy",
+        "0.1",
+        "--temp-cost",
+        "1",
+    ]);
+    assert_eq!(given["frugality"]["t_accuracy"]["source"], "given");
+    assert!(
+        given["frugality"]["configurations"]
+            .as_array()
+            .is_some_and(|rows| rows.iter().all(|r| r["F"].is_f64())),
+        "{given}"
     );
-    let a = if da < 0.0 { -1.0 } else { 1.0 } * ((da.abs() / ta).exp() - 1.0);
-    let c = (dc / tc).exp() - 1.0;
-    let score = get("score");
-    assert!((score - (a - c).tanh()).abs() < 1e-12, "{report}");
-    assert!((-1.0..=1.0).contains(&score), "{report}");
+    check(&given);
 }

@@ -145,3 +145,33 @@ impl SamplingArgs {
         }
     }
 }
+
+/// The frugality temperatures (SPEC §7): computed as the sample standard deviations of
+/// dA and dC across the compared configurations unless given here.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct TemperatureArgs {
+    /// Accuracy temperature tA (default: the sample standard deviation of dA across
+    /// the compared configurations).
+    #[arg(long, value_parser = positive)]
+    pub temp_accuracy: Option<f64>,
+    /// Cost temperature tC in seconds (default: the sample standard deviation of dC
+    /// across the compared configurations).
+    #[arg(long, value_parser = positive)]
+    pub temp_cost: Option<f64>,
+}
+
+impl TemperatureArgs {
+    pub fn get(&self) -> crate::service::frugality::Temperatures {
+        crate::service::frugality::Temperatures {
+            accuracy: self.temp_accuracy,
+            cost_s: self.temp_cost,
+        }
+    }
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
+}

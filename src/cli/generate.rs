@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::args::{GeneratorArgs, PromptArgs, SamplingArgs};
+use super::args::{GeneratorArgs, PromptArgs, SamplingArgs, TemperatureArgs};
 use super::{print_json, progress_bar};
 use crate::service::answering::{AnswerBatch, BatchRequest, JudgeBatch};
 use crate::service::generation::RunConfig;
@@ -152,9 +152,12 @@ pub struct ReportArgs {
     /// RAG run to report (default: every run).
     #[arg(long)]
     pub run: Option<String>,
-    /// No-retrieval run for the frugality score.
+    /// No-retrieval run: score the frugality of every other run of the same model
+    /// against it (SPEC §7), over the questions both answered and the judge labelled.
     #[arg(long)]
     pub baseline: Option<String>,
+    #[command(flatten)]
+    pub temperatures: TemperatureArgs,
     /// Print the stored answer records (every field) instead of the summary.
     #[arg(long)]
     pub list: bool,
@@ -166,7 +169,13 @@ pub async fn report(ctx: &Context, args: ReportArgs) -> Result<()> {
     if args.list {
         return print_json(&list_answers(ctx, args.run.as_deref()).await?);
     }
-    let value = answer_report(ctx, args.run.as_deref(), args.baseline.as_deref()).await?;
+    let value = answer_report(
+        ctx,
+        args.run.as_deref(),
+        args.baseline.as_deref(),
+        args.temperatures.get(),
+    )
+    .await?;
     // The report is a JSON document in both modes; `--json` is accepted for symmetry.
     print_json(&value)
 }

@@ -9,11 +9,12 @@ use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{GeneratorArgs, PromptArgs};
+use super::args::{GeneratorArgs, PromptArgs, TemperatureArgs};
 use super::{print_json, progress_bar};
 use crate::core::mcqa::{Accuracy, Report, report};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
+use crate::service::frugality::{McqaFrugality, mcqa_frugality};
 use crate::service::mcqa::{McqaRequest, answer_questions, outcomes, read_questions, run_records};
 
 #[derive(Debug, Args)]
@@ -34,6 +35,8 @@ pub struct McqaArgs {
     pub limit: Option<usize>,
     #[command(flatten)]
     pub generator: GeneratorArgs,
+    #[command(flatten)]
+    pub temperatures: TemperatureArgs,
     /// Only report what the run has stored.
     #[arg(long)]
     pub report_only: bool,
@@ -53,6 +56,8 @@ struct JsonReport<'a> {
     alpha: Option<f64>,
     questions: usize,
     report: &'a Report,
+    /// Each k > 0 against k = 0 (absent without both).
+    frugality: Option<&'a McqaFrugality>,
 }
 
 pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
@@ -96,6 +101,7 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
         return print_json(&records);
     }
     let rep = report(&outcomes(&records));
+    let frugality = mcqa_frugality(&records, args.temperatures.get());
     let first = records.iter().find(|r| r.k > 0).or(records.first());
     let answered: HashSet<&str> = records.iter().map(|r| r.question_id.as_str()).collect();
     if args.json {
@@ -106,6 +112,7 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
             alpha: first.map(|r| r.alpha),
             questions: answered.len(),
             report: &rep,
+            frugality: frugality.as_ref(),
         });
     }
     if let Some(r) = first {
@@ -123,7 +130,57 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
         );
     }
     say_part!("{}", render(&rep));
+    match &frugality {
+        Some(f) => say_part!("{}", render_frugality(f)),
+        None => say_part!(
+            "\nFrugality: needs answers at k = 0 and at some k > 0 to the same questions.\n"
+        ),
+    }
     Ok(())
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "undefined".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The frugality of each k against k = 0 as a text table.
+pub fn render_frugality(f: &McqaFrugality) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nFrugality against k = 0 ({}; cost: {}):\n{}",
+        f.accuracy, f.cost, f.formula
+    );
+    let _ = writeln!(
+        s,
+        "tA = {} ({}: {})\ntC = {} s ({}: {})",
+        opt(f.t_accuracy.value, 4),
+        f.t_accuracy.source,
+        f.t_accuracy.note,
+        opt(f.t_latency_s.value, 4),
+        f.t_latency_s.source,
+        f.t_latency_s.note
+    );
+    let _ = writeln!(
+        s,
+        "{:>3}  {:>5}  {:>8} {:>8} {:>9} {:>9} {:>9}",
+        "k", "n", "dA", "dC (s)", "A", "C", "F"
+    );
+    for c in &f.configurations {
+        let p = &c.score.paired;
+        let _ = writeln!(
+            s,
+            "{:>3}  {:>5}  {:>+8.4} {:>+8.4} {:>9} {:>9} {:>9}",
+            c.k,
+            p.n_questions,
+            p.d_accuracy,
+            p.d_latency_s,
+            opt(c.score.a, 4),
+            opt(c.score.c, 4),
+            opt(c.score.f, 4),
+        );
+    }
+    s
 }
 
 fn cell(a: &Accuracy) -> String {
@@ -143,9 +200,10 @@ pub fn render(rep: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\n{:>3}  {:<28} {:<14} {:<14} {:<14} {:<14} {:<14} choices",
+        "\n{:>3}  {:<28} {:<8} {:<14} {:<14} {:<14} {:<14} {:<14} choices",
         "k",
         "accuracy [95% Wilson]",
+        "macro-F1",
         "target in",
         "acc | in",
         "acc | not in",
@@ -166,9 +224,11 @@ pub fn render(rep: &Report) -> String {
         let dash = |a: &Accuracy| if row.k == 0 { "-".into() } else { short(a) };
         let _ = writeln!(
             s,
-            "{:>3}  {:<28} {:<14} {:<14} {:<14} {:<14} {:<14} {}",
+            "{:>3}  {:<28} {:<8} {:<14} {:<14} {:<14} {:<14} {:<14} {}",
             row.k,
             cell(&row.overall),
+            row.macro_f1
+                .map_or_else(|| "-".into(), |v| format!("{v:.3}")),
             share,
             dash(&row.retrieved),
             dash(&row.not_retrieved),
@@ -229,7 +289,7 @@ pub fn render(rep: &Report) -> String {
     s.push('\n');
     let _ = writeln!(
         s,
-        "\nk = 0: no retrieval. \"target in\": share of questions whose target chunk was in the prompt; r: its fused rank there.\nIntervals: 95% Wilson. CV: population σ over topic accuracies / their mean (undefined with < 2 topics)."
+        "\nk = 0: no retrieval. \"target in\": share of questions whose target chunk was in the prompt; r: its fused rank there.\nIntervals: 95% Wilson. macro-F1: unweighted mean of per-option-letter F1 (letters correct or chosen at that k). CV: population σ over topic accuracies / their mean (undefined with < 2 topics)."
     );
     s
 }

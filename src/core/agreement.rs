@@ -82,22 +82,35 @@ pub fn cohen_kappa(c: &Confusion) -> Option<f64> {
 /// Macro-F1 with rater B (columns) as the reference; `None` with no items.
 pub fn macro_f1(c: &Confusion) -> Option<f64> {
     let k = c.labels.len();
-    let present: Vec<usize> = (0..k)
+    let present: Vec<&str> = (0..k)
         .filter(|&i| {
             c.counts[i].iter().sum::<usize>() + (0..k).map(|r| c.counts[r][i]).sum::<usize>() > 0
         })
+        .map(|i| c.labels[i].as_str())
         .collect();
-    if present.is_empty() {
+    macro_f1_over(c, &present)
+}
+
+/// Macro-F1 over the given classes only (scikit-learn's `labels=` argument): other
+/// labels still count as errors (a rater A label outside them is a false negative of
+/// B's class) but get no F1 of their own. Per class F1 = 2 tp / (A's count + B's
+/// count), 0 when both are 0. `None` with no classes.
+pub fn macro_f1_over(c: &Confusion, classes: &[&str]) -> Option<f64> {
+    let k = c.labels.len();
+    if classes.is_empty() {
         return None;
     }
-    let f1s = present.iter().map(|&i| {
+    let f1s = classes.iter().map(|class| {
+        let Some(i) = c.labels.iter().position(|l| l == class) else {
+            return 0.0;
+        };
         let tp = c.counts[i][i] as f64;
         let predicted: usize = c.counts[i].iter().sum(); // A said i
         let actual: usize = (0..k).map(|r| c.counts[r][i]).sum(); // B said i
         let denom = predicted as f64 + actual as f64;
         if denom == 0.0 { 0.0 } else { 2.0 * tp / denom }
     });
-    Some(f1s.sum::<f64>() / present.len() as f64)
+    Some(f1s.sum::<f64>() / classes.len() as f64)
 }
 
 /// A point estimate with its bootstrap interval.

@@ -11,10 +11,17 @@
 //!   or a mean of 0.
 //! - "Retrieved" means the target chunk was in the prompt (among the k chunks kept
 //!   after the token budget); its rank is its fused rank in that list.
+//! - Macro-F1 over the options (seed 002): the unweighted mean of per-class F1 with
+//!   the option letters as classes: every letter that was the correct answer or was
+//!   chosen at that k (scikit-learn's `f1_score(y_true, y_pred, labels=those letters,
+//!   average="macro")`). An output that names no option counts as a miss of the
+//!   correct letter and has no class of its own.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use super::agreement::{Confusion, macro_f1_over};
 
 /// At most 26 options, lettered A-Z.
 pub const MAX_OPTIONS: usize = 26;
@@ -93,6 +100,8 @@ pub struct Outcome {
     pub k: usize,
     pub topic: String,
     pub correct: bool,
+    /// Letter of the correct option.
+    pub answer: char,
     /// Letter the model chose (`None`: no parseable choice, counted wrong).
     pub predicted: Option<char>,
     /// Fused rank of the first target chunk in the prompt; `None`: not in the prompt.
@@ -170,6 +179,8 @@ pub fn coefficient_of_variation(values: &[f64]) -> Option<f64> {
 pub struct KRow {
     pub k: usize,
     pub overall: Accuracy,
+    /// Macro-F1 over the option letters (None: no answers).
+    pub macro_f1: Option<f64>,
     /// Target chunk in the prompt / not in it.
     pub retrieved: Accuracy,
     pub not_retrieved: Accuracy,
@@ -198,6 +209,26 @@ pub struct Report {
     pub cv: Vec<Option<f64>>,
 }
 
+/// Macro-F1 over the option letters of `outcomes` (see the module notes).
+pub fn options_macro_f1<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Option<f64> {
+    const NONE: &str = "(none)";
+    let pairs: Vec<(String, String)> = outcomes
+        .into_iter()
+        .map(|o| {
+            let p = o.predicted.map_or_else(|| NONE.to_string(), String::from);
+            (p, o.answer.to_string())
+        })
+        .collect();
+    let c = Confusion::new(&pairs);
+    let classes: Vec<&str> = c
+        .labels
+        .iter()
+        .map(String::as_str)
+        .filter(|l| *l != NONE)
+        .collect();
+    macro_f1_over(&c, &classes)
+}
+
 /// Summarise graded answers.
 pub fn report(outcomes: &[Outcome]) -> Report {
     let mut ks: Vec<usize> = outcomes.iter().map(|o| o.k).collect();
@@ -215,6 +246,7 @@ pub fn report(outcomes: &[Outcome]) -> Report {
             KRow {
                 k,
                 overall: Accuracy::of(at.iter().copied()),
+                macro_f1: options_macro_f1(at.iter().copied()),
                 retrieved: Accuracy::of(at.iter().copied().filter(|o| o.target_rank.is_some())),
                 not_retrieved: Accuracy::of(at.iter().copied().filter(|o| o.target_rank.is_none())),
                 rank1: Accuracy::of(at.iter().copied().filter(|o| o.target_rank == Some(1))),
@@ -325,6 +357,7 @@ mod tests {
             k,
             topic: topic.into(),
             correct,
+            answer: 'A',
             predicted: Some(if correct { 'A' } else { 'B' }),
             target_rank: rank,
         }
@@ -358,5 +391,42 @@ mod tests {
         // k = 0: topics at 0.0 and 1.0 -> mean 0.5, σ 0.5, CV 1; k = 3: 1.0 and 0.0 too.
         assert_eq!(r.cv, vec![Some(1.0), Some(1.0)]);
         assert!(r.by_k[0].by_rank.is_empty());
+    }
+
+    fn graded(answer: char, predicted: Option<char>) -> Outcome {
+        Outcome {
+            k: 0,
+            topic: "t".into(),
+            correct: predicted == Some(answer),
+            answer,
+            predicted,
+            target_rank: None,
+        }
+    }
+
+    /// By hand: gold A A A B B C, chosen A A B B C (none).
+    /// A: tp 2, chosen 2, gold 3 -> F1 = 4/5; B: tp 1, chosen 2, gold 2 -> 1/2;
+    /// C: tp 0 -> 0. Macro-F1 = (0.8 + 0.5 + 0) / 3 = 0.4333..., which is scikit-learn's
+    /// `f1_score(gold, chosen, labels=["A", "B", "C"], average="macro")`.
+    #[test]
+    fn macro_f1_over_options_matches_hand_computation() {
+        let outcomes = [
+            graded('A', Some('A')),
+            graded('A', Some('A')),
+            graded('A', Some('B')),
+            graded('B', Some('B')),
+            graded('B', Some('C')),
+            graded('C', None),
+        ];
+        let f = options_macro_f1(&outcomes).expect("answers");
+        assert!((f - 1.3 / 3.0).abs() < 1e-12, "{f}");
+        assert_eq!(report(&outcomes).by_k[0].macro_f1, Some(f));
+        // A chosen letter that is never correct is a class with F1 0:
+        // gold A B, chosen C B -> (0 + 1 + 0) / 3.
+        let f = options_macro_f1(&[graded('A', Some('C')), graded('B', Some('B'))]).expect("f1");
+        assert!((f - 1.0 / 3.0).abs() < 1e-12, "{f}");
+        // All correct: 1; nothing answered: undefined.
+        assert_eq!(options_macro_f1(&[graded('A', Some('A'))]), Some(1.0));
+        assert_eq!(options_macro_f1(&[]), None);
     }
 }

@@ -163,6 +163,7 @@ pub fn outcomes(records: &[McqaRecord]) -> Vec<Outcome> {
             k: r.k as usize,
             topic: r.topic.clone(),
             correct: r.correct,
+            answer: r.answer.chars().next().unwrap_or('?'),
             predicted: r.predicted.as_deref().and_then(|p| p.chars().next()),
             target_rank: r.target_rank.map(|x| x as usize),
         })
@@ -277,8 +278,11 @@ impl McqaRunner<'_> {
                 target_list_rank,
                 prompt,
                 prompt_tokens: stats.prompt_tokens as u32,
-                retrieval_ms,
-                total_ms: retrieval_ms + t0.elapsed().as_secs_f64() * 1e3,
+                // The one retrieval serves every k > 0; k = 0 needs none, so none of
+                // it is part of that answer's end-to-end latency.
+                retrieval_ms: if k == 0 { 0.0 } else { retrieval_ms },
+                total_ms: if k == 0 { 0.0 } else { retrieval_ms }
+                    + t0.elapsed().as_secs_f64() * 1e3,
                 model_file: self.generator.info.file.clone(),
                 model_sha256: self.model_sha256.clone(),
                 created_at: now_rfc3339(),

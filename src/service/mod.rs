@@ -9,6 +9,7 @@ pub mod bench;
 pub mod context;
 pub mod corpus;
 pub mod evaluation;
+pub mod frugality;
 pub mod generation;
 pub mod ingest;
 pub mod jsonl;

@@ -1,6 +1,6 @@
 //! The answer report: per run, pass rates per criterion and target-rank bucket,
-//! latency and tokens; and the frugality of a RAG run against its no-retrieval
-//! baseline (the same model without retrieval).
+//! latency and tokens; and the frugality of every RAG run against a no-retrieval
+//! baseline run of the same model (see [`super::frugality`]).
 //!
 //! Rank buckets use the target's rank in the prompt, as MCQA does: a target retrieved
 //! into the top k but cut by the token budget was never shown to the model, so it
@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use anyhow::{Result, bail};
 
 use super::context::Context;
+use super::frugality::{Temperatures, answer_frugality};
 use super::generation::{AnswerRecord, JudgementRecord, answers, judgements};
-use crate::core::frugality::{frugality, std_dev};
 
 /// How the report's rank buckets are defined (printed with every run).
 pub const RANK_BUCKETS: &str = "target rank in the prompt: the first target chunk's fused rank among the chunks kept under the token budget; dropped: retrieved into the top k but cut by the budget; not retrieved: not in the top k";
@@ -105,16 +105,23 @@ pub async fn list_answers(ctx: &Context, run: Option<&str>) -> Result<Vec<Answer
         .collect())
 }
 
-/// The report of `run` (every run without one), with `baseline` and the frugality
-/// score when both are given, as one JSON object keyed by run.
+/// The report of `run` (every run without one) as one JSON object keyed by run;
+/// with `baseline`, also the frugality of every other run of the same model against
+/// it (`frugality`, see [`super::frugality`]), whatever `run` selects: the
+/// temperatures are computed across all of them.
 pub async fn answer_report(
     ctx: &Context,
     run: Option<&str>,
     baseline: Option<&str>,
+    temps: Temperatures,
 ) -> Result<serde_json::Value> {
+    if baseline.is_none() && temps != Temperatures::default() {
+        bail!("--temp-accuracy and --temp-cost need --baseline");
+    }
     let all = list_answers(ctx, None).await?;
-    let run = run.map(str::to_string);
-    let baseline = baseline.map(str::to_string);
+    if let Some(r) = run.filter(|r| !all.iter().any(|a| a.run == *r)) {
+        bail!("run `{r}` has no answers");
+    }
     let judg: Vec<JudgementRecord> = judgements(&ctx.workspace).read_all().await?;
     let by_answer: HashMap<&str, Vec<&JudgementRecord>> =
         judg.iter().fold(HashMap::new(), |mut m, j| {
@@ -125,14 +132,13 @@ pub async fn answer_report(
         });
     let mut runs: BTreeMap<&str, Vec<&AnswerRecord>> = BTreeMap::new();
     for a in &all {
-        if run.as_ref().is_none_or(|r| &a.run == r)
-            || baseline.as_ref().is_some_and(|b| &a.run == b)
-        {
-            runs.entry(a.run.as_str()).or_default().push(a);
-        }
+        runs.entry(a.run.as_str()).or_default().push(a);
     }
     let mut out = serde_json::Map::new();
-    for (run, answers) in &runs {
+    for (name, answers) in &runs {
+        if run.is_some_and(|r| r != *name) && baseline != Some(*name) {
+            continue;
+        }
         let n = answers.len() as f64;
         let mean = |f: &dyn Fn(&AnswerRecord) -> f64| answers.iter().map(|a| f(a)).sum::<f64>() / n;
         let (pass, judges) = pass_counts(answers, &by_answer);
@@ -158,37 +164,11 @@ pub async fn answer_report(
                 (c.clone(), serde_json::Value::Object(buckets))
             }).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
-        out.insert((*run).to_string(), summary);
+        out.insert((*name).to_string(), summary);
     }
-    // Frugality of the RAG run against the no-retrieval baseline: accuracy is
-    // the mean pass rate over criteria; latency the mean total time in seconds.
-    if let (Some(rag), Some(base)) = (&run, &baseline) {
-        let acc = |run: &str| -> Option<f64> {
-            let rates = out.get(run)?.get("pass_rates")?.as_object()?;
-            let v: Vec<f64> = rates
-                .values()
-                .filter_map(|b| b.get("overall")?.get("rate")?.as_f64())
-                .collect();
-            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-        };
-        let lat = |run: &str| {
-            out.get(run)?
-                .get("mean_total_ms")?
-                .as_f64()
-                .map(|ms| ms / 1e3)
-        };
-        if let (Some(a1), Some(a0), Some(c1), Some(c0)) = (acc(rag), acc(base), lat(rag), lat(base))
-        {
-            // One comparison: the temperatures default to the per-answer spread.
-            let per = |run: &str| {
-                runs.get(run)
-                    .map(|v| v.iter().map(|a| a.total_ms / 1e3).collect::<Vec<_>>())
-                    .unwrap_or_default()
-            };
-            let t_c = std_dev(&per(rag)).unwrap_or(1.0).max(1e-9);
-            let f = frugality(a1 - a0, c1 - c0, 0.1, t_c);
-            out.insert("frugality".into(), serde_json::json!({"rag": rag, "baseline": base, "d_accuracy": a1 - a0, "d_latency_s": c1 - c0, "t_accuracy": 0.1, "t_latency_s": t_c, "score": f}));
-        }
+    if let Some(base) = baseline {
+        let f = answer_frugality(&runs, &by_answer, base, run, temps)?;
+        out.insert("frugality".into(), serde_json::to_value(f)?);
     }
     Ok(serde_json::Value::Object(out))
 }

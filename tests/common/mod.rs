@@ -108,3 +108,12 @@ pub fn screen(app: &raglab::tui::app::App, width: u16, height: u16) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The frugality formula of SPEC §7 written out independently of raglab, to recompute
+/// a report's A, C and F from its own dA, dC, tA and tC:
+/// A = sign(dA)(exp(|dA|/tA) - 1), C = exp(dC/tC) - 1, F = tanh(A - C).
+pub fn frugality_by_hand(da: f64, dc: f64, ta: f64, tc: f64) -> (f64, f64, f64) {
+    let a = if da < 0.0 { -1.0 } else { 1.0 } * ((da.abs() / ta).exp() - 1.0);
+    let c = (dc / tc).exp() - 1.0;
+    (a, c, (a - c).tanh())
+}

@@ -187,7 +187,11 @@ fn quitting_waits_for_saves_in_flight() {
             .expect("app");
         let (mut jobs, mut rx) = Jobs::new(&ctx);
         let study = study::load_study(&ctx).await.expect("study");
-        app.annotate.items = study.items;
+        app.annotate.load(
+            study.items,
+            study.labels,
+            raglab::service::annotation::pairs_of(&study.assignments),
+        );
         app.pane = Pane::Annotate;
         for c in "pfp".chars() {
             if let Some(e) = app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)) {

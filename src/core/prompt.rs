@@ -26,6 +26,13 @@ pub const MULTIPLE_CHOICE_NO_CONTEXT: &str =
 pub const NO_RETRIEVAL: &str = include_str!("../../assets/prompts/no-retrieval.txt");
 pub const CHUNK_SEPARATOR: &str = "\n---\n";
 
+/// Tokens of `text` for a model whose tokenizer is not here (a model server): one per
+/// three bytes, rounded up. English BPE averages about four characters a token, so the
+/// estimate errs high and a budget counted with it fits the real context.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.len().div_ceil(3)
+}
+
 /// Text filled from a template: what the template itself says is trusted; the values
 /// put into its placeholders are not, and `untrusted` holds their byte ranges in
 /// `text` (in order, disjoint, never empty).

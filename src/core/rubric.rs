@@ -40,6 +40,8 @@ pub enum RubricError {
     Missing(String),
     #[error("label `{label}` is not allowed for `{criterion}`")]
     BadLabel { criterion: String, label: String },
+    #[error("judge output is not a JSON object: {0}")]
+    NotJson(String),
 }
 
 /// The labels of every criterion and a rationale.
@@ -186,6 +188,73 @@ impl Rubric {
         g
     }
 
+    /// The judge's output as a JSON schema, for model servers that constrain output
+    /// with one (OpenAI's `response_format`; llama.cpp's server turns it into a
+    /// grammar): an object with one allowed label per criterion, in the rubric's order,
+    /// and a rationale of at most 300 characters.
+    pub fn json_schema(&self) -> serde_json::Value {
+        let mut props = serde_json::Map::new();
+        let mut required = Vec::new();
+        for c in &self.criteria {
+            props.insert(
+                c.key.clone(),
+                serde_json::json!({"type": "string", "enum": self.labels_of(c)}),
+            );
+            required.push(c.key.clone());
+        }
+        props.insert(
+            "rationale".into(),
+            serde_json::json!({"type": "string", "maxLength": 300}),
+        );
+        required.push("rationale".into());
+        serde_json::json!({
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": false,
+        })
+    }
+
+    /// Parse and check judge output shaped by [`Self::json_schema`]: every criterion
+    /// present with an allowed label (a server may ignore the schema, so the reply is
+    /// validated here whatever it claims). Output in the line format of
+    /// [`Self::grammar`] is accepted too.
+    pub fn parse_json_judgement(&self, text: &str) -> Result<Judgement, RubricError> {
+        let trimmed = text.trim();
+        if !trimmed.starts_with('{') {
+            return self.parse_judgement(text);
+        }
+        let v: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(trimmed).map_err(|e| RubricError::NotJson(e.to_string()))?;
+        let mut labels = Vec::new();
+        for c in &self.criteria {
+            let label = v
+                .get(&c.key)
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| RubricError::Missing(c.key.clone()))?
+                .trim()
+                .to_lowercase();
+            if !self
+                .labels_of(c)
+                .iter()
+                .any(|l| l.eq_ignore_ascii_case(&label))
+            {
+                return Err(RubricError::BadLabel {
+                    criterion: c.key.clone(),
+                    label,
+                });
+            }
+            labels.push((c.key.clone(), label));
+        }
+        let rationale = v
+            .get("rationale")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        Ok(Judgement { labels, rationale })
+    }
+
     /// Parse judge output (as the grammar produces it, tolerant of spacing and case).
     pub fn parse_judgement(&self, text: &str) -> Result<Judgement, RubricError> {
         let mut labels = Vec::new();
@@ -252,6 +321,47 @@ mod tests {
             "{g}"
         );
         assert!(g.contains("l3 ::= \"pass\" | \"fail\""));
+    }
+
+    #[test]
+    fn json_judgements_follow_the_schema_and_are_checked() {
+        let r = pass_fail_rubric();
+        let schema = r.json_schema();
+        assert_eq!(
+            schema["required"],
+            serde_json::json!([
+                "faithfulness",
+                "completeness",
+                "factual_consistency",
+                "clarity",
+                "rationale"
+            ])
+        );
+        assert_eq!(
+            schema["properties"]["clarity"]["enum"],
+            serde_json::json!(["pass", "fail"])
+        );
+        let ok = r#"{"faithfulness": "pass", "completeness": "FAIL", "factual_consistency": "pass", "clarity": "pass", "rationale": " misses the dose "}"#;
+        let j = r.parse_json_judgement(ok).expect("parse");
+        assert_eq!(j.labels[1], ("completeness".into(), "fail".into()));
+        assert_eq!(j.rationale, "misses the dose");
+        let missing = r#"{"faithfulness": "pass", "rationale": "x"}"#;
+        assert_eq!(
+            r.parse_json_judgement(missing),
+            Err(RubricError::Missing("completeness".into()))
+        );
+        let bad = ok.replace("\"FAIL\"", "\"maybe\"");
+        assert!(matches!(
+            r.parse_json_judgement(&bad),
+            Err(RubricError::BadLabel { .. })
+        ));
+        assert!(matches!(
+            r.parse_json_judgement("{\"faithfulness\": "),
+            Err(RubricError::NotJson(_))
+        ));
+        // A server that ignored the schema and wrote lines is still understood.
+        let lines = "faithfulness: pass\ncompleteness: fail\nfactual_consistency: pass\nclarity: pass\nrationale: r";
+        assert!(r.parse_json_judgement(lines).is_ok());
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! llama.cpp inference through `llama-cpp-2`: the embedder, the streaming generator and
 //! the grammar-bound judge. Everything here is blocking; callers run it on worker
 //! threads (one thread owns a model and its context and serves requests over a channel).
+//! [`endpoint`] is the other back end: OpenAI-compatible model servers over HTTP
+//! (async, on the tokio runtime).
 
 pub mod backend;
 pub mod chat;
 pub mod embed;
+pub mod endpoint;
 pub mod generate;
 
 /// Errors from model loading and inference. Each names the model file involved.

@@ -9,14 +9,18 @@ use anyhow::{Result, bail};
 
 use super::context::{Context, ModelChoice};
 use super::generation::{
-    AnswerRecord, Answerer, JudgementRecord, RunConfig, answers, default_template,
-    existing_answer_ids, file_sha256, judge, judgements,
+    AnswerRecord, Answerer, JudgementRecord, Prepared, Provenance, RunConfig, answers,
+    default_template, endpoint_judge_sampling, endpoint_judgement, existing_answer_ids,
+    file_sha256, judge, judge_prompt, judgements, prepare_prompt, record,
 };
+use super::pool::{Pool, PoolReport};
 use super::retrieval::Retriever;
-use crate::core::prompt::ChatMessage;
+use crate::core::abstention::ABSTAIN_ANSWER;
+use crate::core::prompt::{ChatMessage, PromptText, estimate_tokens};
 use crate::core::question::{MissingTargets, Question};
 use crate::core::rubric::Rubric;
-use crate::infer::generate::{GenConfig, Generator};
+use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
+use crate::infer::generate::{GenConfig, GenStats, Generator};
 
 /// Load a generator and refuse models that cannot chat.
 fn load_generator(cfg: &GenConfig) -> Result<Generator> {
@@ -35,11 +39,18 @@ fn load_generator(cfg: &GenConfig) -> Result<Generator> {
 pub struct AnswerBatch {
     todo: Vec<Question>,
     already_done: usize,
-    generator: Generator,
+    backend: Backend,
     retriever: Option<Retriever>,
-    sha: String,
     config: RunConfig,
     missing: MissingTargets,
+}
+
+/// Where a batch's answers are generated.
+enum Backend {
+    /// The local llama.cpp model and its file's SHA-256.
+    Local(Generator, String),
+    /// OpenAI-compatible endpoints (`[[endpoints]]`).
+    Pool(Pool),
 }
 
 /// A batch to answer: the questions, how, and with which models.
@@ -54,14 +65,18 @@ pub struct BatchRequest {
     pub reuse_prefix: bool,
     /// Answer at most this many new questions.
     pub limit: Option<usize>,
+    /// Use the local model even when endpoints are configured.
+    pub local: bool,
 }
 
 /// What a finished batch did.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct BatchSummary {
     pub answered: usize,
     pub tokens: usize,
     pub abstained: usize,
+    /// Answers per endpoint and retried requests (batches on endpoints).
+    pub pool: Option<PoolReport>,
 }
 
 impl AnswerBatch {
@@ -75,11 +90,18 @@ impl AnswerBatch {
             embed,
             reuse_prefix,
             limit,
+            local,
         } = req;
-        let mut gcfg = ctx.gen_config(&generator);
-        gcfg.reuse_prefix = reuse_prefix;
-        let generator = load_generator(&gcfg)?;
-        let sha = file_sha256(&gcfg.model)?;
+        // Endpoints when configured, unless a model file is named or --local given.
+        let backend = if !local && generator.model.is_none() && !ctx.config.endpoints.is_empty() {
+            Backend::Pool(Pool::from_config(&ctx.config.endpoints)?)
+        } else {
+            let mut gcfg = ctx.gen_config(&generator);
+            gcfg.reuse_prefix = reuse_prefix;
+            let generator = load_generator(&gcfg)?;
+            let sha = file_sha256(&gcfg.model)?;
+            Backend::Local(generator, sha)
+        };
         let retriever = if config.no_retrieval {
             config.abstain_below = None;
             None
@@ -105,9 +127,8 @@ impl AnswerBatch {
             missing,
             already_done: answered.len(),
             todo,
-            generator,
+            backend,
             retriever,
-            sha,
             config,
         })
     }
@@ -130,21 +151,30 @@ impl AnswerBatch {
         &self.config
     }
 
-    pub fn model_file(&self) -> &str {
-        &self.generator.info.file
+    /// The model file, or the endpoints, that will answer.
+    pub fn model_file(&self) -> String {
+        match &self.backend {
+            Backend::Local(g, _) => g.info.file.clone(),
+            Backend::Pool(p) => format!("endpoints {}", p.describe()),
+        }
     }
 
-    /// Answer every remaining question, committing each answer before the next starts
-    /// (an interrupted batch resumes); `progress` gets (done, todo, tokens so far).
+    /// Answer every remaining question, committing each answer as soon as it is
+    /// complete (an interrupted batch resumes); `progress` gets (done, todo, tokens so
+    /// far).
     pub async fn run(
         self,
         ctx: &Context,
         progress: &dyn Fn(usize, usize, usize),
     ) -> Result<BatchSummary> {
+        let (generator, sha) = match &self.backend {
+            Backend::Local(g, sha) => (g, sha.clone()),
+            Backend::Pool(pool) => return self.run_pool(ctx, pool, progress).await,
+        };
         let answerer = Answerer {
             retriever: self.retriever.as_ref(),
-            generator: &self.generator,
-            model_sha256: self.sha.clone(),
+            generator,
+            model_sha256: sha,
             config: &self.config,
             template: default_template(),
         };
@@ -160,6 +190,100 @@ impl AnswerBatch {
             s.answered += 1;
             progress(i + 1, self.todo.len(), s.tokens);
         }
+        Ok(s)
+    }
+
+    /// The batch on the endpoint pool: every prompt is assembled first (the budget
+    /// estimated, see [`estimate_tokens`]), then the pool streams the answers, several
+    /// at once, and each answer is committed as it completes. A request that fails is
+    /// retried (on another endpoint while the failed one rests) and its partial output
+    /// dropped, so each question is stored exactly once; a killed batch resumes like a
+    /// local one.
+    async fn run_pool(
+        &self,
+        ctx: &Context,
+        pool: &Pool,
+        progress: &dyn Fn(usize, usize, usize),
+    ) -> Result<BatchSummary> {
+        let total = self.todo.len();
+        let mut s = BatchSummary::default();
+        let count = |t: &str| estimate_tokens(t);
+        let mut jobs = Vec::new();
+        let mut done = 0usize;
+        for q in &self.todo {
+            let prepared = prepare_prompt(
+                self.retriever.as_ref(),
+                &self.config,
+                default_template(),
+                q,
+                &count,
+                pool.context_tokens(),
+            )?;
+            if prepared.abstain {
+                let rec = record(
+                    &self.config,
+                    self.retriever.as_ref(),
+                    q,
+                    prepared,
+                    String::new(),
+                    ABSTAIN_ANSWER.to_string(),
+                    &GenStats::default(),
+                    Provenance::default(),
+                )?;
+                answers(&ctx.workspace).append(&[rec]).await?;
+                s.abstained += 1;
+                s.answered += 1;
+                done += 1;
+                progress(done, total, s.tokens);
+                continue;
+            }
+            jobs.push(Arc::new((q.clone(), prepared)));
+        }
+        let sampling = self.config.sampling.clone();
+        let work = move |ep: Arc<Endpoint>, job: Arc<(Question, Prepared)>| {
+            let sampling = sampling.clone();
+            async move {
+                let messages = vec![ChatMessage::user(job.1.user_prompt.clone())];
+                let stop = AtomicBool::new(false);
+                let reply = ep
+                    .chat(&messages, &sampling, None, &stop, &mut |_| {})
+                    .await?;
+                let sent = ep.body(&messages, &sampling, None)["messages"].to_string();
+                Ok::<_, crate::infer::endpoint::EndpointError>((reply, sent))
+            }
+        };
+        let report = super::pool::run(
+            pool,
+            jobs,
+            work,
+            async |job: Arc<(Question, Prepared)>, out: (ChatReply, String), i| {
+                let (reply, sent) = out;
+                let (q, prepared) = (&job.0, job.1.clone());
+                let rec = record(
+                    &self.config,
+                    self.retriever.as_ref(),
+                    q,
+                    prepared,
+                    sent,
+                    reply.text,
+                    &reply.stats,
+                    Provenance {
+                        model_file: reply.served_model.clone(),
+                        model_sha256: String::new(),
+                        endpoint: Some(pool.endpoints[i].spec.url.clone()),
+                        served_model: Some(reply.served_model),
+                    },
+                )?;
+                answers(&ctx.workspace).append(&[rec]).await?;
+                s.tokens += reply.stats.output_tokens;
+                s.answered += 1;
+                done += 1;
+                progress(done, total, s.tokens);
+                Ok(())
+            },
+        )
+        .await?;
+        s.pool = Some(report);
         Ok(s)
     }
 }
@@ -229,7 +353,11 @@ pub async fn all_answers(ctx: &Context) -> Result<Vec<AnswerRecord>> {
 /// Judging stored answers not yet judged by this judge model.
 pub struct JudgeBatch {
     todo: Vec<AnswerRecord>,
-    generator: Generator,
+    /// The local judge model, or None: the endpoint pool judges.
+    generator: Option<Generator>,
+    pool: Option<Pool>,
+    /// The judge's name as judgements store it: the GGUF file, or the pool's model.
+    judge_name: String,
     rubric: Rubric,
     /// Text of each chunk id (the targets are shown to the judge).
     texts: HashMap<String, String>,
@@ -244,8 +372,23 @@ impl JudgeBatch {
         run: Option<&str>,
         model: &ModelChoice,
         limit: Option<usize>,
+        local: bool,
     ) -> Result<Self> {
-        let generator = Generator::spawn(&ctx.judge_config(model))?;
+        // Endpoints when configured, unless a judge GGUF is named (flag or config) or
+        // --local given.
+        let on_pool = !local
+            && model.model.is_none()
+            && ctx.config.models.judge.is_none()
+            && !ctx.config.endpoints.is_empty();
+        let (generator, pool, judge_name) = if on_pool {
+            let pool = Pool::from_config(&ctx.config.endpoints)?;
+            let name = pool.model_name().await?;
+            (None, Some(pool), name)
+        } else {
+            let g = Generator::spawn(&ctx.judge_config(model))?;
+            let name = g.info.file.clone();
+            (Some(g), None, name)
+        };
         let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
         let judged: HashSet<(String, String)> = judgements(&ctx.workspace)
             .read_all::<JudgementRecord>()
@@ -258,7 +401,7 @@ impl JudgeBatch {
             .into_iter()
             .map(|c| (c.id, c.text))
             .collect();
-        let file = generator.info.file.clone();
+        let file = judge_name.clone();
         let candidates: Vec<AnswerRecord> = all
             .into_iter()
             .filter(|a| run.is_none_or(|r| a.run == r))
@@ -283,6 +426,8 @@ impl JudgeBatch {
             missing,
             todo,
             generator,
+            pool,
+            judge_name,
             rubric,
             texts,
         })
@@ -298,30 +443,107 @@ impl JudgeBatch {
         &self.missing
     }
 
-    pub fn model_file(&self) -> &str {
-        &self.generator.info.file
+    /// The judge model (GGUF file or served model), with the endpoints when a pool
+    /// judges.
+    pub fn model_file(&self) -> String {
+        match &self.pool {
+            Some(p) => format!("{} on endpoints {}", self.judge_name, p.describe()),
+            None => self.judge_name.clone(),
+        }
     }
 
     pub fn rubric(&self) -> &Rubric {
         &self.rubric
     }
 
+    /// The target text the judge is shown for an answer.
+    fn target_text(&self, a: &AnswerRecord) -> String {
+        a.target_ids
+            .iter()
+            .filter_map(|t| self.texts.get(t))
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
     /// Judge every answer greedily (reproducible), committing each judgement.
     pub async fn run(self, ctx: &Context, progress: &dyn Fn(usize, usize)) -> Result<usize> {
+        let generator = match (&self.generator, &self.pool) {
+            (Some(g), _) => g,
+            (None, Some(pool)) => return self.run_pool(ctx, pool, progress).await,
+            (None, None) => bail!("no judge model"),
+        };
         for (i, a) in self.todo.iter().enumerate() {
-            let target = a
-                .target_ids
-                .iter()
-                .filter_map(|t| self.texts.get(t))
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .join("\n\n");
-            let (rec, _) = judge(&self.generator, &self.rubric, a, &target, 0.0, 7)?;
+            let target = self.target_text(a);
+            let (rec, _) = judge(generator, &self.rubric, a, &target, 0.0, 7)?;
             judgements(&ctx.workspace)
                 .append(std::slice::from_ref(&rec))
                 .await?;
             progress(i + 1, self.todo.len());
         }
         Ok(self.todo.len())
+    }
+
+    /// Judging on the endpoint pool: several answers at once, each reply constrained
+    /// by the rubric's JSON schema and validated before it is committed; failed
+    /// requests are retried like generation's (see `service::pool`).
+    async fn run_pool(
+        &self,
+        ctx: &Context,
+        pool: &Pool,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<usize> {
+        let total = self.todo.len();
+        let jobs: Vec<Arc<(AnswerRecord, PromptText)>> = self
+            .todo
+            .iter()
+            .map(|a| {
+                Arc::new((
+                    a.clone(),
+                    judge_prompt(&self.rubric, a, &self.target_text(a)),
+                ))
+            })
+            .collect();
+        let constraint = Constraint::JsonSchema {
+            name: "judgement".into(),
+            schema: self.rubric.json_schema(),
+        };
+        let work = move |ep: Arc<Endpoint>, job: Arc<(AnswerRecord, PromptText)>| {
+            let constraint = constraint.clone();
+            async move {
+                let messages = vec![ChatMessage::user(job.1.clone())];
+                let stop = AtomicBool::new(false);
+                ep.chat(
+                    &messages,
+                    &endpoint_judge_sampling(),
+                    Some(&constraint),
+                    &stop,
+                    &mut |_| {},
+                )
+                .await
+            }
+        };
+        let mut done = 0usize;
+        super::pool::run(
+            pool,
+            jobs,
+            work,
+            async |job: Arc<(AnswerRecord, PromptText)>, reply: ChatReply, i| {
+                let (rec, _) = endpoint_judgement(
+                    &self.rubric,
+                    &job.0,
+                    &job.1,
+                    reply.text,
+                    &self.judge_name,
+                    &pool.endpoints[i].spec.url,
+                )?;
+                judgements(&ctx.workspace).append(&[rec]).await?;
+                done += 1;
+                progress(done, total);
+                Ok(())
+            },
+        )
+        .await?;
+        Ok(total)
     }
 }

@@ -124,6 +124,13 @@ pub struct AnswerRecord {
     /// None in answers stored before this field existed and in runs without retrieval.
     #[serde(default)]
     pub target_list_rank: Option<u32>,
+    /// Base URL of the OpenAI-compatible endpoint that generated the answer (None:
+    /// the local llama.cpp model of `model_file`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// The model the endpoint said it served (the response's `model` field).
+    #[serde(default)]
+    pub served_model: Option<String>,
 }
 
 /// A stored judgement.
@@ -140,6 +147,10 @@ pub struct JudgementRecord {
     pub prompt: String,
     pub raw_output: String,
     pub created_at: String,
+    // Added after the first release: optional and last (see Table::append).
+    /// Base URL of the endpoint that judged (None: the local model `judge_model`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
 }
 
 pub fn answers(ws: &Workspace) -> Table<'_> {
@@ -189,6 +200,7 @@ pub struct Answerer<'a> {
 }
 
 /// The assembled prompt of a question (retrieval included), before generation.
+#[derive(Debug, Clone)]
 pub struct Prepared {
     /// The user message, with its untrusted ranges (chunks, question).
     pub user_prompt: PromptText,
@@ -209,76 +221,16 @@ pub struct Prepared {
 
 impl Answerer<'_> {
     pub fn prepare(&self, q: &Question) -> Result<Prepared> {
-        if q.text.trim().is_empty() {
-            anyhow::bail!("question `{}` is empty", q.id);
-        }
-        let started = Instant::now();
-        if self.config.no_retrieval {
-            return Ok(Prepared {
-                user_prompt: no_retrieval(&q.text),
-                chunk_ids: vec![],
-                chunk_ranks: vec![],
-                dropped: vec![],
-                target_rank: None,
-                target_prompt_rank: None,
-                target_list_rank: None,
-                retrieval_ms: 0.0,
-                best_cosine: None,
-                abstain: false,
-            });
-        }
-        let r = self
-            .retriever
-            .context("retrieval is required unless --no-retrieval")?;
-        let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(self.config.k))?;
-        let best_cosine = lists.dense.first().map(|s| s.score);
-        if let Some(t) = self.config.abstain_below {
-            let best = best_cosine.context(
-                "abstention needs dense retrieval: build the embeddings (`raglab index`)",
-            )?;
-            if abstains(best, t) {
-                return Ok(Prepared {
-                    user_prompt: PromptText::default(),
-                    chunk_ids: vec![],
-                    chunk_ranks: vec![],
-                    dropped: vec![],
-                    target_rank: None,
-                    target_prompt_rank: None,
-                    target_list_rank: None,
-                    retrieval_ms: started.elapsed().as_secs_f64() * 1e3,
-                    best_cosine,
-                    abstain: true,
-                });
-            }
-        }
-        let ranked = lists.ranking(self.config.method, self.config.alpha);
-        let target_list_rank = ranked
-            .iter()
-            .position(|id| q.relevant.iter().any(|t| t == id))
-            .map(|i| i as u32 + 1);
-        let top = r.context_chunks(&ranked, self.config.k);
-        let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
         let generator = self.generator;
         let count = |s: &str| generator.count_tokens(s).unwrap_or(usize::MAX / 4);
-        // The budget never exceeds what the generator's context holds next to the
-        // output and the template (SmolLM2: 8,192 tokens in all).
-        let room = (generator.info.n_ctx_train as usize)
-            .saturating_sub(self.config.sampling.max_tokens + 512);
-        let budget = self.config.context_budget.min(room);
-        let prompt = assemble(self.template, &q.text, &[], &top, budget, &count);
-        let ranks = prompt.target_ranks(&q.relevant);
-        Ok(Prepared {
-            chunk_ids: prompt.included.iter().map(|(id, _)| id.clone()).collect(),
-            chunk_ranks: prompt.included.iter().map(|(_, r)| *r as u32).collect(),
-            dropped: prompt.dropped.iter().map(|(id, _)| id.clone()).collect(),
-            user_prompt: prompt.message,
-            target_rank: ranks.offered.map(|r| r as u32),
-            target_prompt_rank: ranks.in_prompt.map(|r| r as u32),
-            target_list_rank,
-            retrieval_ms,
-            best_cosine,
-            abstain: false,
-        })
+        prepare_prompt(
+            self.retriever,
+            self.config,
+            self.template,
+            q,
+            &count,
+            generator.info.n_ctx_train as usize,
+        )
     }
 
     /// Generate (streaming each piece to `on_token`) and build the record.
@@ -308,53 +260,172 @@ impl Answerer<'_> {
             )?;
             (full_prompt, text, stats)
         };
-        let c = self.config;
-        Ok(AnswerRecord {
-            answer_id: c.answer_id(&q.id),
-            run: c.run.clone(),
-            question_id: q.id.clone(),
-            question: q.text.clone(),
-            reference_answer: q.answer.clone(),
-            target_ids: q.relevant.clone(),
-            method: if c.no_retrieval {
-                "none".into()
-            } else {
-                c.method.to_string()
-            },
-            alpha: c.alpha,
-            k: c.k as u32,
-            no_retrieval: c.no_retrieval,
-            embed_model: if c.no_retrieval {
-                None
-            } else {
-                self.retriever.and_then(|r| r.model_name.clone())
-            },
-            chunk_ids: prepared.chunk_ids,
-            chunk_ranks: prepared.chunk_ranks,
-            dropped_chunk_ids: prepared.dropped,
-            target_rank: prepared.target_rank,
-            input_words: full_prompt.split_whitespace().count() as u32,
-            prompt: full_prompt,
+        let model = Provenance {
             model_file: self.generator.info.file.clone(),
             model_sha256: self.model_sha256.clone(),
-            sampling: serde_json::to_string(&c.sampling)?,
-            seed: c.sampling.seed,
-            prompt_tokens: stats.prompt_tokens as u32,
-            output_tokens: stats.output_tokens as u32,
-            retrieval_ms: prepared.retrieval_ms,
-            ttft_ms: stats.ttft_ms,
-            prompt_tokens_per_s: stats.prompt_tokens_per_s,
-            gen_tokens_per_s: stats.gen_tokens_per_s,
-            total_ms: stats.total_ms + prepared.retrieval_ms,
-            stopped: stats.stopped,
-            answer: text,
-            created_at: now_rfc3339(),
-            best_cosine: prepared.best_cosine,
-            abstained: Some(prepared.abstain),
-            target_prompt_rank: prepared.target_prompt_rank,
-            target_list_rank: prepared.target_list_rank,
-        })
+            endpoint: None,
+            served_model: None,
+        };
+        record(
+            self.config,
+            self.retriever,
+            q,
+            prepared,
+            full_prompt,
+            text,
+            &stats,
+            model,
+        )
     }
+}
+
+/// Retrieve and assemble the prompt of `q` under the run's token budget, counted with
+/// `count` and capped by a model context of `context_tokens`.
+pub fn prepare_prompt(
+    retriever: Option<&Retriever>,
+    config: &RunConfig,
+    template: &str,
+    q: &Question,
+    count: &dyn Fn(&str) -> usize,
+    context_tokens: usize,
+) -> Result<Prepared> {
+    if q.text.trim().is_empty() {
+        anyhow::bail!("question `{}` is empty", q.id);
+    }
+    let started = Instant::now();
+    if config.no_retrieval {
+        return Ok(Prepared {
+            user_prompt: no_retrieval(&q.text),
+            chunk_ids: vec![],
+            chunk_ranks: vec![],
+            dropped: vec![],
+            target_rank: None,
+            target_prompt_rank: None,
+            target_list_rank: None,
+            retrieval_ms: 0.0,
+            best_cosine: None,
+            abstain: false,
+        });
+    }
+    let r = retriever.context("retrieval is required unless --no-retrieval")?;
+    let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(config.k))?;
+    let best_cosine = lists.dense.first().map(|s| s.score);
+    if let Some(t) = config.abstain_below {
+        let best = best_cosine
+            .context("abstention needs dense retrieval: build the embeddings (`raglab index`)")?;
+        if abstains(best, t) {
+            return Ok(Prepared {
+                user_prompt: PromptText::default(),
+                chunk_ids: vec![],
+                chunk_ranks: vec![],
+                dropped: vec![],
+                target_rank: None,
+                target_prompt_rank: None,
+                target_list_rank: None,
+                retrieval_ms: started.elapsed().as_secs_f64() * 1e3,
+                best_cosine,
+                abstain: true,
+            });
+        }
+    }
+    let ranked = lists.ranking(config.method, config.alpha);
+    let target_list_rank = ranked
+        .iter()
+        .position(|id| q.relevant.iter().any(|t| t == id))
+        .map(|i| i as u32 + 1);
+    let top = r.context_chunks(&ranked, config.k);
+    let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
+    // The budget never exceeds what the generator's context holds next to the
+    // output and the template (SmolLM2: 8,192 tokens in all).
+    let room = context_tokens.saturating_sub(config.sampling.max_tokens + 512);
+    let budget = config.context_budget.min(room);
+    let prompt = assemble(template, &q.text, &[], &top, budget, count);
+    let ranks = prompt.target_ranks(&q.relevant);
+    Ok(Prepared {
+        chunk_ids: prompt.included.iter().map(|(id, _)| id.clone()).collect(),
+        chunk_ranks: prompt.included.iter().map(|(_, r)| *r as u32).collect(),
+        dropped: prompt.dropped.iter().map(|(id, _)| id.clone()).collect(),
+        user_prompt: prompt.message,
+        target_rank: ranks.offered.map(|r| r as u32),
+        target_prompt_rank: ranks.in_prompt.map(|r| r as u32),
+        target_list_rank,
+        retrieval_ms,
+        best_cosine,
+        abstain: false,
+    })
+}
+
+/// Which model produced an answer.
+#[derive(Debug, Clone, Default)]
+pub struct Provenance {
+    /// The GGUF file name, or the model an endpoint served.
+    pub model_file: String,
+    /// SHA-256 of the GGUF file (empty for an endpoint: the file is not here).
+    pub model_sha256: String,
+    pub endpoint: Option<String>,
+    pub served_model: Option<String>,
+}
+
+/// The stored record of one answer: the question, its retrieval and prompt, the
+/// generated text with its figures and which model produced it.
+#[allow(clippy::too_many_arguments)]
+pub fn record(
+    c: &RunConfig,
+    retriever: Option<&Retriever>,
+    q: &Question,
+    prepared: Prepared,
+    full_prompt: String,
+    text: String,
+    stats: &GenStats,
+    model: Provenance,
+) -> Result<AnswerRecord> {
+    Ok(AnswerRecord {
+        answer_id: c.answer_id(&q.id),
+        run: c.run.clone(),
+        question_id: q.id.clone(),
+        question: q.text.clone(),
+        reference_answer: q.answer.clone(),
+        target_ids: q.relevant.clone(),
+        method: if c.no_retrieval {
+            "none".into()
+        } else {
+            c.method.to_string()
+        },
+        alpha: c.alpha,
+        k: c.k as u32,
+        no_retrieval: c.no_retrieval,
+        embed_model: if c.no_retrieval {
+            None
+        } else {
+            retriever.and_then(|r| r.model_name.clone())
+        },
+        chunk_ids: prepared.chunk_ids,
+        chunk_ranks: prepared.chunk_ranks,
+        dropped_chunk_ids: prepared.dropped,
+        target_rank: prepared.target_rank,
+        input_words: full_prompt.split_whitespace().count() as u32,
+        prompt: full_prompt,
+        model_file: model.model_file,
+        model_sha256: model.model_sha256,
+        sampling: serde_json::to_string(&c.sampling)?,
+        seed: c.sampling.seed,
+        prompt_tokens: stats.prompt_tokens as u32,
+        output_tokens: stats.output_tokens as u32,
+        retrieval_ms: prepared.retrieval_ms,
+        ttft_ms: stats.ttft_ms,
+        prompt_tokens_per_s: stats.prompt_tokens_per_s,
+        gen_tokens_per_s: stats.gen_tokens_per_s,
+        total_ms: stats.total_ms + prepared.retrieval_ms,
+        stopped: stats.stopped,
+        answer: text,
+        created_at: now_rfc3339(),
+        best_cosine: prepared.best_cosine,
+        abstained: Some(prepared.abstain),
+        target_prompt_rank: prepared.target_prompt_rank,
+        target_list_rank: prepared.target_list_rank,
+        endpoint: model.endpoint,
+        served_model: model.served_model,
+    })
 }
 
 /// Answer ids already stored (for resuming a run without duplicates).
@@ -427,6 +498,49 @@ pub fn judge(
         prompt: prompt.text,
         raw_output: raw,
         created_at: now_rfc3339(),
+        endpoint: None,
+    };
+    Ok((rec, j))
+}
+
+/// Sampling of a judge on an endpoint: greedy like the local judge, with room for the
+/// JSON object of [`Rubric::json_schema`].
+pub fn endpoint_judge_sampling() -> Sampling {
+    Sampling {
+        temperature: 0.0,
+        seed: 7,
+        max_tokens: 256,
+        ..Sampling::default()
+    }
+}
+
+/// The record of a judgement an endpoint produced, its reply validated against the
+/// rubric (the server was sent the rubric's JSON schema, but a reply is checked
+/// whatever the server claims to support).
+pub fn endpoint_judgement(
+    rubric: &Rubric,
+    a: &AnswerRecord,
+    prompt: &PromptText,
+    raw: String,
+    judge_model: &str,
+    endpoint: &str,
+) -> Result<(JudgementRecord, Judgement)> {
+    let j = rubric
+        .parse_json_judgement(&raw)
+        .with_context(|| format!("{endpoint}: judge output did not parse: {raw:?}"))?;
+    let rec = JudgementRecord {
+        answer_id: a.answer_id.clone(),
+        run: a.run.clone(),
+        judge_model: judge_model.to_string(),
+        rubric: rubric.name.clone(),
+        rubric_version: rubric.version.clone(),
+        criteria: j.labels.iter().map(|(c, _)| c.clone()).collect(),
+        labels: j.labels.iter().map(|(_, l)| l.clone()).collect(),
+        rationale: j.rationale.clone(),
+        prompt: prompt.text.clone(),
+        raw_output: raw,
+        created_at: now_rfc3339(),
+        endpoint: Some(endpoint.to_string()),
     };
     Ok((rec, j))
 }

@@ -16,6 +16,7 @@ pub mod jsonl;
 pub mod mcqa;
 pub mod models_eval;
 pub mod per_query;
+pub mod pool;
 pub mod report;
 pub mod retrieval;
 pub mod rubric;

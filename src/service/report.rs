@@ -201,6 +201,7 @@ mod tests {
             prompt: String::new(),
             raw_output: String::new(),
             created_at: String::new(),
+            endpoint: None,
         }
     }
 

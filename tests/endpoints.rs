@@ -1,0 +1,336 @@
+//! Generation on OpenAI-compatible endpoints, against real llama.cpp `llama-server`
+//! processes (no mocks): the binary `scripts/setup.sh` builds, linked as
+//! `tests/bin/llama-server` (or `RAGLAB_LLAMA_SERVER`), serving the small SmolLM2 GGUF on
+//! free ports of 127.0.0.1. Two servers form a pool: a batch is spread over both; one
+//! server killed while it is answering leaves every question answered exactly once.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Env;
+
+fn server_binary() -> PathBuf {
+    let p = std::env::var_os("RAGLAB_LLAMA_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::repo().join("tests/bin/llama-server"));
+    assert!(
+        p.is_file(),
+        "llama-server not found at {}: run scripts/setup.sh (it builds llama.cpp's server and links it there)",
+        p.display()
+    );
+    p
+}
+
+/// One plain HTTP/1.0 GET on 127.0.0.1: (status, body); None when nothing answers.
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let status = out.split_whitespace().nth(1)?.parse().ok()?;
+    let body = out
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    Some((status, body))
+}
+
+/// A llama-server process, killed when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(dir: &std::path::Path, name: &str) -> Self {
+        let model = common::model("SmolLM2-135M-Instruct.Q4_1.gguf");
+        for _ in 0..5 {
+            // A port the system just handed out; another process could take it before
+            // the server binds it, so a server that exits early is started again.
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("free port")
+                .port();
+            let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("log");
+            let mut child = Command::new(server_binary())
+                .args(["-m", model.to_str().expect("utf8")])
+                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+                // Two slots of 2,048 tokens, one thread: two servers share 2 cores.
+                .args(["-c", "4096", "-np", "2", "-t", "1"])
+                .stdout(log.try_clone().expect("log"))
+                .stderr(log)
+                .spawn()
+                .expect("start llama-server");
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                if get(port, "/health").is_some_and(|(s, _)| s == 200) {
+                    return Self { child, port };
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!(
+            "llama-server {name} did not start; see {}",
+            dir.join(format!("{name}.log")).display()
+        );
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Whether a slot is generating right now (llama-server's `/slots`).
+    fn busy(&self) -> bool {
+        get(self.port, "/slots").is_some_and(|(_, body)| body.contains("\"is_processing\":true"))
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A workspace with two indexed guidance pages and `n` questions; the config lists the
+/// servers as endpoints with `max_concurrent` each.
+fn setup(servers: &[&Server], max_concurrent: usize, n: usize) -> (Env, PathBuf) {
+    let env = Env::new();
+    let dir = env.dir.path().join("docs");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("rabies.md"),
+        "# Rabies\n\n## Prevention\n\nVaccinate dogs and cats against rabies. Avoid wild animals such as bats.\n",
+    )
+    .expect("w");
+    std::fs::write(
+        dir.join("flu.md"),
+        "# Flu\n\n## Prevention\n\nGet a flu vaccine every year. Wash your hands often.\n",
+    )
+    .expect("w");
+    env.ok(&["ingest", dir.to_str().expect("utf8"), "--index"]);
+    let mut config = String::new();
+    for s in servers {
+        config.push_str(&format!(
+            "[[endpoints]]\nurl = \"{}\"\nmax_concurrent = {max_concurrent}\ntimeout_s = 60\n\n",
+            s.url()
+        ));
+    }
+    let config_dir = env.dir.path().join("config");
+    std::fs::create_dir_all(&config_dir).expect("mkdir");
+    std::fs::write(config_dir.join("config.toml"), config).expect("config");
+    let q = env.dir.path().join("q.jsonl");
+    let topics = [
+        ("How is rabies prevented?", "rabies#prevention"),
+        ("How do I avoid the flu?", "flu#prevention"),
+        ("Should my cat get a rabies shot?", "rabies#prevention"),
+        ("How often is the flu vaccine given?", "flu#prevention"),
+    ];
+    let mut s = String::new();
+    for i in 0..n {
+        let (text, target) = topics[i % topics.len()];
+        s.push_str(&format!(
+            "{{\"id\": \"q{i}\", \"text\": \"{text} (case {i})\", \"answer\": \"ref\", \"relevant\": [\"{target}\"]}}\n"
+        ));
+    }
+    std::fs::write(&q, s).expect("questions");
+    (env, q)
+}
+
+fn answers(env: &Env, run: &str) -> Vec<serde_json::Value> {
+    env.json(&["report", "answers", "--run", run, "--list", "--json"])
+        .as_array()
+        .cloned()
+        .expect("answer list")
+}
+
+/// The answers stored so far (none yet: the report refuses an empty table).
+fn answers_so_far(env: &Env, run: &str) -> Vec<serde_json::Value> {
+    let out = env
+        .cmd()
+        .args(["report", "answers", "--run", run, "--list", "--json"])
+        .output()
+        .expect("spawn raglab");
+    serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn per_endpoint(all: &[serde_json::Value]) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for a in all {
+        *m.entry(a["endpoint"].as_str().expect("endpoint").to_string())
+            .or_default() += 1;
+    }
+    m
+}
+
+#[test]
+fn a_batch_is_spread_over_two_servers_with_provenance_and_resumes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = (
+        Server::start(tmp.path(), "a"),
+        Server::start(tmp.path(), "b"),
+    );
+    let (env, q) = setup(&[&a, &b], 2, 8);
+    let qs = q.to_str().expect("utf8");
+    let base = [
+        "generate",
+        "--questions",
+        qs,
+        "--run",
+        "pool",
+        "--k",
+        "2",
+        "--max-tokens",
+        "12",
+    ];
+    env.ok(&[&base[..], &["--limit", "3"]].concat());
+    let out = env.ok(&base);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("3 already done"), "resumed: {stderr}");
+    env.ok(&base); // a finished run stays as it is
+    let all = answers(&env, "pool");
+    assert_eq!(all.len(), 8, "one answer per question");
+    let ids: HashSet<&str> = all
+        .iter()
+        .filter_map(|x| x["question_id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 8, "no question answered twice");
+    let served = per_endpoint(&all);
+    assert_eq!(
+        served.keys().cloned().collect::<HashSet<_>>(),
+        HashSet::from([a.url(), b.url()]),
+        "both servers answered some: {served:?}"
+    );
+    for x in &all {
+        // The served model as the server named it, no local file hash.
+        assert!(
+            x["served_model"]
+                .as_str()
+                .is_some_and(|m| m.contains("SmolLM2")),
+            "{x}"
+        );
+        assert_eq!(x["model_file"], x["served_model"]);
+        assert_eq!(x["model_sha256"], "");
+        // The prompt is the messages as sent, with the retrieved chunks.
+        let prompt = x["prompt"].as_str().expect("prompt");
+        assert!(prompt.contains("\"role\":\"user\"") && prompt.contains("[chunk "));
+        assert_eq!(x["k"], 2);
+        assert!(
+            x["output_tokens"]
+                .as_u64()
+                .is_some_and(|n| (1..=12).contains(&n))
+        );
+        assert!(x["prompt_tokens"].as_u64().is_some_and(|n| n > 20));
+        assert!(x["ttft_ms"].as_f64().is_some_and(|t| t > 0.0));
+        assert!(x["total_ms"].as_f64() >= x["ttft_ms"].as_f64());
+        assert!(!x["answer"].as_str().expect("answer").is_empty());
+    }
+
+    // The judge on the same pool: its output constrained by the rubric's JSON schema,
+    // validated, stored under the served model's name; a second run judges nothing new.
+    env.ok(&["judge", "--answers", "pool"]);
+    env.ok(&["judge", "--answers", "pool"]);
+    let report = env.json(&["report", "answers", "--run", "pool", "--json"]);
+    let judge = report["pool"]["judge_models"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(judge.contains("SmolLM2"), "{report}");
+    for c in [
+        "faithfulness",
+        "completeness",
+        "factual_consistency",
+        "clarity",
+    ] {
+        assert_eq!(
+            report["pool"]["pass_rates"][c]["overall"]["total"], 8,
+            "one judgement per answer: {report}"
+        );
+    }
+}
+
+#[test]
+fn a_server_killed_mid_batch_loses_and_duplicates_nothing() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, mut b) = (
+        Server::start(tmp.path(), "a"),
+        Server::start(tmp.path(), "b"),
+    );
+    let n = 10;
+    let (env, q) = setup(&[&a, &b], 1, n);
+    let err = env.dir.path().join("generate.err");
+    let mut child = env
+        .cmd()
+        .args(["generate", "--questions", q.to_str().expect("utf8")])
+        .args(["--run", "kill", "--k", "2", "--max-tokens", "48"])
+        // Never stop at an end-of-generation token: every answer takes 48 tokens.
+        .args(["--temperature", "0.9"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).expect("stderr"))
+        .spawn()
+        .expect("spawn generate");
+    // Kill B once it has answered at least once and is generating again.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        assert!(Instant::now() < deadline, "B never answered");
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the batch ended before B could be killed"
+        );
+        let from_b = answers_so_far(&env, "kill")
+            .iter()
+            .filter(|x| x["endpoint"] == b.url().as_str())
+            .count();
+        if from_b >= 1 && b.busy() {
+            b.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed_at = answers(&env, "kill").len();
+    let status = child.wait().expect("wait");
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(status.success(), "the batch failed: {stderr}");
+    let all = answers(&env, "kill");
+    let ids: HashSet<&str> = all
+        .iter()
+        .filter_map(|x| x["question_id"].as_str())
+        .collect();
+    assert_eq!(all.len(), n, "every question answered: {stderr}");
+    assert_eq!(ids.len(), n, "none twice");
+    assert!(killed_at < n, "B was killed mid-batch");
+    // The request B was generating failed and went to A.
+    let retried = stderr
+        .split("request(s) retried")
+        .next()
+        .and_then(|s| s.rsplit(' ').nth(1))
+        .and_then(|s| s.parse::<usize>().ok());
+    assert!(
+        retried.is_some_and(|r| r >= 1),
+        "a retry is reported: {stderr}"
+    );
+    let served = per_endpoint(&all);
+    assert!(served[&a.url()] >= n - killed_at, "{served:?}");
+    // Every answer is whole: the one cut off on B was not stored.
+    for x in &all {
+        assert!(x["output_tokens"].as_u64().is_some_and(|t| t >= 1), "{x}");
+    }
+}

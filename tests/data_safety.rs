@@ -2,6 +2,9 @@
 //! writer lock, quitting waits for saves in flight, and ingest refuses a huge file
 //! without reading it.
 
+// Spawned label saves nest deep async state machines (save, lock, commit, sync).
+#![recursion_limit = "256"]
+
 mod common;
 
 use std::path::Path;

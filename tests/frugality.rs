@@ -60,6 +60,7 @@ fn judged(a: &AnswerRecord, labels: &[&str]) -> JudgementRecord {
         prompt: String::new(),
         raw_output: String::new(),
         created_at: String::new(),
+        endpoint: None,
     }
 }
 

@@ -42,7 +42,11 @@ fn judge_plan(i: usize, c: usize) -> &'static str {
         .iter()
         .position(|l| *l == plan("alice", i, c))
         .expect("label");
-    LABELS[if (i + c) % 3 == 0 { (a + 2) % 3 } else { a }]
+    LABELS[if (i + c).is_multiple_of(3) {
+        (a + 2) % 3
+    } else {
+        a
+    }]
 }
 
 /// Store the judge's labels as real judgement records of the items' answers.
@@ -64,6 +68,7 @@ fn store_judgements(env: &Env) {
             prompt: String::new(),
             raw_output: String::new(),
             created_at: String::new(),
+            endpoint: None,
         })
         .collect();
     tokio::runtime::Runtime::new()

@@ -65,6 +65,10 @@ fn answers_keep_their_schema() {
         // Added later: nullable and last, so earlier datasets gain them as nulls.
         ("target_prompt_rank", UInt32, true),
         ("target_list_rank", UInt32, true),
+        // Added with OpenAI-compatible endpoints: which server answered, and the model
+        // it said it served.
+        ("endpoint", Utf8, true),
+        ("served_model", Utf8, true),
     ]);
     assert_eq!(*schema_of::<AnswerRecord>(), want);
 }
@@ -83,6 +87,8 @@ fn judgements_keep_their_schema() {
         ("prompt", Utf8, false),
         ("raw_output", Utf8, false),
         ("created_at", Utf8, false),
+        // Added with OpenAI-compatible endpoints (nullable, last).
+        ("endpoint", Utf8, true),
     ]);
     assert_eq!(*schema_of::<JudgementRecord>(), want);
 }

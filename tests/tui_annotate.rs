@@ -499,3 +499,77 @@ fn a_reviewer_cannot_adjudicate() {
     assert!(!app.agreement.adjudicating());
     assert!(render(&app).contains("adjudication is for the study lead"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_answer_goes_to_annotation_with_one_key() {
+    use raglab::service::generation::AnswerRecord;
+    let env = common::Env::new();
+    let ctx = raglab::service::Context::with(
+        raglab::config::Paths {
+            config_dir: env.dir.path().join("config"),
+            data_dir: env.dir.path().join("data"),
+        },
+        raglab::config::Config::default(),
+        &env.workspace(),
+    )
+    .expect("context");
+    let answer = AnswerRecord {
+        answer_id: "tui/typed-1/s42@1".into(),
+        run: "tui".into(),
+        question_id: "typed-1".into(),
+        question: "How is measles spread?".into(),
+        reference_answer: Some("Through the air.".into()),
+        answer: "By coughing and sneezing.".into(),
+        ..AnswerRecord::default()
+    };
+    raglab::service::answering::save_answer(&ctx, &answer)
+        .await
+        .expect("stored");
+    let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
+    app.pane = Pane::Generate;
+    assert!(key(&mut app, KeyCode::Char('a')).is_none(), "no answer yet");
+    app.generate.last = Some(answer.clone());
+    let Some(Effect::AddItem { answer_id }) = key(&mut app, KeyCode::Char('a')) else {
+        panic!("`a` sends the answer");
+    };
+    assert_eq!(answer_id, answer.answer_id);
+    // What the job runs: the item is the stored answer's question, reference and text.
+    use raglab::service::study::add_answer_item;
+    assert!(add_answer_item(&ctx, &answer_id).await.expect("added"));
+    assert!(
+        !add_answer_item(&ctx, &answer_id).await.expect("again"),
+        "once"
+    );
+    let study = raglab::service::study::load_study(&ctx)
+        .await
+        .expect("study");
+    assert_eq!(study.items.len(), 1);
+    let item = &study.items[0];
+    assert_eq!(
+        (
+            item.set.as_str(),
+            item.question.as_str(),
+            item.answer.as_str()
+        ),
+        ("tui", "How is measles spread?", "By coughing and sneezing.")
+    );
+    assert_eq!(item.reference_answer, "Through the air.");
+    assert_eq!(item.answer_id.as_deref(), Some(answer_id.as_str()));
+}
+
+#[test]
+fn e_exports_the_agreement_table_once_computed() {
+    let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
+    app.pane = Pane::Agreement;
+    app.agreement.rows = agreement_table(
+        &default_rubric(),
+        &current(&[]),
+        ("ann", "bob"),
+        Bootstrap {
+            resamples: 10,
+            seed: 1,
+        },
+    );
+    assert!(key(&mut app, KeyCode::Char('e')).is_none());
+    assert!(render(&app).contains("nothing to export yet"));
+}

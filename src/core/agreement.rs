@@ -142,6 +142,43 @@ impl Default for Bootstrap {
 
 pub use super::stats::percentile;
 
+/// The bootstrap values of N statistics: the defined ones, and how many resamples
+/// left each undefined (skipped and counted).
+struct Resamples<const N: usize> {
+    values: [Vec<f64>; N],
+    undefined: [usize; N],
+}
+
+impl<const N: usize> Resamples<N> {
+    fn new() -> Self {
+        Self {
+            values: std::array::from_fn(|_| Vec::new()),
+            undefined: [0; N],
+        }
+    }
+
+    fn push(&mut self, stats: [Option<f64>; N]) {
+        for (s, v) in stats.into_iter().enumerate() {
+            match v {
+                Some(v) => self.values[s].push(v),
+                None => self.undefined[s] += 1,
+            }
+        }
+    }
+
+    /// Statistic `s`: its point value and 95% percentile interval.
+    fn estimate(&mut self, s: usize, point: Option<f64>) -> Estimate {
+        let mut v = std::mem::take(&mut self.values[s]);
+        v.sort_by(f64::total_cmp);
+        Estimate {
+            value: point,
+            lo: percentile(&v, 2.5),
+            hi: percentile(&v, 97.5),
+            undefined_resamples: self.undefined[s],
+        }
+    }
+}
+
 /// Kappa, macro-F1 and raw agreement of one comparison, each with a CI.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AgreementReport {
@@ -161,8 +198,7 @@ pub fn agreement(items: &[Vec<(String, String)>], boot: Bootstrap) -> AgreementR
     let labels = confusion.labels.clone();
     let stats = |c: &Confusion| [cohen_kappa(c), macro_f1(c), raw_agreement(c)];
     let point = stats(&confusion);
-    let mut samples: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
-    let mut undefined = [0usize; 3];
+    let mut resamples = Resamples::<3>::new();
     if !items.is_empty() {
         let mut rng = Rng::new(boot.seed);
         let k = labels.len();
@@ -194,24 +230,10 @@ pub fn agreement(items: &[Vec<(String, String)>], boot: Bootstrap) -> AgreementR
                     c.counts[i][j] += 1;
                 }
             }
-            for (s, v) in stats(&c).into_iter().enumerate() {
-                match v {
-                    Some(v) => samples[s].push(v),
-                    None => undefined[s] += 1,
-                }
-            }
+            resamples.push(stats(&c));
         }
     }
-    let mut est = |s: usize| {
-        let mut v = std::mem::take(&mut samples[s]);
-        v.sort_by(f64::total_cmp);
-        Estimate {
-            value: point[s],
-            lo: percentile(&v, 2.5),
-            hi: percentile(&v, 97.5),
-            undefined_resamples: undefined[s],
-        }
-    };
+    let mut est = |s: usize| resamples.estimate(s, point[s]);
     AgreementReport {
         items: items.len(),
         units: all.len(),
@@ -289,29 +311,14 @@ pub fn judge_within_noise(items: &[Vec<[String; 3]>], boot: Bootstrap) -> NoiseR
         },
         n,
     );
-    let mut samples = [Vec::new(), Vec::new()];
-    let mut undefined = [0usize; 2];
+    let mut resamples = Resamples::<2>::new();
     if n > 0 {
         let mut rng = Rng::new(boot.seed);
         for _ in 0..boot.resamples {
-            for (s, v) in diffs(&mut || rng.below(n), n).into_iter().enumerate() {
-                match v {
-                    Some(v) => samples[s].push(v),
-                    None => undefined[s] += 1,
-                }
-            }
+            resamples.push(diffs(&mut || rng.below(n), n));
         }
     }
-    let mut est = |s: usize| {
-        let mut v = std::mem::take(&mut samples[s]);
-        v.sort_by(f64::total_cmp);
-        Estimate {
-            value: point[s],
-            lo: percentile(&v, 2.5),
-            hi: percentile(&v, 97.5),
-            undefined_resamples: undefined[s],
-        }
-    };
+    let mut est = |s: usize| resamples.estimate(s, point[s]);
     NoiseReport {
         items: n,
         vs_first: est(0),

@@ -282,6 +282,20 @@ pub fn pick_reviewers(
     }
 }
 
+/// The rows of every agreement table: each criterion (its name and key), then
+/// Overall with every key pooled.
+pub fn criterion_rows(rubric: &Rubric) -> Vec<(String, Vec<&str>)> {
+    rubric
+        .criteria
+        .iter()
+        .map(|c| (c.name.clone(), vec![c.key.as_str()]))
+        .chain(std::iter::once((
+            "Overall".to_string(),
+            rubric.criteria.iter().map(|c| c.key.as_str()).collect(),
+        )))
+        .collect()
+}
+
 /// Paired bootstrap "judge within human noise" per criterion and overall (same rows
 /// as [`agreement_table`]), over the items where both reviewers and the judge labelled.
 pub fn noise_table(
@@ -296,16 +310,8 @@ pub fn noise_table(
             .and_then(|l| l.label.clone())
     };
     let items: BTreeSet<&str> = current.keys().map(|(i, _, _)| i.as_str()).collect();
-    let rows: Vec<(String, Vec<&str>)> = rubric
-        .criteria
-        .iter()
-        .map(|c| (c.name.clone(), vec![c.key.as_str()]))
-        .chain(std::iter::once((
-            "Overall".to_string(),
-            rubric.criteria.iter().map(|c| c.key.as_str()).collect(),
-        )))
-        .collect();
-    rows.into_iter()
+    criterion_rows(rubric)
+        .into_iter()
         .map(|(name, keys)| {
             let units: Vec<Vec<[String; 3]>> = items
                 .iter()

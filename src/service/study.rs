@@ -546,16 +546,7 @@ fn judge_against_final(
         cur.get(&(item.to_string(), JUDGE.to_string(), c.to_string()))
             .and_then(|l| l.label.clone())
     };
-    let criteria: Vec<(String, Vec<&str>)> = rubric
-        .criteria
-        .iter()
-        .map(|c| (c.name.clone(), vec![c.key.as_str()]))
-        .chain(std::iter::once((
-            "Overall".to_string(),
-            rubric.criteria.iter().map(|c| c.key.as_str()).collect(),
-        )))
-        .collect();
-    criteria
+    super::annotation::criterion_rows(rubric)
         .into_iter()
         .map(|(name, keys)| {
             let mut by_item: std::collections::BTreeMap<&str, Vec<(String, String)>> =

@@ -510,7 +510,6 @@ pub async fn agreement_with(
             .map(|(_, r, _)| r.clone())
             .filter(|r| r != JUDGE && r != FINAL)
             .collect();
-        reviewer_names.dedup();
         reviewer_names.sort();
         reviewer_names.dedup();
         Ok(Agreement {

@@ -588,6 +588,12 @@ impl AnnotatePane {
     fn draw_rubric(&self, f: &mut Frame, rubric_area: Rect, item: &Item, me: &str, theme: &Theme) {
         let show_others =
             (self.revealed || self.lead) && self.blinding.visible(&self.viewer(), &item.item_id);
+        // Computed once per draw, not once per criterion (a scan of every label).
+        let others = if show_others {
+            self.others(&item.item_id)
+        } else {
+            Vec::new()
+        };
         let mut lines = Vec::new();
         for (i, c) in self.rubric.criteria.iter().enumerate() {
             let mine = self
@@ -630,7 +636,7 @@ impl AnnotatePane {
                 Span::styled(if pending { " saving… " } else { "         " }, theme.muted),
             ];
             if show_others {
-                for other in self.others(&item.item_id) {
+                for other in &others {
                     let theirs = self
                         .label_of(&item.item_id, &other, &c.key)
                         .and_then(|l| l.label.clone());
@@ -661,7 +667,7 @@ impl AnnotatePane {
                 notes.push(format!("your note: {}", clean(n)));
             }
             if show_others {
-                for other in self.others(&item.item_id) {
+                for other in &others {
                     if let Some(n) = self.note_of(&item.item_id, &other, &c.key) {
                         notes.push(format!("{}'s note: {}", clean(&other), clean(n)));
                     }

@@ -638,13 +638,13 @@ impl AnnotatePane {
             if show_others {
                 for other in &others {
                     let theirs = self
-                        .label_of(&item.item_id, &other, &c.key)
+                        .label_of(&item.item_id, other, &c.key)
                         .and_then(|l| l.label.clone());
                     let disagree = theirs.is_some() && theirs != mine;
                     spans.push(Span::styled(
                         format!(
                             " {}: {}",
-                            clean(&other),
+                            clean(other),
                             clean(&theirs.clone().unwrap_or_else(|| "-".into()))
                         ),
                         if disagree {
@@ -668,8 +668,8 @@ impl AnnotatePane {
             }
             if show_others {
                 for other in &others {
-                    if let Some(n) = self.note_of(&item.item_id, &other, &c.key) {
-                        notes.push(format!("{}'s note: {}", clean(&other), clean(n)));
+                    if let Some(n) = self.note_of(&item.item_id, other, &c.key) {
+                        notes.push(format!("{}'s note: {}", clean(other), clean(n)));
                     }
                 }
             }

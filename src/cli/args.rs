@@ -81,6 +81,10 @@ pub struct PromptArgs {
     pub method: MethodArg,
     #[command(flatten)]
     pub ranking: RankingArgs,
+    /// The sparse list hybrid and linear fuse with dense (the paper's best hybrids
+    /// used TF-IDF).
+    #[arg(long, default_value_t = crate::core::retrieval::Sparse::Bm25)]
+    pub sparse: crate::core::retrieval::Sparse,
     /// Context budget in generator tokens.
     #[arg(long, default_value_t = crate::core::prompt::DEFAULT_CONTEXT_BUDGET)]
     pub context_budget: usize,

@@ -51,6 +51,7 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     let config = RunConfig {
         run: args.run.clone(),
         method: args.prompt.method.get(ctx),
+        sparse: args.prompt.sparse,
         alpha: args.prompt.ranking.alpha(ctx),
         k: ctx.k(args.k),
         context_budget: args.prompt.context_budget,

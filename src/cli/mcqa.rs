@@ -72,6 +72,7 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
         let req = McqaRequest {
             run: args.run.clone(),
             method: args.prompt.method.get(ctx),
+            sparse: args.prompt.sparse,
             alpha: args.prompt.ranking.alpha(ctx),
             context_budget: args.prompt.context_budget,
             limit: args.limit,

@@ -7,6 +7,7 @@ pub mod agreement;
 pub mod annotation;
 pub mod blinding;
 pub mod chunk;
+pub mod compare;
 pub mod corpus;
 pub mod frugality;
 pub mod fusion;

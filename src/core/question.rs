@@ -102,6 +102,30 @@ pub struct FailedQuestion {
     /// How the list was ranked (absent from files written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<EvalConfig>,
+    /// The length bucket (words) of its longest target, as the evaluation's length
+    /// breakdown groups it, so a failures browser filters by it without the chunks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_length: Option<String>,
+}
+
+impl FailedQuestion {
+    /// The configuration's short label (`hybrid-tfidf-a0.75`), `?` when unrecorded.
+    pub fn config_label(&self) -> String {
+        self.config
+            .as_ref()
+            .map_or("?".into(), |c| c.run_config().label())
+    }
+}
+
+impl EvalConfig {
+    /// The ranking configuration this evaluation used.
+    pub fn run_config(&self) -> crate::core::retrieval::RunConfig {
+        crate::core::retrieval::RunConfig::new(
+            self.method,
+            self.sparse.unwrap_or_default(),
+            self.alpha.unwrap_or(0.5),
+        )
+    }
 }
 
 /// The configuration an evaluation ranked with, recorded beside its failures so that
@@ -167,6 +191,7 @@ mod tests {
             question: q.clone(),
             rank: Some(12),
             config: None,
+            target_length: Some("100-199".into()),
         };
         let back: FailedQuestion =
             serde_json::from_str(&serde_json::to_string(&f).expect("json")).expect("parses");

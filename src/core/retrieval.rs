@@ -136,6 +136,17 @@ impl RunConfig {
         }
     }
 
+    /// The method as answer and MCQA records store it: its name, with `-tfidf` when it
+    /// fuses dense with TF-IDF (the BM25 side, the default, keeps the bare name that
+    /// records had before the sparse side could be chosen).
+    pub fn method_label(&self) -> String {
+        if self.method.uses_alpha() && self.sparse == Sparse::Tfidf {
+            format!("{}-tfidf", self.method)
+        } else {
+            self.method.to_string()
+        }
+    }
+
     /// The whole configuration as a file name stem: the label and, for the methods
     /// that use embeddings, the model's short name (`hybrid-tfidf-a0.75-all-MiniLM-L6-v2`).
     pub fn file_stem(&self, model: Option<&str>) -> String {
@@ -283,6 +294,13 @@ impl QueryLists {
             candidates,
             tfidf_candidates,
         }
+    }
+
+    /// The lists cut to their first `depth` entries, as an evaluation at that depth
+    /// ranks (fusion sees only what each retriever returned).
+    pub fn truncated(&self, depth: usize) -> Self {
+        let cut = |l: &[super::fusion::Scored]| l.iter().take(depth).cloned().collect();
+        Self::new(cut(&self.bm25), cut(&self.tfidf), cut(&self.dense))
     }
 
     /// The fusion candidates of dense with `sparse`.

@@ -119,9 +119,77 @@ pub fn snippet(text: &str, max_chars: usize) -> String {
     }
 }
 
+/// A question's terms as the BM25 index analyses text (tantivy's default tokenizer:
+/// runs of alphanumeric characters, lowercased), each once, in order.
+pub fn query_terms(question: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+    {
+        let t = t.to_lowercase();
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// `text` cut into pieces, each marked whether it is one of `terms` (whole tokens,
+/// compared lowercased, as [`query_terms`] makes them). Concatenated, the pieces give
+/// `text` back.
+pub fn mark_terms<'a>(text: &'a str, terms: &[String]) -> Vec<(&'a str, bool)> {
+    let mut out: Vec<(&'a str, bool)> = Vec::new();
+    let mut push = |piece: &'a str, hit: bool| {
+        if !piece.is_empty() {
+            out.push((piece, hit));
+        }
+    };
+    let mut token_start: Option<usize> = None;
+    let mut plain_start = 0;
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        match (c.is_alphanumeric() && i < text.len(), token_start) {
+            (true, None) => token_start = Some(i),
+            (false, Some(s)) => {
+                let token = &text[s..i];
+                if terms.iter().any(|t| *t == token.to_lowercase()) {
+                    push(&text[plain_start..s], false);
+                    push(token, true);
+                    plain_start = i;
+                }
+                token_start = None;
+            }
+            _ => {}
+        }
+    }
+    push(&text[plain_start..], false);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_terms_are_marked_as_whole_tokens_whatever_their_case() {
+        let terms = query_terms("When is MMR given? mmr, dose-2");
+        assert_eq!(terms, ["when", "is", "mmr", "given", "dose", "2"]);
+        let text = "MMR doses: Mmr1 is given; the 2nd dose (2) is MMR.";
+        let marked = mark_terms(text, &terms);
+        let back: String = marked.iter().map(|(p, _)| *p).collect();
+        assert_eq!(back, text);
+        let hits: Vec<&str> = marked.iter().filter(|(_, h)| *h).map(|(p, _)| *p).collect();
+        // Mmr1 and 2nd are other tokens; "doses" is not "dose".
+        assert_eq!(hits, ["MMR", "is", "given", "dose", "2", "is", "MMR"]);
+        assert_eq!(mark_terms("", &terms), Vec::<(&str, bool)>::new());
+        assert_eq!(
+            mark_terms("naïve café", &query_terms("CAFÉ")),
+            [("naïve ", false), ("café", true)]
+        );
+    }
 
     #[test]
     fn strips_csi_osc_and_controls() {

@@ -307,6 +307,35 @@ impl GeneratorSlot {
     }
 }
 
+/// One stored answer judged live, as `raglab judge` judges it (greedy, the rubric's
+/// grammar, against the text of its targets) but streamed token by token for the TUI.
+/// Blocking; the judgement is returned for the caller to commit. `slot` holds the
+/// judge model (`[models] judge`, else the generator's file) once loaded.
+pub fn judge_live(
+    ctx: &Context,
+    slot: &GeneratorSlot,
+    retriever: &Retriever,
+    rubric: &crate::core::rubric::Rubric,
+    a: &AnswerRecord,
+    on_token: impl FnMut(&str),
+) -> Result<JudgementRecord> {
+    let mut cfg = ctx.judge_config(&ModelChoice::default());
+    cfg.threads = Context::tui_threads();
+    let (g, _) = slot.get(&cfg)?;
+    let target = a
+        .target_ids
+        .iter()
+        .filter_map(|t| retriever.chunk(t))
+        .map(|c| c.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    if target.is_empty() {
+        bail!("none of this answer's target chunks is in the corpus: nothing to judge it against");
+    }
+    let (rec, _) = super::generation::judge_streaming(&g, rubric, a, &target, (0.0, 7), on_token)?;
+    Ok(rec)
+}
+
 /// One answer generated live: streamed token by token, stoppable. Blocking (run it
 /// on a blocking thread); `on_prompt` receives the exact prompt before generation.
 #[allow(clippy::too_many_arguments)]

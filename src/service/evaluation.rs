@@ -23,8 +23,9 @@ use crate::core::retrieval::{
 };
 use crate::core::stats::{bucket_label, bucket_of};
 
-/// Where `eval retrieval` leaves the failed questions of its headline configuration,
-/// each with that configuration, for the TUI's Query pane to step through (`n` / `p`).
+/// Where `eval retrieval` leaves the failed questions of every configuration it
+/// evaluated, each with its configuration, for the TUI's failures browser (`f`) and
+/// the Query pane's `n` / `p`.
 pub const LAST_FAILURES: &str = "eval/last-failures.json";
 
 /// What to evaluate.
@@ -395,10 +396,12 @@ impl<'a> Groups<'a> {
                 Some(FailedQuestion {
                     question: Question {
                         relevant: relevant_ids(qrels, qid),
+                        topic: self.topic.get(qid).cloned(),
                         ..(*q).clone()
                     },
                     rank,
                     config: Some(config.clone()),
+                    target_length: self.length.get(qid).cloned(),
                 })
             })
             .collect()
@@ -476,6 +479,9 @@ pub async fn evaluate_retrieval(
 
     let mut results = Vec::new();
     let mut failed = Vec::new();
+    // Every configuration's failures go to the failures file (each carries its
+    // configuration), so the TUI's browser filters them by method.
+    let mut all_failed = Vec::new();
     let mut head_counts = (0, 0);
     for (i, c) in configs.iter().enumerate() {
         let o = evaluate(&lists, &qrels, *c, &req.k);
@@ -502,11 +508,12 @@ pub async fn evaluate_retrieval(
             by_target_length,
         });
         if Some(i) == head {
-            failed = fails;
+            failed = fails.clone();
             head_counts = (o.len(), empty.len());
         }
+        all_failed.extend(fails);
     }
-    let failures_file = write_failures(ctx, &failed)?;
+    let failures_file = write_failures(ctx, &all_failed)?;
     let per_query_file = match &req.per_query {
         Some(path) => {
             let mut lists_of: Vec<RunConfig> = Vec::new();
@@ -589,14 +596,14 @@ fn write_run(
     Ok(path)
 }
 
-/// Write the failed questions where the TUI finds them; returns the file.
+/// Write the failed questions where the TUI finds them (whole or not at all: a
+/// temporary file renamed over the old one); returns the file.
 fn write_failures(ctx: &Context, failed: &[FailedQuestion]) -> Result<PathBuf> {
     let path = ctx.workspace.path(LAST_FAILURES);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    std::fs::write(&path, serde_json::to_string_pretty(failed)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    super::study::write_whole(&path, serde_json::to_string_pretty(failed)?.as_bytes())?;
     Ok(path)
 }
 

@@ -35,6 +35,8 @@ pub const JUDGEMENTS: &str = "judgements.lance";
 pub struct RunConfig {
     pub run: String,
     pub method: Method,
+    /// The sparse list hybrid and linear fuse with dense.
+    pub sparse: crate::core::retrieval::Sparse,
     pub alpha: f64,
     pub k: usize,
     pub context_budget: usize,
@@ -45,6 +47,11 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// The ranking configuration of the retrieval step.
+    pub fn ranking(&self) -> crate::core::retrieval::RunConfig {
+        crate::core::retrieval::RunConfig::new(self.method, self.sparse, self.alpha)
+    }
+
     /// The id of this run's answer to a question: run, question and seed, so that a
     /// rerun finds what it already answered.
     pub fn answer_id(&self, question_id: &str) -> String {
@@ -57,6 +64,7 @@ impl Default for RunConfig {
         Self {
             run: "default".into(),
             method: Method::Hybrid,
+            sparse: crate::core::retrieval::Sparse::Bm25,
             alpha: Alpha::DEFAULT.get(),
             k: super::context::DEFAULT_K,
             context_budget: DEFAULT_CONTEXT_BUDGET,
@@ -328,7 +336,7 @@ pub fn prepare_prompt(
             });
         }
     }
-    let ranked = lists.ranking(config.method, config.alpha);
+    let ranked = lists.ranking_for(config.ranking());
     let target_list_rank = ranked
         .iter()
         .position(|id| q.relevant.iter().any(|t| t == id))
@@ -389,7 +397,7 @@ pub fn record(
         method: if c.no_retrieval {
             "none".into()
         } else {
-            c.method.to_string()
+            c.ranking().method_label()
         },
         alpha: c.alpha,
         k: c.k as u32,
@@ -469,6 +477,26 @@ pub fn judge(
     temperature: f32,
     seed: u32,
 ) -> Result<(JudgementRecord, Judgement)> {
+    judge_streaming(
+        generator,
+        rubric,
+        a,
+        target_text,
+        (temperature, seed),
+        |_| {},
+    )
+}
+
+/// [`judge`], calling `on_token` with each piece of the judge's (grammar-constrained)
+/// output as it is sampled, for a front that shows the judge at work.
+pub fn judge_streaming(
+    generator: &Generator,
+    rubric: &Rubric,
+    a: &AnswerRecord,
+    target_text: &str,
+    (temperature, seed): (f32, u32),
+    on_token: impl FnMut(&str),
+) -> Result<(JudgementRecord, Judgement)> {
     let prompt = judge_prompt(rubric, a, target_text);
     let sampling = Sampling {
         temperature,
@@ -481,7 +509,7 @@ pub fn judge(
         sampling,
         Some(rubric.grammar()),
         Arc::new(AtomicBool::new(false)),
-        |_| {},
+        on_token,
     )?;
     let j = rubric
         .parse_judgement(&raw)

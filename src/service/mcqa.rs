@@ -177,6 +177,8 @@ pub struct McqaRunner<'a> {
     pub generator: &'a Generator,
     pub model_sha256: String,
     pub method: Method,
+    /// The sparse list hybrid and linear fuse with dense.
+    pub sparse: crate::core::retrieval::Sparse,
     pub alpha: f64,
     pub context_budget: usize,
 }
@@ -199,7 +201,11 @@ impl McqaRunner<'_> {
                 .context("k > 0 needs the workspace's retrieval indexes")?;
             let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(max_k))?;
             let ranked = lists
-                .ranking(self.method, self.alpha)
+                .ranking_for(crate::core::retrieval::RunConfig::new(
+                    self.method,
+                    self.sparse,
+                    self.alpha,
+                ))
                 .into_iter()
                 .map(str::to_string)
                 .collect();
@@ -263,7 +269,8 @@ impl McqaRunner<'_> {
                 method: if k == 0 {
                     "none".into()
                 } else {
-                    self.method.to_string()
+                    crate::core::retrieval::RunConfig::new(self.method, self.sparse, self.alpha)
+                        .method_label()
                 },
                 alpha: self.alpha,
                 embed_model: if k == 0 { None } else { embed_model.clone() },
@@ -330,6 +337,8 @@ pub fn user_prompt(
 pub struct McqaRequest {
     pub run: String,
     pub method: Method,
+    /// The sparse list hybrid and linear fuse with dense.
+    pub sparse: crate::core::retrieval::Sparse,
     pub alpha: f64,
     pub context_budget: usize,
     /// Answer at most this many new questions.
@@ -442,6 +451,7 @@ pub async fn answer_questions(
         generator: &generator,
         model_sha256: file_sha256(&gcfg.model)?,
         method: args.method,
+        sparse: args.sparse,
         alpha: args.alpha,
         context_budget: args.context_budget,
     };
@@ -471,7 +481,8 @@ fn check_run_is_consistent(
     args: &McqaRequest,
     model_file: &str,
 ) -> Result<()> {
-    let method = args.method.to_string();
+    let method =
+        crate::core::retrieval::RunConfig::new(args.method, args.sparse, args.alpha).method_label();
     if let Some(r) = stored.iter().find(|r| {
         r.model_file != model_file
             || (r.k > 0 && (r.method != method || (r.alpha - args.alpha).abs() > 1e-12))

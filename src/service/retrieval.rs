@@ -313,6 +313,27 @@ pub async fn open_for(ctx: &Context, method: Method, embed: &ModelChoice) -> Res
     Ok(r)
 }
 
+/// The retrieval state an analyst browses with: dense too when the embedding model
+/// loads and its vectors are current; otherwise BM25 and TF-IDF only, with the reason
+/// dense is off and how to turn it on (the Query pane shows it).
+pub async fn open_for_browsing(
+    ctx: &Context,
+    embed: &ModelChoice,
+) -> Result<(Retriever, Option<String>)> {
+    match open_for(ctx, Method::Hybrid, embed).await {
+        Ok(r) => Ok((r, None)),
+        Err(dense_err) => {
+            let r = open_for(ctx, Method::Bm25, embed).await?;
+            Ok((
+                r,
+                Some(format!(
+                    "dense off (BM25 and TF-IDF work): `scripts/setup.sh` fetches the embedding model, `raglab index` embeds the chunks. Cause: {dense_err:#}"
+                )),
+            ))
+        }
+    }
+}
+
 /// One search as a front asks for it.
 #[derive(Debug, Clone)]
 pub struct SearchRequest {

@@ -335,17 +335,23 @@ pub struct Study {
     pub labels: Vec<Label>,
     pub answers: Vec<AnswerRecord>,
     pub assignments: Vec<Assignment>,
+    /// Every judge's labels (the Query pane links a question's answers to them).
+    pub judgements: Vec<crate::service::generation::JudgementRecord>,
 }
 
 pub async fn load_study(ctx: &Context) -> Result<Study> {
     let (items, labels) = items_and_labels(ctx, None).await?;
     let answers = answers(&ctx.workspace).read_all().await?;
     let assignments = assignments_table(&ctx.workspace).read_all().await?;
+    let judgements = crate::service::generation::judgements(&ctx.workspace)
+        .read_all()
+        .await?;
     Ok(Study {
         items,
         labels,
         answers,
         assignments,
+        judgements,
     })
 }
 

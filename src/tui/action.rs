@@ -36,6 +36,21 @@ pub enum Action {
     CycleMethod,
     NextFailure,
     PrevFailure,
+    /// The failures browser of the Query pane, and its filters.
+    OpenFailures,
+    FilterTopic,
+    FilterLength,
+    FilterConfig,
+    /// The sparse list fused with dense: BM25 or TF-IDF.
+    CycleSparse,
+    /// Pin the current ranking configuration as the baseline (again: unpin).
+    PinBaseline,
+    /// Open the target chunk, wherever it is ranked.
+    OpenTarget,
+    /// The stored answers of the Query pane's question, with their judge labels.
+    ToggleAnswers,
+    /// Judge the selected stored answer.
+    JudgeAnswer,
     Generate,
     Regenerate,
     StopGeneration,

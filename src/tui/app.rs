@@ -234,7 +234,9 @@ impl App {
             Layer::Pane(Pane::Agreement) if self.agreement.adjudicating() => {
                 self.keymap.lookup(&["agreement", "global"], key)
             }
-            Layer::Pane(_) if self.view().overlay_open() => self.keymap.lookup(&["overlay"], key),
+            Layer::Pane(_) if self.view().overlay_open() => {
+                self.keymap.lookup(&[self.view().overlay_section()], key)
+            }
             Layer::Pane(p) => self.keymap.lookup(&[p.section(), "global"], key),
         };
         self.update(action?)
@@ -256,8 +258,7 @@ impl App {
             self.generate.sampling.seed = self.generate.sampling.seed.wrapping_add(1);
         }
         self.pane = Pane::Generate;
-        self.generate
-            .start(q, self.query.method, self.query.alpha, self.query.k)
+        self.generate.start(q, self.query.config(), self.query.k)
     }
 
     /// Apply an action: global ones here, the rest by the current pane. Returns the
@@ -307,6 +308,11 @@ impl App {
                 return match self.view_mut().update(other) {
                     // A lead's final label is committed like a reviewer's label.
                     Some(Effect::SaveFinal(label)) => self.annotate.queue_external(label),
+                    // The judge streams into the Generate pane: show it.
+                    Some(effect @ Effect::Judge { .. }) => {
+                        self.pane = Pane::Generate;
+                        Some(effect)
+                    }
                     effect => effect,
                 };
             }
@@ -315,17 +321,19 @@ impl App {
     }
 }
 
-/// (path label, text) per chunk id, sanitized once for the query pane.
+/// What the Query pane shows of each chunk, sanitized once.
 pub fn chunk_info(chunks: &[Chunk]) -> crate::tui::panes::query::ChunkInfo {
     chunks
         .iter()
         .map(|c| {
             (
                 c.id.clone(),
-                (
-                    crate::core::text::sanitize_for_terminal(&c.path_label()),
-                    crate::core::text::sanitize_for_terminal(&c.text),
-                ),
+                crate::tui::panes::query::ChunkMeta {
+                    path: crate::core::text::sanitize_for_terminal(&c.path_label()),
+                    text: crate::core::text::sanitize_for_terminal(&c.text),
+                    words: c.word_count,
+                    topic: c.topic.clone(),
+                },
             )
         })
         .collect()

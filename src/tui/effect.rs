@@ -27,6 +27,8 @@ pub enum Effect {
     ExportAgreement,
     /// Send a stored answer to annotation as an item.
     AddItem { answer_id: String },
+    /// Judge a stored answer live (streamed into the Generate pane) and save it.
+    Judge { answer_id: String },
 }
 
 /// A generation to start: the question, its retrieval settings, the sampling, and the
@@ -36,6 +38,7 @@ pub struct GenJob {
     pub ticket: u64,
     pub question: Question,
     pub method: Method,
+    pub sparse: crate::core::retrieval::Sparse,
     pub alpha: f64,
     pub k: usize,
     pub sampling: Sampling,

@@ -18,7 +18,8 @@ use crate::service::retrieval::{DEFAULT_DEPTH, QueryTimings, Retriever};
 use crate::service::study::{self, Agreement, Study};
 
 pub enum Msg {
-    Retriever(Result<Arc<Retriever>, String>),
+    /// The retrieval state, and why dense retrieval is off if it is.
+    Retriever(Result<(Arc<Retriever>, Option<String>), String>),
     Search {
         ticket: u64,
         result: Result<Box<(QueryLists, QueryTimings)>, String>,
@@ -46,6 +47,11 @@ pub enum Msg {
     StudyChanged(Vec<Option<String>>),
     Exported(Result<String, String>),
     ItemAdded(Result<bool, String>),
+    /// A live judgement finished (and was committed), or failed.
+    Judged {
+        ticket: u64,
+        result: Result<Box<crate::service::generation::JudgementRecord>, String>,
+    },
 }
 
 /// The newest request of one kind: starting another aborts the older task (whose
@@ -71,6 +77,8 @@ pub struct Jobs {
     ctx: Arc<Context>,
     retriever: Option<Arc<Retriever>>,
     generator: GeneratorSlot,
+    /// The judge model, loaded on the first live judgement.
+    judge: GeneratorSlot,
     searching: Latest,
     answers: Vec<AnswerRecord>,
     /// Tasks that read or commit lance datasets (start-up reads, agreement reads,
@@ -97,6 +105,7 @@ impl Jobs {
             ctx: Arc::new(ctx.clone()),
             retriever: None,
             generator: GeneratorSlot::default(),
+            judge: GeneratorSlot::default(),
             searching: Latest::default(),
             answers: Vec::new(),
             loads: Vec::new(),
@@ -123,14 +132,10 @@ impl Jobs {
                 threads: Some(1),
                 ..Default::default()
             };
-            let msg = crate::service::retrieval::open_for(
-                &ctx,
-                crate::core::retrieval::Method::Hybrid,
-                &embed,
-            )
-            .await
-            .map(Arc::new)
-            .map_err(|e| format!("{e:#}"));
+            let msg = crate::service::retrieval::open_for_browsing(&ctx, &embed)
+                .await
+                .map(|(r, off)| (Arc::new(r), off))
+                .map_err(|e| format!("{e:#}"));
             let _ = tx.send(Msg::Retriever(msg));
         });
         let annotation = self.load_annotation();
@@ -166,6 +171,7 @@ impl Jobs {
             Effect::SaveFinal(_) => {}
             Effect::ExportAgreement => self.export_agreement(app),
             Effect::AddItem { answer_id } => self.add_item(answer_id),
+            Effect::Judge { answer_id } => self.judge(app, answer_id),
         }
     }
 
@@ -226,6 +232,62 @@ impl Jobs {
         self.loads.push(task);
     }
 
+    /// Judge a stored answer live: the judge's tokens stream into the Generate pane,
+    /// the judgement is committed like `raglab judge` commits it, and the study's
+    /// reload (answers and judgements) shows it in the Query pane's answers panel.
+    fn judge(&mut self, app: &mut App, answer_id: String) {
+        let ticket = app.generate.start_judging(&answer_id);
+        let found = self
+            .answers
+            .iter()
+            .find(|a| a.answer_id == answer_id)
+            .cloned();
+        let (Some(r), Some(answer)) = (self.retriever.clone(), found) else {
+            app.generate.on_judged(
+                ticket,
+                Err("the answer or the retrieval state is not loaded yet".into()),
+            );
+            return;
+        };
+        let rubric = match self.ctx.rubric(None) {
+            Ok(r) => r,
+            Err(e) => return app.generate.on_judged(ticket, Err(format!("{e:#}"))),
+        };
+        let (slot, tx, ctx) = (self.judge.clone(), self.tx.clone(), Arc::clone(&self.ctx));
+        let task = tokio::spawn(async move {
+            let (token_tx, live_ctx) = (tx.clone(), Arc::clone(&ctx));
+            let judged = tokio::task::spawn_blocking(move || {
+                crate::service::answering::judge_live(
+                    &live_ctx,
+                    &slot,
+                    &r,
+                    &rubric,
+                    &answer,
+                    |piece| {
+                        let _ = token_tx.send(Msg::GenToken {
+                            ticket,
+                            piece: piece.to_string(),
+                        });
+                    },
+                )
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!("the judge stopped: {e}"))
+            .and_then(|r| r);
+            let committed = async {
+                let rec = judged?;
+                crate::service::generation::judgements(&ctx.workspace)
+                    .append(std::slice::from_ref(&rec))
+                    .await?;
+                anyhow::Ok(Box::new(rec))
+            };
+            let result = committed.await.map_err(|e| format!("{e:#}"));
+            let _ = tx.send(Msg::Judged { ticket, result });
+        });
+        self.loads.retain(|t| !t.is_finished());
+        self.loads.push(task);
+    }
+
     fn search(&mut self, app: &mut App, ticket: u64, text: String) {
         let Some(r) = &self.retriever else {
             app.query
@@ -233,8 +295,10 @@ impl Jobs {
             return;
         };
         let (r, tx) = (Arc::clone(r), self.tx.clone());
-        // Deep enough for trec_eval-like ranks, and for every row the pane shows.
-        let depth = DEFAULT_DEPTH.max(app.query.k);
+        // Every chunk: the target's rank and score in every list, its alpha curve and
+        // a baseline's ranking are then exact wherever the target sits (a full exact
+        // scan and fusion of 20,000 chunks takes milliseconds).
+        let depth = r.chunks.len().max(DEFAULT_DEPTH).max(app.query.k);
         self.searching.start(async move {
             let result = tokio::task::spawn_blocking(move || {
                 r.query(&text, depth)
@@ -268,6 +332,7 @@ impl Jobs {
         let config = RunConfig {
             run: "tui".into(),
             method: job.method,
+            sparse: job.sparse,
             alpha: job.alpha,
             k: job.k,
             sampling: job.sampling.clone(),
@@ -397,8 +462,9 @@ impl Jobs {
     /// Apply a finished job's message to the app.
     pub fn apply(&mut self, app: &mut App, msg: Msg) {
         match msg {
-            Msg::Retriever(Ok(r)) => {
+            Msg::Retriever(Ok((r, dense_off))) => {
                 app.query.status = None;
+                app.query.set_dense_off(dense_off);
                 self.retriever = Some(r);
             }
             Msg::Retriever(Err(e)) => app.query.status = Some(e),
@@ -409,12 +475,15 @@ impl Jobs {
                 let result = result.map(|b| *b);
                 if let Ok(a) = &result {
                     self.answers.push(a.clone());
+                    app.query.stored.push(a.clone());
                 }
                 app.generate.on_done(ticket, result);
             }
             Msg::Annotation(Ok(study)) => {
                 let pairs = crate::service::annotation::pairs_of(&study.assignments);
                 app.annotate.load(study.items, study.labels, pairs);
+                app.query
+                    .set_stored(study.answers.clone(), study.judgements);
                 self.answers = study.answers;
                 self.refresh_agreement(app);
             }
@@ -432,14 +501,30 @@ impl Jobs {
             Msg::Exported(r) => {
                 app.agreement.status = Some(r.unwrap_or_else(|e| e));
             }
+            Msg::Judged { ticket, result } => {
+                let result = result.map(|b| *b);
+                if let Ok(j) = &result {
+                    // Shown in the answers panel now; the study's poll reloads it too.
+                    let mut judgements = app.query.judgements.clone();
+                    judgements.push(j.clone());
+                    let answers = std::mem::take(&mut app.query.stored);
+                    app.query.set_stored(answers, judgements);
+                }
+                app.generate.on_judged(ticket, result);
+                // The labels in the status bar too (the live line may cut them).
+                app.message.clone_from(&app.generate.status);
+            }
             Msg::ItemAdded(r) => {
-                app.generate.status = Some(match r {
+                let said: String = match r {
                     Ok(true) => {
                         "sent to annotation: an item of set `tui` (Annotate pane, 4)".into()
                     }
                     Ok(false) => "already an annotation item".into(),
                     Err(e) => e,
-                });
+                };
+                // Sent from the Generate pane or the Query pane's answers panel.
+                app.generate.status = Some(said.clone());
+                app.message = Some(said);
             }
             Msg::Annotation(Err(e)) => {
                 tracing::error!("{e}");

@@ -50,7 +50,11 @@ pub fn resolve_theme(ctx: &Context, flag: Option<String>) -> Result<Theme> {
 fn load_question_lists(
     ctx: &Context,
     file: Option<&std::path::Path>,
-) -> (Vec<Question>, Vec<Question>, Vec<String>) {
+) -> (
+    Vec<Question>,
+    Vec<crate::core::question::FailedQuestion>,
+    Vec<String>,
+) {
     let mut errors = Vec::new();
     let questions = match file.map(read_questions) {
         None => Vec::new(),
@@ -61,7 +65,7 @@ fn load_question_lists(
         }
     };
     let failures = match last_failures(ctx) {
-        Ok(f) => f.into_iter().map(|f| f.question).collect(),
+        Ok(f) => f,
         Err(e) => {
             errors.push(format!("{e:#}"));
             Vec::new()
@@ -111,7 +115,7 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
         .or_else(|| ctx.config.questions.clone());
     let (questions, failures, errors) = load_question_lists(ctx, file.as_deref());
     app.query.questions = questions;
-    app.query.failures = failures;
+    app.query.set_failures(failures);
     app.query.method = ctx.method(None);
     app.query.alpha = ctx.alpha(None).get();
     app.query.k = ctx.k(None);

@@ -81,10 +81,15 @@ fn draw_status(app: &App, f: &mut Frame, area: Rect, theme: &Theme) {
 
 fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
     let mut lines = Vec::new();
-    let sections = [
+    let mut sections = vec![
         ("Everywhere", "global"),
         (app.pane.title(), app.pane.section()),
     ];
+    if app.pane == Pane::Query {
+        sections.push(("Failures browser (f)", "failures"));
+        sections.push(("Answers of the question (A)", "answers"));
+        sections.push(("Opened chunk", "overlay"));
+    }
     let rubric = &app.annotate.rubric;
     let labelling = matches!(app.pane, Pane::Annotate | Pane::Agreement);
     // Label keys, generated from the rubric: they win over the pane's bindings.

@@ -45,6 +45,8 @@ pub struct GeneratePane {
     pub model: String,
     /// Frames drawn while streaming, and their total draw time (for the frame-time figure).
     pub frames: usize,
+    /// The stored answer a judge is judging (the stream is the judge's output).
+    pub judging: Option<String>,
 }
 
 impl GeneratePane {
@@ -68,11 +70,61 @@ impl GeneratePane {
             scroll: 0,
             model,
             frames: 0,
+            judging: None,
         }
     }
 
+    /// Show a judge at work on a stored answer: the pane streams the judge's output
+    /// under a new ticket (superseding a generation's display; that generation still
+    /// finishes and is saved).
+    pub fn start_judging(&mut self, answer_id: &str) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.ticket += 1;
+        self.text.clear();
+        self.prompt = None;
+        self.tokens = 0;
+        self.scroll = 0;
+        self.running = true;
+        self.started = Some(Instant::now());
+        self.first_token = None;
+        self.finished = None;
+        self.status = Some(format!("judging {}…", clean(answer_id)));
+        self.judging = Some(answer_id.to_string());
+        self.ticket
+    }
+
+    /// The judge finished: its labels (saved by the caller) or why it failed.
+    pub fn on_judged(
+        &mut self,
+        ticket: u64,
+        result: Result<crate::service::generation::JudgementRecord, String>,
+    ) {
+        if ticket != self.ticket {
+            return;
+        }
+        self.running = false;
+        self.finished = Some(Instant::now());
+        self.status = Some(match result {
+            Ok(j) => {
+                let labels: Vec<String> = j
+                    .criteria
+                    .iter()
+                    .zip(&j.labels)
+                    .map(|(c, l)| format!("{c}={l}"))
+                    .collect();
+                format!("judgement saved ({}): {}", j.judge_model, labels.join(", "))
+            }
+            Err(e) => format!("not judged: {e}"),
+        });
+    }
+
     /// Start generating for `q` with the given retrieval settings.
-    pub fn start(&mut self, q: Question, method: Method, alpha: f64, k: usize) -> Option<Effect> {
+    pub fn start(
+        &mut self,
+        q: Question,
+        ranking: crate::core::retrieval::RunConfig,
+        k: usize,
+    ) -> Option<Effect> {
         if q.text.trim().is_empty() {
             self.status = Some("no question: pick one in the Query pane first".into());
             return None;
@@ -89,12 +141,14 @@ impl GeneratePane {
         self.first_token = None;
         self.finished = None;
         self.status = None;
+        self.judging = None;
         self.question = Some(q.clone());
         Some(Effect::Generate(GenJob {
             ticket: self.ticket,
             question: q,
-            method,
-            alpha,
+            method: ranking.method,
+            sparse: ranking.sparse,
+            alpha: ranking.alpha,
             k,
             sampling: self.sampling.clone(),
             stop: Arc::clone(&self.stop),
@@ -180,14 +234,19 @@ impl GeneratePane {
     fn draw_answer(&self, f: &mut Frame, main: Rect, theme: &Theme) {
         let (title, text) = if self.show_prompt {
             (
-                " Prompt (exact text sent to the model; v: back) ",
+                " Prompt (exact text sent to the model; v: back) ".to_string(),
                 self.prompt
                     .clone()
                     .unwrap_or_else(|| "(prompt not built yet)".into()),
             )
+        } else if let Some(id) = &self.judging {
+            (
+                format!(" Judge of {} (greedy, the rubric's grammar) ", clean(id)),
+                self.text.clone(),
+            )
         } else {
             (
-                " Answer (g generate · s stop · r new seed · v prompt) ",
+                " Answer (g generate · s stop · r new seed · v prompt) ".to_string(),
                 self.text.clone(),
             )
         };
@@ -258,7 +317,11 @@ impl GeneratePane {
         let s = &self.sampling;
         format!(
             "{} · {} tokens · {rate:.1} tok/s · {elapsed:.1}s · T={} top-k={} top-p={} min-p={} rep={} seed={} max={}",
-            if self.running { "generating" } else { "idle" },
+            match (self.running, self.judging.is_some()) {
+                (true, true) => "judging",
+                (true, false) => "generating",
+                _ => "idle",
+            },
             self.tokens,
             s.temperature,
             s.top_k,

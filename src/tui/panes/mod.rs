@@ -29,4 +29,8 @@ pub trait PaneView {
     fn overlay_open(&self) -> bool {
         false
     }
+    /// The keymap section of the open overlay.
+    fn overlay_section(&self) -> &'static str {
+        "overlay"
+    }
 }

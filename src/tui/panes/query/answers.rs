@@ -1,0 +1,166 @@
+//! Retrieval -> answer -> judge: the stored answers to the current question, each with
+//! the configuration that ranked its context, where its target sat in the prompt, the
+//! chunks the token budget dropped, and every judge's labels. `J` judges the selected
+//! answer (the judge streams into the Generate pane), `a` sends it to annotation.
+
+use ratatui::Frame;
+use ratatui::layout::Constraint;
+use ratatui::text::Line;
+use ratatui::widgets::{Clear, Row, Table, TableState};
+
+use crate::core::text::{sanitize_for_terminal as clean, snippet};
+use crate::service::generation::{AnswerRecord, JudgementRecord};
+use crate::service::report::{PromptPlace, prompt_place};
+use crate::tui::theme::Theme;
+
+/// One answer as the panel lists it (computed when the panel opens or data changes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerRow {
+    pub answer_id: String,
+    /// `run · method a=0.70 k=5`, or `run · no retrieval`.
+    pub config: String,
+    pub model: String,
+    /// `#2`, `dropped`, `not retrieved`.
+    pub target: String,
+    pub dropped: usize,
+    /// Each judge's latest labels: `judge: criterion=label, ...`.
+    pub judged: Vec<String>,
+    pub answer: String,
+}
+
+/// The stored answers to `question_id`, newest first, with their judgements.
+pub fn rows_for(
+    question_id: &str,
+    answers: &[AnswerRecord],
+    judgements: &[JudgementRecord],
+) -> Vec<AnswerRow> {
+    let mut rows: Vec<(&str, AnswerRow)> = answers
+        .iter()
+        .filter(|a| a.question_id == question_id)
+        .map(|a| {
+            let config = if a.no_retrieval {
+                format!("{} · no retrieval", a.run)
+            } else {
+                format!("{} · {} a={:.2} k={}", a.run, a.method, a.alpha, a.k)
+            };
+            let target = match prompt_place(a) {
+                PromptPlace::Rank(r) => format!("#{r}"),
+                PromptPlace::Dropped => "dropped".into(),
+                PromptPlace::NotRetrieved => "not retrieved".into(),
+            };
+            // The newest judgement of each judge model (they are appended in order).
+            let mut latest: Vec<&JudgementRecord> = Vec::new();
+            for j in judgements.iter().filter(|j| j.answer_id == a.answer_id) {
+                match latest.iter_mut().find(|l| l.judge_model == j.judge_model) {
+                    Some(l) => *l = j,
+                    None => latest.push(j),
+                }
+            }
+            let judged = latest
+                .iter()
+                .map(|j| {
+                    let labels: Vec<String> = j
+                        .criteria
+                        .iter()
+                        .zip(&j.labels)
+                        .map(|(c, l)| format!("{c}={l}"))
+                        .collect();
+                    format!("{}: {}", j.judge_model, labels.join(", "))
+                })
+                .collect();
+            let model = a
+                .served_model
+                .clone()
+                .unwrap_or_else(|| a.model_file.clone());
+            (
+                a.created_at.as_str(),
+                AnswerRow {
+                    answer_id: a.answer_id.clone(),
+                    config,
+                    model,
+                    target,
+                    dropped: a.dropped_chunk_ids.len(),
+                    judged,
+                    answer: a.answer.clone(),
+                },
+            )
+        })
+        .collect();
+    rows.sort_by(|x, y| y.0.cmp(x.0));
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AnswersPanel {
+    pub open: bool,
+    pub sel: usize,
+    pub rows: Vec<AnswerRow>,
+}
+
+impl AnswersPanel {
+    pub fn selected(&self) -> Option<&AnswerRow> {
+        self.rows.get(self.sel)
+    }
+
+    pub fn move_by(&mut self, d: isize) {
+        if !self.rows.is_empty() {
+            self.sel = self.sel.saturating_add_signed(d).min(self.rows.len() - 1);
+        }
+    }
+
+    pub fn draw(&self, f: &mut Frame, question: &str, theme: &Theme) {
+        let area = crate::tui::layout::centered(f.area(), 94, 80);
+        f.render_widget(Clear, area);
+        let rows: Vec<Row> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let judged = if r.judged.is_empty() {
+                    "not judged".to_string()
+                } else {
+                    r.judged.join(" | ")
+                };
+                Row::new(vec![
+                    Line::styled(clean(&r.config), theme.title),
+                    Line::styled(clean(&r.target), theme.target_chunk),
+                    Line::styled(r.dropped.to_string(), theme.muted),
+                    Line::styled(clean(&judged), theme.pass),
+                    Line::styled(snippet(&clean(&r.answer), 200), theme.text),
+                ])
+                .height(1)
+            })
+            .collect();
+        let title = format!(
+            " Answers to `{}` · {} · J judge, a annotate, esc closes ",
+            snippet(&clean(question), 60),
+            self.rows.len()
+        );
+        let mut state = TableState::default().with_selected(Some(self.sel));
+        f.render_stateful_widget(
+            Table::new(
+                rows,
+                [
+                    Constraint::Length(34),
+                    Constraint::Length(14),
+                    Constraint::Length(8),
+                    Constraint::Percentage(35),
+                    Constraint::Min(20),
+                ],
+            )
+            .header(
+                Row::new(vec![
+                    "run · configuration",
+                    "target in prompt",
+                    "dropped",
+                    "judge labels",
+                    "answer",
+                ])
+                .style(theme.title),
+            )
+            .row_highlight_style(theme.selected)
+            .block(theme.block(title, true)),
+            area,
+            &mut state,
+        );
+    }
+}

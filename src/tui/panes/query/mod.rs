@@ -1,0 +1,917 @@
+//! Query pane: the analyst's workbench for one question. Type or pick a question (or
+//! a failure of the last evaluation), see the top k with each chunk's dense rank,
+//! sparse rank and fused score, the target marked; change method, sparse side and
+//! alpha instantly (the full rank lists are cached, only re-fused); see why the target
+//! was missed (its scores beside the top-1 chunk's, its fused rank for every alpha);
+//! pin a baseline configuration and read each chunk's rank delta against it; open any
+//! chunk, the target too, with the question's terms highlighted.
+//! Retrieval itself runs as a background job; the newest query wins.
+
+mod answers;
+mod browser;
+mod why;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState, Wrap};
+
+pub use self::answers::{AnswerRow, AnswersPanel};
+pub use self::browser::{Browser, FilterKind};
+use self::why::Why;
+use crate::core::compare::{self, Comparison, Move};
+use crate::core::fusion::{FusedHit, Fusion, RRF_C, Scored};
+use crate::core::question::FailedQuestion;
+use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
+use crate::core::text::{mark_terms, query_terms, sanitize_for_terminal as clean, snippet};
+use crate::service::generation::{AnswerRecord, JudgementRecord};
+use crate::service::retrieval::QueryTimings;
+use crate::tui::action::Action;
+use crate::tui::effect::Effect;
+use crate::tui::input::TextInput;
+use crate::tui::panes::PaneView;
+use crate::tui::theme::Theme;
+
+pub use crate::core::question::Question;
+
+/// A typed question: no known target; its id is derived from its text (FNV-1a), so
+/// answers to different typed questions never share an id and the same text keeps
+/// its id across regenerations.
+pub fn typed_question(text: String) -> Question {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    Question {
+        id: format!("typed-{hash:016x}"),
+        text,
+        ..Question::default()
+    }
+}
+
+/// One displayed result row.
+#[derive(Debug, Clone)]
+pub struct ResultRow {
+    pub id: String,
+    pub path: String,
+    pub snippet: String,
+    pub hit: FusedHit,
+    pub is_target: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Questions,
+    Results,
+}
+
+/// What the pane knows of a chunk, sanitized once: header path, text, words, topic.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkMeta {
+    pub path: String,
+    pub text: String,
+    pub words: usize,
+    pub topic: Option<String>,
+}
+
+/// Chunk lookups the pane needs, by chunk id.
+pub type ChunkInfo = std::collections::HashMap<String, ChunkMeta>;
+
+/// An opened chunk: its id and how far it is scrolled.
+#[derive(Debug, Clone, Default)]
+pub struct Opened {
+    pub id: String,
+    pub scroll: u16,
+}
+
+pub struct QueryPane {
+    pub questions: Vec<Question>,
+    /// Every failure of the last evaluation, each with its configuration.
+    pub failures: Vec<FailedQuestion>,
+    /// Position in the browser's filtered list of the failure shown.
+    pub failure_pos: Option<usize>,
+    pub browser: Browser,
+    pub question_sel: usize,
+    /// The question box: a typed question, or the text of the question shown.
+    pub input: TextInput,
+    pub method: Method,
+    /// The sparse list hybrid and linear fuse with dense.
+    pub sparse: Sparse,
+    pub alpha: f64,
+    pub k: usize,
+    /// How deep each retriever's list is before fusion, as an evaluation ranks
+    /// (a failure opens at its evaluation's depth).
+    pub depth: usize,
+    pub focus: Focus,
+    pub result_sel: usize,
+    pub opened: Option<Opened>,
+    /// The question whose results are shown (its targets).
+    pub current: Option<Question>,
+    /// Every list over the whole corpus (scores known wherever a chunk ranks)...
+    pub lists: Option<QueryLists>,
+    /// ...and cut at `depth`, what the rankings fuse (recomputed on change).
+    pub cut: Option<QueryLists>,
+    pub timings: QueryTimings,
+    pub rows: Vec<ResultRow>,
+    /// Why the target was (not) found, recomputed with the ranking, not per frame.
+    pub why: Why,
+    /// A pinned configuration, and the current top k against its ranking.
+    pub baseline: Option<RunConfig>,
+    pub comparison: Comparison,
+    /// Why dense retrieval is off (no embedding model, or a sparse-only index).
+    pub dense_off: Option<String>,
+    /// Stored answers and judgements (the study's, reloaded when they change), and
+    /// the panel listing the current question's.
+    pub stored: Vec<AnswerRecord>,
+    pub judgements: Vec<JudgementRecord>,
+    pub answers: AnswersPanel,
+    pub busy: bool,
+    pub ticket: u64,
+    pub status: Option<String>,
+    pub chunks: ChunkInfo,
+}
+
+impl QueryPane {
+    pub fn new(questions: Vec<Question>, failures: Vec<FailedQuestion>, chunks: ChunkInfo) -> Self {
+        let mut pane = Self {
+            questions,
+            failures: Vec::new(),
+            failure_pos: None,
+            browser: Browser::default(),
+            question_sel: 0,
+            input: TextInput::default(),
+            method: Method::Hybrid,
+            sparse: Sparse::default(),
+            alpha: crate::core::retrieval::Alpha::DEFAULT.get(),
+            k: 15,
+            depth: crate::service::retrieval::DEFAULT_DEPTH,
+            focus: Focus::Questions,
+            result_sel: 0,
+            opened: None,
+            current: None,
+            lists: None,
+            cut: None,
+            timings: QueryTimings::default(),
+            rows: Vec::new(),
+            why: Why::default(),
+            baseline: None,
+            comparison: Comparison::default(),
+            dense_off: None,
+            stored: Vec::new(),
+            judgements: Vec::new(),
+            answers: AnswersPanel::default(),
+            busy: false,
+            ticket: 0,
+            status: None,
+            chunks,
+        };
+        pane.set_failures(failures);
+        pane
+    }
+
+    /// Load the failures of an evaluation (the browser's filters apply to them).
+    pub fn set_failures(&mut self, failures: Vec<FailedQuestion>) {
+        self.failures = failures;
+        self.failure_pos = None;
+        self.browser.refilter(&self.failures);
+    }
+
+    /// The current ranking configuration.
+    pub fn config(&self) -> RunConfig {
+        RunConfig::new(self.method, self.sparse, self.alpha)
+    }
+
+    /// Dense retrieval is unavailable (`reason` says why and how to get it): methods
+    /// that need it are skipped, and a dense method in use falls back to BM25.
+    pub fn set_dense_off(&mut self, reason: Option<String>) {
+        self.dense_off = reason;
+        if self.dense_off.is_some() && self.method.needs_dense() {
+            self.method = Method::Bm25;
+        }
+        self.refuse();
+    }
+
+    /// The stored answers and judgements changed (start-up, another process, a
+    /// judgement saved here): an open panel is recomputed, its selection kept.
+    pub fn set_stored(&mut self, answers: Vec<AnswerRecord>, judgements: Vec<JudgementRecord>) {
+        self.stored = answers;
+        self.judgements = judgements;
+        self.refresh_answers();
+    }
+
+    fn refresh_answers(&mut self) {
+        let qid = self
+            .current
+            .as_ref()
+            .map(|q| q.id.clone())
+            .unwrap_or_default();
+        self.answers.rows = answers::rows_for(&qid, &self.stored, &self.judgements);
+        self.answers.sel = self
+            .answers
+            .sel
+            .min(self.answers.rows.len().saturating_sub(1));
+    }
+
+    /// Keys while the answers panel is open.
+    fn update_answers(&mut self, action: Action) -> Option<Effect> {
+        match action {
+            Action::Down => self.answers.move_by(1),
+            Action::Up => self.answers.move_by(-1),
+            Action::JudgeAnswer => {
+                let answer_id = self.answers.selected()?.answer_id.clone();
+                return Some(Effect::Judge { answer_id });
+            }
+            Action::SendToAnnotation => {
+                let answer_id = self.answers.selected()?.answer_id.clone();
+                return Some(Effect::AddItem { answer_id });
+            }
+            Action::CloseOverlay | Action::ToggleAnswers => self.answers.open = false,
+            _ => {}
+        }
+        None
+    }
+
+    /// Ask for retrieval of `q`; any older request is superseded by the new ticket.
+    pub fn submit(&mut self, q: Question) -> Option<Effect> {
+        if q.text.trim().is_empty() {
+            self.status = Some("empty question".into());
+            return None;
+        }
+        self.ticket += 1;
+        self.busy = true;
+        self.input.set(&q.text);
+        let text = q.text.clone();
+        self.current = Some(q);
+        Some(Effect::Search {
+            ticket: self.ticket,
+            text,
+        })
+    }
+
+    /// A finished job; results of superseded tickets are dropped.
+    pub fn on_result(&mut self, ticket: u64, result: Result<(QueryLists, QueryTimings), String>) {
+        if ticket != self.ticket {
+            return;
+        }
+        self.busy = false;
+        match result {
+            Ok((lists, timings)) => {
+                self.cut = Some(lists.truncated(self.depth));
+                self.lists = Some(lists);
+                self.timings = timings;
+                self.result_sel = 0;
+                if !self.status.as_deref().is_some_and(is_warning) {
+                    self.status = None;
+                }
+                self.refuse();
+            }
+            Err(e) => self.status = Some(e),
+        }
+    }
+
+    /// The fusion shown beside single-list methods: hybrid's at the current alpha.
+    fn fusion(&self) -> Fusion {
+        self.method.fusion(self.alpha).unwrap_or(Fusion::Rrf {
+            alpha: self.alpha,
+            c: RRF_C,
+        })
+    }
+
+    /// Recompute the displayed ranking, the why panel and the baseline comparison from
+    /// the cached lists (no retrieval).
+    pub fn refuse(&mut self) {
+        let (Some(full), Some(lists)) = (&self.lists, &self.cut) else {
+            return;
+        };
+        let fused = lists.candidates_with(self.sparse).fuse(self.fusion());
+        let targets: Vec<String> = self
+            .current
+            .as_ref()
+            .map(|q| q.relevant.clone())
+            .unwrap_or_default();
+        let single = |list: &[Scored]| -> Vec<FusedHit> {
+            let by_id: std::collections::HashMap<&str, &FusedHit> =
+                fused.iter().map(|h| (h.id.as_str(), h)).collect();
+            list.iter()
+                .take(self.k)
+                .map(|s| {
+                    by_id
+                        .get(s.id.as_str())
+                        .map_or_else(|| FusedHit::unranked(&s.id), |h| (*h).clone())
+                })
+                .collect()
+        };
+        let order: Vec<FusedHit> = match self.method {
+            Method::Hybrid | Method::Linear => fused.iter().take(self.k).cloned().collect(),
+            Method::Dense => single(&lists.dense),
+            Method::Bm25 => single(&lists.bm25),
+            Method::Tfidf => single(&lists.tfidf),
+        };
+        self.rows = order
+            .into_iter()
+            .map(|hit| {
+                let meta = self.chunks.get(&hit.id).cloned().unwrap_or_default();
+                ResultRow {
+                    id: clean(&hit.id),
+                    path: meta.path,
+                    snippet: snippet(&meta.text, 80),
+                    is_target: targets.contains(&hit.id),
+                    hit,
+                }
+            })
+            .collect();
+        self.result_sel = self.result_sel.min(self.rows.len().saturating_sub(1));
+        self.why = self.explain(full, lists, &targets);
+        self.comparison = match self.baseline {
+            Some(base) => compare::compare(
+                &lists.ranking_for(self.config()),
+                &lists.ranking_for(base),
+                self.k,
+            ),
+            None => Comparison::default(),
+        };
+    }
+
+    /// The why panel of the current ranking: the first target against the top-1
+    /// chunk, the other targets' ranks, the alpha curve.
+    fn explain(&self, full: &QueryLists, lists: &QueryLists, targets: &[String]) -> Why {
+        let cfg = self.config();
+        let ranking = lists.ranking_for(cfg);
+        let grid = compare::curve_grid();
+        let target = targets.first().map(|t| {
+            let meta = self.chunks.get(t).cloned().unwrap_or_default();
+            (
+                t.clone(),
+                meta.words,
+                meta.topic,
+                compare::places(full, lists, cfg, t),
+            )
+        });
+        let curve = targets
+            .first()
+            .map(|t| compare::alpha_curve(lists, cfg, t, &grid))
+            .unwrap_or_default();
+        Why {
+            others: targets
+                .iter()
+                .skip(1)
+                .map(|t| {
+                    (
+                        t.clone(),
+                        ranking.iter().position(|i| i == t).map(|i| i + 1),
+                    )
+                })
+                .collect(),
+            top: ranking
+                .first()
+                .map(|id| (id.to_string(), compare::places(full, lists, cfg, id))),
+            target,
+            label: if cfg.method.uses_alpha() {
+                format!("{}-{}", cfg.method, cfg.sparse)
+            } else {
+                cfg.method.to_string()
+            },
+            grid,
+            curve,
+            candidates: lists.candidates_with(self.sparse).len(),
+            alpha: self.alpha,
+        }
+    }
+
+    /// Open the failure at `pos` of the browser's list in the configuration that
+    /// failed it.
+    fn open_failure(&mut self, pos: usize) -> Option<Effect> {
+        let i = *self.browser.shown.get(pos)?;
+        let f = self.failures.get(i)?.clone();
+        self.failure_pos = Some(pos);
+        self.browser.sel = pos;
+        self.status = None;
+        if let Some(c) = &f.config {
+            let cfg = c.run_config();
+            if cfg.method.needs_dense() && self.dense_off.is_some() {
+                self.status = Some(format!(
+                    "warning: this failure was ranked by {} but dense retrieval is off here; showing bm25",
+                    cfg.label()
+                ));
+            } else {
+                (self.method, self.sparse, self.alpha) = (cfg.method, cfg.sparse, cfg.alpha);
+            }
+            self.depth = c.depth;
+            if c.chunks != self.chunks.len() {
+                self.status = Some(format!(
+                    "warning: evaluated on {} chunks ({}), this workspace has {}: ranks may differ",
+                    c.chunks,
+                    clean(&c.corpus),
+                    self.chunks.len()
+                ));
+            }
+        }
+        self.submit(f.question)
+    }
+
+    fn step_failure(&mut self, delta: isize) -> Option<Effect> {
+        if self.failures.is_empty() {
+            self.status = Some("no failed queries: run `raglab eval retrieval` first".into());
+            return None;
+        }
+        let n = self.browser.shown.len();
+        if n == 0 {
+            self.status = Some("no failure passes the browser's filters (f opens it)".into());
+            return None;
+        }
+        let next = match self.failure_pos {
+            None if delta > 0 => 0,
+            None => n - 1,
+            Some(p) => (p as isize + delta).rem_euclid(n as isize) as usize,
+        };
+        self.open_failure(next)
+    }
+
+    /// Pin the current configuration as the baseline; pinning it again unpins.
+    fn pin(&mut self) {
+        let cfg = self.config();
+        self.baseline = match self.baseline {
+            Some(b) if b == cfg => None,
+            _ => Some(cfg),
+        };
+        self.refuse();
+    }
+
+    fn cycle_method(&mut self) {
+        let all = Method::ALL;
+        let mut i = all.iter().position(|m| *m == self.method).unwrap_or(0);
+        for _ in 0..all.len() {
+            i = (i + 1) % all.len();
+            if self.dense_off.is_none() || !all[i].needs_dense() {
+                break;
+            }
+        }
+        self.method = all[i];
+        self.refuse();
+    }
+
+    /// Open the (next) target chunk, wherever it is ranked.
+    fn open_target(&mut self) {
+        let targets = self
+            .current
+            .as_ref()
+            .map(|q| q.relevant.clone())
+            .unwrap_or_default();
+        if targets.is_empty() {
+            self.status = Some("no target chunk known for this question".into());
+            return;
+        }
+        let next = match &self.opened {
+            Some(o) => targets
+                .iter()
+                .position(|t| *t == o.id)
+                .map_or(0, |i| (i + 1) % targets.len()),
+            None => 0,
+        };
+        self.opened = Some(Opened {
+            id: targets[next].clone(),
+            scroll: 0,
+        });
+    }
+
+    /// The question box, the configuration line, the timings (or the status) and
+    /// the baseline line.
+    fn draw_header(&self, f: &mut Frame, input_area: Rect, info_area: Rect, theme: &Theme) {
+        let busy = if self.busy { " (searching…)" } else { "" };
+        f.render_widget(
+            Paragraph::new(self.input.line(theme.text)).block(theme.block(
+                format!(" Question{busy} (/ type, enter run) "),
+                self.input.is_active(),
+            )),
+            input_area,
+        );
+        let sparse = self.sparse;
+        let formula = match self.method {
+            Method::Linear => format!("linear: w·minmax(dense) + (1-w)·minmax({sparse})"),
+            _ => format!("R(d;a) = a/(60+r_dense) + (1-a)/(60+r_{sparse})"),
+        };
+        let failure = match self.failure_pos {
+            Some(p) => format!("  failure {}/{}", p + 1, self.browser.shown.len()),
+            None if !self.failures.is_empty() => {
+                format!("  {} failures (f browse, n/p step)", self.failures.len())
+            }
+            None => String::new(),
+        };
+        let t = &self.timings;
+        let dense = match &self.dense_off {
+            Some(reason) => format!(" {}", clean(reason)),
+            None => format!(" embed {:.1} ms · dense {:.2} ms ·", t.embed_ms, t.dense_ms),
+        };
+        let baseline = match self.baseline {
+            None => Line::styled(" P pins this configuration as a baseline", theme.muted),
+            Some(b) => {
+                let dropped: Vec<String> = self
+                    .comparison
+                    .dropped
+                    .iter()
+                    .map(|(id, was, now)| {
+                        format!(
+                            "{} (#{was}→{})",
+                            clean(id),
+                            now.map_or("-".into(), |n| format!("#{n}"))
+                        )
+                    })
+                    .collect();
+                Line::from(vec![
+                    Span::styled(format!(" baseline {} · ", b.label()), theme.filter),
+                    Span::styled(
+                        if dropped.is_empty() {
+                            "nothing dropped from its top k".to_string()
+                        } else {
+                            format!("dropped: {}", dropped.join(", "))
+                        },
+                        theme.text,
+                    ),
+                ])
+            }
+        };
+        f.render_widget(
+            Paragraph::new(vec![
+                Line::from(vec![
+                    Span::styled(
+                        format!(
+                            " method {}  sparse {}  a = {:.2}  depth {}  ",
+                            self.method, self.sparse, self.alpha, self.depth
+                        ),
+                        theme.title,
+                    ),
+                    Span::styled(formula, theme.muted),
+                    Span::styled(failure, theme.filter),
+                ]),
+                match &self.status {
+                    Some(s) => Line::styled(format!(" {}", clean(s)), theme.error),
+                    None => Line::styled(
+                        format!(
+                            "{dense} bm25 {:.2} ms · tfidf {:.2} ms · fusion {:.3} ms",
+                            t.bm25_ms, t.tfidf_ms, t.fusion_ms
+                        ),
+                        if self.dense_off.is_some() {
+                            theme.error
+                        } else {
+                            theme.muted
+                        },
+                    ),
+                },
+                baseline,
+            ]),
+            info_area,
+        );
+    }
+
+    /// The question list of the questions file.
+    fn draw_questions(&self, f: &mut Frame, left: Rect, theme: &Theme) {
+        let items: Vec<ListItem> = self
+            .questions
+            .iter()
+            .map(|q| ListItem::new(Line::styled(clean(&q.text), theme.text)))
+            .collect();
+        let mut state = ListState::default().with_selected(Some(self.question_sel));
+        f.render_stateful_widget(
+            List::new(items)
+                .block(theme.block(
+                    format!(" Questions {} ", self.questions.len()),
+                    self.focus == Focus::Questions,
+                ))
+                .highlight_style(theme.selected),
+            left,
+            &mut state,
+        );
+    }
+
+    /// The top k with the move against the baseline, dense and sparse ranks and the
+    /// fused score as a bar.
+    fn draw_results(&self, f: &mut Frame, table_area: Rect, theme: &Theme) {
+        let max = self.rows.iter().map(|r| r.hit.fused).fold(0.0f64, f64::max);
+        let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| r.to_string());
+        let delta = |i: usize| match self.comparison.moves.get(i) {
+            None => String::new(),
+            Some(Move::Same) => "=".into(),
+            Some(Move::Up(n)) => format!("↑{n}"),
+            Some(Move::Down(n)) => format!("↓{n}"),
+            Some(Move::New(_)) => "new".into(),
+        };
+        let rows: Vec<Row> = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let width = if max > 0.0 {
+                    (r.hit.fused / max * 10.0).round() as usize
+                } else {
+                    0
+                };
+                let style = if r.is_target {
+                    theme.target_chunk
+                } else {
+                    theme.text
+                };
+                Row::new(vec![
+                    Line::styled(
+                        format!("{}{}", if r.is_target { "▶" } else { " " }, i + 1),
+                        style,
+                    ),
+                    Line::styled(delta(i), theme.filter),
+                    Line::styled(rank(r.hit.dense_rank), theme.rank_dense),
+                    Line::styled(rank(r.hit.sparse_rank), theme.rank_sparse),
+                    Line::from(vec![
+                        Span::styled("█".repeat(width), theme.score_bar),
+                        Span::styled(format!(" {:.4}", r.hit.fused), theme.muted),
+                    ]),
+                    Line::styled(format!("{}  {}", r.id, r.path), style),
+                ])
+            })
+            .collect();
+        let sparse = self.sparse.to_string();
+        let header = Row::new(vec![
+            "rank",
+            "Δ",
+            "dense",
+            sparse.as_str(),
+            "fused",
+            "chunk",
+        ])
+        .style(theme.title);
+        let mut tstate = TableState::default().with_selected(Some(self.result_sel));
+        f.render_stateful_widget(
+            Table::new(
+                rows,
+                [
+                    Constraint::Length(5),
+                    Constraint::Length(5),
+                    Constraint::Length(6),
+                    Constraint::Length(6),
+                    Constraint::Length(18),
+                    Constraint::Min(10),
+                ],
+            )
+            .header(header)
+            .row_highlight_style(theme.selected)
+            .block(theme.block(format!(" Top {} ", self.k), self.focus == Focus::Results)),
+            table_area,
+            &mut tstate,
+        );
+    }
+
+    /// The opened chunk over everything, the question's terms highlighted.
+    fn draw_opened(&self, f: &mut Frame, theme: &Theme) {
+        let Some(o) = &self.opened else { return };
+        let meta = self.chunks.get(&o.id).cloned().unwrap_or_default();
+        let terms = self
+            .current
+            .as_ref()
+            .map(|q| query_terms(&q.text))
+            .unwrap_or_default();
+        let lists = self.lists.as_ref().zip(self.cut.as_ref());
+        let where_ranked = lists.map_or(String::new(), |(full, cut)| {
+            let p = compare::places(full, cut, self.config(), &o.id);
+            let show = |p: Option<compare::Place>| p.map_or("-".into(), |p| format!("#{}", p.rank));
+            format!(
+                "dense {} · bm25 {} · tfidf {} · {} {} · {} words",
+                show(p.dense),
+                show(p.bm25),
+                show(p.tfidf),
+                self.config().label(),
+                show(p.ranked),
+                meta.words
+            )
+        });
+        let mut lines = vec![
+            Line::styled(meta.path.clone(), theme.header_path),
+            Line::styled(where_ranked, theme.muted),
+            Line::raw(""),
+        ];
+        for l in meta.text.lines() {
+            lines.push(Line::from(
+                mark_terms(l, &terms)
+                    .into_iter()
+                    .map(|(piece, hit)| {
+                        Span::styled(
+                            piece.to_string(),
+                            if hit { theme.filter } else { theme.text },
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            ));
+        }
+        let area = crate::tui::layout::centered(f.area(), 80, 80);
+        f.render_widget(Clear, area);
+        let target = self
+            .current
+            .as_ref()
+            .is_some_and(|q| q.relevant.contains(&o.id));
+        f.render_widget(
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .scroll((o.scroll, 0))
+                .block(theme.block(
+                    format!(
+                        " {}{} (j/k scroll, esc closes) ",
+                        if target { "target " } else { "" },
+                        clean(&o.id)
+                    ),
+                    true,
+                )),
+            area,
+        );
+    }
+
+    /// Move the selection of the focused list by `d` rows.
+    fn move_selection(&mut self, d: isize) {
+        let (sel, n) = match self.focus {
+            Focus::Questions => (&mut self.question_sel, self.questions.len()),
+            Focus::Results => (&mut self.result_sel, self.rows.len()),
+        };
+        if n > 0 {
+            *sel = sel.saturating_add_signed(d).min(n - 1);
+        }
+    }
+
+    fn open_selected_row(&mut self) {
+        if let Some(r) = self.rows.get(self.result_sel) {
+            self.opened = Some(Opened {
+                id: r.hit.id.clone(),
+                scroll: 0,
+            });
+        }
+    }
+
+    /// Keys while the failures browser is open.
+    fn update_browser(&mut self, action: Action) -> Option<Effect> {
+        match action {
+            Action::Down => self.browser.move_by(1),
+            Action::Up => self.browser.move_by(-1),
+            Action::FilterTopic | Action::FilterLength | Action::FilterConfig => {
+                let kind = match action {
+                    Action::FilterTopic => FilterKind::Topic,
+                    Action::FilterLength => FilterKind::Length,
+                    _ => FilterKind::Config,
+                };
+                self.browser.cycle(kind, &self.failures);
+                // The position counted in the old list.
+                self.failure_pos = None;
+            }
+            Action::RunSelected => {
+                self.browser.open = false;
+                return self.open_failure(self.browser.sel);
+            }
+            Action::CloseOverlay | Action::OpenFailures => self.browser.open = false,
+            _ => {}
+        }
+        None
+    }
+}
+
+/// Status lines that stay while results arrive (they explain those results).
+fn is_warning(s: &str) -> bool {
+    s.starts_with("warning:")
+}
+
+impl PaneView for QueryPane {
+    /// Apply an action; a new search is returned as an effect.
+    fn update(&mut self, action: Action) -> Option<Effect> {
+        if self.browser.open {
+            return self.update_browser(action);
+        }
+        if self.answers.open {
+            return self.update_answers(action);
+        }
+        if let Some(o) = &mut self.opened {
+            match action {
+                Action::CloseOverlay | Action::OpenChunk => self.opened = None,
+                Action::ScrollDown => o.scroll = o.scroll.saturating_add(1),
+                Action::ScrollUp => o.scroll = o.scroll.saturating_sub(1),
+                _ => {}
+            }
+            return None;
+        }
+        match action {
+            Action::Down | Action::Up => {
+                self.move_selection(if action == Action::Down { 1 } else { -1 });
+            }
+            Action::FocusLeft => self.focus = Focus::Questions,
+            Action::FocusRight => self.focus = Focus::Results,
+            Action::RunSelected => match self.focus {
+                Focus::Questions => {
+                    let q = self.questions.get(self.question_sel).cloned()?;
+                    self.failure_pos = None;
+                    return self.submit(q);
+                }
+                Focus::Results => self.open_selected_row(),
+            },
+            Action::OpenChunk => self.open_selected_row(),
+            Action::OpenTarget => self.open_target(),
+            Action::ToggleAnswers => match &self.current {
+                Some(_) => {
+                    self.refresh_answers();
+                    self.answers.open = true;
+                }
+                None => self.status = Some("pick or type a question first".into()),
+            },
+            Action::OpenFailures => {
+                if self.failures.is_empty() {
+                    self.status =
+                        Some("no failed queries: run `raglab eval retrieval` first".into());
+                } else {
+                    self.browser.open = true;
+                }
+            }
+            Action::StartFilter => self.input.open(),
+            Action::SubmitInput => {
+                let text = self.input.text().to_string();
+                self.input.submit();
+                // A typed question has no known target unless it matches a listed one.
+                let q = self
+                    .questions
+                    .iter()
+                    .find(|q| q.text == text)
+                    .cloned()
+                    .unwrap_or_else(|| typed_question(text));
+                return self.submit(q);
+            }
+            Action::CancelInput => {
+                self.input.cancel();
+                if let Some(q) = &self.current {
+                    self.input.set(&q.text);
+                }
+            }
+            Action::InputBackspace => {
+                self.input.backspace();
+            }
+            Action::AlphaUp | Action::AlphaDown => {
+                let step = if action == Action::AlphaUp {
+                    0.05
+                } else {
+                    -0.05
+                };
+                self.alpha = ((self.alpha + step) * 100.0).round().clamp(0.0, 100.0) / 100.0;
+                self.refuse();
+            }
+            Action::CycleMethod => self.cycle_method(),
+            Action::CycleSparse => {
+                self.sparse = match self.sparse {
+                    Sparse::Bm25 => Sparse::Tfidf,
+                    Sparse::Tfidf => Sparse::Bm25,
+                };
+                self.refuse();
+            }
+            Action::PinBaseline => self.pin(),
+            Action::NextFailure => return self.step_failure(1),
+            Action::PrevFailure => return self.step_failure(-1),
+            _ => {}
+        }
+        None
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [input_area, info_area, body] = Layout::vertical([
+            Constraint::Length(3),
+            Constraint::Length(3),
+            Constraint::Min(5),
+        ])
+        .areas(area);
+        let [left, right] =
+            Layout::horizontal([Constraint::Percentage(28), Constraint::Percentage(72)])
+                .areas(body);
+        let why_height = 10 + self.why.others.len().min(3) as u16;
+        let [table_area, why_area] =
+            Layout::vertical([Constraint::Min(5), Constraint::Length(why_height)]).areas(right);
+        self.draw_header(f, input_area, info_area, theme);
+        self.draw_questions(f, left, theme);
+        self.draw_results(f, table_area, theme);
+        self.why.draw(f, why_area, theme);
+        self.draw_opened(f, theme);
+        if self.browser.open {
+            self.browser.draw(f, &self.failures, theme);
+        }
+        if self.answers.open {
+            let q = self.current.as_ref().map_or("", |q| q.text.as_str());
+            self.answers.draw(f, q, theme);
+        }
+    }
+
+    fn editing(&self) -> bool {
+        self.input.is_active()
+    }
+
+    fn input_char(&mut self, c: char) {
+        self.input.push(c);
+    }
+
+    fn overlay_open(&self) -> bool {
+        self.opened.is_some() || self.browser.open || self.answers.open
+    }
+
+    fn overlay_section(&self) -> &'static str {
+        if self.browser.open {
+            "failures"
+        } else if self.answers.open {
+            "answers"
+        } else {
+            "overlay"
+        }
+    }
+}

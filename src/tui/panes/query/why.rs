@@ -1,0 +1,179 @@
+//! Why the target was missed: its rank and score in every list beside the top-1
+//! chunk's, its length and topic, and its fused rank for every dense weight from
+//! 0.00 to 1.00 drawn as a chart.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+
+use crate::core::compare::{Place, Places, best_point};
+use crate::core::text::sanitize_for_terminal as clean;
+use crate::tui::theme::Theme;
+
+/// What the panel shows for one question, computed with the ranking (not per frame).
+#[derive(Debug, Clone, Default)]
+pub struct Why {
+    /// The first target: id, words, topic, places.
+    pub target: Option<(String, usize, Option<String>, Places)>,
+    /// The other targets' ranks in the current ranking.
+    pub others: Vec<(String, Option<usize>)>,
+    /// The current ranking's first chunk and its places.
+    pub top: Option<(String, Places)>,
+    /// The configuration label the `ranked` places refer to.
+    pub label: String,
+    /// The alpha grid and the target's fused rank at each weight.
+    pub grid: Vec<f64>,
+    pub curve: Vec<Option<usize>>,
+    /// Candidates fused (the curve's worst possible rank).
+    pub candidates: usize,
+    /// The current dense weight (marked on the chart).
+    pub alpha: f64,
+}
+
+fn cell(p: Option<Place>, digits: usize) -> String {
+    p.map_or("not in list".into(), |p| {
+        format!("{:.*}  #{}", digits, p.score, p.rank)
+    })
+}
+
+impl Why {
+    /// The curve's summary: best weight and rank, and the rank at the current weight.
+    pub fn curve_title(&self) -> String {
+        let now = self
+            .grid
+            .iter()
+            .position(|a| (a - self.alpha).abs() < 1e-9)
+            .and_then(|i| self.curve.get(i).copied().flatten());
+        let show = |r: Option<usize>| r.map_or("-".to_string(), |r| format!("#{r}"));
+        match best_point(&self.grid, &self.curve) {
+            Some((a, r)) => format!(
+                " target's fused rank by alpha · best a={a:.2} #{r} · now {} ",
+                show(now)
+            ),
+            None => " target's fused rank by alpha · in neither list ".into(),
+        }
+    }
+
+    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [scores, chart] =
+            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+                .areas(area);
+        self.draw_scores(f, scores, theme);
+        self.draw_curve(f, chart, theme);
+    }
+
+    fn draw_scores(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let Some((id, words, topic, t)) = &self.target else {
+            f.render_widget(
+                Paragraph::new(
+                    "no target chunk known for this question (t opens it when there is one)",
+                )
+                .style(theme.muted)
+                .block(theme.block(" Target ", false)),
+                area,
+            );
+            return;
+        };
+        let top = self.top.as_ref();
+        let top_places = top.map(|(_, p)| *p).unwrap_or_default();
+        let row = |name: &str, style: Style, a: Option<Place>, b: Option<Place>, d: usize| {
+            Line::from(vec![
+                Span::styled(format!("{name:<13}"), style),
+                Span::styled(format!("{:<20}", cell(a, d)), theme.target_chunk),
+                Span::styled(cell(b, d), theme.text),
+            ])
+        };
+        let mut lines = vec![
+            Line::styled(format!("target {}", clean(id)), theme.target_chunk),
+            Line::styled(
+                format!("top-1  {}", top.map_or("-".into(), |(i, _)| clean(i))),
+                theme.title,
+            ),
+            Line::from(vec![
+                Span::styled(format!("{:<13}", "list"), theme.muted),
+                Span::styled(format!("{:<20}", "target"), theme.target_chunk),
+                Span::styled("top-1", theme.title),
+            ]),
+            row("cosine", theme.rank_dense, t.dense, top_places.dense, 3),
+            row("bm25", theme.rank_sparse, t.bm25, top_places.bm25, 3),
+            row("tfidf", theme.rank_sparse, t.tfidf, top_places.tfidf, 3),
+            row(&self.label, theme.title, t.ranked, top_places.ranked, 4),
+            Line::styled(
+                format!(
+                    "target: {words} words · topic {} · t opens it",
+                    clean(topic.as_deref().unwrap_or("-"))
+                ),
+                theme.muted,
+            ),
+        ];
+        for (other, rank) in &self.others {
+            lines.push(Line::styled(
+                format!(
+                    "also target {}: {}",
+                    clean(other),
+                    rank.map_or("not ranked".into(), |r| format!("#{r}"))
+                ),
+                theme.target_chunk,
+            ));
+        }
+        f.render_widget(
+            Paragraph::new(lines).block(theme.block(" Why: target vs top-1 ", false)),
+            area,
+        );
+    }
+
+    /// Rank on a log scale, best at the top: y = -log10(rank).
+    fn draw_curve(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        if self.target.is_none() {
+            f.render_widget(
+                Paragraph::new("a question with a known target gets its alpha curve here")
+                    .style(theme.muted)
+                    .block(theme.block(" Target's fused rank by alpha ", false)),
+                area,
+            );
+            return;
+        }
+        let points: Vec<(f64, f64)> = self
+            .grid
+            .iter()
+            .zip(&self.curve)
+            .filter_map(|(&a, r)| r.map(|r| (a, -(r as f64).log10())))
+            .collect();
+        let now: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|(a, _)| (a - self.alpha).abs() < 1e-9)
+            .copied()
+            .collect();
+        let worst = self.candidates.max(2) as f64;
+        let datasets = vec![
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(theme.rank_dense)
+                .data(&points),
+            Dataset::default()
+                .marker(Marker::Block)
+                .graph_type(GraphType::Scatter)
+                .style(theme.target_chunk)
+                .data(&now),
+        ];
+        let chart = Chart::new(datasets)
+            .block(theme.block(self.curve_title(), false))
+            .x_axis(
+                Axis::default()
+                    .bounds([0.0, 1.0])
+                    .labels(["a=0", "0.5", "1"])
+                    .style(theme.muted),
+            )
+            .y_axis(
+                Axis::default()
+                    .bounds([-worst.log10(), 0.0])
+                    .labels([format!("#{}", self.candidates.max(2)), "#1".to_string()])
+                    .style(theme.muted),
+            );
+        f.render_widget(chart, area);
+    }
+}

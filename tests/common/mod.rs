@@ -2,6 +2,8 @@
 //! environment (temporary config, data and workspace folders).
 #![allow(dead_code)]
 
+pub mod server;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

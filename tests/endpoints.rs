@@ -18,18 +18,7 @@ use common::server::Server;
 /// servers as endpoints with `max_concurrent` each.
 fn setup(servers: &[&Server], max_concurrent: usize, n: usize) -> (Env, PathBuf) {
     let env = Env::new();
-    let dir = env.dir.path().join("docs");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(
-        dir.join("rabies.md"),
-        "# Rabies\n\n## Prevention\n\nVaccinate dogs and cats against rabies. Avoid wild animals such as bats.\n",
-    )
-    .expect("w");
-    std::fs::write(
-        dir.join("flu.md"),
-        "# Flu\n\n## Prevention\n\nGet a flu vaccine every year. Wash your hands often.\n",
-    )
-    .expect("w");
+    let dir = common::two_pages(env.dir.path());
     env.ok(&["ingest", dir.to_str().expect("utf8"), "--index"]);
     let mut config = String::new();
     for s in servers {

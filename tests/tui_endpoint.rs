@@ -12,7 +12,7 @@ mod common;
 
 use std::time::Duration;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use raglab::config::{Config, DEFAULT_EMBED_MODEL, EndpointConfig, Paths};
 use raglab::core::sampling::Sampling;
 use raglab::service::Context;
@@ -24,47 +24,23 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use common::server::{Server, request};
 
 fn key(app: &mut App, jobs: &mut Jobs, code: KeyCode) {
-    if let Some(effect) = app.handle_key(KeyEvent::new(code, KeyModifiers::NONE)) {
-        jobs.run(app, effect);
-    }
+    common::tui::key(app, jobs, code);
 }
 
-/// Run the event loop's message half (receive, apply) until `done` holds, drawing
-/// the screen after every message as the loop would; returns the screens drawn.
+/// The messages applied until `done` holds, with the screens drawn after each.
 async fn pump(
     jobs: &mut Jobs,
     app: &mut App,
     rx: &mut UnboundedReceiver<Msg>,
     done: impl Fn(&Jobs, &App) -> bool,
 ) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
-    let mut screens = Vec::new();
-    while !done(jobs, app) {
-        let msg = tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .expect("the TUI's jobs answered within 180 s")
-            .expect("job channel open");
-        jobs.apply(app, msg);
-        screens.push(common::screen(app, 160, 40));
-    }
-    screens
+    common::tui::pump(jobs, app, rx, done, Duration::from_secs(180), (160, 40)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
     let env = common::Env::new();
-    let docs = env.dir.path().join("docs");
-    std::fs::create_dir_all(&docs).expect("mkdir");
-    std::fs::write(
-        docs.join("rabies.md"),
-        "# Rabies\n\n## Prevention\n\nVaccinate dogs and cats against rabies. Avoid wild animals such as bats.\n",
-    )
-    .expect("write");
-    std::fs::write(
-        docs.join("flu.md"),
-        "# Flu\n\n## Prevention\n\nGet a flu vaccine every year. Wash your hands often.\n",
-    )
-    .expect("write");
+    let docs = common::two_pages(env.dir.path());
     env.ok(&["ingest", docs.to_str().expect("utf8"), "--index"]);
     let server = Server::start(env.dir.path(), "chat");
 

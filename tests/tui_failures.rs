@@ -8,7 +8,6 @@ mod common;
 
 use std::time::Duration;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use raglab::config::{Config, DEFAULT_EMBED_MODEL, Paths};
 use raglab::service::Context;
 use raglab::tui::app::App;
@@ -20,32 +19,18 @@ fn render(app: &App) -> String {
     common::screen(app, 220, 50)
 }
 
-/// A key press as the event loop handles it: the app updates, its effect goes to the
-/// jobs.
 fn press(app: &mut App, jobs: &mut Jobs, c: char) {
-    if let Some(effect) = app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)) {
-        jobs.run(app, effect);
-    }
+    common::tui::press(app, jobs, c);
 }
 
-/// Run the event loop's message half (receive, apply) until `done` holds.
+/// Run the event loop's message half until `done` holds.
 async fn pump(
     jobs: &mut Jobs,
     app: &mut App,
     rx: &mut UnboundedReceiver<Msg>,
     done: impl Fn(&Jobs, &App) -> bool,
 ) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        if done(jobs, app) {
-            return;
-        }
-        let msg = tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .expect("the TUI's jobs answered within 60 s")
-            .expect("job channel open");
-        jobs.apply(app, msg);
-    }
+    common::tui::pump(jobs, app, rx, done, Duration::from_secs(60), (0, 0)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

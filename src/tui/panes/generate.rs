@@ -269,7 +269,7 @@ impl GeneratePane {
         format!(
             "{} · {} · {} tokens · {rate:.1} tok/s · {ttft} · {elapsed:.1}s · T={} top-k={} top-p={} min-p={} rep={} seed={} max={}",
             if self.running { "generating" } else { "idle" },
-            self.backend.as_deref().unwrap_or("loading"),
+            self.backend.as_deref().unwrap_or("-"),
             self.tokens,
             s.temperature,
             s.top_k,

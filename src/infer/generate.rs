@@ -65,6 +65,9 @@ pub struct GenStats {
     pub prompt_tokens: usize,
     pub output_tokens: usize,
     pub ttft_ms: f64,
+    /// Prompt tokens decoded per second of wall clock. The clock stops only after
+    /// `llama_synchronize`: on a GPU, `llama_decode` can return once the work is
+    /// queued, and a clock stopped there would overstate the rate.
     pub prompt_tokens_per_s: f64,
     pub gen_tokens_per_s: f64,
     pub total_ms: f64,

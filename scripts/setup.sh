@@ -6,6 +6,11 @@
 #   scripts/setup.sh --demo   ... then ingest sample-data and open the TUI on it
 #   scripts/setup.sh --test   ... then run the whole test suite
 #   scripts/setup.sh --check  only check that the system packages and tools are usable
+#   scripts/setup.sh --cuda [--arch 90[,89...]]
+#                             ... then build the CUDA binary (scripts/build_cuda.sh): the
+#                             CUDA 13.0 wheels into the tool environment, raglab for the
+#                             given GPU architectures (default: this machine's), installed
+#                             with its libraries in DATA_DIR/cuda as ~/.local/bin/raglab-cuda
 #
 # Idempotent: every step checks whether its result already exists and is skipped if so.
 # Environment: RAGLAB_DATA_DIR (default ~/.local/share/raglab), CARGO_TARGET_DIR
@@ -15,9 +20,11 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 mode="${1:-}"
+cuda_args=()
 case "$mode" in
   ""|--demo|--test|--check) ;;
-  *) echo "unknown option $mode (expected --demo, --test or --check)" >&2; exit 2;;
+  --cuda) shift; cuda_args=("$@");;
+  *) echo "unknown option $mode (expected --demo, --test, --check or --cuda [--arch 90[,89...]])" >&2; exit 2;;
 esac
 
 data_dir="${RAGLAB_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/raglab}"
@@ -207,6 +214,10 @@ mkdir -p tests/bin
 ln -sf "$server" tests/bin/llama-server
 
 case "$mode" in
+  --cuda)
+    # The CPU build above seeds the CUDA target dir: only llama.cpp and raglab recompile.
+    scripts/build_cuda.sh "$venv/bin/python" "${cuda_args[@]}"
+    ;;
   --demo)
     say "ingesting sample-data/guidance"
     "$bin" ingest sample-data/guidance --index
@@ -229,5 +240,5 @@ case "$mode" in
       *) say "~/.local/bin is not on your PATH: run  export PATH=\"\$HOME/.local/bin:\$PATH\"  (or call $bin)";;
     esac
     ;;
-  *) echo "unknown option $mode (expected --demo, --test or --check)" >&2; exit 2;;
+  *) echo "unknown option $mode" >&2; exit 2;;
 esac

@@ -75,9 +75,10 @@ pub struct Config {
     pub chunking: ChunkingConfig,
     pub retrieval: RetrievalConfig,
     pub annotation: AnnotationConfig,
-    /// OpenAI-compatible model servers (`[[endpoints]]`): when any is listed,
-    /// `raglab generate` answers through them as one pool instead of loading the local
-    /// generator (unless `--model` or `--local` is given).
+    /// OpenAI-compatible model servers (`[[endpoints]]`): when any chat endpoint is
+    /// listed, `raglab generate`, `judge` and the TUI's Generate pane answer through them
+    /// instead of loading the local generator (unless `--model` or `--local` is given);
+    /// one marked `embeddings = true` computes the embeddings.
     pub endpoints: Vec<EndpointConfig>,
 }
 
@@ -119,6 +120,11 @@ pub struct EndpointConfig {
     /// `top_k`, `min_p` and `repeat_penalty`).
     #[serde(default)]
     pub standard_sampling: bool,
+    /// This server computes embeddings (`/v1/embeddings`, llama-server with
+    /// `--embeddings`): `index`, `search`, `eval retrieval` and the TUI embed with it
+    /// unless `--embed-model` names a GGUF. It takes no chat requests.
+    #[serde(default)]
+    pub embeddings: bool,
 }
 
 fn one() -> usize {
@@ -150,6 +156,9 @@ pub struct ModelConfig {
     pub generate: Option<PathBuf>,
     /// GGUF judge model (default: the generator).
     pub judge: Option<PathBuf>,
+    /// Layers of every in-process model (generator, judge, embedder) offloaded to the
+    /// GPU; `--gpu-layers` wins. Default: all of them in a CUDA build, none otherwise.
+    pub gpu_layers: Option<u32>,
     /// Prefix prepended to queries before embedding (e5: "query: ").
     pub query_prefix: Option<String>,
     /// Prefix prepended to documents before embedding (e5: "passage: ").
@@ -198,6 +207,20 @@ impl Config {
             .unwrap_or_else(|| paths.models_dir().join(DEFAULT_EMBED_MODEL))
     }
 
+    /// The endpoints that answer chat requests (all but the embedding ones).
+    pub fn chat_endpoints(&self) -> Vec<EndpointConfig> {
+        self.endpoints
+            .iter()
+            .filter(|e| !e.embeddings)
+            .cloned()
+            .collect()
+    }
+
+    /// The first endpoint that serves embeddings.
+    pub fn embed_endpoint(&self) -> Option<&EndpointConfig> {
+        self.endpoints.iter().find(|e| e.embeddings)
+    }
+
     pub fn gen_model(&self, paths: &Paths) -> PathBuf {
         self.models
             .generate
@@ -239,6 +262,16 @@ mod tests {
         assert_eq!(c.endpoints[1].max_concurrent, 4);
         assert_eq!(c.endpoints[1].api_key_env.as_deref(), Some("KEY"));
         assert!(toml::from_str::<Config>("[[endpoints]]\nmodel = \"m\"\n").is_err());
+        let c: Config = toml::from_str(
+            "[models]\ngpu_layers = 12\n\n[[endpoints]]\nurl = \"http://a:1/v1\"\n\n[[endpoints]]\nurl = \"http://e:3/v1\"\nembeddings = true\n",
+        )
+        .expect("valid config");
+        assert_eq!(c.models.gpu_layers, Some(12));
+        assert_eq!(c.chat_endpoints().len(), 1);
+        assert_eq!(
+            c.embed_endpoint().map(|e| e.url.as_str()),
+            Some("http://e:3/v1")
+        );
         assert!(toml::from_str::<Config>("[[endpoints]]\nurl = \"u\"\nurll = 1\n").is_err());
     }
 }

@@ -43,6 +43,9 @@ fn run(cli: Cli) -> Result<()> {
     if let Some(r) = cli.rubric.clone() {
         ctx.config.annotation.rubric = Some(r); // the flag wins over the config
     }
+    if let Some(n) = cli.gpu_layers {
+        ctx.config.models.gpu_layers = Some(n); // the flag wins over the config
+    }
     init_logging(&ctx.paths);
     let rt = runtime()?;
     match cli.command {

@@ -7,123 +7,18 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::Env;
-
-fn server_binary() -> PathBuf {
-    let p = std::env::var_os("RAGLAB_LLAMA_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| common::repo().join("tests/bin/llama-server"));
-    assert!(
-        p.is_file(),
-        "llama-server not found at {}: run scripts/setup.sh (it builds llama.cpp's server and links it there)",
-        p.display()
-    );
-    p
-}
-
-/// One plain HTTP/1.0 GET on 127.0.0.1: (status, body); None when nothing answers.
-fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let status = out.split_whitespace().nth(1)?.parse().ok()?;
-    let body = out
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    Some((status, body))
-}
-
-/// A llama-server process, killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start(dir: &std::path::Path, name: &str) -> Self {
-        let model = common::model("SmolLM2-135M-Instruct.Q4_1.gguf");
-        for _ in 0..5 {
-            // A port the system just handed out; another process could take it before
-            // the server binds it, so a server that exits early is started again.
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("free port")
-                .port();
-            let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("log");
-            let mut child = Command::new(server_binary())
-                .args(["-m", model.to_str().expect("utf8")])
-                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-                // Two slots of 2,048 tokens, one thread: two servers share 2 cores.
-                .args(["-c", "4096", "-np", "2", "-t", "1"])
-                .stdout(log.try_clone().expect("log"))
-                .stderr(log)
-                .spawn()
-                .expect("start llama-server");
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while Instant::now() < deadline {
-                if child.try_wait().ok().flatten().is_some() {
-                    break;
-                }
-                if get(port, "/health").is_some_and(|(s, _)| s == 200) {
-                    return Self { child, port };
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        panic!(
-            "llama-server {name} did not start; see {}",
-            dir.join(format!("{name}.log")).display()
-        );
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    /// Whether a slot is generating right now (llama-server's `/slots`).
-    fn busy(&self) -> bool {
-        get(self.port, "/slots").is_some_and(|(_, body)| body.contains("\"is_processing\":true"))
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
+use common::server::Server;
 
 /// A workspace with two indexed guidance pages and `n` questions; the config lists the
 /// servers as endpoints with `max_concurrent` each.
 fn setup(servers: &[&Server], max_concurrent: usize, n: usize) -> (Env, PathBuf) {
     let env = Env::new();
-    let dir = env.dir.path().join("docs");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(
-        dir.join("rabies.md"),
-        "# Rabies\n\n## Prevention\n\nVaccinate dogs and cats against rabies. Avoid wild animals such as bats.\n",
-    )
-    .expect("w");
-    std::fs::write(
-        dir.join("flu.md"),
-        "# Flu\n\n## Prevention\n\nGet a flu vaccine every year. Wash your hands often.\n",
-    )
-    .expect("w");
+    let dir = common::two_pages(env.dir.path());
     env.ok(&["ingest", dir.to_str().expect("utf8"), "--index"]);
     let mut config = String::new();
     for s in servers {

@@ -64,7 +64,6 @@ impl RankingArgs {
         ModelChoice {
             model: self.embed_model.clone(),
             threads,
-            gpu_layers: None,
         }
     }
 
@@ -98,9 +97,6 @@ pub struct GeneratorArgs {
     pub model: Option<PathBuf>,
     #[arg(long)]
     pub threads: Option<i32>,
-    /// Layers offloaded to the GPU (builds with `--features cuda`).
-    #[arg(long)]
-    pub n_gpu_layers: Option<u32>,
     /// Decode every prompt whole instead of reusing the KV cache of a prefix shared
     /// with the previous prompt (for timing comparisons).
     #[arg(long)]
@@ -112,7 +108,6 @@ impl GeneratorArgs {
         ModelChoice {
             model: self.model.clone(),
             threads: self.threads,
-            gpu_layers: self.n_gpu_layers,
         }
     }
 }

@@ -88,13 +88,38 @@ pub async fn generate(ctx: &Context, args: GenBenchArgs) -> Result<()> {
         model: ModelChoice {
             model: args.model,
             threads: args.threads,
-            gpu_layers: None,
         },
     };
     let out = bench_generate(ctx, &req).await?;
     if args.json {
         return print_json(&out);
     }
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    let f = |k: &str| out[k].as_f64().unwrap_or(0.0);
+    let text = |k: &str| out[k].as_str().unwrap_or("-").to_string();
+    say!(
+        "{} on {} (layers offloaded {}/{}, {} threads)",
+        text("model"),
+        text("device"),
+        out["layers_offloaded"],
+        out["layers_total"],
+        out["threads"]
+    );
+    say!(
+        "{} prompt tokens, {} output tokens, median of {} runs",
+        out["prompt_tokens"],
+        out["output_tokens"],
+        out["runs"]
+    );
+    say!(
+        "prompt      {:>9.1} tok/s (llama.cpp counters {:.1})",
+        f("raglab_prompt_tokens_per_s"),
+        f("llama_prompt_tokens_per_s")
+    );
+    say!(
+        "generation  {:>9.1} tok/s (llama.cpp counters {:.1})",
+        f("raglab_gen_tokens_per_s"),
+        f("llama_gen_tokens_per_s")
+    );
+    say!("time to first token {:.1} ms", f("ttft_ms"));
     Ok(())
 }

@@ -140,7 +140,6 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
     let model = ModelChoice {
         model: args.judge_model,
         threads: args.threads,
-        gpu_layers: None,
     };
     let batch = JudgeBatch::prepare(
         ctx,

@@ -40,7 +40,6 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
         embed: ModelChoice {
             model: args.embed_model,
             threads: args.threads,
-            gpu_layers: None,
         },
         sparse_only: args.sparse_only,
         ann: args.ann,

@@ -72,6 +72,11 @@ pub struct Cli {
     /// config `[annotation] rubric`, else the paper's pass/fail rubric).
     #[arg(long, global = true)]
     pub rubric: Option<PathBuf>,
+    /// Layers of every in-process model (generator, judge, embedder) offloaded to the
+    /// GPU (default: config `[models] gpu_layers`, else all in a CUDA build, 0 in a
+    /// CPU build). 0 keeps everything on the CPU.
+    #[arg(long, global = true)]
+    pub gpu_layers: Option<u32>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }

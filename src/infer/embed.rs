@@ -28,6 +28,8 @@ pub struct EmbedConfig {
     pub max_tokens: usize,
     pub threads: i32,
     pub n_gpu_layers: u32,
+    /// Embed on this OpenAI-compatible server instead of loading `model`.
+    pub endpoint: Option<super::endpoint::EndpointSpec>,
 }
 
 impl EmbedConfig {
@@ -39,6 +41,7 @@ impl EmbedConfig {
             max_tokens: 256,
             threads: super::backend::all_cores(),
             n_gpu_layers: 0,
+            endpoint: None,
         }
     }
 }
@@ -49,11 +52,15 @@ pub struct EmbedInfo {
     pub name: String,
     pub dim: usize,
     pub max_tokens: usize,
+    /// CPU or the GPU (for an endpoint: its URL), and the layers offloaded.
+    pub placement: super::device::Placement,
 }
 
-type Reply = mpsc::Sender<Result<Vec<Vec<f32>>>>;
+pub(super) type Reply = mpsc::Sender<Result<Vec<Vec<f32>>>>;
 
-enum Request {
+/// What an [`Embedder`] handle asks its worker (a model here, or an endpoint:
+/// [`super::embed_endpoint`]).
+pub(super) enum Request {
     Embed(Vec<String>, Reply),
     Tokens(String, mpsc::Sender<Vec<i32>>),
 }
@@ -75,7 +82,12 @@ impl Embedder {
         let worker_cfg = cfg.clone();
         std::thread::Builder::new()
             .name("raglab-embed".into())
-            .spawn(move || worker(&worker_cfg, &rx, &ready_tx))
+            .spawn(move || match &worker_cfg.endpoint {
+                Some(spec) => {
+                    super::embed_endpoint::worker(spec, worker_cfg.max_tokens, &rx, &ready_tx)
+                }
+                None => worker(&worker_cfg, &rx, &ready_tx),
+            })
             .map_err(|e| InferError::Backend(e.to_string()))?;
         let info = ready_rx.recv().map_err(|_| InferError::WorkerGone)??;
         Ok(Self {
@@ -163,10 +175,18 @@ fn worker(
         }
     };
     let dim = usize::try_from(model.n_embd()).unwrap_or(0);
+    let placement = match super::device::placement(&model, cfg.n_gpu_layers) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
     let info = EmbedInfo {
         name: name.clone(),
         dim,
         max_tokens,
+        placement,
     };
     if ready.send(Ok(info)).is_err() {
         return;

@@ -65,6 +65,9 @@ pub struct GenStats {
     pub prompt_tokens: usize,
     pub output_tokens: usize,
     pub ttft_ms: f64,
+    /// Prompt tokens decoded per second of wall clock. The clock stops only after
+    /// `llama_synchronize`: on a GPU, `llama_decode` can return once the work is
+    /// queued, and a clock stopped there would overstate the rate.
     pub prompt_tokens_per_s: f64,
     pub gen_tokens_per_s: f64,
     pub total_ms: f64,
@@ -138,6 +141,8 @@ pub struct GenInfo {
     pub file: String,
     pub n_ctx_train: u32,
     pub has_chat_template: bool,
+    /// CPU or the GPU, and the layers offloaded.
+    pub placement: super::device::Placement,
 }
 
 /// Handle to a generation worker.
@@ -272,7 +277,15 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
             return;
         }
     };
+    let placement = match super::device::placement(&model, cfg.n_gpu_layers) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
     let info = GenInfo {
+        placement,
         name: model_name(&cfg.model),
         file: cfg
             .model
@@ -485,6 +498,10 @@ fn run_one<'m>(
     // The KV cache holds exactly the prompt tokens decoded (all, unless stopped).
     kv_tokens.clear();
     kv_tokens.extend_from_slice(&tokens[..decoded]);
+    // On a GPU, `llama_decode` may return as soon as the work is queued: waiting for
+    // it here keeps the prompt's time inside the timed region, so prompt tokens/s is
+    // not overstated (on the CPU the wait returns at once).
+    ctx.synchronize();
     let prompt_done = Instant::now();
     let mut sampler = sampler(model, &req.sampling, req.grammar.as_deref())?;
     let mut text = String::new();

@@ -6,7 +6,9 @@
 
 pub mod backend;
 pub mod chat;
+pub mod device;
 pub mod embed;
+pub mod embed_endpoint;
 pub mod endpoint;
 pub mod generate;
 

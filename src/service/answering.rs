@@ -2,8 +2,8 @@
 //! streamed answer for the TUI, and judging stored answers with the rubric.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
 
 use anyhow::{Result, bail};
 
@@ -23,7 +23,7 @@ use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
 use crate::infer::generate::{GenConfig, GenStats, Generator};
 
 /// Load a generator and refuse models that cannot chat.
-fn load_generator(cfg: &GenConfig) -> Result<Generator> {
+pub(super) fn load_generator(cfg: &GenConfig) -> Result<Generator> {
     let g = Generator::spawn(cfg)?;
     if !g.info.has_chat_template {
         bail!(
@@ -93,8 +93,9 @@ impl AnswerBatch {
             local,
         } = req;
         // Endpoints when configured, unless a model file is named or --local given.
-        let backend = if !local && generator.model.is_none() && !ctx.config.endpoints.is_empty() {
-            Backend::Pool(Pool::from_config(&ctx.config.endpoints)?)
+        let chat = ctx.config.chat_endpoints();
+        let backend = if !local && generator.model.is_none() && !chat.is_empty() {
+            Backend::Pool(Pool::from_config(&chat)?)
         } else {
             let mut gcfg = ctx.gen_config(&generator);
             gcfg.reuse_prefix = reuse_prefix;
@@ -107,7 +108,7 @@ impl AnswerBatch {
             None
         } else {
             config.abstain_below = config.abstain_below.or(ctx.config.retrieval.abstain_below);
-            let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed))).await?;
+            let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed)?)).await?;
             r.ensure_fresh()?;
             Some(r)
         };
@@ -267,12 +268,7 @@ impl AnswerBatch {
                     sent,
                     reply.text,
                     &reply.stats,
-                    Provenance {
-                        model_file: reply.served_model.clone(),
-                        model_sha256: String::new(),
-                        endpoint: Some(pool.endpoints[i].spec.url.clone()),
-                        served_model: Some(reply.served_model),
-                    },
+                    Provenance::endpoint(&pool.endpoints[i].spec.url, reply.served_model),
                 )?;
                 answers(&ctx.workspace).append(&[rec]).await?;
                 s.tokens += reply.stats.output_tokens;
@@ -286,84 +282,6 @@ impl AnswerBatch {
         s.pool = Some(report);
         Ok(s)
     }
-}
-
-/// The generator of the TUI and its file hash, loaded on first use and shared by
-/// every later answer.
-#[derive(Clone, Default)]
-pub struct GeneratorSlot(Arc<OnceLock<Loaded>>);
-
-/// A loaded generator with its file's SHA-256, or why it could not be loaded.
-type Loaded = Result<(Arc<Generator>, String), String>;
-
-impl GeneratorSlot {
-    fn get(&self, cfg: &GenConfig) -> Result<(Arc<Generator>, String)> {
-        let loaded = self.0.get_or_init(|| {
-            let g = load_generator(cfg).map_err(|e| format!("{e:#}"))?;
-            let sha = file_sha256(&cfg.model).map_err(|e| format!("{e:#}"))?;
-            Ok((Arc::new(g), sha))
-        });
-        loaded.clone().map_err(anyhow::Error::msg)
-    }
-}
-
-/// One stored answer judged live, as `raglab judge` judges it (greedy, the rubric's
-/// grammar, against the text of its targets) but streamed token by token for the TUI.
-/// Blocking; the judgement is returned for the caller to commit. `slot` holds the
-/// judge model (`[models] judge`, else the generator's file) once loaded.
-pub fn judge_live(
-    ctx: &Context,
-    slot: &GeneratorSlot,
-    retriever: &Retriever,
-    rubric: &crate::core::rubric::Rubric,
-    a: &AnswerRecord,
-    on_token: impl FnMut(&str),
-) -> Result<JudgementRecord> {
-    let mut cfg = ctx.judge_config(&ModelChoice::default());
-    cfg.threads = Context::tui_threads();
-    let (g, _) = slot.get(&cfg)?;
-    let target = a
-        .target_ids
-        .iter()
-        .filter_map(|t| retriever.chunk(t))
-        .map(|c| c.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    if target.is_empty() {
-        bail!("none of this answer's target chunks is in the corpus: nothing to judge it against");
-    }
-    let (rec, _) = super::generation::judge_streaming(&g, rubric, a, &target, (0.0, 7), on_token)?;
-    Ok(rec)
-}
-
-/// One answer generated live: streamed token by token, stoppable. Blocking (run it
-/// on a blocking thread); `on_prompt` receives the exact prompt before generation.
-#[allow(clippy::too_many_arguments)]
-pub fn answer_live(
-    ctx: &Context,
-    slot: &GeneratorSlot,
-    retriever: &Retriever,
-    question: &Question,
-    config: &RunConfig,
-    stop: Arc<AtomicBool>,
-    on_prompt: impl FnOnce(String),
-    on_token: impl FnMut(&str),
-) -> Result<AnswerRecord> {
-    let mut gcfg = ctx.gen_config(&ModelChoice::default());
-    gcfg.threads = Context::tui_threads();
-    let (g, sha) = slot.get(&gcfg)?;
-    let answerer = Answerer {
-        retriever: Some(retriever),
-        generator: &g,
-        model_sha256: sha,
-        config,
-        template: default_template(),
-    };
-    let prepared = answerer.prepare(question)?;
-    if let Ok(p) = g.chat_prompt(vec![ChatMessage::user(prepared.user_prompt.clone())]) {
-        on_prompt(p);
-    }
-    answerer.answer(question, prepared, stop, on_token)
 }
 
 /// Commit one answer to `answers.lance`.
@@ -405,12 +323,13 @@ impl JudgeBatch {
     ) -> Result<Self> {
         // Endpoints when configured, unless a judge GGUF is named (flag or config) or
         // --local given.
+        let chat = ctx.config.chat_endpoints();
         let on_pool = !local
             && model.model.is_none()
             && ctx.config.models.judge.is_none()
-            && !ctx.config.endpoints.is_empty();
+            && !chat.is_empty();
         let (generator, pool, judge_name) = if on_pool {
-            let pool = Pool::from_config(&ctx.config.endpoints)?;
+            let pool = Pool::from_config(&chat)?;
             let name = pool.model_name().await?;
             (None, Some(pool), name)
         } else {

@@ -39,7 +39,7 @@ pub async fn bench_retrieval(
         threads: Some(threads),
         ..ModelChoice::default()
     };
-    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed))).await?;
+    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed)?)).await?;
     r.ensure_fresh()?;
     let _ = r.query(&queries[0], DEFAULT_DEPTH)?; // warm-up (TF-IDF norms, caches)
     let (mut embed, mut dense, mut bm25, mut fusion, mut total) =
@@ -111,7 +111,9 @@ pub struct GenBench {
 
 /// raglab's generator (wall clock around the whole streaming loop: sampling,
 /// detokenisation and channel sends included) against llama.cpp's own perf counters
-/// for the same runs (decode time only).
+/// for the same runs (decode time only), with where the model ran (CPU or the GPU's
+/// name, layers offloaded). The prompt's wall clock ends after the device finished it
+/// (the generator synchronises), so a GPU's asynchronous decode cannot overstate it.
 pub async fn bench_generate(ctx: &Context, args: &GenBench) -> Result<serde_json::Value> {
     let questions = read_questions(&args.questions)?;
     let Some(q) = questions.first() else {
@@ -125,7 +127,7 @@ pub async fn bench_generate(ctx: &Context, args: &GenBench) -> Result<serde_json
         threads: Some(1),
         ..ModelChoice::default()
     };
-    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed))).await?;
+    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed)?)).await?;
     let config = RunConfig {
         k: args.k,
         ..RunConfig::default()
@@ -162,8 +164,12 @@ pub async fn bench_generate(ctx: &Context, args: &GenBench) -> Result<serde_json
         let v: Vec<f64> = rows.iter().map(f).collect();
         pct(&v, 0.5)
     };
+    let placed = &generator.info.placement;
     let out = serde_json::json!({
-        "model": generator.info.file, "threads": gcfg.threads, "prompt_tokens": rows.first().map(|s| s.prompt_tokens),
+        "model": generator.info.file, "threads": gcfg.threads,
+        "device": placed.device, "gpu_layers_requested": gcfg.n_gpu_layers,
+        "layers_offloaded": placed.layers_offloaded, "layers_total": placed.layers_total,
+        "prompt_tokens": rows.first().map(|s| s.prompt_tokens),
         "output_tokens": rows.first().map(|s| s.output_tokens), "runs": rows.len(),
         "raglab_prompt_tokens_per_s": med(&|s| s.prompt_tokens_per_s),
         "llama_prompt_tokens_per_s": med(&|s| s.llama_prompt_tokens_per_s),

@@ -10,6 +10,7 @@ use anyhow::{Context as _, Result};
 
 use crate::config::{Config, Paths};
 use crate::core::retrieval::{Alpha, Method};
+use crate::infer::device::default_gpu_layers;
 use crate::infer::embed::EmbedConfig;
 use crate::infer::generate::GenConfig;
 use crate::store::workspace::Workspace;
@@ -28,7 +29,6 @@ pub struct ModelChoice {
     /// A GGUF file given on the command line (wins over the config).
     pub model: Option<PathBuf>,
     pub threads: Option<i32>,
-    pub gpu_layers: Option<u32>,
 }
 
 impl Context {
@@ -58,13 +58,30 @@ impl Context {
         })
     }
 
-    /// The embedding model: flag, then config, then the MiniLM GGUF from setup.
-    pub fn embed_config(&self, choice: &ModelChoice) -> EmbedConfig {
+    /// Layers of every in-process model offloaded to the GPU: `--gpu-layers` (the
+    /// entry point writes the flag into the config), then `[models] gpu_layers`, then
+    /// [`default_gpu_layers`] (all in a CUDA build, none in a CPU build).
+    pub fn gpu_layers(&self) -> u32 {
+        self.config
+            .models
+            .gpu_layers
+            .unwrap_or_else(default_gpu_layers)
+    }
+
+    /// The embedding model: flag, then an `[[endpoints]]` entry with `embeddings =
+    /// true`, then config `[models] embed`, then the MiniLM GGUF from setup.
+    pub fn embed_config(&self, choice: &ModelChoice) -> Result<EmbedConfig> {
+        let endpoint = match (&choice.model, self.config.embed_endpoint()) {
+            (None, Some(e)) => Some(crate::service::pool::spec_of(e)?),
+            _ => None,
+        };
         let model = choice
             .model
             .clone()
             .unwrap_or_else(|| self.config.embed_model(&self.paths));
         let mut cfg = EmbedConfig::new(model);
+        cfg.endpoint = endpoint;
+        cfg.n_gpu_layers = self.gpu_layers();
         cfg.query_prefix = self.config.models.query_prefix.clone().unwrap_or_default();
         cfg.document_prefix = self
             .config
@@ -75,10 +92,7 @@ impl Context {
         if let Some(t) = choice.threads {
             cfg.threads = t;
         }
-        if let Some(g) = choice.gpu_layers {
-            cfg.n_gpu_layers = g;
-        }
-        cfg
+        Ok(cfg)
     }
 
     /// The generator: flag, then config, then SmolLM2 from setup.
@@ -102,11 +116,9 @@ impl Context {
 
     fn model_config(&self, model: PathBuf, choice: &ModelChoice) -> GenConfig {
         let mut cfg = GenConfig::new(model);
+        cfg.n_gpu_layers = self.gpu_layers();
         if let Some(t) = choice.threads {
             cfg.threads = t;
-        }
-        if let Some(g) = choice.gpu_layers {
-            cfg.n_gpu_layers = g;
         }
         cfg
     }

@@ -435,7 +435,7 @@ pub async fn evaluate_retrieval(
     }
     let (queries, qrels) = read_queries(req)?;
     let dense = req.methods.iter().any(|m| m.needs_dense());
-    let cfg = dense.then(|| ctx.embed_config(&req.embed));
+    let cfg = dense.then(|| ctx.embed_config(&req.embed)).transpose()?;
     let r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
     r.ensure_fresh()?;
     if dense && !r.has_dense() {
@@ -668,7 +668,7 @@ pub async fn abstention_sweep(
     (from, to, step): (f64, f64, f64),
     embed: &ModelChoice,
 ) -> Result<AbstentionReport> {
-    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(embed))).await?;
+    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(embed)?)).await?;
     if !r.is_fresh() || !r.has_dense() {
         bail!("the embeddings are missing or out of date: run `raglab index` first");
     }

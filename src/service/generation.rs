@@ -374,6 +374,18 @@ pub struct Provenance {
     pub served_model: Option<String>,
 }
 
+impl Provenance {
+    /// An answer from the endpoint at `url`, which said it ran `served_model`.
+    pub fn endpoint(url: &str, served_model: String) -> Self {
+        Self {
+            model_file: served_model.clone(),
+            model_sha256: String::new(),
+            endpoint: Some(url.to_string()),
+            served_model: Some(served_model),
+        }
+    }
+}
+
 /// The stored record of one answer: the question, its retrieval and prompt, the
 /// generated text with its figures and which model produced it.
 #[allow(clippy::too_many_arguments)]

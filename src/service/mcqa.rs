@@ -420,7 +420,7 @@ pub async fn answer_questions(
     }
     check_run_is_consistent(&stored, args, &generator.info.file)?;
     let retriever = if ks.iter().any(|&k| k > 0) {
-        let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&args.embed))).await?;
+        let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&args.embed)?)).await?;
         r.ensure_fresh()?;
         let missing = questions
             .iter()

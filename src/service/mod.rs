@@ -13,6 +13,7 @@ pub mod frugality;
 pub mod generation;
 pub mod ingest;
 pub mod jsonl;
+pub mod live;
 pub mod mcqa;
 pub mod models_eval;
 pub mod per_query;

@@ -48,31 +48,7 @@ impl Pool {
         }
         let mut endpoints = Vec::new();
         for c in configs {
-            if !(c.url.starts_with("http://") || c.url.starts_with("https://")) {
-                bail!(
-                    "endpoint url `{}` must start with http:// or https://",
-                    c.url
-                );
-            }
-            if c.max_concurrent == 0 {
-                bail!("endpoint {}: max_concurrent must be at least 1", c.url);
-            }
-            let api_key = match &c.api_key_env {
-                Some(var) => Some(std::env::var(var).with_context(|| {
-                    format!("endpoint {}: the API key variable {var} is not set", c.url)
-                })?),
-                None => None,
-            };
-            let spec = EndpointSpec {
-                url: c.url.trim_end_matches('/').to_string(),
-                model: c.model.clone(),
-                api_key,
-                max_concurrent: c.max_concurrent,
-                idle_timeout: Duration::from_secs(c.timeout_s.unwrap_or(120).max(1)),
-                context_tokens: c.context_tokens.unwrap_or(8192),
-                standard_sampling: c.standard_sampling,
-            };
-            endpoints.push(Arc::new(Endpoint::new(spec)?));
+            endpoints.push(Arc::new(Endpoint::new(spec_of(c)?)?));
         }
         Ok(Self { endpoints })
     }
@@ -143,6 +119,35 @@ struct State {
     in_flight: usize,
     failures: u32,
     resting_until: Option<Instant>,
+}
+
+/// How to reach one configured endpoint: its URL checked, its API key read from the
+/// environment variable the config names.
+pub fn spec_of(c: &EndpointConfig) -> Result<EndpointSpec> {
+    if !(c.url.starts_with("http://") || c.url.starts_with("https://")) {
+        bail!(
+            "endpoint url `{}` must start with http:// or https://",
+            c.url
+        );
+    }
+    if c.max_concurrent == 0 {
+        bail!("endpoint {}: max_concurrent must be at least 1", c.url);
+    }
+    let api_key = match &c.api_key_env {
+        Some(var) => Some(std::env::var(var).with_context(|| {
+            format!("endpoint {}: the API key variable {var} is not set", c.url)
+        })?),
+        None => None,
+    };
+    Ok(EndpointSpec {
+        url: c.url.trim_end_matches('/').to_string(),
+        model: c.model.clone(),
+        api_key,
+        max_concurrent: c.max_concurrent,
+        idle_timeout: Duration::from_secs(c.timeout_s.unwrap_or(120).max(1)),
+        context_tokens: c.context_tokens.unwrap_or(8192),
+        standard_sampling: c.standard_sampling,
+    })
 }
 
 fn backoff(failures: u32) -> Duration {
@@ -280,6 +285,7 @@ mod tests {
             timeout_s: None,
             context_tokens: None,
             standard_sampling: false,
+            embeddings: false,
         };
         assert!(Pool::from_config(&[]).is_err());
         assert!(Pool::from_config(&[e("localhost:8080", 1)]).is_err());

@@ -287,7 +287,9 @@ pub async fn build_index(
     req: &IndexRequest,
     progress: Progress<'_>,
 ) -> Result<IndexReport> {
-    let cfg = (!req.sparse_only).then(|| ctx.embed_config(&req.embed));
+    let cfg = (!req.sparse_only)
+        .then(|| ctx.embed_config(&req.embed))
+        .transpose()?;
     let mut r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
     let summary = r.build(&ctx.workspace, progress).await?;
     let mut report = IndexReport {
@@ -307,7 +309,10 @@ pub async fn build_index(
 /// Open the retriever for `method` (with the embedder only when it needs dense
 /// lists) and check that its indexes hold the current chunks.
 pub async fn open_for(ctx: &Context, method: Method, embed: &ModelChoice) -> Result<Retriever> {
-    let cfg = method.needs_dense().then(|| ctx.embed_config(embed));
+    let cfg = method
+        .needs_dense()
+        .then(|| ctx.embed_config(embed))
+        .transpose()?;
     let r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
     r.ensure_fresh()?;
     Ok(r)

@@ -12,8 +12,9 @@ use super::effect::{Effect, GenJob};
 use crate::core::agreement::Bootstrap;
 use crate::core::retrieval::QueryLists;
 use crate::service::Context;
-use crate::service::answering::{GeneratorSlot, answer_live, save_answer};
+use crate::service::answering::save_answer;
 use crate::service::generation::{AnswerRecord, RunConfig};
+use crate::service::live::{GeneratorSlot, answer_live, answer_live_endpoint, live_on_endpoints};
 use crate::service::retrieval::{DEFAULT_DEPTH, QueryTimings, Retriever};
 use crate::service::study::{self, Agreement, Study};
 
@@ -24,9 +25,12 @@ pub enum Msg {
         ticket: u64,
         result: Result<Box<(QueryLists, QueryTimings)>, String>,
     },
+    /// The exact prompt, and where the answer is generated (CPU or the GPU with its
+    /// layers offloaded, or the endpoint).
     GenPrompt {
         ticket: u64,
         prompt: String,
+        backend: String,
     },
     GenToken {
         ticket: u64,
@@ -257,7 +261,7 @@ impl Jobs {
         let task = tokio::spawn(async move {
             let (token_tx, live_ctx) = (tx.clone(), Arc::clone(&ctx));
             let judged = tokio::task::spawn_blocking(move || {
-                crate::service::answering::judge_live(
+                crate::service::live::judge_live(
                     &live_ctx,
                     &slot,
                     &r,
@@ -345,28 +349,42 @@ impl Jobs {
         tokio::spawn(async move {
             let ticket = job.ticket;
             let (prompt_tx, token_tx, live_ctx) = (tx.clone(), tx.clone(), Arc::clone(&ctx));
-            let generated = tokio::task::spawn_blocking(move || {
-                answer_live(
-                    &live_ctx,
-                    &slot,
-                    &r,
-                    &job.question,
-                    &config,
-                    Arc::clone(&job.stop),
-                    |prompt| {
-                        let _ = prompt_tx.send(Msg::GenPrompt { ticket, prompt });
-                    },
-                    |piece| {
-                        let _ = token_tx.send(Msg::GenToken {
-                            ticket,
-                            piece: piece.to_string(),
-                        });
-                    },
-                )
-                .map_err(|e| format!("{e:#}"))
-            })
-            .await
-            .unwrap_or_else(|e| Err(format!("the generation stopped: {e}")));
+            let on_start = move |prompt, backend| {
+                let _ = prompt_tx.send(Msg::GenPrompt {
+                    ticket,
+                    prompt,
+                    backend,
+                });
+            };
+            let on_token = move |piece: &str| {
+                let _ = token_tx.send(Msg::GenToken {
+                    ticket,
+                    piece: piece.to_string(),
+                });
+            };
+            let generated = if live_on_endpoints(&ctx) {
+                let stop = Arc::clone(&job.stop);
+                answer_live_endpoint(&ctx, r, &job.question, &config, stop, on_start, on_token)
+                    .await
+                    .map_err(|e| format!("{e:#}"))
+            } else {
+                tokio::task::spawn_blocking(move || {
+                    let stop = Arc::clone(&job.stop);
+                    answer_live(
+                        &live_ctx,
+                        &slot,
+                        &r,
+                        &job.question,
+                        &config,
+                        stop,
+                        on_start,
+                        on_token,
+                    )
+                    .map_err(|e| format!("{e:#}"))
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("the generation stopped: {e}")))
+            };
             let result = match generated {
                 Ok(mut rec) => {
                     // Every TUI generation is its own answer: the same question and seed
@@ -469,7 +487,11 @@ impl Jobs {
             }
             Msg::Retriever(Err(e)) => app.query.status = Some(e),
             Msg::Search { ticket, result } => app.query.on_result(ticket, result.map(|b| *b)),
-            Msg::GenPrompt { ticket, prompt } => app.generate.on_prompt(ticket, prompt),
+            Msg::GenPrompt {
+                ticket,
+                prompt,
+                backend,
+            } => app.generate.on_prompt(ticket, prompt, backend),
             Msg::GenToken { ticket, piece } => app.generate.on_token(ticket, &piece),
             Msg::GenDone { ticket, result } => {
                 let result = result.map(|b| *b);

@@ -128,7 +128,10 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
     app.agreement.lead = opts.lead;
     app.agreement.lead_name = opts.reviewer.clone();
     app.agreement.rubric = Some(rubric);
-    app.generate.model = ctx.gen_model_name();
+    app.generate.model = match ctx.config.chat_endpoints().first() {
+        Some(e) if crate::service::live::live_on_endpoints(ctx) => format!("on endpoint {}", e.url),
+        _ => ctx.gen_model_name(),
+    };
     Ok(app)
 }
 

@@ -2,6 +2,9 @@
 //! environment (temporary config, data and workspace folders).
 #![allow(dead_code)]
 
+pub mod server;
+pub mod tui;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -56,6 +59,24 @@ impl Env {
 
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Two small guidance pages (rabies and flu prevention) in `dir`/docs, for tests that
+/// need a tiny corpus; returns the folder.
+pub fn two_pages(dir: &Path) -> PathBuf {
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    std::fs::write(
+        docs.join("rabies.md"),
+        "# Rabies\n\n## Prevention\n\nVaccinate dogs and cats against rabies. Avoid wild animals such as bats.\n",
+    )
+    .expect("write");
+    std::fs::write(
+        docs.join("flu.md"),
+        "# Flu\n\n## Prevention\n\nGet a flu vaccine every year. Wash your hands often.\n",
+    )
+    .expect("write");
+    docs
 }
 
 pub fn sample_guidance() -> PathBuf {

@@ -43,6 +43,9 @@ pub struct GeneratePane {
     pub status: Option<String>,
     pub scroll: u16,
     pub model: String,
+    /// Where the current answer is generated: `CPU · layers offloaded 0/31`, the GPU's
+    /// name, or `endpoint URL` (known once the generator is loaded).
+    pub backend: Option<String>,
     /// Frames drawn while streaming, and their total draw time (for the frame-time figure).
     pub frames: usize,
     /// The stored answer a judge is judging (the stream is the judge's output).
@@ -69,6 +72,7 @@ impl GeneratePane {
             status: None,
             scroll: 0,
             model,
+            backend: None,
             frames: 0,
             judging: None,
         }
@@ -155,9 +159,10 @@ impl GeneratePane {
         }))
     }
 
-    pub fn on_prompt(&mut self, ticket: u64, prompt: String) {
+    pub fn on_prompt(&mut self, ticket: u64, prompt: String, backend: String) {
         if ticket == self.ticket {
             self.prompt = Some(clean(&prompt));
+            self.backend = Some(clean(&backend));
         }
     }
 
@@ -314,14 +319,20 @@ impl GeneratePane {
             (Some(f), n) if n > 1 => (n - 1) as f64 / now.duration_since(f).as_secs_f64().max(1e-6),
             _ => 0.0,
         };
+        // Time to first token: from the key press to the first piece on screen.
+        let ttft = match (self.started, self.first_token) {
+            (Some(s), Some(f)) => format!("ttft {:.0} ms", f.duration_since(s).as_secs_f64() * 1e3),
+            _ => "ttft -".into(),
+        };
         let s = &self.sampling;
         format!(
-            "{} · {} tokens · {rate:.1} tok/s · {elapsed:.1}s · T={} top-k={} top-p={} min-p={} rep={} seed={} max={}",
+            "{} · {} · {} tokens · {rate:.1} tok/s · {ttft} · {elapsed:.1}s · T={} top-k={} top-p={} min-p={} rep={} seed={} max={}",
             match (self.running, self.judging.is_some()) {
                 (true, true) => "judging",
                 (true, false) => "generating",
                 _ => "idle",
             },
+            self.backend.as_deref().unwrap_or("-"),
             self.tokens,
             s.temperature,
             s.top_k,

@@ -1,0 +1,48 @@
+//! Driving the TUI in process the way its event loop does: a key press updates the app
+//! and its effect goes to the real background jobs; their messages are applied until a
+//! condition holds.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use raglab::tui::app::App;
+use raglab::tui::jobs::{Jobs, Msg};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// A key press as the event loop handles it.
+pub fn key(app: &mut App, jobs: &mut Jobs, code: KeyCode) {
+    if let Some(effect) = app.handle_key(KeyEvent::new(code, KeyModifiers::NONE)) {
+        jobs.run(app, effect);
+    }
+}
+
+/// A character key.
+pub fn press(app: &mut App, jobs: &mut Jobs, c: char) {
+    key(app, jobs, KeyCode::Char(c));
+}
+
+/// Run the event loop's message half (receive, apply) until `done` holds, at most
+/// `limit`; returns the screen (`width` x `height`) drawn after each message, as the
+/// loop would draw it (none when `width` is 0).
+pub async fn pump(
+    jobs: &mut Jobs,
+    app: &mut App,
+    rx: &mut UnboundedReceiver<Msg>,
+    done: impl Fn(&Jobs, &App) -> bool,
+    limit: Duration,
+    (width, height): (u16, u16),
+) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut screens = Vec::new();
+    while !done(jobs, app) {
+        let msg = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the TUI's jobs answered within {limit:?}"))
+            .expect("job channel open");
+        jobs.apply(app, msg);
+        if width > 0 {
+            screens.push(super::screen(app, width, height));
+        }
+    }
+    screens
+}

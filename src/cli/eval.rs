@@ -395,13 +395,7 @@ fn print_breakdowns(
     groups.sort();
     groups.dedup();
     if by_bound {
-        groups.sort_by_key(|label| {
-            label
-                .split(['-', '+'])
-                .next()
-                .and_then(|n| n.parse::<usize>().ok())
-                .unwrap_or(0)
-        });
+        groups.sort_by_key(|label| crate::core::stats::bucket_lower_bound(label));
     }
     let cols: Vec<String> = rep
         .results

@@ -15,6 +15,7 @@ pub enum Action {
     PaneGenerate,
     PaneAnnotate,
     PaneAgreement,
+    PaneEvaluation,
     Up,
     Down,
     PageUp,
@@ -38,6 +39,8 @@ pub enum Action {
     PrevFailure,
     Generate,
     Regenerate,
+    /// Replay a stored answer at its recorded speed (no model needed).
+    ReplayAnswer,
     StopGeneration,
     ViewPrompt,
     SelectCriterion1,

@@ -14,6 +14,7 @@ pub mod jobs;
 pub mod keymap;
 pub mod layout;
 pub mod panes;
+pub mod replay;
 pub mod text_view;
 pub mod theme;
 pub mod ui;
@@ -125,6 +126,7 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
     app.agreement.lead_name = opts.reviewer.clone();
     app.agreement.rubric = Some(rubric);
     app.generate.model = ctx.gen_model_name();
+    app.generate.generator_missing = !ctx.config.gen_model(&ctx.paths).is_file();
     Ok(app)
 }
 

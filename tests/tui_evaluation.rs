@@ -317,7 +317,7 @@ async fn evaluation_pane_shows_mcqa_accuracy_by_k_and_rank() {
     for k in s["report"]["by_k"].as_array().expect("by k") {
         let o = &k["overall"];
         let cell = format!(
-            "{:.3} [{:.2},{:.2}] n={}",
+            "{:.3} [{:.2}, {:.2}] n={}",
             o["accuracy"].as_f64().expect("acc"),
             o["lo"].as_f64().expect("lo"),
             o["hi"].as_f64().expect("hi"),

@@ -189,15 +189,11 @@ pub fn render_frugality(f: &McqaFrugality) -> String {
 }
 
 fn cell(a: &Accuracy) -> String {
-    match (a.accuracy, a.lo, a.hi) {
-        (Some(v), Some(lo), Some(hi)) => format!("{v:.3} [{lo:.2}, {hi:.2}] n={}", a.n),
-        _ => "-".into(),
-    }
+    a.with_ci()
 }
 
 fn short(a: &Accuracy) -> String {
-    a.accuracy
-        .map_or_else(|| "-".into(), |v| format!("{v:.3} ({})", a.n))
+    a.short()
 }
 
 /// The report as text tables.

@@ -98,6 +98,15 @@ pub struct MethodResult {
     pub by_target_length: Breakdown,
 }
 
+impl MethodResult {
+    /// The Recall@k then nDCG@k columns for every k asked: (name, value).
+    pub fn at_k_columns(&self) -> Vec<(String, f64)> {
+        let r = self.recall_at.iter().map(|(k, v)| (format!("R@{k}"), *v));
+        let n = self.ndcg_at.iter().map(|(k, v)| (format!("nDCG@{k}"), *v));
+        r.chain(n).collect()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepPoint {
     pub method: Method,

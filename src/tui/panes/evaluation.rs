@@ -76,6 +76,15 @@ impl EvaluationPane {
     }
 }
 
+/// An axis from `lo` to `hi` labelled at both ends and the middle.
+fn axis(title: &str, (lo, hi): (f64, f64), places: usize, style: Style) -> Axis<'static> {
+    Axis::default()
+        .title(title.to_string())
+        .style(style)
+        .bounds([lo, hi])
+        .labels([lo, (lo + hi) / 2.0, hi].map(|v| format!("{v:.places$}")))
+}
+
 /// A value to 4 places.
 fn f4(v: f64) -> String {
     format!("{v:.4}")
@@ -98,7 +107,7 @@ impl EvaluationPane {
             Some(s) => {
                 let r = &s.report;
                 format!(
-                    "retrieval, written {}: {} queries ({} evaluated by {}), depth {}, embeddings {}, failures at top {} · j/k configuration · m chart metric · t topic/length · J/K scroll · r reload{}",
+                    "j/k configuration · m chart metric · t topic/length · J/K scroll · r reload · retrieval written {}: {} queries ({} evaluated by {}), depth {}, embeddings {}, failures at top {}{}",
                     clean(&s.written_at),
                     r.queries,
                     r.evaluated,
@@ -122,11 +131,7 @@ impl EvaluationPane {
     /// each method it reports.
     fn draw_table(&self, f: &mut Frame, area: Rect, rep: &RetrievalReport, theme: &Theme) {
         let extra: Vec<String> = rep.results.first().map_or_else(Vec::new, |r| {
-            r.recall_at
-                .iter()
-                .map(|(k, _)| format!("R@{k}"))
-                .chain(r.ndcg_at.iter().map(|(k, _)| format!("nDCG@{k}")))
-                .collect()
+            r.at_k_columns().into_iter().map(|(name, _)| name).collect()
         });
         let mut header: Vec<String> = vec!["configuration".into()];
         header.extend(METRICS.iter().map(|(n, _)| (*n).to_string()));
@@ -141,7 +146,7 @@ impl EvaluationPane {
         for (i, r) in rep.results.iter().enumerate() {
             let mut cells = vec![clean(&r.label)];
             cells.extend(metric_cells(&r.metrics));
-            cells.extend(r.recall_at.iter().chain(&r.ndcg_at).map(|(_, v)| f4(*v)));
+            cells.extend(r.at_k_columns().iter().map(|(_, v)| f4(*v)));
             cells.extend([
                 r.failed.to_string(),
                 eta(r.by_topic.eta_squared_ndcg10),
@@ -258,28 +263,8 @@ impl EvaluationPane {
                 ),
                 false,
             ))
-            .x_axis(
-                Axis::default()
-                    .title("alpha")
-                    .style(axis_style)
-                    .bounds([x0, x1])
-                    .labels([
-                        format!("{x0:.2}"),
-                        format!("{:.2}", (x0 + x1) / 2.0),
-                        format!("{x1:.2}"),
-                    ]),
-            )
-            .y_axis(
-                Axis::default()
-                    .title(name)
-                    .style(axis_style)
-                    .bounds([y0, y1])
-                    .labels([
-                        format!("{y0:.3}"),
-                        format!("{:.3}", (y0 + y1) / 2.0),
-                        format!("{y1:.3}"),
-                    ]),
-            )
+            .x_axis(axis("alpha", (x0, x1), 2, axis_style))
+            .y_axis(axis(name, (y0, y1), 3, axis_style))
             .legend_position(Some(ratatui::widgets::LegendPosition::BottomRight))
             .hidden_legend_constraints((Constraint::Percentage(90), Constraint::Percentage(60)));
         f.render_widget(chart, area);
@@ -358,7 +343,8 @@ impl PaneView for EvaluationPane {
             0
         };
         let [head, table, middle, mcqa, judge] = Layout::vertical([
-            Constraint::Length(1 + o.problems.len() as u16),
+            // Two rows: the provenance line wraps on narrow terminals.
+            Constraint::Length(2 + o.problems.len() as u16),
             Constraint::Length(table_h),
             Constraint::Min(if self.retrieval().is_some() { 8 } else { 0 }),
             Constraint::Length(super::evaluation_parts::mcqa_height(o)),

@@ -102,32 +102,31 @@ pub fn judge_height(o: &EvalOverview) -> u16 {
     o.judge.as_ref().map_or(3, |j| j.rows.len() as u16 + 5)
 }
 
-/// `0.267 [0.17,0.39] n=60`, or `-` without answers.
 fn acc(a: &Accuracy) -> String {
-    match (a.accuracy, a.lo, a.hi) {
-        (Some(v), Some(lo), Some(hi)) => format!("{v:.3} [{lo:.2},{hi:.2}] n={}", a.n),
-        _ => "-".into(),
-    }
+    a.with_ci()
 }
 
-/// `0.300 (20)`, or `-`.
 fn short(a: &Accuracy) -> String {
-    a.accuracy
-        .map_or_else(|| "-".into(), |v| format!("{v:.3} ({})", a.n))
+    a.short()
+}
+
+/// A box saying what is missing and which command produces it.
+fn missing(f: &mut Frame, area: Rect, title: &str, text: String, theme: &Theme) {
+    f.render_widget(
+        Paragraph::new(text)
+            .wrap(Wrap { trim: true })
+            .style(theme.muted)
+            .block(theme.block(title.to_string(), false)),
+        area,
+    );
 }
 
 /// MCQA accuracy per k (overall, target in / not in the prompt, rank 1 / 2+, per
 /// rank), and the paper's findings.
 pub fn draw_mcqa(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
     let Some(saved) = &o.mcqa else {
-        f.render_widget(
-            Paragraph::new(format!("No MCQA evaluation yet: run `{}`", HOW_TO[1].1))
-                .wrap(Wrap { trim: true })
-                .style(theme.muted)
-                .block(theme.block(" MCQA accuracy ", false)),
-            area,
-        );
-        return;
+        let text = format!("No MCQA evaluation yet: run `{}`", HOW_TO[1].1);
+        return missing(f, area, " MCQA accuracy ", text, theme);
     };
     let s = &saved.report;
     let rows: Vec<Row> = s
@@ -222,17 +221,14 @@ pub fn draw_mcqa(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
 /// The judge's pass rate per criterion and target-rank bucket, the paper's beside.
 pub fn draw_judge(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
     let Some(j) = &o.judge else {
-        f.render_widget(
-            Paragraph::new(format!("No judged answers yet: run `{}`", HOW_TO[2].1))
-                .wrap(Wrap { trim: true })
-                .style(theme.muted)
-                .block(theme.block(" Judge pass rates by target rank ", false)),
-            area,
-        );
-        return;
+        let text = format!("No judged answers yet: run `{}`", HOW_TO[2].1);
+        return missing(f, area, " Judge pass rates by target rank ", text, theme);
     };
     let mut header = vec!["criterion".to_string()];
-    header.extend(BUCKETS.iter().map(|b| format!("r {b}")));
+    header.extend(BUCKETS.iter().map(|b| match b.chars().next() {
+        Some(c) if c.is_ascii_digit() || c == '>' => format!("r {b}"),
+        _ => (*b).to_string(),
+    }));
     header.push("paper".into());
     let rows: Vec<Row> = j
         .rows
@@ -270,7 +266,7 @@ pub fn draw_judge(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
     ])
     .areas(inner);
     let mut widths = vec![Constraint::Length(20)];
-    widths.extend(std::iter::repeat_n(Constraint::Length(12), BUCKETS.len()));
+    widths.extend(std::iter::repeat_n(Constraint::Length(14), BUCKETS.len()));
     widths.push(Constraint::Min(10));
     f.render_widget(
         Table::new(rows, widths).header(Row::new(header).style(theme.title)),

@@ -238,11 +238,7 @@ fn render(rep: &RetrievalReport) {
     let head = &rep.breakdown_method;
     let fail_k = rep.failure_cutoff;
     let ks: Vec<String> = rep.results.first().map_or_else(Vec::new, |r| {
-        r.recall_at
-            .iter()
-            .map(|(k, _)| format!("R@{k}"))
-            .chain(r.ndcg_at.iter().map(|(k, _)| format!("nDCG@{k}")))
-            .collect()
+        r.at_k_columns().into_iter().map(|(name, _)| name).collect()
     });
     say!(
         "{} queries ({} evaluated by {head}; dropped from its means, as trec_eval without -c drops them: {} without relevant chunks, {} with no results (absent from the run)), depth {}, embeddings: {}",
@@ -265,9 +261,8 @@ fn render(rep: &RetrievalReport) {
     );
     for res in &rep.results {
         let extra: Vec<String> = res
-            .recall_at
+            .at_k_columns()
             .iter()
-            .chain(&res.ndcg_at)
             .map(|(_, v)| format!("{v:.4}"))
             .collect();
         let m = &res.metrics;
@@ -395,13 +390,7 @@ fn print_breakdowns(
     groups.sort();
     groups.dedup();
     if by_bound {
-        groups.sort_by_key(|label| {
-            label
-                .split(['-', '+'])
-                .next()
-                .and_then(|n| n.parse::<usize>().ok())
-                .unwrap_or(0)
-        });
+        groups.sort_by_key(|label| crate::core::stats::bucket_lower_bound(label));
     }
     let cols: Vec<String> = rep
         .results

@@ -15,7 +15,7 @@ use crate::core::mcqa::{Accuracy, Report, report};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
 use crate::service::frugality::{McqaFrugality, mcqa_frugality};
-use crate::service::mcqa::{McqaRequest, answer_questions, outcomes, read_questions, run_records};
+use crate::service::mcqa::{McqaRequest, answer_questions, read_questions, run_records};
 
 #[derive(Debug, Args)]
 pub struct McqaArgs {
@@ -101,7 +101,12 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
     if args.list {
         return print_json(&records);
     }
-    let rep = report(&outcomes(&records));
+    // Kept for the TUI's Evaluation pane (a run with no answers leaves the last one).
+    let rep = if records.is_empty() {
+        report(&[])
+    } else {
+        crate::service::last_eval::save_mcqa(ctx, &args.run, &records)?.report
+    };
     let frugality = mcqa_frugality(&records, args.temperatures.get());
     let first = records.iter().find(|r| r.k > 0).or(records.first());
     let answered: HashSet<&str> = records.iter().map(|r| r.question_id.as_str()).collect();
@@ -185,15 +190,11 @@ pub fn render_frugality(f: &McqaFrugality) -> String {
 }
 
 fn cell(a: &Accuracy) -> String {
-    match (a.accuracy, a.lo, a.hi) {
-        (Some(v), Some(lo), Some(hi)) => format!("{v:.3} [{lo:.2}, {hi:.2}] n={}", a.n),
-        _ => "-".into(),
-    }
+    a.with_ci()
 }
 
 fn short(a: &Accuracy) -> String {
-    a.accuracy
-        .map_or_else(|| "-".into(), |v| format!("{v:.3} ({})", a.n))
+    a.short()
 }
 
 /// The report as text tables.

@@ -136,6 +136,20 @@ impl Accuracy {
         }
     }
 
+    /// `0.267 [0.17, 0.39] n=60` (the CLI's and the TUI's cell), `-` without answers.
+    pub fn with_ci(&self) -> String {
+        match (self.accuracy, self.lo, self.hi) {
+            (Some(v), Some(lo), Some(hi)) => format!("{v:.3} [{lo:.2}, {hi:.2}] n={}", self.n),
+            _ => "-".into(),
+        }
+    }
+
+    /// `0.300 (20)`, `-` without answers.
+    pub fn short(&self) -> String {
+        self.accuracy
+            .map_or_else(|| "-".into(), |v| format!("{v:.3} ({})", self.n))
+    }
+
     fn of<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Self {
         let (mut n, mut c) = (0, 0);
         for o in outcomes {

@@ -119,7 +119,7 @@ pub fn query_metrics(ranked: &[&str], qrel: &Qrel) -> QueryMetrics {
 }
 
 /// Mean of each metric over queries.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default)]
 pub struct MeanMetrics {
     pub queries: usize,
     pub p1: f64,

@@ -32,7 +32,7 @@ pub struct Question {
 /// corpus or chunker, or a re-ingest that renamed chunks). They would silently count
 /// as retrieval failures, or give the judge an empty chunk: every command that reads
 /// targets names them instead.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MissingTargets {
     /// Distinct missing ids.
     pub count: usize,

@@ -464,7 +464,7 @@ pub const METRICS: [(&str, MetricFn); 5] = [
 ];
 
 /// Per-group mean nDCG@10 and the effect size of the grouping.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Breakdown {
     pub groups: BTreeMap<String, MeanMetrics>,
     pub eta_squared_ndcg10: Option<f64>,

@@ -50,6 +50,16 @@ pub fn bucket_label(i: usize) -> String {
     }
 }
 
+/// The lower bound of a length bucket's label (`"100-199"` -> 100, `"800+"` -> 800),
+/// to order buckets by length rather than as text.
+pub fn bucket_lower_bound(label: &str) -> usize {
+    label
+        .split(['-', '+'])
+        .next()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
 /// Index of the length bucket of a word count.
 pub fn bucket_of(words: usize) -> usize {
     LENGTH_BUCKETS

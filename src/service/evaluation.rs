@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::context::{Context, ModelChoice};
 use super::jsonl::read_questions;
@@ -76,7 +76,7 @@ impl RetrievalEval {
 }
 
 /// One configuration's mean metrics and breakdowns.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MethodResult {
     pub method: String,
     /// The sparse side (hybrid and linear only).
@@ -99,7 +99,16 @@ pub struct MethodResult {
     pub by_target_length: Breakdown,
 }
 
-#[derive(Debug, Clone, Serialize)]
+impl MethodResult {
+    /// The Recall@k then nDCG@k columns for every k asked: (name, value).
+    pub fn at_k_columns(&self) -> Vec<(String, f64)> {
+        let r = self.recall_at.iter().map(|(k, v)| (format!("R@{k}"), *v));
+        let n = self.ndcg_at.iter().map(|(k, v)| (format!("nDCG@{k}"), *v));
+        r.chain(n).collect()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepPoint {
     pub method: Method,
     pub sparse: Sparse,
@@ -108,7 +117,7 @@ pub struct SweepPoint {
 }
 
 /// The alpha that maximises one metric in the sweep of one fused method.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BestAlpha {
     pub method: Method,
     pub sparse: Sparse,
@@ -117,7 +126,7 @@ pub struct BestAlpha {
     pub value: f64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct EvalSeconds {
     pub retrieval: f64,
     pub sweep_ms: f64,
@@ -125,7 +134,7 @@ pub struct EvalSeconds {
 }
 
 /// The whole evaluation, as `eval retrieval --json` prints it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RetrievalReport {
     pub queries: usize,
     /// Queries in the headline configuration's means.
@@ -423,8 +432,9 @@ fn headline(configs: &[RunConfig]) -> Option<usize> {
 }
 
 /// Evaluate retrieval: rank lists once per question, every configuration (and the
-/// sweeps) re-fused from them; writes the failures file and, if asked, the run files
-/// and the per-query file.
+/// sweeps) re-fused from them; writes the failures file, the report for the TUI's
+/// Evaluation pane (`eval/last-retrieval.json`) and, if asked, the run files and the
+/// per-query file.
 pub async fn evaluate_retrieval(
     ctx: &Context,
     req: &RetrievalEval,
@@ -541,7 +551,7 @@ pub async fn evaluate_retrieval(
             let (t, l) = groups.breakdowns(&[]);
             (t, l, "-".into())
         });
-    Ok(RetrievalReport {
+    let report = RetrievalReport {
         queries: queries.len(),
         evaluated: head_counts.0,
         dropped_without_relevant: queries
@@ -571,7 +581,9 @@ pub async fn evaluate_retrieval(
             },
         },
         alpha_sweep: sweep,
-    })
+    };
+    super::last_eval::save_retrieval(ctx, &report)?;
+    Ok(report)
 }
 
 /// Write one configuration's TREC run file, named by the whole configuration

@@ -15,8 +15,8 @@ use anyhow::{Result, bail};
 use super::answering::load_generator;
 use super::context::{Context, ModelChoice};
 use super::generation::{
-    AnswerRecord, Answerer, JudgementRecord, Provenance, RunConfig, default_template, file_sha256, prepare_prompt,
-    record,
+    AnswerRecord, Answerer, JudgementRecord, Provenance, RunConfig, default_template, file_sha256,
+    prepare_prompt, record,
 };
 use super::pool::Pool;
 use super::retrieval::Retriever;

@@ -367,24 +367,28 @@ pub fn study_fingerprint(ctx: &Context) -> Vec<Option<String>> {
         super::generation::ANSWERS,
     ]
     .iter()
-    .map(|name| {
-        let dir = ctx.workspace.path(name).join("_versions");
-        // The listing itself (count and names): lance names versions upward or, in
-        // its newer scheme, downward, so no single name is "the newest".
-        std::fs::read_dir(dir).ok().map(|entries| {
-            let mut names: Vec<String> = entries
-                .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
-                .collect();
-            names.sort();
-            format!(
-                "{} {} {}",
-                names.len(),
-                names.first().cloned().unwrap_or_default(),
-                names.last().cloned().unwrap_or_default()
-            )
-        })
-    })
+    .map(|name| dataset_stamp(ctx, name))
     .collect()
+}
+
+/// A cheap stamp of one dataset's commits: its version files' count, first and last
+/// names (None: no dataset). Reads a directory listing only.
+pub fn dataset_stamp(ctx: &Context, name: &str) -> Option<String> {
+    let dir = ctx.workspace.path(name).join("_versions");
+    // The listing itself (count and names): lance names versions upward or, in
+    // its newer scheme, downward, so no single name is "the newest".
+    std::fs::read_dir(dir).ok().map(|entries| {
+        let mut names: Vec<String> = entries
+            .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+            .collect();
+        names.sort();
+        format!(
+            "{} {} {}",
+            names.len(),
+            names.first().cloned().unwrap_or_default(),
+            names.last().cloned().unwrap_or_default()
+        )
+    })
 }
 
 /// The items and every label version, the judge's included (reviewer `judge`;

@@ -15,6 +15,7 @@ pub enum Action {
     PaneGenerate,
     PaneAnnotate,
     PaneAgreement,
+    PaneEvaluation,
     Up,
     Down,
     PageUp,
@@ -53,6 +54,8 @@ pub enum Action {
     JudgeAnswer,
     Generate,
     Regenerate,
+    /// Replay a stored answer at its recorded speed (no model needed).
+    ReplayAnswer,
     StopGeneration,
     ViewPrompt,
     SelectCriterion1,

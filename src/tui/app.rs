@@ -10,6 +10,7 @@ use super::panes::PaneView;
 use super::panes::agreement::AgreementPane;
 use super::panes::annotate::AnnotatePane;
 use super::panes::corpus::CorpusPane;
+use super::panes::evaluation::EvaluationPane;
 use super::panes::generate::GeneratePane;
 use super::panes::query::QueryPane;
 use crate::core::chunk::Chunk;
@@ -21,15 +22,17 @@ pub enum Pane {
     Generate,
     Annotate,
     Agreement,
+    Evaluation,
 }
 
 impl Pane {
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Corpus,
         Self::Query,
         Self::Generate,
         Self::Annotate,
         Self::Agreement,
+        Self::Evaluation,
     ];
 
     pub fn title(self) -> &'static str {
@@ -39,6 +42,7 @@ impl Pane {
             Self::Generate => "Generate",
             Self::Annotate => "Annotate",
             Self::Agreement => "Agreement",
+            Self::Evaluation => "Evaluation",
         }
     }
 
@@ -50,6 +54,7 @@ impl Pane {
             Self::Generate => "generate",
             Self::Annotate => "annotate",
             Self::Agreement => "agreement",
+            Self::Evaluation => "evaluation",
         }
     }
 
@@ -85,6 +90,7 @@ pub struct App {
     pub generate: GeneratePane,
     pub annotate: AnnotatePane,
     pub agreement: AgreementPane,
+    pub evaluation: EvaluationPane,
     pub keymap: Keymap,
     /// Shown in the status bar: workspace and counts.
     pub context_line: String,
@@ -162,6 +168,7 @@ impl App {
             generate: GeneratePane::new(String::new()),
             annotate: AnnotatePane::new(None, crate::service::rubric::default_rubric()),
             agreement: AgreementPane::default(),
+            evaluation: EvaluationPane::default(),
             keymap,
             context_line,
             message: None,
@@ -176,6 +183,7 @@ impl App {
             Pane::Generate => &self.generate,
             Pane::Annotate => &self.annotate,
             Pane::Agreement => &self.agreement,
+            Pane::Evaluation => &self.evaluation,
         }
     }
 
@@ -186,6 +194,7 @@ impl App {
             Pane::Generate => &mut self.generate,
             Pane::Annotate => &mut self.annotate,
             Pane::Agreement => &mut self.agreement,
+            Pane::Evaluation => &mut self.evaluation,
         }
     }
 
@@ -282,11 +291,18 @@ impl App {
             Action::PaneGenerate => self.pane = Pane::Generate,
             Action::PaneAnnotate => self.pane = Pane::Annotate,
             Action::PaneAgreement => self.pane = Pane::Agreement,
+            Action::PaneEvaluation => self.pane = Pane::Evaluation,
             Action::Generate if matches!(self.pane, Pane::Query | Pane::Generate) => {
                 return self.start_generation(false);
             }
             Action::Regenerate if self.pane == Pane::Generate => {
                 return self.start_generation(true);
+            }
+            // The question picked in the Query pane, if any (not the one a replay
+            // showed: `p` again moves on to the next stored answer).
+            Action::ReplayAnswer if self.pane == Pane::Generate => {
+                let question = self.query.current.as_ref().map(|q| q.id.clone());
+                return Some(self.generate.start_replay(question));
             }
             Action::SendToAnnotation if self.pane == Pane::Generate => {
                 return match self

@@ -29,6 +29,21 @@ pub enum Effect {
     AddItem { answer_id: String },
     /// Judge a stored answer live (streamed into the Generate pane) and save it.
     Judge { answer_id: String },
+    /// Read the last evaluations for the Evaluation pane.
+    LoadEvaluation,
+    /// Replay a stored answer at its recorded speed; the newest ticket wins.
+    Replay(ReplayJob),
+}
+
+/// A replay to start: the question whose stored answers to take (None: any), the
+/// answer replayed last (the next one after it is taken, cycling), and the flag that
+/// stops it.
+#[derive(Debug, Clone)]
+pub struct ReplayJob {
+    pub ticket: u64,
+    pub question_id: Option<String>,
+    pub after: Option<String>,
+    pub stop: Arc<AtomicBool>,
 }
 
 /// A generation to start: the question, its retrieval settings, the sampling, and the

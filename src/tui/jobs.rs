@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::app::App;
-use super::effect::{Effect, GenJob};
+use super::effect::{Effect, GenJob, ReplayJob};
 use crate::core::agreement::Bootstrap;
 use crate::core::retrieval::QueryLists;
 use crate::service::Context;
@@ -56,6 +56,19 @@ pub enum Msg {
         ticket: u64,
         result: Result<Box<crate::service::generation::JudgementRecord>, String>,
     },
+    /// The last evaluations, for the Evaluation pane, with the fingerprint of the
+    /// reports taken before they were read.
+    Evaluation(
+        Box<crate::service::last_eval::EvalOverview>,
+        Vec<Option<String>>,
+    ),
+    /// The evaluation reports' fingerprint (a new one means a new evaluation).
+    EvalChanged(Vec<Option<String>>),
+    /// A replay showed all its text, or was stopped.
+    ReplayDone {
+        ticket: u64,
+        stopped: bool,
+    },
 }
 
 /// The newest request of one kind: starting another aborts the older task (whose
@@ -94,6 +107,8 @@ pub struct Jobs {
     label_saving: bool,
     /// The study's fingerprint as last loaded, and whether a check is running.
     study_seen: Option<Vec<Option<String>>>,
+    /// The evaluation reports' fingerprint as last loaded.
+    eval_seen: Option<Vec<Option<String>>>,
     polling: bool,
     last_poll: std::time::Instant,
 }
@@ -116,6 +131,7 @@ impl Jobs {
             label_queue: Vec::new(),
             label_saving: false,
             study_seen: None,
+            eval_seen: None,
             polling: false,
             last_poll: std::time::Instant::now(),
         };
@@ -143,7 +159,42 @@ impl Jobs {
             let _ = tx.send(Msg::Retriever(msg));
         });
         let annotation = self.load_annotation();
-        self.loads.extend([retriever, annotation]);
+        let evaluation = self.load_evaluation();
+        self.loads.extend([retriever, annotation, evaluation]);
+    }
+
+    /// Read the last evaluations (report files, judge pass rates) for the pane.
+    fn load_evaluation(&self) -> tokio::task::JoinHandle<()> {
+        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+        tokio::spawn(async move {
+            // Before reading: a report written during the read changes it again.
+            let fp = crate::service::last_eval::fingerprint(&ctx);
+            let o = crate::service::last_eval::overview(&ctx).await;
+            let _ = tx.send(Msg::Evaluation(Box::new(o), fp));
+        })
+    }
+
+    /// Pick the stored answer to replay and play it at its recorded pace
+    /// ([`super::replay::play`]).
+    fn replay(&mut self, app: &mut App, job: ReplayJob) {
+        let picked = crate::service::replay::pick(
+            &self.answers,
+            job.question_id.as_deref(),
+            job.after.as_deref(),
+        )
+        .cloned();
+        if let Some(a) = &picked {
+            app.generate.previous = self
+                .answers
+                .iter()
+                .filter(|x| x.question_id == a.question_id)
+                .cloned()
+                .rev()
+                .collect();
+        }
+        app.generate.on_replay_start(job.ticket, picked.clone());
+        let Some(a) = picked else { return };
+        super::replay::play(self.tx.clone(), a, job);
     }
 
     /// Wait (at most `limit`) for the start-up reads before the runtime shuts down:
@@ -176,6 +227,12 @@ impl Jobs {
             Effect::ExportAgreement => self.export_agreement(app),
             Effect::AddItem { answer_id } => self.add_item(answer_id),
             Effect::Judge { answer_id } => self.judge(app, answer_id),
+            Effect::LoadEvaluation => {
+                let task = self.load_evaluation();
+                self.loads.retain(|t| !t.is_finished());
+                self.loads.push(task);
+            }
+            Effect::Replay(job) => self.replay(app, job),
         }
     }
 
@@ -190,9 +247,15 @@ impl Jobs {
         self.last_poll = std::time::Instant::now();
         let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
         tokio::spawn(async move {
-            let fp = tokio::task::spawn_blocking(move || study::study_fingerprint(&ctx))
-                .await
-                .unwrap_or_default();
+            let (fp, eval) = tokio::task::spawn_blocking(move || {
+                (
+                    study::study_fingerprint(&ctx),
+                    crate::service::last_eval::fingerprint(&ctx),
+                )
+            })
+            .await
+            .unwrap_or_default();
+            let _ = tx.send(Msg::EvalChanged(eval));
             let _ = tx.send(Msg::StudyChanged(fp));
         });
     }
@@ -261,19 +324,12 @@ impl Jobs {
         let task = tokio::spawn(async move {
             let (token_tx, live_ctx) = (tx.clone(), Arc::clone(&ctx));
             let judged = tokio::task::spawn_blocking(move || {
-                crate::service::live::judge_live(
-                    &live_ctx,
-                    &slot,
-                    &r,
-                    &rubric,
-                    &answer,
-                    |piece| {
-                        let _ = token_tx.send(Msg::GenToken {
-                            ticket,
-                            piece: piece.to_string(),
-                        });
-                    },
-                )
+                crate::service::live::judge_live(&live_ctx, &slot, &r, &rubric, &answer, |piece| {
+                    let _ = token_tx.send(Msg::GenToken {
+                        ticket,
+                        piece: piece.to_string(),
+                    });
+                })
             })
             .await
             .map_err(|e| anyhow::anyhow!("the judge stopped: {e}"))
@@ -507,6 +563,7 @@ impl Jobs {
                 app.query
                     .set_stored(study.answers.clone(), study.judgements);
                 self.answers = study.answers;
+                app.generate.stored = Some(self.answers.len());
                 self.refresh_agreement(app);
             }
             Msg::StudyChanged(fp) => {
@@ -520,6 +577,22 @@ impl Jobs {
                     self.loads.push(task);
                 }
             }
+            Msg::Evaluation(o, fp) => {
+                self.eval_seen = Some(fp);
+                app.evaluation.on_loaded(*o);
+            }
+            Msg::EvalChanged(fp) => {
+                // Compared with what the last load read (nothing to compare with
+                // while the first load is still reading).
+                if self.eval_seen.as_ref().is_some_and(|seen| *seen != fp) {
+                    self.eval_seen = Some(fp);
+                    app.evaluation.loading = true;
+                    let task = self.load_evaluation();
+                    self.loads.retain(|t| !t.is_finished());
+                    self.loads.push(task);
+                }
+            }
+            Msg::ReplayDone { ticket, stopped } => app.generate.on_replay_done(ticket, stopped),
             Msg::Exported(r) => {
                 app.agreement.status = Some(r.unwrap_or_else(|e| e));
             }

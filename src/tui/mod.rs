@@ -14,6 +14,7 @@ pub mod jobs;
 pub mod keymap;
 pub mod layout;
 pub mod panes;
+pub mod replay;
 pub mod text_view;
 pub mod theme;
 pub mod ui;
@@ -132,6 +133,8 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
         Some(e) if crate::service::live::live_on_endpoints(ctx) => format!("on endpoint {}", e.url),
         _ => ctx.gen_model_name(),
     };
+    app.generate.generator_missing = !crate::service::live::live_on_endpoints(ctx)
+        && !ctx.config.gen_model(&ctx.paths).is_file();
     Ok(app)
 }
 

@@ -138,3 +138,46 @@ pub fn frugality_by_hand(da: f64, dc: f64, ta: f64, tc: f64) -> (f64, f64, f64) 
     let c = (dc / tc).exp() - 1.0;
     (a, c, (a - c).tanh())
 }
+
+/// A key press as the TUI's event loop handles it: the app updates, its effect goes
+/// to the jobs.
+pub fn press(app: &mut raglab::tui::app::App, jobs: &mut raglab::tui::jobs::Jobs, c: char) {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    if let Some(effect) = app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)) {
+        jobs.run(app, effect);
+    }
+}
+
+/// The event loop's background half: apply the jobs' messages (and poll for new
+/// evaluations and study commits, as the loop does between events) until `done`
+/// holds; panics after `limit`.
+pub async fn pump(
+    jobs: &mut raglab::tui::jobs::Jobs,
+    app: &mut raglab::tui::app::App,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<raglab::tui::jobs::Msg>,
+    limit: std::time::Duration,
+    done: impl Fn(&raglab::tui::app::App) -> bool,
+) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done(app) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the TUI's jobs did not get there within {limit:?}"
+        );
+        jobs.poll_study();
+        if let Ok(msg) = tokio::time::timeout(std::time::Duration::from_millis(50), rx.recv()).await
+        {
+            jobs.apply(app, msg.expect("job channel open"));
+        }
+    }
+}
+
+/// A context over the test's folders (the models dir is not the test models unless
+/// `config` names them), as `raglab` builds it.
+pub fn context(env: &Env, config: raglab::config::Config) -> raglab::service::Context {
+    let paths = raglab::config::Paths {
+        config_dir: env.dir.path().join("config"),
+        data_dir: env.dir.path().join("data"),
+    };
+    raglab::service::Context::with(paths, config, &env.workspace()).expect("context")
+}

@@ -3,7 +3,9 @@
 //! tokens so far and elapsed time; `s` stops (the partial answer is kept and marked
 //! stopped), `v` shows the exact prompt, `r` regenerates with the next seed, and the
 //! question's previous answers are listed. Tokens update state at any rate; the event
-//! loop draws at most once per frame.
+//! loop draws at most once per frame. `p` replays a stored answer at its recorded
+//! speed (no model needed: a demo on a machine without the generator), labelled as a
+//! replay with the answer's id, model and date so it is never taken for a live one.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +22,7 @@ use crate::core::sampling::Sampling;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::generation::AnswerRecord;
 use crate::tui::action::Action;
-use crate::tui::effect::{Effect, GenJob};
+use crate::tui::effect::{Effect, GenJob, ReplayJob};
 use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
 
@@ -50,6 +52,12 @@ pub struct GeneratePane {
     pub frames: usize,
     /// The stored answer a judge is judging (the stream is the judge's output).
     pub judging: Option<String>,
+    /// The stored answer being (or last) replayed; None while generating live.
+    pub replay: Option<Box<AnswerRecord>>,
+    /// The generator's file is missing: `g` cannot work, `p` can.
+    pub generator_missing: bool,
+    /// Stored answers there are to replay (None: not read yet).
+    pub stored: Option<usize>,
 }
 
 impl GeneratePane {
@@ -75,14 +83,16 @@ impl GeneratePane {
             backend: None,
             frames: 0,
             judging: None,
+            replay: None,
+            generator_missing: false,
+            stored: None,
         }
     }
 
-    /// Show a judge at work on a stored answer: the pane streams the judge's output
-    /// under a new ticket (superseding a generation's display; that generation still
-    /// finishes and is saved).
-    pub fn start_judging(&mut self, answer_id: &str) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
+    /// A new ticket and stop flag, the old run told to stop, the text cleared.
+    fn begin(&mut self) {
+        self.stop.store(true, Ordering::Relaxed); // supersede a running job
+        self.stop = Arc::new(AtomicBool::new(false));
         self.ticket += 1;
         self.text.clear();
         self.prompt = None;
@@ -92,6 +102,91 @@ impl GeneratePane {
         self.started = Some(Instant::now());
         self.first_token = None;
         self.finished = None;
+        self.status = None;
+        self.judging = None;
+    }
+
+    /// Replay the stored answer after the last one replayed (of `question_id` when it
+    /// has stored answers, else of any question); the jobs pick it.
+    pub fn start_replay(&mut self, question_id: Option<String>) -> Effect {
+        let after = self.replay.as_ref().map(|a| a.answer_id.clone());
+        self.begin();
+        self.status = Some("looking for a stored answer…".into());
+        Effect::Replay(ReplayJob {
+            ticket: self.ticket,
+            question_id,
+            after,
+            stop: Arc::clone(&self.stop),
+        })
+    }
+
+    /// The jobs picked `a` to replay (or found none).
+    pub fn on_replay_start(&mut self, ticket: u64, a: Option<AnswerRecord>) {
+        if ticket != self.ticket {
+            return;
+        }
+        let Some(a) = a else {
+            self.running = false;
+            self.finished = Some(Instant::now());
+            self.status = Some(
+                "no stored answers to replay: store some with `raglab generate --questions FILE`"
+                    .into(),
+            );
+            return;
+        };
+        self.started = Some(Instant::now());
+        self.status = None;
+        self.prompt = Some(clean(&a.prompt));
+        self.question = Some(Question {
+            id: a.question_id.clone(),
+            text: a.question.clone(),
+            ..Question::default()
+        });
+        self.replay = Some(Box::new(a));
+    }
+
+    /// The replay ended (all text shown, or stopped).
+    pub fn on_replay_done(&mut self, ticket: u64, stopped: bool) {
+        if ticket != self.ticket {
+            return;
+        }
+        self.running = false;
+        self.finished = Some(Instant::now());
+        let Some(a) = &self.replay else { return };
+        let took = self
+            .started
+            .zip(self.finished)
+            .map_or(0.0, |(s, e)| e.duration_since(s).as_secs_f64());
+        self.status = Some(if stopped {
+            format!("replay stopped after {took:.1} s")
+        } else {
+            self.text = clean(&a.answer);
+            format!(
+                "replay finished in {took:.1} s (recorded {:.1} s)",
+                crate::core::replay::duration_ms(a.output_tokens, a.ttft_ms, a.gen_tokens_per_s)
+                    / 1e3
+            )
+        });
+    }
+
+    /// "replay of ID (model, recorded DATE)", while a replay is shown.
+    pub fn replay_label(&self) -> Option<String> {
+        self.replay.as_ref().map(|a| {
+            format!(
+                "replay of {} ({}, recorded {})",
+                clean(&a.answer_id),
+                clean(a.model_file.trim_end_matches(".gguf")),
+                clean(&a.created_at)
+            )
+        })
+    }
+
+    /// Show a judge at work on a stored answer: the pane streams the judge's output
+    /// under a new ticket (superseding a generation's display; that generation still
+    /// finishes and is saved).
+    pub fn start_judging(&mut self, answer_id: &str) -> u64 {
+        self.begin();
+        self.replay = None;
         self.status = Some(format!("judging {}…", clean(answer_id)));
         self.judging = Some(answer_id.to_string());
         self.ticket
@@ -133,19 +228,8 @@ impl GeneratePane {
             self.status = Some("no question: pick one in the Query pane first".into());
             return None;
         }
-        self.stop.store(true, Ordering::Relaxed); // supersede a running generation
-        self.stop = Arc::new(AtomicBool::new(false));
-        self.ticket += 1;
-        self.text.clear();
-        self.prompt = None;
-        self.tokens = 0;
-        self.scroll = 0;
-        self.running = true;
-        self.started = Some(Instant::now());
-        self.first_token = None;
-        self.finished = None;
-        self.status = None;
-        self.judging = None;
+        self.begin();
+        self.replay = None;
         self.question = Some(q.clone());
         Some(Effect::Generate(GenJob {
             ticket: self.ticket,
@@ -177,7 +261,11 @@ impl GeneratePane {
     /// Quitting: stop a running generation at its next token; its partial answer is
     /// still saved, marked stopped.
     pub fn stop_for_quit(&mut self) {
-        if self.running {
+        if self.running && self.replay.is_some() {
+            // A replay saves nothing: nothing to wait for.
+            self.stop.store(true, Ordering::Relaxed);
+            self.running = false;
+        } else if self.running {
             self.stop.store(true, Ordering::Relaxed);
             self.status = Some("stopping: the partial answer will be saved".into());
         }
@@ -210,13 +298,20 @@ impl GeneratePane {
             || "(press g in the Query pane or here to generate)".into(),
             |q| clean(&q.text),
         );
+        let title = match self.replay_label() {
+            Some(r) => format!(" Question · {r} · NOT a live generation "),
+            None if self.generator_missing => format!(
+                " Question · generator {} not found: p replays a stored answer ({}) ",
+                clean(&self.model),
+                self.stored
+                    .map_or_else(|| "reading them…".into(), |n| format!("{n} stored"))
+            ),
+            None => format!(" Question · generator {} ", clean(&self.model)),
+        };
         f.render_widget(
             Paragraph::new(Line::styled(q, theme.text)).block(
                 Block::bordered()
-                    .title(Span::styled(
-                        format!(" Question · generator {} ", clean(&self.model)),
-                        theme.title,
-                    ))
+                    .title(Span::styled(title, theme.title))
                     .border_style(theme.border),
             ),
             head,
@@ -251,7 +346,8 @@ impl GeneratePane {
             )
         } else {
             (
-                " Answer (g generate · s stop · r new seed · v prompt) ".to_string(),
+                " Answer (g generate · s stop · r new seed · v prompt · p replay stored) "
+                    .to_string(),
                 self.text.clone(),
             )
         };
@@ -315,6 +411,17 @@ impl GeneratePane {
         let elapsed = self
             .started
             .map_or(0.0, |s| now.duration_since(s).as_secs_f64());
+        if let Some(a) = &self.replay {
+            return format!(
+                "{} · {elapsed:.1}s · recorded: {} tokens, first token {:.0} ms, {:.1} tok/s, {:.1} s · paced by words (no tokenizer)",
+                if self.running { "replaying" } else { "replay" },
+                a.output_tokens,
+                a.ttft_ms,
+                a.gen_tokens_per_s,
+                crate::core::replay::duration_ms(a.output_tokens, a.ttft_ms, a.gen_tokens_per_s)
+                    / 1e3
+            );
+        }
         let rate = match (self.first_token, self.tokens) {
             (Some(f), n) if n > 1 => (n - 1) as f64 / now.duration_since(f).as_secs_f64().max(1e-6),
             _ => 0.0,

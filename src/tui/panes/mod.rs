@@ -3,6 +3,8 @@
 pub mod agreement;
 pub mod annotate;
 pub mod corpus;
+pub mod evaluation;
+pub mod evaluation_parts;
 pub mod generate;
 pub mod query;
 

@@ -1,0 +1,283 @@
+//! The lower boxes of the Evaluation pane (kept apart so each file stays small):
+//! the breakdown of the selected configuration by topic or target length, MCQA
+//! accuracy by k and by target rank, and the judge's pass rates by target-rank
+//! bucket, each with the paper's values or findings beside them.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Row, Table, Wrap};
+
+use super::evaluation::HOW_TO;
+use crate::core::mcqa::Accuracy;
+use crate::core::paper;
+use crate::core::stats::bucket_lower_bound;
+use crate::core::text::sanitize_for_terminal as clean;
+use crate::service::evaluation::MethodResult;
+use crate::service::last_eval::{BUCKETS, EvalOverview};
+use crate::tui::theme::Theme;
+
+/// nDCG@10 per topic (or target-length bucket) of one configuration, with its eta^2
+/// and the paper's.
+pub fn draw_breakdown(
+    f: &mut Frame,
+    area: Rect,
+    r: &MethodResult,
+    by_length: bool,
+    scroll: usize,
+    theme: &Theme,
+) {
+    let b = if by_length {
+        &r.by_target_length
+    } else {
+        &r.by_topic
+    };
+    let mut groups: Vec<(&String, &crate::core::metrics::MeanMetrics)> = b.groups.iter().collect();
+    if by_length {
+        groups.sort_by_key(|(g, _)| bucket_lower_bound(g));
+    }
+    let reference = if by_length {
+        paper::LENGTH_NOTE
+    } else {
+        paper::TOPIC_ETA2_SOURCE
+    };
+    let width = usize::from(area.width.saturating_sub(40)).max(4);
+    let mut lines = vec![
+        Line::styled(
+            format!(
+                "η² of nDCG@10 = {} · paper: {reference}",
+                b.eta_squared_ndcg10
+                    .map_or_else(|| "undefined".into(), |e| format!("{e:.4}"))
+            ),
+            theme.title,
+        ),
+        Line::styled(
+            format!(
+                "{:<22} {:>4} {:>7}",
+                if by_length { "words" } else { "topic" },
+                "n",
+                "nDCG@10"
+            ),
+            theme.muted,
+        ),
+    ];
+    for (g, m) in groups.iter().skip(scroll) {
+        let bar = "█".repeat((m.ndcg10 * width as f64).round() as usize);
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!(
+                    "{:<22} {:>4} {:>7.4} ",
+                    clean(&crate::core::text::snippet(g, 22)),
+                    m.queries,
+                    m.ndcg10
+                ),
+                theme.text,
+            ),
+            Span::styled(bar, theme.score_bar),
+        ]));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(theme.block(
+            format!(
+                " {} · {} groups · by {} (t) ",
+                clean(&r.label),
+                b.groups.len(),
+                if by_length { "target length" } else { "topic" }
+            ),
+            false,
+        )),
+        area,
+    );
+}
+
+/// Rows the MCQA box takes: borders, header, one per k, the CV and the paper's notes.
+pub fn mcqa_height(o: &EvalOverview) -> u16 {
+    o.mcqa.as_ref().map_or(3, |s| {
+        s.report.report.by_k.len() as u16 + 4 + paper::MCQA_NOTES.len() as u16
+    })
+}
+
+/// Rows the judge box takes: borders, header, one per criterion, two notes.
+pub fn judge_height(o: &EvalOverview) -> u16 {
+    o.judge.as_ref().map_or(3, |j| j.rows.len() as u16 + 5)
+}
+
+fn acc(a: &Accuracy) -> String {
+    a.with_ci()
+}
+
+fn short(a: &Accuracy) -> String {
+    a.short()
+}
+
+/// A box saying what is missing and which command produces it.
+fn missing(f: &mut Frame, area: Rect, title: &str, text: String, theme: &Theme) {
+    f.render_widget(
+        Paragraph::new(text)
+            .wrap(Wrap { trim: true })
+            .style(theme.muted)
+            .block(theme.block(title.to_string(), false)),
+        area,
+    );
+}
+
+/// MCQA accuracy per k (overall, target in / not in the prompt, rank 1 / 2+, per
+/// rank), and the paper's findings.
+pub fn draw_mcqa(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
+    let Some(saved) = &o.mcqa else {
+        let text = format!("No MCQA evaluation yet: run `{}`", HOW_TO[1].1);
+        return missing(f, area, " MCQA accuracy ", text, theme);
+    };
+    let s = &saved.report;
+    let rows: Vec<Row> = s
+        .report
+        .by_k
+        .iter()
+        .map(|k| {
+            let by_rank: Vec<String> = k
+                .by_rank
+                .iter()
+                .filter(|(_, a)| a.n > 0)
+                .map(|(r, a)| format!("r{r} {}", short(a)))
+                .collect();
+            Row::new(vec![
+                k.k.to_string(),
+                acc(&k.overall),
+                short(&k.retrieved),
+                short(&k.not_retrieved),
+                short(&k.rank1),
+                short(&k.rank2_plus),
+                by_rank.join(" "),
+            ])
+            .style(theme.text)
+        })
+        .collect();
+    let mut notes: Vec<Line> = paper::MCQA_NOTES
+        .iter()
+        .map(|n| Line::styled(format!("paper {n}"), theme.muted))
+        .collect();
+    let cv: Vec<String> = s
+        .report
+        .ks
+        .iter()
+        .zip(&s.report.cv)
+        .map(|(k, c)| {
+            format!(
+                "k={k} {}",
+                c.map_or_else(|| "undef".into(), |v| format!("{v:.3}"))
+            )
+        })
+        .collect();
+    notes.insert(
+        0,
+        Line::styled(format!("CV across topics: {}", cv.join(" · ")), theme.text),
+    );
+    let title = format!(
+        " MCQA · run {} · {} · {} questions · {} a={} · written {} ",
+        clean(&s.run),
+        clean(s.model_file.as_deref().unwrap_or("-")),
+        s.questions,
+        clean(s.method.as_deref().unwrap_or("-")),
+        s.alpha.map_or_else(|| "-".into(), |a| format!("{a:.2}")),
+        clean(&saved.written_at)
+    );
+    let block = theme.block(title, false);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let table_h = (rows.len() as u16 + 1).min(inner.height.saturating_sub(notes.len() as u16));
+    let [t, n] =
+        ratatui::layout::Layout::vertical([Constraint::Length(table_h), Constraint::Min(0)])
+            .areas(inner);
+    f.render_widget(
+        Table::new(
+            rows,
+            [
+                Constraint::Length(3),
+                Constraint::Length(26),
+                Constraint::Length(12),
+                Constraint::Length(12),
+                Constraint::Length(12),
+                Constraint::Length(12),
+                Constraint::Min(10),
+            ],
+        )
+        .header(
+            Row::new(vec![
+                "k",
+                "accuracy [95% Wilson]",
+                "target in",
+                "not in",
+                "r=1",
+                "r>=2",
+                "by rank",
+            ])
+            .style(theme.title),
+        ),
+        t,
+    );
+    f.render_widget(Paragraph::new(notes).wrap(Wrap { trim: true }), n);
+}
+
+/// The judge's pass rate per criterion and target-rank bucket, the paper's beside.
+pub fn draw_judge(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
+    let Some(j) = &o.judge else {
+        let text = format!("No judged answers yet: run `{}`", HOW_TO[2].1);
+        return missing(f, area, " Judge pass rates by target rank ", text, theme);
+    };
+    let mut header = vec!["criterion".to_string()];
+    header.extend(BUCKETS.iter().map(|b| match b.chars().next() {
+        Some(c) if c.is_ascii_digit() || c == '>' => format!("r {b}"),
+        _ => (*b).to_string(),
+    }));
+    header.push("paper".into());
+    let rows: Vec<Row> = j
+        .rows
+        .iter()
+        .map(|row| {
+            let mut out = vec![clean(&row.criterion)];
+            out.extend(BUCKETS.iter().map(|b| {
+                row.buckets.iter().find(|r| r.bucket == *b).map_or_else(
+                    || "-".into(),
+                    |r| format!("{:.2} ({})", r.pass as f64 / r.total as f64, r.total),
+                )
+            }));
+            out.push(
+                paper::judge_pass_for(&row.criterion)
+                    .unwrap_or("-")
+                    .to_string(),
+            );
+            Row::new(out).style(theme.text)
+        })
+        .collect();
+    let block = theme.block(
+        format!(
+            " Judge pass rates by target rank in the prompt · {} answers, {} judgements · judge {} ",
+            j.answers,
+            j.judgements,
+            clean(&j.judge_models.join(", "))
+        ),
+        false,
+    );
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let [t, n] = ratatui::layout::Layout::vertical([
+        Constraint::Length(j.rows.len() as u16 + 1),
+        Constraint::Min(0),
+    ])
+    .areas(inner);
+    let mut widths = vec![Constraint::Length(20)];
+    widths.extend(std::iter::repeat_n(Constraint::Length(14), BUCKETS.len()));
+    widths.push(Constraint::Min(10));
+    f.render_widget(
+        Table::new(rows, widths).header(Row::new(header).style(theme.title)),
+        t,
+    );
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::styled(format!("paper {}", paper::JUDGE_RANK_NOTE), theme.muted),
+            Line::styled(clean(o.buckets_note), theme.muted),
+        ])
+        .wrap(Wrap { trim: true }),
+        n,
+    );
+}

@@ -17,7 +17,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, List, ListItem, Paragraph, Wrap};
 
 use crate::core::question::Question;
-use crate::core::retrieval::Method;
 use crate::core::sampling::Sampling;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::generation::AnswerRecord;

@@ -229,3 +229,186 @@ fn a_server_killed_mid_batch_loses_and_duplicates_nothing() {
         assert!(x["output_tokens"].as_u64().is_some_and(|t| t >= 1), "{x}");
     }
 }
+
+/// Multiple-choice questions on the two pages, each with three options.
+fn mcq_file(env: &Env) -> PathBuf {
+    let q = env.dir.path().join("mcq.jsonl");
+    let rows = [
+        (
+            "m0",
+            "Which animals should be vaccinated against rabies?",
+            "Dogs and cats",
+            "rabies#prevention",
+        ),
+        (
+            "m1",
+            "How often is the flu vaccine given?",
+            "Every year",
+            "flu#prevention",
+        ),
+        (
+            "m2",
+            "Which wild animals should you avoid because of rabies?",
+            "Bats",
+            "rabies#prevention",
+        ),
+        (
+            "m3",
+            "What else prevents the flu besides the vaccine?",
+            "Washing hands often",
+            "flu#prevention",
+        ),
+    ];
+    let mut s = String::new();
+    for (id, text, right, target) in rows {
+        s.push_str(
+            &serde_json::json!({
+                "id": id,
+                "text": text,
+                "options": [right, "Never", "Only in summer"],
+                "answer": "A",
+                "relevant": [target],
+            })
+            .to_string(),
+        );
+        s.push('\n');
+    }
+    std::fs::write(&q, s).expect("mcq file");
+    q
+}
+
+#[test]
+fn eval_mcqa_on_a_pool_answers_every_k_once_with_provenance_like_the_local_model() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = (
+        Server::start(tmp.path(), "a"),
+        Server::start(tmp.path(), "b"),
+    );
+    let (env, _) = setup(&[&a, &b], 1, 0);
+    let q = mcq_file(&env);
+    let q = q.to_str().expect("utf8");
+    let args = |run: &str| -> Vec<String> {
+        [
+            "eval",
+            "mcqa",
+            "--questions",
+            q,
+            "--ks",
+            "0,1,2",
+            "--run",
+            run,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let json = |extra: &[&str], run: &str| {
+        let mut a = args(run);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        env.json(&a)
+    };
+    let report = json(&["--json"], "ep");
+    let list = |run: &str| -> Vec<serde_json::Value> {
+        json(&["--list", "--report-only"], run)
+            .as_array()
+            .cloned()
+            .expect("records")
+    };
+    let on_pool = list("ep");
+    assert_eq!(on_pool.len(), 12, "4 questions x 3 ks, each once");
+    let pairs: HashSet<(String, u64)> = on_pool
+        .iter()
+        .map(|r| {
+            (
+                r["question_id"].as_str().expect("id").to_string(),
+                r["k"].as_u64().expect("k"),
+            )
+        })
+        .collect();
+    assert_eq!(pairs.len(), 12, "no (question, k) twice");
+    let urls = [a.url(), b.url()];
+    for r in &on_pool {
+        // The schema holds the server to one of the three letters.
+        let predicted = r["predicted"].as_str().expect("the schema forces a letter");
+        assert!(["A", "B", "C"].contains(&predicted), "{r}");
+        assert_eq!(r["correct"], predicted == "A", "{r}");
+        let raw: serde_json::Value =
+            serde_json::from_str(r["raw_output"].as_str().expect("raw")).expect("a JSON reply");
+        assert_eq!(raw["answer"], predicted, "{r}");
+        assert!(
+            urls.contains(&r["endpoint"].as_str().expect("endpoint").to_string()),
+            "{r}"
+        );
+        assert!(
+            r["served_model"].as_str().is_some_and(|m| !m.is_empty()),
+            "{r}"
+        );
+        assert_eq!(r["model_sha256"], "", "{r}");
+        // The prompt is the messages as sent, holding the question and the options.
+        let sent: serde_json::Value =
+            serde_json::from_str(r["prompt"].as_str().expect("prompt")).expect("messages");
+        let content = sent[0]["content"].as_str().expect("content");
+        assert!(
+            content.contains("A. ") && content.contains("C. Only in summer"),
+            "{content}"
+        );
+        assert!(r["prompt_tokens"].as_u64().is_some_and(|t| t > 0), "{r}");
+    }
+    // Both servers took part (one request at a time each, twelve requests).
+    let used: HashSet<&str> = on_pool
+        .iter()
+        .filter_map(|r| r["endpoint"].as_str())
+        .collect();
+    assert_eq!(used.len(), 2, "{used:?}");
+
+    // The report is computed from those records.
+    for row in report["report"]["by_k"].as_array().expect("by_k") {
+        let k = row["k"].as_u64().expect("k");
+        let correct = on_pool
+            .iter()
+            .filter(|r| r["k"] == k && r["correct"] == true)
+            .count();
+        assert_eq!(row["overall"]["n"], 4);
+        assert_eq!(row["overall"]["correct"], correct as u64);
+    }
+
+    // The local model retrieves and places the same chunks: the back end changes only
+    // who answers.
+    env.ok(&args("local")
+        .iter()
+        .map(String::as_str)
+        .chain(["--local"])
+        .collect::<Vec<_>>());
+    let local = list("local");
+    assert_eq!(local.len(), 12);
+    for l in &local {
+        assert!(
+            l["endpoint"].is_null() && l["served_model"].is_null(),
+            "{l}"
+        );
+        let twin = on_pool
+            .iter()
+            .find(|r| r["question_id"] == l["question_id"] && r["k"] == l["k"])
+            .expect("the same (question, k) on the pool");
+        for f in [
+            "chunk_ids",
+            "target_rank",
+            "target_list_rank",
+            "method",
+            "topic",
+        ] {
+            assert_eq!(l[f], twin[f], "{f} of {} k={}", l["question_id"], l["k"]);
+        }
+    }
+
+    // Resuming on the pool answers nothing again.
+    let again = env.cmd().args(args("ep")).output().expect("rerun");
+    assert!(again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("nothing left to answer"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(list("ep").len(), 12);
+}

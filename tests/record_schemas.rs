@@ -119,6 +119,10 @@ fn mcqa_answers_keep_their_schema() {
         ("model_file", Utf8, false),
         ("model_sha256", Utf8, false),
         ("created_at", Utf8, false),
+        // Added with OpenAI-compatible endpoints: nullable and last, so earlier
+        // datasets gain them as nulls.
+        ("endpoint", Utf8, true),
+        ("served_model", Utf8, true),
     ]);
     assert_eq!(*schema_of::<McqaRecord>(), want);
 }

@@ -11,7 +11,8 @@ mod common;
 
 use std::time::Duration;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use common::tui::{key as press_key, press};
+use crossterm::event::KeyCode;
 use raglab::config::{Config, DEFAULT_EMBED_MODEL, Paths};
 use raglab::service::Context;
 use raglab::tui::app::App;
@@ -24,36 +25,28 @@ fn render(app: &App) -> String {
     common::screen(app, 220, 50)
 }
 
-/// A key press as the event loop handles it: the app updates, its effect goes to the
-/// jobs.
-fn press_key(app: &mut App, jobs: &mut Jobs, code: KeyCode) {
-    if let Some(effect) = app.handle_key(KeyEvent::new(code, KeyModifiers::NONE)) {
-        jobs.run(app, effect);
-    }
-}
-
-fn press(app: &mut App, jobs: &mut Jobs, c: char) {
-    press_key(app, jobs, KeyCode::Char(c));
-}
-
-/// Run the event loop's message half (receive, apply) until `done` holds.
+/// Run the event loop's message half (receive, apply) until `done` holds (60 s at
+/// most).
 async fn pump(
     jobs: &mut Jobs,
     app: &mut App,
     rx: &mut UnboundedReceiver<Msg>,
     done: impl Fn(&Jobs, &App) -> bool,
 ) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        if done(jobs, app) {
-            return;
-        }
-        let msg = tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .expect("the TUI's jobs answered within 60 s")
-            .expect("job channel open");
-        jobs.apply(app, msg);
+    common::tui::pump(jobs, app, rx, done, Duration::from_secs(60), (0, 0)).await;
+}
+
+/// Type `question` in the Query pane, search, and wait for the ranked lists.
+async fn ask(app: &mut App, jobs: &mut Jobs, rx: &mut UnboundedReceiver<Msg>, question: &str) {
+    press(app, jobs, '/');
+    for c in question.chars() {
+        press(app, jobs, c);
     }
+    press_key(app, jobs, KeyCode::Enter);
+    pump(jobs, app, rx, |_, a| {
+        !a.query.busy && a.query.lists.is_some()
+    })
+    .await;
 }
 
 /// The sample ingested and indexed, and evaluated at cut-off 1 (every question whose
@@ -296,15 +289,7 @@ async fn alpha_curve_and_baseline_deltas_agree_with_independent_searches() {
     let text = f["text"].as_str().expect("text").to_string();
     let target = f["relevant"][0].as_str().expect("target").to_string();
     let (mut app, mut jobs, mut rx) = open_tui(&env, true).await;
-    press(&mut app, &mut jobs, '/');
-    for c in text.chars() {
-        press(&mut app, &mut jobs, c);
-    }
-    press_key(&mut app, &mut jobs, KeyCode::Enter);
-    pump(&mut jobs, &mut app, &mut rx, |_, a| {
-        !a.query.busy && a.query.lists.is_some()
-    })
-    .await;
+    ask(&mut app, &mut jobs, &mut rx, &text).await;
     // Hybrid, BM25 side, a = 0.70 (the defaults).
     let screen = render(&app);
     assert!(
@@ -399,15 +384,7 @@ async fn without_an_embedding_model_the_query_pane_ranks_with_bm25_and_tfidf() {
     );
     assert!(screen.contains(" method bm25 "), "{screen}");
     let question = "How is measles spread?";
-    press(&mut app, &mut jobs, '/');
-    for c in question.chars() {
-        press(&mut app, &mut jobs, c);
-    }
-    press_key(&mut app, &mut jobs, KeyCode::Enter);
-    pump(&mut jobs, &mut app, &mut rx, |_, a| {
-        !a.query.busy && a.query.lists.is_some()
-    })
-    .await;
+    ask(&mut app, &mut jobs, &mut rx, question).await;
     let screen = render(&app);
     let want = search_ids(&env, question, "bm25", "bm25", 0.7);
     assert!(!want.is_empty());

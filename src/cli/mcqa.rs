@@ -35,6 +35,10 @@ pub struct McqaArgs {
     pub limit: Option<usize>,
     #[command(flatten)]
     pub generator: GeneratorArgs,
+    /// Answer with the local model even when `[[endpoints]]` are configured (naming a
+    /// model with `--model` does too).
+    #[arg(long)]
+    pub local: bool,
     #[command(flatten)]
     pub temperatures: TemperatureArgs,
     /// Only report what the run has stored.
@@ -79,6 +83,7 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
             model: args.generator.choice(),
             embed: args.prompt.ranking.embed(Some(1)),
             reuse_prefix: !args.generator.no_prefix_reuse,
+            local: args.local,
         };
         let bar = progress_bar("answering");
         let done = answer_questions(

@@ -71,6 +71,31 @@ pub fn parse_choice(output: &str, n_options: usize) -> Option<usize> {
     (i < n_options).then_some(i)
 }
 
+/// The JSON schema an OpenAI-compatible server is sent for a multiple-choice answer:
+/// an object whose one field is an option letter. An object, not a bare string:
+/// OpenAI's strict mode wants an object at the root, and llama-server turns either into
+/// a grammar.
+pub fn choice_schema(n_options: usize) -> serde_json::Value {
+    let letters: Vec<String> = (0..n_options.clamp(1, MAX_OPTIONS))
+        .map(|i| letter(i).to_string())
+        .collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": {"answer": {"type": "string", "enum": letters}},
+        "required": ["answer"],
+        "additionalProperties": false,
+    })
+}
+
+/// The option a server's reply names: the `answer` field of [`choice_schema`]'s
+/// object, else (a server that ignored the schema) the reply read as a bare letter.
+pub fn parse_reply(reply: &str, n_options: usize) -> Option<usize> {
+    match serde_json::from_str::<serde_json::Value>(reply.trim()) {
+        Ok(v) => parse_choice(v.get("answer")?.as_str()?, n_options),
+        Err(_) => parse_choice(reply, n_options),
+    }
+}
+
 /// Index of the correct option from an answer given as the option's text
 /// (case-insensitive, checked first) or as its letter.
 pub fn resolve_answer(options: &[String], answer: &str) -> Result<usize, McqError> {
@@ -442,5 +467,24 @@ mod tests {
         // All correct: 1; nothing answered: undefined.
         assert_eq!(options_macro_f1(&[graded('A', Some('A'))]), Some(1.0));
         assert_eq!(options_macro_f1(&[]), None);
+    }
+
+    #[test]
+    fn server_replies_name_an_option_by_the_schema_or_as_a_bare_letter() {
+        let schema = choice_schema(3);
+        assert_eq!(
+            schema["properties"]["answer"]["enum"],
+            serde_json::json!(["A", "B", "C"])
+        );
+        assert_eq!(schema["required"], serde_json::json!(["answer"]));
+        assert_eq!(parse_reply(r#"{"answer": "B"}"#, 3), Some(1));
+        assert_eq!(parse_reply(r#" {"answer":"c"} "#, 3), Some(2));
+        // Out of range, a missing field, or another type: no option.
+        assert_eq!(parse_reply(r#"{"answer": "D"}"#, 3), None);
+        assert_eq!(parse_reply(r#"{"choice": "A"}"#, 3), None);
+        assert_eq!(parse_reply(r#"{"answer": 1}"#, 3), None);
+        // Not JSON: read as the local grammar's bare letter.
+        assert_eq!(parse_reply("A", 3), Some(0));
+        assert_eq!(parse_reply("maybe", 3), None);
     }
 }

@@ -161,6 +161,18 @@ pub struct JudgementRecord {
     pub endpoint: Option<String>,
 }
 
+impl JudgementRecord {
+    /// The labels as one line, `criterion=label, ...` in the rubric's order.
+    pub fn labels_line(&self) -> String {
+        self.criteria
+            .iter()
+            .zip(&self.labels)
+            .map(|(c, l)| format!("{c}={l}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 pub fn answers(ws: &Workspace) -> Table<'_> {
     Table::of::<AnswerRecord>(ws, ANSWERS)
 }

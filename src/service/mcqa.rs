@@ -4,7 +4,7 @@
 //! with its provenance in `mcqa.lance`. A run resumes where it stopped: answers are
 //! committed per question and (run, question, k) is never answered twice.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -13,12 +13,14 @@ use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::context::{Context, ModelChoice};
+use super::pool::Pool;
 use crate::core::mcqa::{self, Outcome, grammar, letter, parse_choice, render_options};
 use crate::core::prompt::{
     ChatMessage, ContextChunk, MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, PromptText, Slot,
-    assemble, fill,
+    assemble, estimate_tokens, fill,
 };
 use crate::core::retrieval::Method;
+use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
 use crate::infer::generate::{Generator, Sampling};
 use crate::service::generation::{file_sha256, now_rfc3339};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
@@ -149,6 +151,13 @@ pub struct McqaRecord {
     pub model_file: String,
     pub model_sha256: String,
     pub created_at: String,
+    /// Base URL of the OpenAI-compatible endpoint that answered (None: the local model
+    /// of `model_file`). Added later: nullable and last, so older runs load.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// The model the endpoint said it served (the response's `model` field).
+    #[serde(default)]
+    pub served_model: Option<String>,
 }
 
 pub fn mcqa_table(ws: &Workspace) -> Table<'_> {
@@ -170,12 +179,11 @@ pub fn outcomes(records: &[McqaRecord]) -> Vec<Outcome> {
         .collect()
 }
 
-/// How a run answers.
+/// How a run retrieves and prompts (the generator answering is chosen apart: the
+/// local model or the endpoint pool).
 pub struct McqaRunner<'a> {
     pub run: String,
     pub retriever: Option<&'a Retriever>,
-    pub generator: &'a Generator,
-    pub model_sha256: String,
     pub method: Method,
     /// The sparse list hybrid and linear fuse with dense.
     pub sparse: crate::core::retrieval::Sparse,
@@ -183,14 +191,54 @@ pub struct McqaRunner<'a> {
     pub context_budget: usize,
 }
 
+/// One (question, k) prompt, assembled and ready for a generator.
+#[derive(Debug, Clone)]
+pub struct McqaPrompt {
+    pub question: McqQuestion,
+    pub k: usize,
+    pub user: PromptText,
+    pub chunk_ids: Vec<String>,
+    /// Fused rank of the first target in the prompt.
+    pub target_rank: Option<u32>,
+    /// Rank of the first target in the whole fused list.
+    pub target_list_rank: Option<u32>,
+    pub topic: String,
+    pub embed_model: Option<String>,
+    /// The question's one retrieval (serves every k > 0; 0 for k = 0).
+    pub retrieval_ms: f64,
+    /// Assembling this prompt (chunk texts and token budget).
+    pub assemble_ms: f64,
+}
+
+/// A generator's answer to one [`McqaPrompt`], with its provenance.
+#[derive(Debug, Clone)]
+pub struct McqaReply {
+    pub raw: String,
+    pub predicted: Option<usize>,
+    /// The prompt as the model saw it: the chat-templated text (local), or the
+    /// messages as sent (an endpoint applies its own template).
+    pub prompt: String,
+    pub prompt_tokens: u32,
+    pub answer_ms: f64,
+    pub model_file: String,
+    pub model_sha256: String,
+    pub endpoint: Option<String>,
+    pub served_model: Option<String>,
+}
+
 impl McqaRunner<'_> {
-    /// Answer `q` once per k in `ks` (skipping those in `skip`).
-    pub fn answer(
+    /// Retrieve once for `q` and assemble its prompt for every k in `ks` not in
+    /// `skip`. `count` counts tokens as the generator will; `context_tokens` is the
+    /// generator's window (512 of it kept for the template, the options and the
+    /// answer).
+    pub fn prompts(
         &self,
         q: &McqQuestion,
         ks: &[usize],
         skip: &HashSet<u32>,
-    ) -> Result<Vec<McqaRecord>> {
+        count: &dyn Fn(&str) -> usize,
+        context_tokens: usize,
+    ) -> Result<Vec<McqaPrompt>> {
         let max_k = ks.iter().copied().max().unwrap_or(0);
         let started = Instant::now();
         let (ranked, embed_model): (Vec<String>, Option<String>) = if max_k == 0 {
@@ -225,10 +273,7 @@ impl McqaRunner<'_> {
             })
             .unwrap_or_else(|| NO_TOPIC.to_string());
         let options = render_options(&q.options);
-        let count = |s: &str| self.generator.count_tokens(s).unwrap_or(usize::MAX / 4);
-        // Room for the template, the options and the one-letter answer.
-        let room = (self.generator.info.n_ctx_train as usize).saturating_sub(512);
-        let budget = self.context_budget.min(room);
+        let budget = self.context_budget.min(context_tokens.saturating_sub(512));
         let mut out = Vec::new();
         for &k in ks {
             if skip.contains(&(k as u32)) {
@@ -241,61 +286,118 @@ impl McqaRunner<'_> {
                 let retriever = self.retriever.context("retrieval indexes")?;
                 retriever.context_chunks(&ranked, k)
             };
-            let (user, chunk_ids) = user_prompt(&q.text, &options, k, &top, budget, &count);
+            let (user, chunk_ids) = user_prompt(&q.text, &options, k, &top, budget, count);
             let target_rank = chunk_ids
                 .iter()
                 .position(|id| q.relevant.contains(id))
                 .map(|i| i as u32 + 1);
-            let messages = vec![ChatMessage::user(user)];
-            let prompt = self.generator.chat_prompt(messages.clone())?;
-            let sampling = Sampling {
-                temperature: 0.0,
-                max_tokens: 2,
-                ..Sampling::default()
-            };
-            let (raw, stats) = self.generator.generate(
-                messages,
-                sampling,
-                Some(grammar(q.options.len())),
-                Arc::new(AtomicBool::new(false)),
-                |_| {},
-            )?;
-            let predicted = parse_choice(&raw, q.options.len());
-            out.push(McqaRecord {
-                run: self.run.clone(),
-                question_id: q.id.clone(),
-                k: k as u32,
-                topic: topic.clone(),
-                method: if k == 0 {
-                    "none".into()
-                } else {
-                    crate::core::retrieval::RunConfig::new(self.method, self.sparse, self.alpha)
-                        .method_label()
-                },
-                alpha: self.alpha,
-                embed_model: if k == 0 { None } else { embed_model.clone() },
-                options: q.options.clone(),
-                answer: letter(q.answer).to_string(),
-                predicted: predicted.map(|i| letter(i).to_string()),
-                correct: predicted == Some(q.answer),
-                raw_output: raw,
-                target_ids: q.relevant.clone(),
+            out.push(McqaPrompt {
+                question: q.clone(),
+                k,
+                user,
                 chunk_ids,
                 target_rank,
                 target_list_rank,
-                prompt,
-                prompt_tokens: stats.prompt_tokens as u32,
+                topic: topic.clone(),
+                embed_model: if k == 0 { None } else { embed_model.clone() },
                 // The one retrieval serves every k > 0; k = 0 needs none, so none of
                 // it is part of that answer's end-to-end latency.
                 retrieval_ms: if k == 0 { 0.0 } else { retrieval_ms },
-                total_ms: if k == 0 { 0.0 } else { retrieval_ms }
-                    + t0.elapsed().as_secs_f64() * 1e3,
-                model_file: self.generator.info.file.clone(),
-                model_sha256: self.model_sha256.clone(),
-                created_at: now_rfc3339(),
+                assemble_ms: t0.elapsed().as_secs_f64() * 1e3,
             });
         }
         Ok(out)
+    }
+
+    /// The graded record of `reply` to `p`.
+    pub fn record(&self, p: &McqaPrompt, reply: McqaReply) -> McqaRecord {
+        let q = &p.question;
+        McqaRecord {
+            run: self.run.clone(),
+            question_id: q.id.clone(),
+            k: p.k as u32,
+            topic: p.topic.clone(),
+            method: if p.k == 0 {
+                "none".into()
+            } else {
+                crate::core::retrieval::RunConfig::new(self.method, self.sparse, self.alpha)
+                    .method_label()
+            },
+            alpha: self.alpha,
+            embed_model: p.embed_model.clone(),
+            options: q.options.clone(),
+            answer: letter(q.answer).to_string(),
+            predicted: reply.predicted.map(|i| letter(i).to_string()),
+            correct: reply.predicted == Some(q.answer),
+            raw_output: reply.raw,
+            target_ids: q.relevant.clone(),
+            chunk_ids: p.chunk_ids.clone(),
+            target_rank: p.target_rank,
+            target_list_rank: p.target_list_rank,
+            prompt: reply.prompt,
+            prompt_tokens: reply.prompt_tokens,
+            retrieval_ms: p.retrieval_ms,
+            total_ms: p.retrieval_ms + p.assemble_ms + reply.answer_ms,
+            model_file: reply.model_file,
+            model_sha256: reply.model_sha256,
+            created_at: now_rfc3339(),
+            endpoint: reply.endpoint,
+            served_model: reply.served_model,
+        }
+    }
+}
+
+/// Answer `q` with the local model once per k in `ks` (skipping those in `skip`):
+/// greedy, grammar-constrained to one option letter.
+pub fn answer_locally(
+    runner: &McqaRunner<'_>,
+    generator: &Generator,
+    model_sha256: &str,
+    q: &McqQuestion,
+    ks: &[usize],
+    skip: &HashSet<u32>,
+) -> Result<Vec<McqaRecord>> {
+    let count = |s: &str| generator.count_tokens(s).unwrap_or(usize::MAX / 4);
+    let prompts = runner.prompts(q, ks, skip, &count, generator.info.n_ctx_train as usize)?;
+    let mut out = Vec::new();
+    for p in &prompts {
+        let t0 = Instant::now();
+        let messages = vec![ChatMessage::user(p.user.clone())];
+        let prompt = generator.chat_prompt(messages.clone())?;
+        let sampling = Sampling {
+            temperature: 0.0,
+            max_tokens: 2,
+            ..Sampling::default()
+        };
+        let (raw, stats) = generator.generate(
+            messages,
+            sampling,
+            Some(grammar(q.options.len())),
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )?;
+        let reply = McqaReply {
+            predicted: parse_choice(&raw, q.options.len()),
+            raw,
+            prompt,
+            prompt_tokens: stats.prompt_tokens as u32,
+            answer_ms: t0.elapsed().as_secs_f64() * 1e3,
+            model_file: generator.info.file.clone(),
+            model_sha256: model_sha256.to_string(),
+            endpoint: None,
+            served_model: None,
+        };
+        out.push(runner.record(p, reply));
+    }
+    Ok(out)
+}
+
+/// Greedy sampling with room for [`mcqa::choice_schema`]'s object (`{"answer": "B"}`).
+fn endpoint_sampling() -> Sampling {
+    Sampling {
+        temperature: 0.0,
+        max_tokens: 16,
+        ..Sampling::default()
     }
 }
 
@@ -347,6 +449,8 @@ pub struct McqaRequest {
     /// The embedding model of the retrieval.
     pub embed: ModelChoice,
     pub reuse_prefix: bool,
+    /// Use the local model even when `[[endpoints]]` are configured.
+    pub local: bool,
 }
 
 /// The run's stored answers to these questions; an error when there are none.
@@ -409,16 +513,31 @@ pub async fn answer_questions(
         notice(format!("run `{}`: nothing left to answer", args.run));
         return Ok(());
     }
-    let mut gcfg = ctx.gen_config(&args.model);
-    gcfg.reuse_prefix = args.reuse_prefix;
-    let generator = Generator::spawn(&gcfg)?;
-    if !generator.info.has_chat_template {
-        bail!(
-            "{} has no chat template; choose an instruction-tuned GGUF",
-            gcfg.model.display()
-        );
-    }
-    check_run_is_consistent(&stored, args, &generator.info.file)?;
+    // Endpoints when configured, unless a model file is named or --local given (the
+    // rule of `generate`).
+    let chat = ctx.config.chat_endpoints();
+    let backend = if !args.local && args.model.model.is_none() && !chat.is_empty() {
+        let pool = Pool::from_config(&chat)?;
+        let name = pool.model_name().await?;
+        McqaBackend::Pool(pool, name)
+    } else {
+        let mut gcfg = ctx.gen_config(&args.model);
+        gcfg.reuse_prefix = args.reuse_prefix;
+        let generator = Generator::spawn(&gcfg)?;
+        if !generator.info.has_chat_template {
+            bail!(
+                "{} has no chat template; choose an instruction-tuned GGUF",
+                gcfg.model.display()
+            );
+        }
+        let sha = file_sha256(&gcfg.model)?;
+        McqaBackend::Local(generator, sha)
+    };
+    let model_name = match &backend {
+        McqaBackend::Local(g, _) => g.info.file.clone(),
+        McqaBackend::Pool(_, name) => name.clone(),
+    };
+    check_run_is_consistent(&stored, args, &model_name)?;
     let retriever = if ks.iter().any(|&k| k > 0) {
         let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&args.embed)?)).await?;
         r.ensure_fresh()?;
@@ -448,8 +567,6 @@ pub async fn answer_questions(
     let runner = McqaRunner {
         run: args.run.clone(),
         retriever: retriever.as_ref(),
-        generator: &generator,
-        model_sha256: file_sha256(&gcfg.model)?,
         method: args.method,
         sparse: args.sparse,
         alpha: args.alpha,
@@ -460,18 +577,111 @@ pub async fn answer_questions(
         args.run,
         todo.len(),
         ks,
-        generator.info.file
+        match &backend {
+            McqaBackend::Local(..) => model_name.clone(),
+            McqaBackend::Pool(pool, _) => format!("{model_name} on endpoints {}", pool.describe()),
+        }
     ));
-    let total = todo.len();
-    let (mut n, mut correct) = (0usize, 0usize);
-    for (i, (q, skip)) in todo.into_iter().enumerate() {
-        let recs = runner.answer(q, ks, &skip)?;
-        n += recs.len();
-        correct += recs.iter().filter(|r| r.correct).count();
-        // One commit per question: an interrupted run resumes at the next question.
-        mcqa_table(&ctx.workspace).append(&recs).await?;
-        progress(i + 1, total, correct, n);
+    match &backend {
+        McqaBackend::Local(generator, sha) => {
+            let total = todo.len();
+            let (mut n, mut correct) = (0usize, 0usize);
+            for (i, (q, skip)) in todo.into_iter().enumerate() {
+                let recs = answer_locally(&runner, generator, sha, q, ks, &skip)?;
+                n += recs.len();
+                correct += recs.iter().filter(|r| r.correct).count();
+                // One commit per question: an interrupted run resumes at the next question.
+                mcqa_table(&ctx.workspace).append(&recs).await?;
+                progress(i + 1, total, correct, n);
+            }
+        }
+        McqaBackend::Pool(pool, name) => {
+            answer_on_pool(ctx, &runner, pool, name, &todo, ks, progress).await?;
+        }
     }
+    Ok(())
+}
+
+/// Where an MCQA run's answers come from.
+enum McqaBackend {
+    /// The local llama.cpp model and its file's SHA-256.
+    Local(Generator, String),
+    /// The `[[endpoints]]` pool and the name of the model it serves.
+    Pool(Pool, String),
+}
+
+/// Answer every (question, k) prompt on the endpoint pool, several at once, each reply
+/// constrained by [`mcqa::choice_schema`] and committed as it completes (a killed run
+/// resumes at the (question, k) pairs still missing). Prompts are assembled first with
+/// the budget estimated (the server's tokenizer is not here, see `estimate_tokens`);
+/// a failed request is retried like generation's (see `service::pool`).
+async fn answer_on_pool(
+    ctx: &Context,
+    runner: &McqaRunner<'_>,
+    pool: &Pool,
+    model_name: &str,
+    todo: &[(&McqQuestion, HashSet<u32>)],
+    ks: &[usize],
+    progress: &dyn Fn(usize, usize, usize, usize),
+) -> Result<()> {
+    let count = |t: &str| estimate_tokens(t);
+    let mut jobs = Vec::new();
+    let mut left: HashMap<String, usize> = HashMap::new();
+    for (q, skip) in todo {
+        let prompts = runner.prompts(q, ks, skip, &count, pool.context_tokens())?;
+        left.insert(q.id.clone(), prompts.len());
+        jobs.extend(prompts.into_iter().map(Arc::new));
+    }
+    let work = |ep: Arc<Endpoint>, p: Arc<McqaPrompt>| async move {
+        let sampling = endpoint_sampling();
+        let constraint = Constraint::JsonSchema {
+            name: "choice".into(),
+            schema: mcqa::choice_schema(p.question.options.len()),
+        };
+        let messages = vec![ChatMessage::user(p.user.clone())];
+        let stop = AtomicBool::new(false);
+        let t0 = Instant::now();
+        let reply = ep
+            .chat(&messages, &sampling, Some(&constraint), &stop, &mut |_| {})
+            .await?;
+        let answer_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let sent = ep.body(&messages, &sampling, Some(&constraint))["messages"].to_string();
+        Ok::<_, crate::infer::endpoint::EndpointError>((reply, sent, answer_ms))
+    };
+    let total = todo.len();
+    let (mut questions_done, mut n, mut correct) = (0usize, 0usize, 0usize);
+    super::pool::run(
+        pool,
+        jobs,
+        work,
+        async |p: Arc<McqaPrompt>, out: (ChatReply, String, f64), i| {
+            let (reply, sent, answer_ms) = out;
+            let rec = runner.record(
+                &p,
+                McqaReply {
+                    predicted: mcqa::parse_reply(&reply.text, p.question.options.len()),
+                    raw: reply.text,
+                    prompt: sent,
+                    prompt_tokens: reply.stats.prompt_tokens as u32,
+                    answer_ms,
+                    model_file: model_name.to_string(),
+                    model_sha256: String::new(),
+                    endpoint: Some(pool.endpoints[i].spec.url.clone()),
+                    served_model: Some(reply.served_model),
+                },
+            );
+            mcqa_table(&ctx.workspace).append(&[rec.clone()]).await?;
+            n += 1;
+            correct += usize::from(rec.correct);
+            if let Some(l) = left.get_mut(&rec.question_id) {
+                *l -= 1;
+                questions_done += usize::from(*l == 0);
+            }
+            progress(questions_done, total, correct, n);
+            Ok(())
+        },
+    )
+    .await?;
     Ok(())
 }
 

@@ -203,15 +203,7 @@ impl GeneratePane {
         self.running = false;
         self.finished = Some(Instant::now());
         self.status = Some(match result {
-            Ok(j) => {
-                let labels: Vec<String> = j
-                    .criteria
-                    .iter()
-                    .zip(&j.labels)
-                    .map(|(c, l)| format!("{c}={l}"))
-                    .collect();
-                format!("judgement saved ({}): {}", j.judge_model, labels.join(", "))
-            }
+            Ok(j) => format!("judgement saved ({}): {}", j.judge_model, j.labels_line()),
             Err(e) => format!("not judged: {e}"),
         });
     }

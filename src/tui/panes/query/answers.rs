@@ -58,15 +58,7 @@ pub fn rows_for(
             }
             let judged = latest
                 .iter()
-                .map(|j| {
-                    let labels: Vec<String> = j
-                        .criteria
-                        .iter()
-                        .zip(&j.labels)
-                        .map(|(c, l)| format!("{c}={l}"))
-                        .collect();
-                    format!("{}: {}", j.judge_model, labels.join(", "))
-                })
+                .map(|j| format!("{}: {}", j.judge_model, j.labels_line()))
                 .collect();
             let model = a
                 .served_model

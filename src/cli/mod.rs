@@ -31,6 +31,7 @@ mod args;
 mod bench;
 mod corpus;
 mod eval;
+mod evalset;
 mod generate;
 mod index;
 mod ingest;
@@ -118,6 +119,11 @@ pub enum Command {
         #[command(subcommand)]
         cmd: eval::EvalCmd,
     },
+    /// Build an evaluation set: generate candidate questions, critique, filter.
+    Evalset {
+        #[command(subcommand)]
+        cmd: evalset::EvalsetCmd,
+    },
     /// Generate answers for a question set with retrieval and full provenance.
     Generate(generate::GenerateArgs),
     /// Judge stored answers on the rubric with a grammar-constrained model.
@@ -174,6 +180,7 @@ pub async fn run(
         Command::Index(args) => index::run(ctx, args).await,
         Command::Search(args) => search::run(ctx, args).await,
         Command::Eval { cmd } => eval::run(ctx, cmd).await,
+        Command::Evalset { cmd } => evalset::run(ctx, cmd).await,
         Command::Annotate { cmd } => annotate::create(ctx, cmd).await,
         Command::Labels { cmd } => annotate::labels(ctx, cmd).await,
         Command::Agree(args) => annotate::agree(ctx, args, viewer).await,

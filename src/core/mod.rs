@@ -9,6 +9,7 @@ pub mod blinding;
 pub mod chunk;
 pub mod compare;
 pub mod corpus;
+pub mod evalset;
 pub mod frugality;
 pub mod fusion;
 pub mod mcqa;

@@ -8,6 +8,7 @@ pub mod answering;
 pub mod bench;
 pub mod context;
 pub mod corpus;
+pub mod evalset;
 pub mod evaluation;
 pub mod frugality;
 pub mod generation;

@@ -16,6 +16,7 @@ pub enum Action {
     PaneAnnotate,
     PaneAgreement,
     PaneEvaluation,
+    PaneEvalset,
     Up,
     Down,
     PageUp,
@@ -93,4 +94,8 @@ pub enum Action {
     Refresh,
     NextPair,
     NextCriterion,
+    /// The Evalset pane: accept, reject or clear the decision on a candidate.
+    AcceptCandidate,
+    RejectCandidate,
+    ClearDecision,
 }

@@ -10,6 +10,7 @@ use super::panes::PaneView;
 use super::panes::agreement::AgreementPane;
 use super::panes::annotate::AnnotatePane;
 use super::panes::corpus::CorpusPane;
+use super::panes::evalset::EvalsetPane;
 use super::panes::evaluation::EvaluationPane;
 use super::panes::generate::GeneratePane;
 use super::panes::query::QueryPane;
@@ -23,16 +24,18 @@ pub enum Pane {
     Annotate,
     Agreement,
     Evaluation,
+    Evalset,
 }
 
 impl Pane {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Corpus,
         Self::Query,
         Self::Generate,
         Self::Annotate,
         Self::Agreement,
         Self::Evaluation,
+        Self::Evalset,
     ];
 
     pub fn title(self) -> &'static str {
@@ -43,6 +46,7 @@ impl Pane {
             Self::Annotate => "Annotate",
             Self::Agreement => "Agreement",
             Self::Evaluation => "Evaluation",
+            Self::Evalset => "Evalset",
         }
     }
 
@@ -55,6 +59,7 @@ impl Pane {
             Self::Annotate => "annotate",
             Self::Agreement => "agreement",
             Self::Evaluation => "evaluation",
+            Self::Evalset => "evalset",
         }
     }
 
@@ -91,6 +96,7 @@ pub struct App {
     pub annotate: AnnotatePane,
     pub agreement: AgreementPane,
     pub evaluation: EvaluationPane,
+    pub evalset: EvalsetPane,
     pub keymap: Keymap,
     /// Shown in the status bar: workspace and counts.
     pub context_line: String,
@@ -169,6 +175,7 @@ impl App {
             annotate: AnnotatePane::new(None, crate::service::rubric::default_rubric()),
             agreement: AgreementPane::default(),
             evaluation: EvaluationPane::default(),
+            evalset: EvalsetPane::default(),
             keymap,
             context_line,
             message: None,
@@ -184,6 +191,7 @@ impl App {
             Pane::Annotate => &self.annotate,
             Pane::Agreement => &self.agreement,
             Pane::Evaluation => &self.evaluation,
+            Pane::Evalset => &self.evalset,
         }
     }
 
@@ -195,6 +203,7 @@ impl App {
             Pane::Annotate => &mut self.annotate,
             Pane::Agreement => &mut self.agreement,
             Pane::Evaluation => &mut self.evaluation,
+            Pane::Evalset => &mut self.evalset,
         }
     }
 
@@ -292,6 +301,12 @@ impl App {
             Action::PaneAnnotate => self.pane = Pane::Annotate,
             Action::PaneAgreement => self.pane = Pane::Agreement,
             Action::PaneEvaluation => self.pane = Pane::Evaluation,
+            // The candidates are read again each time the pane is opened.
+            Action::PaneEvalset => {
+                self.pane = Pane::Evalset;
+                self.evalset.loading = true;
+                return Some(Effect::LoadEvalset);
+            }
             Action::Generate if matches!(self.pane, Pane::Query | Pane::Generate) => {
                 return self.start_generation(false);
             }

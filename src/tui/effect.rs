@@ -33,6 +33,13 @@ pub enum Effect {
     LoadEvaluation,
     /// Replay a stored answer at its recorded speed; the newest ticket wins.
     Replay(ReplayJob),
+    /// Read the evaluation-set candidates with their scores and decisions.
+    LoadEvalset,
+    /// Store an analyst's decision on a candidate (None: clear it).
+    DecideCandidate {
+        candidate_id: String,
+        decision: Option<crate::core::evalset::Decision>,
+    },
 }
 
 /// A replay to start: the question whose stored answers to take (None: any), the

@@ -64,6 +64,10 @@ pub enum Msg {
     ),
     /// The evaluation reports' fingerprint (a new one means a new evaluation).
     EvalChanged(Vec<Option<String>>),
+    /// The evaluation-set candidates, for the Evalset pane.
+    Evalset(Result<Vec<crate::service::evalset::CandidateView>, String>),
+    /// A decision on a candidate was stored (what to say), or not.
+    Decided(Result<String, String>),
     /// A replay showed all its text, or was stopped.
     ReplayDone {
         ticket: u64,
@@ -174,6 +178,19 @@ impl Jobs {
         })
     }
 
+    /// Read the evaluation-set candidates with their critiques, decisions and the
+    /// default filter's verdicts.
+    fn load_evalset(&self) -> tokio::task::JoinHandle<()> {
+        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+        tokio::spawn(async move {
+            let r = crate::service::evalset::review(&ctx, Default::default(), None)
+                .await
+                .map(|(views, _)| views)
+                .map_err(|e| format!("cannot read the candidates: {e:#}"));
+            let _ = tx.send(Msg::Evalset(r));
+        })
+    }
+
     /// Pick the stored answer to replay and play it at its recorded pace
     /// ([`super::replay::play`]).
     fn replay(&mut self, app: &mut App, job: ReplayJob) {
@@ -233,6 +250,40 @@ impl Jobs {
                 self.loads.push(task);
             }
             Effect::Replay(job) => self.replay(app, job),
+            Effect::LoadEvalset => {
+                let task = self.load_evalset();
+                self.loads.retain(|t| !t.is_finished());
+                self.loads.push(task);
+            }
+            Effect::DecideCandidate {
+                candidate_id,
+                decision,
+            } => {
+                let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+                let reviewer = app.annotate.reviewer.clone();
+                let task = tokio::spawn(async move {
+                    let r = crate::service::evalset::decide(
+                        &ctx,
+                        &candidate_id,
+                        decision,
+                        reviewer.as_deref(),
+                    )
+                    .await
+                    .map(|()| {
+                        format!(
+                            "saved: {} {candidate_id}",
+                            decision.map_or("cleared", |d| match d {
+                                crate::core::evalset::Decision::Accept => "accepted",
+                                crate::core::evalset::Decision::Reject => "rejected",
+                            })
+                        )
+                    })
+                    .map_err(|e| format!("NOT saved: {e:#}"));
+                    let _ = tx.send(Msg::Decided(r));
+                });
+                self.loads.retain(|t| !t.is_finished());
+                self.loads.push(task);
+            }
         }
     }
 
@@ -590,6 +641,12 @@ impl Jobs {
                     let task = self.load_evaluation();
                     self.loads.retain(|t| !t.is_finished());
                     self.loads.push(task);
+                }
+            }
+            Msg::Evalset(r) => app.evalset.on_loaded(r),
+            Msg::Decided(r) => {
+                if let Some(effect) = app.evalset.on_decided(r) {
+                    self.run(app, effect);
                 }
             }
             Msg::ReplayDone { ticket, stopped } => app.generate.on_replay_done(ticket, stopped),

@@ -3,6 +3,7 @@
 pub mod agreement;
 pub mod annotate;
 pub mod corpus;
+pub mod evalset;
 pub mod evaluation;
 pub mod evaluation_parts;
 pub mod generate;

@@ -24,3 +24,4 @@ pub mod rubric;
 pub mod sampling;
 pub mod stats;
 pub mod text;
+pub mod variant;

@@ -222,6 +222,7 @@ fn judge_grammar_always_parses_across_seeds() {
         target_list_rank: None,
         endpoint: None,
         served_model: None,
+        corpus_variant: None,
     };
     for seed in 0..4 {
         let (rec, j) = judge(

@@ -69,6 +69,8 @@ fn answers_keep_their_schema() {
         // it said it served.
         ("endpoint", Utf8, true),
         ("served_model", Utf8, true),
+        // Added with corpus variants: which corpus retrieval ranked.
+        ("corpus_variant", Utf8, true),
     ]);
     assert_eq!(*schema_of::<AnswerRecord>(), want);
 }
@@ -222,6 +224,8 @@ async fn chunks_written_with_the_earlier_schema_still_load() {
         ("flu#top", None, 0)
     );
     assert_eq!((flu.byte_end, flu.word_count, flu.ordinal), (15, 4, 0));
+    // Token counts came later: chunks written before them read back uncounted.
+    assert_eq!((flu.token_count, flu.token_model.as_deref()), (None, None));
     let rabies = &chunks[1];
     assert_eq!(rabies.header_path, vec!["Rabies", "Prevention"]);
     assert_eq!(
@@ -229,4 +233,31 @@ async fn chunks_written_with_the_earlier_schema_still_load() {
         (20, 2, 1)
     );
     assert_eq!(rabies.text, "Vaccinate pets.");
+    // Counting tokens rewrites the old dataset with the new columns; nothing else moves.
+    let store = ChunkStore::new(&ws);
+    let counts = std::collections::HashMap::from([("flu#top".to_string(), 7)]);
+    assert_eq!(
+        store.set_token_counts(&counts, "m").await.expect("counted"),
+        1
+    );
+    assert_eq!(
+        store.set_token_counts(&counts, "m").await.expect("again"),
+        0
+    );
+    let after = store.load_all().await.expect("reload");
+    assert_eq!(
+        (after[0].token_count, after[0].token_model.as_deref()),
+        (Some(7), Some("m"))
+    );
+    assert_eq!(
+        (after[1].token_count, after[1].token_model.as_deref()),
+        (None, None)
+    );
+    let unchanged = |c: &raglab::core::chunk::Chunk| raglab::core::chunk::Chunk {
+        token_count: None,
+        token_model: None,
+        ..c.clone()
+    };
+    assert_eq!(unchanged(&after[0]), *flu);
+    assert_eq!(after[1], *rabies);
 }

@@ -43,6 +43,8 @@ fn chunk(v: &Value) -> Chunk {
         word_count: text.split_whitespace().count(),
         text,
         ordinal: 0,
+        token_count: None,
+        token_model: None,
     }
 }
 

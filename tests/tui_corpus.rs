@@ -175,3 +175,63 @@ fn empty_workspace_says_what_to_do() {
     let app = app_with(Vec::new());
     assert!(render(&app).contains("raglab ingest"));
 }
+
+/// The selected chunk's summary is drawn beside its text (to its right, on the same
+/// rows), with the token count and its tokenizer above the text; a chunk without a
+/// summary has no summary box. Summaries are sanitized like chunk text.
+#[test]
+fn summary_beside_the_text_and_token_counts() {
+    let mut chunks = sample_chunks();
+    chunks.sort_by(|a, b| a.doc_id.cmp(&b.doc_id).then(a.ordinal.cmp(&b.ordinal)));
+    // The first document's second chunk gets a summary and a token count.
+    let target = chunks[1].clone();
+    assert_eq!(target.doc_id, chunks[0].doc_id);
+    chunks[1].token_count = Some(777);
+    chunks[1].token_model = Some("all-MiniLM-L6-v2.F16".into());
+    let mut app = app_with(chunks);
+    app.corpus.set_summaries(HashMap::from([(
+        target.id.clone(),
+        "Zebrafish summary\u{1b}[2J words".to_string(),
+    )]));
+    let screen = render(&app);
+    assert!(
+        !screen.contains("Summary (retrieval"),
+        "first chunk: no summary\n{screen}"
+    );
+    assert!(screen.contains("tokens not counted"), "{screen}");
+    press(&mut app, "lj"); // focus chunks, next chunk
+    assert_eq!(
+        app.corpus.selected_chunk().map(|c| c.chunk.id.clone()),
+        Some(target.id)
+    );
+    let screen = render(&app);
+    assert!(screen.contains("Summary (retrieval"), "{screen}");
+    // The count and its tokenizer (the line wraps in the narrowed text box).
+    assert!(screen.contains("777 tokens"), "{screen}");
+    assert!(screen.contains("(all-MiniLM-L6-v2.F16)"), "{screen}");
+    assert!(!screen.contains('\u{1b}') && !screen.contains("[2J"));
+    // Beside: the summary's row also holds the text box, to its left (columns in
+    // characters: box-drawing characters are several bytes).
+    let col = |line: &str, pat: &str| line.find(pat).map(|i| line[..i].chars().count());
+    // The text box's title is the chunk id (cut to the box's width).
+    let id = &app.corpus.selected_chunk().expect("chunk").id;
+    let title = format!("┌ {}", &id[..20]);
+    let text_start = screen
+        .lines()
+        .find_map(|l| col(l, &title))
+        .expect("text box title");
+    let row = screen
+        .lines()
+        .find(|l| l.contains("Zebrafish summary"))
+        .expect("summary drawn");
+    let summary_col = col(row, "Zebrafish").expect("column");
+    assert!(summary_col > text_start + 10, "{row}");
+    let left: String = row.chars().take(summary_col).collect();
+    assert!(
+        left.matches('│').count() >= 3,
+        "text box borders on the left: {row}"
+    );
+    // Back to the first chunk: the summary box goes.
+    press(&mut app, "k");
+    assert!(!render(&app).contains("Summary (retrieval"));
+}

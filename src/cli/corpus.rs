@@ -31,6 +31,15 @@ pub enum CorpusCmd {
     },
 }
 
+/// A chunk's token count and the tokenizer that took it.
+fn token_line(c: &crate::core::chunk::Chunk) -> String {
+    match (c.token_count, &c.token_model) {
+        (Some(n), Some(m)) => format!("{n} ({} tokenizer)", clean(m)),
+        (Some(n), None) => n.to_string(),
+        _ => "not counted yet (`raglab index` counts them with the embedding model)".into(),
+    }
+}
+
 pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
     let chunks = corpus::chunks(ctx).await?;
     match cmd {
@@ -73,6 +82,7 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
                         serde_json::json!({
                             "id": c.id, "doc_id": c.doc_id, "title": c.title, "topic": c.topic,
                             "header_path": c.header_path, "word_count": c.word_count,
+                            "token_count": c.token_count, "token_model": c.token_model,
                             "byte_start": c.byte_start, "byte_end": c.byte_end,
                         })
                     })
@@ -103,9 +113,15 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
                 c.byte_start,
                 c.byte_end
             );
+            say!("tokens    {}", token_line(c));
             say!("preview   {}", clean(&snippet(&c.text, 80)));
             say!();
             say!("{}", clean(&c.text));
+            if let Some(s) = corpus::summary_of(ctx, c).await? {
+                say!();
+                say!("summary ({}, {})", clean(&s.model_file), s.created_at);
+                say!("{}", clean(&s.summary));
+            }
         }
     }
     Ok(())

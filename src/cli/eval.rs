@@ -86,6 +86,11 @@ pub struct RetrievalArgs {
     /// metric.
     #[arg(long, value_delimiter = ',', conflicts_with = "embed_model")]
     pub embed_models: Vec<PathBuf>,
+    /// Corpus variants to evaluate and compare (comma-separated: F full chunks, S
+    /// summaries, R summaries of chunks over 512 tokens; each needs `raglab index
+    /// --variant V`), with the best configuration per model, variant and metric.
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Vec<crate::core::variant::Variant>,
     /// Threads for query embedding (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
@@ -163,7 +168,11 @@ async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
         embed: args.ranking.embed(args.threads),
         depth: args.depth,
         ann_nprobes: args.ranking.ann_nprobes(),
+        variant: crate::core::variant::Variant::Full,
     };
+    if !args.variants.is_empty() {
+        return several_variants(ctx, &req, &args.embed_models, &args.variants, args.json).await;
+    }
     if !args.embed_models.is_empty() {
         return several_models(ctx, &req, &args.embed_models, args.json).await;
     }
@@ -231,6 +240,70 @@ async fn several_models(
             b.value
         );
     }
+    Ok(())
+}
+
+/// `--variants`: one report per model and variant, then the best configuration per
+/// model, variant and metric, and the best variant per model and metric.
+async fn several_variants(
+    ctx: &Context,
+    req: &RetrievalEval,
+    models: &[PathBuf],
+    variants: &[crate::core::variant::Variant],
+    json: bool,
+) -> Result<()> {
+    use crate::service::variants_eval::{VariantBest, evaluate_variants};
+    let bar = progress_bar("embedding queries");
+    let rep = evaluate_variants(ctx, req, models, variants, &on_progress(&bar)).await;
+    bar.finish_and_clear();
+    let rep = rep?;
+    for r in &rep.reports {
+        if let Some(w) = r.missing_targets.warning("they count as not retrieved") {
+            tell!("{w}");
+        }
+    }
+    if json {
+        return print_json(&rep);
+    }
+    for r in &rep.reports {
+        say!(
+            "== {} · corpus {} ({} chunks summarised) ==",
+            clean(r.embedding_model.as_deref().unwrap_or("-")),
+            r.variant.paper_name(),
+            r.summarised
+        );
+        render(r);
+        say!();
+    }
+    let table = |title: &str, rows: &[VariantBest]| {
+        say!("{title}");
+        say!(
+            "{:<28} {:<4} {:<9} {:<8} {:<6} {:>6} {:>7}",
+            "model",
+            "corp",
+            "metric",
+            "method",
+            "sparse",
+            "alpha",
+            "value"
+        );
+        for v in rows {
+            let b = &v.best;
+            say!(
+                "{:<28} {:<4} {:<9} {:<8} {:<6} {:>6} {:>7.4}",
+                clean(&b.model),
+                v.variant.paper_name(),
+                b.metric,
+                b.method.to_string(),
+                b.sparse.map_or("-".into(), |s| s.to_string()),
+                b.alpha.map_or("-".into(), |a| format!("{a:.2}")),
+                b.value
+            );
+        }
+    };
+    table("best configuration per model, corpus and metric", &rep.best);
+    say!();
+    table("best corpus per model and metric", &rep.best_overall);
     Ok(())
 }
 

@@ -36,6 +36,10 @@ pub struct GenerateArgs {
     pub abstain_below: Option<f64>,
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Corpus variant retrieval ranks (F, S or R; `raglab index --variant V`). The
+    /// prompt always holds the full chunks.
+    #[arg(long, default_value_t = crate::core::variant::Variant::Full)]
+    pub variant: crate::core::variant::Variant,
     /// Generate with the local model even when `[[endpoints]]` are configured (naming
     /// a model with `--model` does too).
     #[arg(long)]
@@ -58,6 +62,7 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         no_retrieval: args.no_retrieval,
         sampling: args.sampling.sampling(),
         abstain_below: args.abstain_below,
+        variant: args.variant,
     };
     if args.prompt.ranking.ann {
         bail!("--ann is not supported by generate: it retrieves with the exact dense scan");

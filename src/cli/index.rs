@@ -6,6 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{on_progress, print_json, progress_bar};
+use crate::core::variant::Variant;
 use crate::service::retrieval::{IndexReport, IndexRequest, build_index};
 use crate::service::{Context, ModelChoice};
 
@@ -23,6 +24,10 @@ pub struct IndexArgs {
     /// Also build a lance IVF_FLAT index on the vectors for `--ann` search.
     #[arg(long)]
     pub ann: bool,
+    /// Corpus variant to index: F (full chunks), S (every chunk's summary), R (the
+    /// summary of chunks over 512 tokens); S and R need `raglab summarise` first.
+    #[arg(long, default_value_t = Variant::Full)]
+    pub variant: Variant,
     #[arg(long)]
     pub json: bool,
 }
@@ -43,13 +48,30 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
         },
         sparse_only: args.sparse_only,
         ann: args.ann,
+        variant: args.variant,
     };
     let report = build(ctx, &req).await?;
     if let (Some(parts), Some(secs)) = (report.ann_partitions, report.ann_seconds) {
         tell!("ANN index: IVF_FLAT, {parts} partitions, built in {secs:.1}s");
     }
     if args.json {
-        return print_json(&report.summary);
+        return print_json(&report);
+    }
+    if let Some(m) = &report.token_model
+        && report.tokens_counted > 0
+    {
+        tell!(
+            "token counts: {} chunks counted with {m}'s tokenizer",
+            report.tokens_counted
+        );
+    }
+    if report.variant != Variant::Full {
+        tell!(
+            "corpus {}: {} of {} chunks indexed under their summary",
+            report.variant.paper_name(),
+            report.summarised,
+            report.summary.chunks
+        );
     }
     let s = report.summary;
     say!(

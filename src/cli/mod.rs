@@ -37,6 +37,7 @@ mod index;
 mod ingest;
 mod mcqa;
 mod search;
+mod summarise;
 
 use std::path::PathBuf;
 
@@ -114,6 +115,9 @@ pub enum Command {
     Index(index::IndexArgs),
     /// Retrieve chunks for a question, with dense, sparse and fused ranks and scores.
     Search(search::SearchArgs),
+    /// Write an LLM summary of every chunk (for the corpus variants C_S and C_R);
+    /// resumable.
+    Summarise(summarise::SummariseArgs),
     /// Evaluate retrieval (and later generation) against a query set.
     Eval {
         #[command(subcommand)]
@@ -179,6 +183,7 @@ pub async fn run(
         Command::Corpus { cmd } => corpus::run(ctx, cmd).await,
         Command::Index(args) => index::run(ctx, args).await,
         Command::Search(args) => search::run(ctx, args).await,
+        Command::Summarise(args) => summarise::run(ctx, args).await,
         Command::Eval { cmd } => eval::run(ctx, cmd).await,
         Command::Evalset { cmd } => evalset::run(ctx, cmd).await,
         Command::Annotate { cmd } => annotate::create(ctx, cmd).await,

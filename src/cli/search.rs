@@ -22,6 +22,10 @@ pub struct SearchArgs {
     /// The sparse list hybrid and linear fuse with dense: bm25 or tfidf.
     #[arg(long, default_value_t = Sparse::Bm25)]
     pub sparse: Sparse,
+    /// Corpus variant to rank: F (full chunks), S (summaries), R (summaries of chunks
+    /// over 512 tokens); needs `raglab index --variant V`. Results show the full chunk.
+    #[arg(long, default_value_t = crate::core::variant::Variant::Full)]
+    pub variant: crate::core::variant::Variant,
     #[arg(long)]
     pub json: bool,
 }
@@ -37,6 +41,7 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         k: ctx.k(args.k),
         embed: args.ranking.embed(Some(1)),
         ann_nprobes: args.ranking.ann_nprobes(),
+        variant: args.variant,
     };
     let res = search(ctx, &req).await?;
     if args.json {

@@ -25,3 +25,4 @@ pub mod rubric;
 pub mod sampling;
 pub mod stats;
 pub mod text;
+pub mod variant;

@@ -63,6 +63,8 @@ pub(super) type Reply = mpsc::Sender<Result<Vec<Vec<f32>>>>;
 pub(super) enum Request {
     Embed(Vec<String>, Reply),
     Tokens(String, mpsc::Sender<Vec<i32>>),
+    /// How many tokens each text is, special tokens included and nothing cut.
+    Count(Vec<String>, mpsc::Sender<Result<Vec<usize>>>),
 }
 
 /// Handle to an embedding worker thread.
@@ -119,6 +121,21 @@ impl Embedder {
                 .map(|t| format!("{}{t}", self.document_prefix))
                 .collect(),
         )
+    }
+
+    /// Token counts of documents as this model's tokenizer sees them (the document
+    /// prefix added, special tokens included) before any cut: a chunk's length for
+    /// this model (SPEC §1).
+    pub fn count_document_tokens(&self, texts: &[String]) -> Result<Vec<usize>> {
+        let (tx, rx) = mpsc::channel();
+        let texts = texts
+            .iter()
+            .map(|t| format!("{}{t}", self.document_prefix))
+            .collect();
+        self.tx
+            .send(Request::Count(texts, tx))
+            .map_err(|_| InferError::WorkerGone)?;
+        rx.recv().map_err(|_| InferError::WorkerGone)?
     }
 
     /// The token ids the model sees for `text` (after truncation), for checks.
@@ -191,8 +208,9 @@ fn worker(
     if ready.send(Ok(info)).is_err() {
         return;
     }
+    let whole = |text: &str| model.vocab().tokenize(text.as_bytes(), true, false);
     let tokenize = |text: &str| -> Vec<llama_cpp_2::token::LlamaToken> {
-        let mut toks = model.vocab().tokenize(text.as_bytes(), true, false);
+        let mut toks = whole(text);
         if toks.len() > max_tokens {
             // Keep the closing special token (e.g. [SEP]) when the model adds one.
             let last = *toks.last().unwrap_or(&toks[0]);
@@ -209,6 +227,9 @@ fn worker(
         match req {
             Request::Tokens(text, reply) => {
                 let _ = reply.send(tokenize(&text).iter().map(|t| t.0).collect());
+            }
+            Request::Count(texts, reply) => {
+                let _ = reply.send(Ok(texts.iter().map(|t| whole(t).len()).collect()));
             }
             Request::Embed(texts, reply) => {
                 let mut out = Vec::with_capacity(texts.len());

@@ -64,6 +64,9 @@ pub(super) fn worker(
                 });
                 let _ = reply.send(ids.unwrap_or_default());
             }
+            Request::Count(texts, reply) => {
+                let _ = reply.send(rt.block_on(client.count(&texts)));
+            }
         }
     }
 }
@@ -135,6 +138,23 @@ impl Client {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_i64).collect());
         Ok(ids)
+    }
+
+    /// Whole token counts (special tokens included) from the server's `/tokenize`;
+    /// an error when it has none (the count must be the model's own).
+    async fn count(&self, texts: &[String]) -> Result<Vec<usize>> {
+        let mut out = Vec::with_capacity(texts.len());
+        for t in texts {
+            match self.tokenize(t).await? {
+                Some(ids) => out.push(ids.len()),
+                None => {
+                    return Err(self.fail(
+                        "the server has no /tokenize, so chunk token counts cannot be taken with its tokenizer",
+                    ));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The input for `text`: tokenised and cut like the in-process embedder.

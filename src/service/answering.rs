@@ -108,7 +108,12 @@ impl AnswerBatch {
             None
         } else {
             config.abstain_below = config.abstain_below.or(ctx.config.retrieval.abstain_below);
-            let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed)?)).await?;
+            let r = Retriever::open_variant(
+                &ctx.workspace,
+                Some(&ctx.embed_config(&embed)?),
+                config.variant,
+            )
+            .await?;
             r.ensure_fresh()?;
             Some(r)
         };

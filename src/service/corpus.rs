@@ -1,5 +1,7 @@
 //! The ingested corpus: its chunks, for browsing (TUI) and listing (CLI).
 
+use std::collections::HashMap;
+
 use anyhow::{Result, bail};
 
 use super::context::Context;
@@ -30,6 +32,21 @@ pub fn of_document<'a>(chunks: &'a [Chunk], doc: Option<&str>) -> Result<Vec<&'a
         bail!("no document `{d}` in this workspace");
     }
     Ok(sel)
+}
+
+/// The summary of a chunk's current text (`raglab summarise`), if any.
+pub async fn summary_of(
+    ctx: &Context,
+    chunk: &Chunk,
+) -> Result<Option<super::summaries::SummaryRecord>> {
+    let mut current =
+        super::summaries::current(&ctx.workspace, std::slice::from_ref(chunk)).await?;
+    Ok(current.remove(&chunk.id))
+}
+
+/// Every chunk's current summary text (chunk id -> summary), for browsing.
+pub async fn summaries(ctx: &Context, chunks: &[Chunk]) -> Result<HashMap<String, String>> {
+    super::summaries::current_texts(&ctx.workspace, chunks).await
 }
 
 /// One chunk by id, or an error pointing at `raglab corpus list`.

@@ -54,6 +54,8 @@ pub struct RetrievalEval {
     pub depth: usize,
     /// Dense lists from the lance ANN index, probing this many partitions.
     pub ann_nprobes: Option<usize>,
+    /// The corpus variant ranked (C_F by default).
+    pub variant: crate::core::variant::Variant,
 }
 
 impl RetrievalEval {
@@ -71,6 +73,7 @@ impl RetrievalEval {
             embed: ModelChoice::default(),
             depth: DEFAULT_DEPTH,
             ann_nprobes: None,
+            variant: crate::core::variant::Variant::Full,
         }
     }
 }
@@ -146,6 +149,12 @@ pub struct RetrievalReport {
     /// Relevant chunk ids that are not in the corpus (they count as not retrieved).
     pub missing_targets: MissingTargets,
     pub embedding_model: Option<String>,
+    /// The corpus variant ranked (reports written before variants existed: C_F).
+    #[serde(default)]
+    pub variant: crate::core::variant::Variant,
+    /// Chunks indexed under their summary in that variant.
+    #[serde(default)]
+    pub summarised: usize,
     pub depth: usize,
     pub results: Vec<MethodResult>,
     pub alpha_sweep: Vec<SweepPoint>,
@@ -446,7 +455,7 @@ pub async fn evaluate_retrieval(
     let (queries, qrels) = read_queries(req)?;
     let dense = req.methods.iter().any(|m| m.needs_dense());
     let cfg = dense.then(|| ctx.embed_config(&req.embed)).transpose()?;
-    let r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
+    let r = Retriever::open_variant(&ctx.workspace, cfg.as_ref(), req.variant).await?;
     r.ensure_fresh()?;
     if dense && !r.has_dense() {
         bail!("no embeddings for this model: run `raglab index`");
@@ -481,7 +490,10 @@ pub async fn evaluate_retrieval(
         sparse: c.method.uses_alpha().then_some(c.sparse),
         alpha: c.method.uses_alpha().then_some(c.alpha),
         embedding_model: r.model_name.clone().filter(|_| c.method.needs_dense()),
-        corpus: ctx.workspace.root().display().to_string(),
+        corpus: match req.variant {
+            crate::core::variant::Variant::Full => ctx.workspace.root().display().to_string(),
+            v => format!("{} ({})", ctx.workspace.root().display(), v.paper_name()),
+        },
         chunks: r.chunks.len(),
         depth: req.depth,
     };
@@ -561,6 +573,8 @@ pub async fn evaluate_retrieval(
         dropped_empty_results: head_counts.1,
         missing_targets,
         embedding_model: r.model_name.clone(),
+        variant: req.variant,
+        summarised: r.summarised,
         depth: req.depth,
         results,
         best_alpha: best,

@@ -44,6 +44,9 @@ pub struct RunConfig {
     pub sampling: Sampling,
     /// Answer "no relevant guidance" when the best dense cosine is below this.
     pub abstain_below: Option<f64>,
+    /// The corpus variant retrieval ranks (the prompt always holds full chunks).
+    #[serde(default)]
+    pub variant: crate::core::variant::Variant,
 }
 
 impl RunConfig {
@@ -71,6 +74,7 @@ impl Default for RunConfig {
             no_retrieval: false,
             sampling: Sampling::default(),
             abstain_below: None,
+            variant: crate::core::variant::Variant::Full,
         }
     }
 }
@@ -139,6 +143,10 @@ pub struct AnswerRecord {
     /// The model the endpoint said it served (the response's `model` field).
     #[serde(default)]
     pub served_model: Option<String>,
+    /// The corpus variant retrieval ranked (`F`, `S`, `R`; None: no retrieval, or an
+    /// answer stored before variants existed, which ranked the full chunks).
+    #[serde(default)]
+    pub corpus_variant: Option<String>,
 }
 
 /// A stored judgement.
@@ -457,6 +465,7 @@ pub fn record(
         target_list_rank: prepared.target_list_rank,
         endpoint: model.endpoint,
         served_model: model.served_model,
+        corpus_variant: (!c.no_retrieval).then(|| c.variant.to_string()),
     })
 }
 

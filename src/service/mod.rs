@@ -25,5 +25,8 @@ pub mod report;
 pub mod retrieval;
 pub mod rubric;
 pub mod study;
+pub mod summaries;
+pub mod token_counts;
+pub mod variants_eval;
 
 pub use context::{Context, ModelChoice};

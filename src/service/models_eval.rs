@@ -34,7 +34,7 @@ pub struct ModelsReport {
 }
 
 /// `path` with `-MODEL` before its extension: `pq.csv` -> `pq-all-MiniLM-L6-v2.csv`.
-fn suffixed(path: &Path, model: &str) -> PathBuf {
+pub(super) fn suffixed(path: &Path, model: &str) -> PathBuf {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -11,6 +11,7 @@ use super::context::{Context, ModelChoice};
 use crate::core::chunk::Chunk;
 use crate::core::fusion::{Fusion, RRF_C, Scored};
 use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
+use crate::core::variant::{REDUCE_ABOVE_TOKENS, Variant, retrieval_chunks};
 use crate::infer::embed::{EmbedConfig, Embedder};
 use crate::store::chunks::ChunkStore;
 use crate::store::sparse::{SparseIndex, SyncSummary, text_hash};
@@ -43,6 +44,9 @@ pub struct IndexSummary {
     pub chunks_per_second: f64,
 }
 
+/// The retrieval state of one corpus variant (SPEC §1). `chunks` are always the full
+/// chunks (what browsing and prompts show); the indexes hold the variant's text of each
+/// chunk under the same id, so a ranking of C_S still hands generation the full chunk.
 pub struct Retriever {
     pub chunks: Vec<Chunk>,
     pub by_id: HashMap<String, usize>,
@@ -50,24 +54,84 @@ pub struct Retriever {
     pub vectors: VectorSet,
     pub embedder: Option<Embedder>,
     pub model_name: Option<String>,
+    /// Which corpus the indexes hold.
+    pub variant: Variant,
+    /// Chunks indexed under their summary in this variant.
+    pub summarised: usize,
+    /// The chunks as the variant indexes them (`None` for C_F: `chunks` themselves).
+    indexed: Option<Vec<Chunk>>,
+}
+
+/// Where a variant's sparse index lives (`index/bm25`, `index/bm25-S`, ...).
+fn sparse_dir(variant: Variant) -> String {
+    format!("{}{}", crate::store::sparse::INDEX_DIR, variant.suffix())
+}
+
+/// The vector dataset key of a model's embeddings of a variant (the model name for C_F).
+fn vectors_key(model: &str, variant: Variant) -> String {
+    format!("{model}{}", variant.suffix())
 }
 
 impl Retriever {
-    /// Open the workspace's retrieval state. With an embedder, dense retrieval uses its
-    /// model's vectors (which must have been built by [`Retriever::build`]).
+    /// Open the workspace's retrieval state over the full chunks (C_F). With an
+    /// embedder, dense retrieval uses its model's vectors (which must have been built
+    /// by [`Retriever::build`]).
     pub async fn open(ws: &Workspace, embed: Option<&EmbedConfig>) -> Result<Self> {
+        Self::open_variant(ws, embed, Variant::Full).await
+    }
+
+    /// [`Retriever::open`] over a corpus variant: C_S and C_R need the summaries of
+    /// the chunks they replace (`raglab summarise`), C_R the chunks' token counts
+    /// (`raglab index`).
+    pub async fn open_variant(
+        ws: &Workspace,
+        embed: Option<&EmbedConfig>,
+        variant: Variant,
+    ) -> Result<Self> {
+        // No chunks is the first thing to say (before any model is loaded).
+        ChunkStore::new(ws).open().await?;
+        let embedder = embed.map(Embedder::spawn).transpose()?;
+        Self::open_with(ws, embedder, variant).await
+    }
+
+    /// [`Retriever::open_variant`] with an embedder already loaded.
+    pub async fn open_with(
+        ws: &Workspace,
+        embedder: Option<Embedder>,
+        variant: Variant,
+    ) -> Result<Self> {
         let store = ChunkStore::new(ws);
         store.open().await?;
         let chunks = store.load_all().await?;
-        let sparse = SparseIndex::open(&ws.path(crate::store::sparse::INDEX_DIR))?;
-        let (embedder, vectors, model_name) = match embed {
-            Some(cfg) => {
-                let e = Embedder::spawn(cfg)?;
+        let sparse = SparseIndex::open(&ws.path(&sparse_dir(variant)))?;
+        let (vectors, model_name) = match &embedder {
+            Some(e) => {
                 let name = e.info.name.clone();
-                let v = VectorStore::new(ws, &name).load().await?;
-                (Some(e), v, Some(name))
+                let v = VectorStore::new(ws, &vectors_key(&name, variant))
+                    .load()
+                    .await?;
+                (v, Some(name))
             }
-            None => (None, VectorSet::default(), None),
+            None => (VectorSet::default(), None),
+        };
+        let (indexed, summarised) = match variant {
+            Variant::Full => (None, 0),
+            _ => {
+                if let (Variant::Reduced, Some(name)) = (variant, &model_name)
+                    && let Some(c) = chunks
+                        .iter()
+                        .find(|c| c.token_model.as_deref().is_some_and(|m| m != name.as_str()))
+                {
+                    bail!(
+                        "chunk `{}` was counted with {}'s tokenizer, not {name}'s: run `raglab index` with this model to recount",
+                        c.id,
+                        c.token_model.as_deref().unwrap_or("?")
+                    );
+                }
+                let summaries = super::summaries::current_texts(ws, &chunks).await?;
+                let (v, n) = retrieval_chunks(variant, &chunks, &summaries, REDUCE_ABOVE_TOKENS)?;
+                (Some(v), n)
+            }
         };
         let by_id = chunks
             .iter()
@@ -81,7 +145,22 @@ impl Retriever {
             vectors,
             embedder,
             model_name,
+            variant,
+            summarised,
+            indexed,
         })
+    }
+
+    /// The chunks as this variant indexes them.
+    pub fn index_chunks(&self) -> &[Chunk] {
+        self.indexed.as_deref().unwrap_or(&self.chunks)
+    }
+
+    /// The vector dataset key of this retriever's model and variant.
+    fn vectors_key(&self) -> Option<String> {
+        self.model_name
+            .as_deref()
+            .map(|m| vectors_key(m, self.variant))
     }
 
     /// Whether the indexes hold exactly the current chunks.
@@ -89,7 +168,7 @@ impl Retriever {
         let sparse_ok = self.sparse.num_docs() as usize == self.chunks.len();
         let dense_ok = self.embedder.is_none() || {
             let want: Vec<(String, String)> = self
-                .chunks
+                .index_chunks()
                 .iter()
                 .map(|c| (c.id.clone(), text_hash(c)))
                 .collect();
@@ -104,24 +183,34 @@ impl Retriever {
         if self.is_fresh() {
             Ok(())
         } else {
-            bail!("the indexes are out of date with the chunks: run `raglab index` first")
+            let flag = match self.variant {
+                Variant::Full => String::new(),
+                v => format!(" --variant {v}"),
+            };
+            bail!(
+                "the indexes of corpus {} are out of date with the chunks: run `raglab index{flag}` first",
+                self.variant.paper_name()
+            )
         }
     }
 
     /// Bring the sparse index and (with an embedder) the vectors up to date, embedding
     /// only chunks that are new or changed.
     pub async fn build(&mut self, ws: &Workspace, progress: Progress<'_>) -> Result<IndexSummary> {
-        let sparse = self.sparse.sync(&self.chunks)?;
+        // Field by field: the index is written while the chunks are read.
+        let indexed = self.indexed.as_deref().unwrap_or(&self.chunks);
+        let sparse = self.sparse.sync(indexed)?;
         let mut summary = IndexSummary {
             chunks: self.chunks.len(),
             sparse,
             ..Default::default()
         };
-        let (Some(embedder), Some(name)) = (&self.embedder, &self.model_name) else {
+        let (Some(embedder), Some(name)) = (&self.embedder, self.vectors_key()) else {
             return Ok(summary);
         };
+        let name = &name;
         let wanted: Vec<(String, String)> = self
-            .chunks
+            .index_chunks()
             .iter()
             .map(|c| (c.id.clone(), text_hash(c)))
             .collect();
@@ -133,7 +222,7 @@ impl Retriever {
         for (n, group) in todo.chunks(BATCH).enumerate() {
             let texts: Vec<String> = group
                 .iter()
-                .map(|(id, _)| self.chunks[self.by_id[id]].indexed_text())
+                .map(|(id, _)| self.index_chunks()[self.by_id[id]].indexed_text())
                 .collect();
             let vecs = embedder
                 .embed_documents(&texts)
@@ -203,14 +292,14 @@ impl Retriever {
         depth: usize,
         nprobes: usize,
     ) -> Result<(QueryLists, QueryTimings)> {
-        let (Some(e), Some(name)) = (&self.embedder, &self.model_name) else {
+        let (Some(e), Some(name)) = (&self.embedder, self.vectors_key()) else {
             bail!("ANN search needs an embedding model");
         };
         let s = Instant::now();
         let q = e.embed_query(query)?;
         let embed_ms = s.elapsed().as_secs_f64() * 1e3;
         let s = Instant::now();
-        let dense = VectorStore::new(ws, name)
+        let dense = VectorStore::new(ws, &name)
             .ann_search(&q, depth, nprobes)
             .await?;
         let dense_ms = s.elapsed().as_secs_f64() * 1e3;
@@ -270,15 +359,23 @@ pub struct IndexRequest {
     pub embed: ModelChoice,
     pub sparse_only: bool,
     pub ann: bool,
+    /// The corpus variant to index (C_F by default).
+    pub variant: Variant,
 }
 
 /// The index summary and, with `ann`, the ANN partitions and build time.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct IndexReport {
     #[serde(flatten)]
     pub summary: IndexSummary,
     pub ann_partitions: Option<usize>,
     pub ann_seconds: Option<f64>,
+    pub variant: Variant,
+    /// Chunks indexed under their summary (C_S: all; C_R: those over 512 tokens).
+    pub summarised: usize,
+    /// Chunks whose token count was (re)taken with the embedding model, and the model.
+    pub tokens_counted: usize,
+    pub token_model: Option<String>,
 }
 
 /// Bring the workspace's indexes up to date with its chunks (incremental).
@@ -290,16 +387,26 @@ pub async fn build_index(
     let cfg = (!req.sparse_only)
         .then(|| ctx.embed_config(&req.embed))
         .transpose()?;
-    let mut r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
+    let embedder = cfg.as_ref().map(Embedder::spawn).transpose()?;
+    // Token counts first: C_R is defined by them.
+    let tokens_counted = match &embedder {
+        Some(e) => super::token_counts::update(&ctx.workspace, e).await?,
+        None => 0,
+    };
+    let mut r = Retriever::open_with(&ctx.workspace, embedder, req.variant).await?;
     let summary = r.build(&ctx.workspace, progress).await?;
     let mut report = IndexReport {
         summary,
         ann_partitions: None,
         ann_seconds: None,
+        variant: req.variant,
+        summarised: r.summarised,
+        tokens_counted,
+        token_model: r.model_name.clone(),
     };
-    if let (true, Some(name)) = (req.ann, &r.model_name) {
+    if let (true, Some(name)) = (req.ann, r.vectors_key()) {
         let t = Instant::now();
-        let parts = VectorStore::new(&ctx.workspace, name).build_ann().await?;
+        let parts = VectorStore::new(&ctx.workspace, &name).build_ann().await?;
         report.ann_partitions = Some(parts);
         report.ann_seconds = Some(t.elapsed().as_secs_f64());
     }
@@ -309,11 +416,21 @@ pub async fn build_index(
 /// Open the retriever for `method` (with the embedder only when it needs dense
 /// lists) and check that its indexes hold the current chunks.
 pub async fn open_for(ctx: &Context, method: Method, embed: &ModelChoice) -> Result<Retriever> {
+    open_variant_for(ctx, method, embed, Variant::Full).await
+}
+
+/// [`open_for`] over a corpus variant.
+pub async fn open_variant_for(
+    ctx: &Context,
+    method: Method,
+    embed: &ModelChoice,
+    variant: Variant,
+) -> Result<Retriever> {
     let cfg = method
         .needs_dense()
         .then(|| ctx.embed_config(embed))
         .transpose()?;
-    let r = Retriever::open(&ctx.workspace, cfg.as_ref()).await?;
+    let r = Retriever::open_variant(&ctx.workspace, cfg.as_ref(), variant).await?;
     r.ensure_fresh()?;
     Ok(r)
 }
@@ -351,6 +468,8 @@ pub struct SearchRequest {
     pub embed: ModelChoice,
     /// Dense list from the ANN index, probing this many partitions.
     pub ann_nprobes: Option<usize>,
+    /// The corpus variant retrieval runs on.
+    pub variant: Variant,
 }
 
 /// One ranked chunk with its place in every list.
@@ -386,11 +505,12 @@ pub struct SearchResult {
     pub best_cosine: Option<f64>,
     pub abstain_below: Option<f64>,
     pub would_abstain: Option<bool>,
+    pub variant: Variant,
 }
 
 /// Retrieve the top `k` chunks of a question with every rank and score.
 pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> {
-    let r = open_for(ctx, req.method, &req.embed).await?;
+    let r = open_variant_for(ctx, req.method, &req.embed, req.variant).await?;
     let depth = DEFAULT_DEPTH.max(req.k);
     let (lists, timings) = match req.ann_nprobes {
         Some(nprobes) => {
@@ -451,5 +571,6 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
         would_abstain: best_cosine
             .zip(threshold)
             .map(|(c, t)| crate::core::abstention::abstains(c, t)),
+        variant: req.variant,
     })
 }

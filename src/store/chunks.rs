@@ -29,10 +29,27 @@ fn to_batch(chunks: &[Chunk]) -> Result<RecordBatch> {
 }
 
 /// Chunks from a batch. Datasets written before the schema was traced from the type
-/// hold `word_count` and `ordinal` as `UInt32`; they read back the same.
+/// hold `word_count` and `ordinal` as `UInt32`; they read back the same. Columns added
+/// since (all nullable: the token counts) are read as nulls where a dataset lacks them.
 fn from_batch(batch: &RecordBatch) -> Result<Vec<Chunk>> {
-    serde_arrow::from_record_batch(batch)
-        .map_err(|e| StoreError::Invalid(format!("{DATASET}: unreadable chunks: {e}")))
+    let invalid = |e: &dyn std::fmt::Display| {
+        StoreError::Invalid(format!("{DATASET}: unreadable chunks: {e}"))
+    };
+    let have = batch.schema();
+    let mut fields = have.fields().to_vec();
+    let mut columns = batch.columns().to_vec();
+    for f in schema().fields() {
+        if have.field_with_name(f.name()).is_err() && f.is_nullable() {
+            fields.push(f.clone());
+            columns.push(arrow_array::new_null_array(f.data_type(), batch.num_rows()));
+        }
+    }
+    let full = RecordBatch::try_new(
+        std::sync::Arc::new(arrow_schema::Schema::new(fields)),
+        columns,
+    )
+    .map_err(|e| invalid(&e))?;
+    serde_arrow::from_record_batch(&full).map_err(|e| invalid(&e))
 }
 
 /// Handle to a workspace's chunks dataset.
@@ -118,7 +135,47 @@ impl<'a> ChunkStore<'a> {
             )));
         }
         let total = kept.len();
-        let batch = to_batch(&kept)?;
+        let version = self.overwrite(&kept).await?;
+        changes.make_durable().await?;
+        Ok(WriteSummary {
+            added,
+            replaced,
+            total,
+            version,
+        })
+    }
+
+    /// Record the token counts `counts` (chunk id -> tokens) taken with `model`'s
+    /// tokenizer; chunks not named keep theirs. One atomic commit (none when nothing
+    /// changes); returns how many chunks changed.
+    pub async fn set_token_counts(
+        &self,
+        counts: &std::collections::HashMap<String, usize>,
+        model: &str,
+    ) -> Result<usize> {
+        let _guard = self.ws.lock_for_write(DATASET).await?;
+        let changes = self.ws.before_commit(DATASET);
+        let mut chunks = self.load_all().await?;
+        let mut changed = 0;
+        for c in &mut chunks {
+            if let Some(&n) = counts.get(&c.id)
+                && (c.token_count != Some(n) || c.token_model.as_deref() != Some(model))
+            {
+                c.token_count = Some(n);
+                c.token_model = Some(model.to_string());
+                changed += 1;
+            }
+        }
+        if changed > 0 {
+            self.overwrite(&chunks).await?;
+            changes.make_durable().await?;
+        }
+        Ok(changed)
+    }
+
+    /// Write `chunks` as the dataset's new version (the caller holds the lock).
+    async fn overwrite(&self, chunks: &[Chunk]) -> Result<u64> {
+        let batch = to_batch(chunks)?;
         let reader = RecordBatchIterator::new(vec![Ok(batch)], schema());
         let params = WriteParams {
             mode: WriteMode::Overwrite,
@@ -128,12 +185,6 @@ impl<'a> ChunkStore<'a> {
         let ds = Dataset::write(reader, uri.as_str(), Some(params))
             .await
             .map_err(|e| StoreError::lance(&uri, e))?;
-        changes.make_durable().await?;
-        Ok(WriteSummary {
-            added,
-            replaced,
-            total,
-            version: ds.version().version,
-        })
+        Ok(ds.version().version)
     }
 }

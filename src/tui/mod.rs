@@ -109,12 +109,19 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
         docs,
         chunks.len()
     );
+    let summaries = crate::service::corpus::summaries(ctx, &chunks).await;
     let mut app = App::new(chunks, keymap, context_line);
+    let mut load_errors = Vec::new();
+    match summaries {
+        Ok(s) => app.corpus.set_summaries(s),
+        Err(e) => load_errors.push(format!("summaries: {e:#}")),
+    }
     let file = opts
         .questions
         .clone()
         .or_else(|| ctx.config.questions.clone());
-    let (questions, failures, errors) = load_question_lists(ctx, file.as_deref());
+    let (questions, failures, mut errors) = load_question_lists(ctx, file.as_deref());
+    errors.extend(load_errors);
     app.query.questions = questions;
     app.query.set_failures(failures);
     app.query.method = ctx.method(None);

@@ -37,6 +37,15 @@ pub struct Chunk {
     pub word_count: usize,
     /// Position of the chunk within its document, from 0.
     pub ordinal: usize,
+    /// Tokens of the indexed text ([`Chunk::indexed_text`], with the embedder's
+    /// document prefix) in `token_model`'s tokenizer, special tokens included and
+    /// nothing cut: what `raglab index` counted with the active embedding model.
+    /// `None` until counted (chunks written before counts existed read back as `None`).
+    #[serde(default)]
+    pub token_count: Option<usize>,
+    /// The embedding model whose tokenizer counted `token_count`.
+    #[serde(default)]
+    pub token_model: Option<String>,
 }
 
 impl Chunk {
@@ -172,6 +181,8 @@ pub fn chunk_document(doc: &SourceDoc, chunker: Chunker) -> Vec<Chunk> {
             byte_start: start,
             byte_end: end,
             ordinal,
+            token_count: None,
+            token_model: None,
         }
     };
     match chunker {

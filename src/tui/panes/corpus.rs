@@ -1,6 +1,9 @@
 //! Corpus pane: documents with chunk counts, the chunks of the selected document with
-//! header paths and word counts, the chunk text (scrollable), a filter over titles and
-//! header paths, and a histogram of chunk lengths.
+//! header paths and word counts, the chunk text (scrollable) with its token count and,
+//! beside it, its LLM summary (`raglab summarise`), a filter over titles and header
+//! paths, and a histogram of chunk lengths.
+
+use std::collections::HashMap;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -56,9 +59,25 @@ pub struct CorpusPane {
     pub chunk_sel: usize,
     pub text_scroll: u16,
     pub focus: Focus,
+    /// Chunk id -> its summary, sanitized (C_S and C_R index these).
+    pub summaries: HashMap<String, String>,
 }
 
 impl CorpusPane {
+    /// Show these summaries (chunk id -> summary text) beside the chunks' text.
+    pub fn set_summaries(&mut self, summaries: HashMap<String, String>) {
+        self.summaries = summaries
+            .into_iter()
+            .map(|(id, s)| (id, clean(&s)))
+            .collect();
+    }
+
+    /// The selected chunk's summary, if it has one.
+    pub fn selected_summary(&self) -> Option<&str> {
+        let c = self.selected_chunk()?;
+        self.summaries.get(&c.chunk.id).map(String::as_str)
+    }
+
     pub fn new(chunks: Vec<Chunk>) -> Self {
         let mut views: Vec<ChunkView> = chunks
             .into_iter()
@@ -97,6 +116,7 @@ impl CorpusPane {
             chunk_sel: 0,
             text_scroll: 0,
             focus: Focus::Documents,
+            summaries: HashMap::new(),
         };
         pane.apply_filter();
         pane
@@ -217,8 +237,11 @@ impl CorpusPane {
                     Line::styled(v.path.clone(), theme.header_path),
                     Line::styled(
                         format!(
-                            "{} words · bytes {}..{}",
-                            v.words, v.chunk.byte_start, v.chunk.byte_end
+                            "{} words · {} · bytes {}..{}",
+                            v.words,
+                            token_label(&v.chunk),
+                            v.chunk.byte_start,
+                            v.chunk.byte_end
                         ),
                         theme.muted,
                     ),
@@ -250,6 +273,20 @@ impl CorpusPane {
                 .scroll((self.text_scroll, 0))
                 .block(block(title, self.focus == Focus::Text)),
             text_area,
+        );
+    }
+
+    /// The selected chunk's summary, beside its text.
+    fn draw_summary(&self, f: &mut Frame, area: Rect, theme: &Theme, summary: &str) {
+        let body: Vec<Line> = summary
+            .lines()
+            .map(|l| Line::styled(l.to_string(), theme.text))
+            .collect();
+        f.render_widget(
+            Paragraph::new(body)
+                .wrap(Wrap { trim: false })
+                .block(theme.block(" Summary (retrieval only) ", false)),
+            area,
         );
     }
 
@@ -320,6 +357,15 @@ impl CorpusPane {
     }
 }
 
+/// `523 tokens (all-MiniLM-L6-v2.F16)`, or that they are not counted yet.
+fn token_label(c: &Chunk) -> String {
+    match (c.token_count, &c.token_model) {
+        (Some(n), Some(m)) => format!("{n} tokens ({})", clean(m)),
+        (Some(n), None) => format!("{n} tokens"),
+        _ => "tokens not counted".into(),
+    }
+}
+
 impl PaneView for CorpusPane {
     /// Handle an action aimed at this pane (browsing has no effects).
     fn update(&mut self, action: Action) -> Option<Effect> {
@@ -381,7 +427,16 @@ impl PaneView for CorpusPane {
         self.draw_filter(f, filter_area, theme);
         self.draw_documents(f, docs_area, theme);
         self.draw_chunks(f, mid, theme);
-        self.draw_text(f, text_area, theme);
+        match self.selected_summary() {
+            Some(summary) => {
+                let [text, side] =
+                    Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+                        .areas(text_area);
+                self.draw_text(f, text, theme);
+                self.draw_summary(f, side, theme, summary);
+            }
+            None => self.draw_text(f, text_area, theme),
+        }
         self.draw_histogram(f, hist_area, theme);
     }
 

@@ -298,6 +298,8 @@ fn mcq(q: &str, k: u32, answer: &str, predicted: Option<&str>, total_ms: f64) ->
         model_file: "SmolLM2-135M-Instruct.Q4_1.gguf".into(),
         model_sha256: MODEL_SHA.into(),
         created_at: String::new(),
+        endpoint: None,
+        served_model: None,
     }
 }
 

@@ -656,6 +656,8 @@ mod tests {
             byte_end: 0,
             word_count: words,
             ordinal,
+            token_count: None,
+            token_model: None,
         }
     }
 

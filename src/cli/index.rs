@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
+use super::args::ShardArg;
 use super::{on_progress, print_json, progress_bar};
 use crate::service::retrieval::{IndexReport, IndexRequest, build_index};
 use crate::service::{Context, ModelChoice};
@@ -21,8 +22,13 @@ pub struct IndexArgs {
     #[arg(long)]
     pub threads: Option<i32>,
     /// Also build a lance IVF_FLAT index on the vectors for `--ann` search.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "shard")]
     pub ann: bool,
+    /// Embed only this shard's chunks, appended beside the other shards' vectors; a
+    /// whole `raglab index` afterwards builds the sparse index and finds every vector
+    /// current.
+    #[command(flatten)]
+    pub shard: ShardArg,
     #[arg(long)]
     pub json: bool,
 }
@@ -43,7 +49,11 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
         },
         sparse_only: args.sparse_only,
         ann: args.ann,
+        shard: args.shard.shard,
     };
+    if req.shard.is_some() && req.sparse_only {
+        anyhow::bail!("--shard embeds chunks: it cannot be combined with --sparse-only");
+    }
     let report = build(ctx, &req).await?;
     if let (Some(parts), Some(secs)) = (report.ann_partitions, report.ann_seconds) {
         tell!("ANN index: IVF_FLAT, {parts} partitions, built in {secs:.1}s");
@@ -52,6 +62,16 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
         return print_json(&report.summary);
     }
     let s = report.summary;
+    if let Some(shard) = req.shard {
+        say!(
+            "{} chunks: shard {shard} embedded {} chunks in {:.1}s ({:.1} chunks/s); sparse index left to a whole `raglab index`",
+            s.chunks,
+            s.embedded,
+            s.embed_seconds,
+            s.chunks_per_second
+        );
+        return Ok(());
+    }
     say!(
         "{} chunks: sparse index +{} -{} ({} unchanged); embedded {} chunks in {:.1}s ({:.1} chunks/s)",
         s.chunks,

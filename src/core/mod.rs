@@ -22,5 +22,6 @@ pub mod retrieval;
 pub mod rng;
 pub mod rubric;
 pub mod sampling;
+pub mod shard;
 pub mod stats;
 pub mod text;

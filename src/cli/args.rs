@@ -174,3 +174,24 @@ fn positive(s: &str) -> Result<f64, String> {
         _ => Err(format!("`{s}` is not a positive number")),
     }
 }
+
+/// `--shard i/n`: do only the items of shard i of n (split by a stable hash of each
+/// item's id, `core::shard`), so n processes or machines share one batch; the
+/// results meet in the workspace and reports are computed over all of them.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct ShardArg {
+    /// Do only shard I of N (1 <= I <= N) of the items, split by a stable hash of
+    /// their ids.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::core::shard::Shard>,
+}
+
+impl ShardArg {
+    /// The items of this shard (all of them without `--shard`).
+    pub fn select<T>(&self, items: Vec<T>, id: impl Fn(&T) -> &str) -> Vec<T> {
+        match self.shard {
+            Some(s) => s.select(items, id),
+            None => items,
+        }
+    }
+}

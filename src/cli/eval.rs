@@ -3,17 +3,17 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
-use super::args::RankingArgs;
+use super::args::{RankingArgs, ShardArg};
 use super::{on_progress, print_json, progress_bar};
 use crate::core::retrieval::Breakdown;
 use crate::core::retrieval::{Method, Sparse};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
 use crate::service::evaluation::{
-    RetrievalEval, RetrievalReport, abstention_sweep, evaluate_retrieval,
+    DEFAULT_BATCH, RetrievalEval, RetrievalReport, abstention_sweep, evaluate_retrieval, rank_shard,
 };
 use crate::service::models_eval::evaluate_models;
 use crate::service::retrieval::DEFAULT_DEPTH;
@@ -96,6 +96,17 @@ pub struct RetrievalArgs {
     pub threads: Option<i32>,
     #[arg(long, default_value_t = DEFAULT_DEPTH)]
     pub depth: usize,
+    /// Rank only this shard's queries and store their lists in the workspace under
+    /// `--batch` (no report: `--merge` computes it over every shard's lists).
+    #[command(flatten)]
+    pub shard: ShardArg,
+    /// The name the shards of one evaluation store their lists under.
+    #[arg(long, default_value = DEFAULT_BATCH)]
+    pub batch: String,
+    /// Rank nothing: compute the report over the lists the shards of `--batch`
+    /// stored (every query of `--queries` must have them).
+    #[arg(long, conflicts_with_all = ["shard", "embed_models"])]
+    pub merge: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -169,9 +180,37 @@ async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
         depth: args.depth,
         ann_nprobes: args.ranking.ann_nprobes(),
         variant: crate::core::variant::Variant::Full,
+        batch: args.batch,
+        merge: args.merge,
     };
     if !args.variants.is_empty() {
+        if args.shard.shard.is_some() || args.merge {
+            bail!("--variants compares the variants in one process: drop --shard and --merge");
+        }
         return several_variants(ctx, &req, &args.embed_models, &args.variants, args.json).await;
+    }
+    if let Some(shard) = args.shard.shard {
+        if !args.embed_models.is_empty() {
+            bail!("--shard ranks with one embedding model: give --embed-model");
+        }
+        let bar = progress_bar("embedding queries");
+        let sum = rank_shard(ctx, &req, shard, &on_progress(&bar)).await;
+        bar.finish_and_clear();
+        let sum = sum?;
+        if args.json {
+            return print_json(&sum);
+        }
+        say!(
+            "shard {} of batch `{}`: ranked {} of {} queries in {:.1}s, stored in {}; `raglab eval retrieval --merge --batch {}` reports over every shard",
+            sum.shard,
+            clean(&sum.batch),
+            sum.ranked,
+            sum.queries,
+            sum.seconds,
+            clean(&sum.dataset),
+            clean(&sum.batch)
+        );
+        return Ok(());
     }
     if !args.embed_models.is_empty() {
         return several_models(ctx, &req, &args.embed_models, args.json).await;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::args::{GeneratorArgs, PromptArgs, SamplingArgs, TemperatureArgs};
+use super::args::{GeneratorArgs, PromptArgs, SamplingArgs, ShardArg, TemperatureArgs};
 use super::{print_json, progress_bar};
 use crate::service::answering::{AnswerBatch, BatchRequest, JudgeBatch};
 use crate::service::generation::RunConfig;
@@ -40,6 +40,10 @@ pub struct GenerateArgs {
     /// prompt always holds the full chunks.
     #[arg(long, default_value_t = crate::core::variant::Variant::Full)]
     pub variant: crate::core::variant::Variant,
+    /// Answer only this shard's questions (the answers of all shards meet in the
+    /// workspace's answers dataset; `report answers` is over all of them).
+    #[command(flatten)]
+    pub shard: ShardArg,
     /// Generate with the local model even when `[[endpoints]]` are configured (naming
     /// a model with `--model` does too).
     #[arg(long)]
@@ -51,7 +55,9 @@ pub struct GenerateArgs {
 }
 
 pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
-    let qs = read_questions(&args.questions)?;
+    let qs = args
+        .shard
+        .select(read_questions(&args.questions)?, |q| q.id.as_str());
     let config = RunConfig {
         run: args.run.clone(),
         method: args.prompt.method.get(ctx),
@@ -133,6 +139,9 @@ pub struct JudgeArgs {
     pub judge_model: Option<PathBuf>,
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Judge only this shard's answers (by answer id).
+    #[command(flatten)]
+    pub shard: ShardArg,
     #[arg(long)]
     pub threads: Option<i32>,
     /// Judge with the local model even when `[[endpoints]]` are configured.
@@ -152,6 +161,7 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
         args.answers.as_deref(),
         &model,
         args.limit,
+        args.shard.shard,
         args.local,
     )
     .await?;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
+use super::args::ShardArg;
 use super::{on_progress, print_json, progress_bar};
 use crate::core::variant::Variant;
 use crate::service::retrieval::{IndexReport, IndexRequest, build_index};
@@ -22,12 +23,17 @@ pub struct IndexArgs {
     #[arg(long)]
     pub threads: Option<i32>,
     /// Also build a lance IVF_FLAT index on the vectors for `--ann` search.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "shard")]
     pub ann: bool,
     /// Corpus variant to index: F (full chunks), S (every chunk's summary), R (the
     /// summary of chunks over 512 tokens); S and R need `raglab summarise` first.
     #[arg(long, default_value_t = Variant::Full)]
     pub variant: Variant,
+    /// Embed only this shard's chunks, appended beside the other shards' vectors; a
+    /// whole `raglab index` afterwards builds the sparse index and finds every vector
+    /// current.
+    #[command(flatten)]
+    pub shard: ShardArg,
     #[arg(long)]
     pub json: bool,
 }
@@ -49,7 +55,11 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
         sparse_only: args.sparse_only,
         ann: args.ann,
         variant: args.variant,
+        shard: args.shard.shard,
     };
+    if req.shard.is_some() && req.sparse_only {
+        anyhow::bail!("--shard embeds chunks: it cannot be combined with --sparse-only");
+    }
     let report = build(ctx, &req).await?;
     if let (Some(parts), Some(secs)) = (report.ann_partitions, report.ann_seconds) {
         tell!("ANN index: IVF_FLAT, {parts} partitions, built in {secs:.1}s");
@@ -74,6 +84,16 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
         );
     }
     let s = report.summary;
+    if let Some(shard) = req.shard {
+        say!(
+            "{} chunks: shard {shard} embedded {} chunks in {:.1}s ({:.1} chunks/s); sparse index left to a whole `raglab index`",
+            s.chunks,
+            s.embedded,
+            s.embed_seconds,
+            s.chunks_per_second
+        );
+        return Ok(());
+    }
     say!(
         "{} chunks: sparse index +{} -{} ({} unchanged); embedded {} chunks in {:.1}s ({:.1} chunks/s)",
         s.chunks,

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
 
-use super::args::{GeneratorArgs, PromptArgs, TemperatureArgs};
+use super::args::{GeneratorArgs, PromptArgs, ShardArg, TemperatureArgs};
 use super::{print_json, progress_bar};
 use crate::core::mcqa::{Accuracy, Report, report};
 use crate::core::text::sanitize_for_terminal as clean;
@@ -33,6 +33,10 @@ pub struct McqaArgs {
     /// Answer at most this many new questions.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Answer only this shard's questions; the report is over every stored answer
+    /// of the run to the file's questions (all shards that have finished).
+    #[command(flatten)]
+    pub shard: ShardArg,
     #[command(flatten)]
     pub generator: GeneratorArgs,
     /// Answer with the local model even when `[[endpoints]]` are configured (naming a
@@ -86,10 +90,11 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
             local: args.local,
         };
         let bar = progress_bar("answering");
+        let mine = args.shard.select(questions.clone(), |q| q.id.as_str());
         let done = answer_questions(
             ctx,
             &req,
-            &questions,
+            &mine,
             &ks,
             &|line| bar.suspend(|| tell!("{}", clean(&line))),
             &|i, total, correct, n| {

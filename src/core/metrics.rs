@@ -161,15 +161,22 @@ pub fn eta_squared<K: std::hash::Hash + Eq>(values: &[(K, f64)]) -> Option<f64> 
     }
     let n = values.len() as f64;
     let grand = values.iter().map(|(_, v)| v).sum::<f64>() / n;
-    let mut groups: HashMap<&K, (f64, usize)> = HashMap::new();
+    // Groups in their order of first appearance: summed in a hash map's order, which
+    // changes from process to process, the last digits would too (two processes, or
+    // shards merged, must give the same eta^2 to the last digit).
+    let mut index: HashMap<&K, usize> = HashMap::new();
+    let mut groups: Vec<(f64, usize)> = Vec::new();
     for (k, v) in values {
-        let e = groups.entry(k).or_default();
-        e.0 += v;
-        e.1 += 1;
+        let i = *index.entry(k).or_insert_with(|| {
+            groups.push((0.0, 0));
+            groups.len() - 1
+        });
+        groups[i].0 += v;
+        groups[i].1 += 1;
     }
     let ss_total: f64 = values.iter().map(|(_, v)| (v - grand).powi(2)).sum();
     let ss_between: f64 = groups
-        .values()
+        .iter()
         .map(|(s, c)| *c as f64 * (s / *c as f64 - grand).powi(2))
         .sum();
     (ss_total > 0.0).then(|| ss_between / ss_total)

@@ -23,6 +23,7 @@ pub mod retrieval;
 pub mod rng;
 pub mod rubric;
 pub mod sampling;
+pub mod shard;
 pub mod stats;
 pub mod text;
 pub mod variant;

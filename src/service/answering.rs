@@ -324,6 +324,7 @@ impl JudgeBatch {
         run: Option<&str>,
         model: &ModelChoice,
         limit: Option<usize>,
+        shard: Option<crate::core::shard::Shard>,
         local: bool,
     ) -> Result<Self> {
         // Endpoints when configured, unless a judge GGUF is named (flag or config) or
@@ -358,6 +359,7 @@ impl JudgeBatch {
         let candidates: Vec<AnswerRecord> = all
             .into_iter()
             .filter(|a| run.is_none_or(|r| a.run == r))
+            .filter(|a| crate::core::shard::keep(shard, &a.answer_id))
             .filter(|a| !judged.contains(&(a.answer_id.clone(), file.clone())))
             .collect();
         let missing = MissingTargets::find(

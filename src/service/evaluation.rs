@@ -21,7 +21,9 @@ use crate::core::retrieval::{
     Breakdown, METRICS, Method, QueryLists, QueryOutcome, RunConfig, Sparse, breakdown,
     empty_results, evaluate, failures, judged, mean, mean_at_k,
 };
+use crate::core::shard::Shard;
 use crate::core::stats::{bucket_label, bucket_of};
+use crate::store::lists::{self as lists_store, ListsRow};
 
 /// Where `eval retrieval` leaves the failed questions of every configuration it
 /// evaluated, each with its configuration, for the TUI's failures browser (`f`) and
@@ -56,7 +58,14 @@ pub struct RetrievalEval {
     pub ann_nprobes: Option<usize>,
     /// The corpus variant ranked (C_F by default).
     pub variant: crate::core::variant::Variant,
+    /// The name under which shards store their ranked lists (`--batch`).
+    pub batch: String,
+    /// Rank nothing: compute the report from the lists the shards of `batch` stored.
+    pub merge: bool,
 }
+
+/// The batch name shards use unless told otherwise.
+pub const DEFAULT_BATCH: &str = "retrieval";
 
 impl RetrievalEval {
     pub fn new(queries: PathBuf) -> Self {
@@ -74,8 +83,23 @@ impl RetrievalEval {
             depth: DEFAULT_DEPTH,
             ann_nprobes: None,
             variant: crate::core::variant::Variant::Full,
+            batch: DEFAULT_BATCH.to_string(),
+            merge: false,
         }
     }
+}
+
+/// What one shard of `eval retrieval --shard i/n` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShardSummary {
+    pub batch: String,
+    pub shard: Shard,
+    /// This shard's queries, all ranked and stored.
+    pub ranked: usize,
+    /// Queries in the whole file.
+    pub queries: usize,
+    pub dataset: String,
+    pub seconds: f64,
 }
 
 /// One configuration's mean metrics and breakdowns.
@@ -454,12 +478,12 @@ pub async fn evaluate_retrieval(
     }
     let (queries, qrels) = read_queries(req)?;
     let dense = req.methods.iter().any(|m| m.needs_dense());
-    let cfg = dense.then(|| ctx.embed_config(&req.embed)).transpose()?;
-    let r = Retriever::open_variant(&ctx.workspace, cfg.as_ref(), req.variant).await?;
-    r.ensure_fresh()?;
-    if dense && !r.has_dense() {
-        bail!("no embeddings for this model: run `raglab index`");
-    }
+    // Merging ranks nothing: the corpus is read for topics and lengths only.
+    let r = if req.merge {
+        Retriever::open(&ctx.workspace, None).await?
+    } else {
+        open_ranker(ctx, req).await?
+    };
     // Sorted within a query (`relevant_ids`): qrels are a hash map, and warnings
     // must not vary.
     let relevant: Vec<Vec<String>> = queries
@@ -471,7 +495,25 @@ pub async fn evaluate_retrieval(
         |id| r.by_id.contains_key(id),
     );
     let started = Instant::now();
-    let lists = rank_all(ctx, &r, &queries, req, progress).await?;
+    let (lists, model_name) = if req.merge {
+        gather(ctx, req, &queries, r.chunks.len()).await?
+    } else {
+        (
+            rank_all(ctx, &r, &queries, req, progress).await?,
+            r.model_name.clone(),
+        )
+    };
+    if req.merge && dense && model_name.is_none() {
+        bail!(
+            "batch `{}` was ranked without an embedding model: dense methods cannot be merged",
+            req.batch
+        );
+    }
+    let has_dense = if req.merge {
+        model_name.is_some()
+    } else {
+        r.has_dense()
+    };
     let retrieval_s = started.elapsed().as_secs_f64();
 
     let sweep_started = Instant::now();
@@ -489,7 +531,7 @@ pub async fn evaluate_retrieval(
         method: c.method,
         sparse: c.method.uses_alpha().then_some(c.sparse),
         alpha: c.method.uses_alpha().then_some(c.alpha),
-        embedding_model: r.model_name.clone().filter(|_| c.method.needs_dense()),
+        embedding_model: model_name.clone().filter(|_| c.method.needs_dense()),
         corpus: match req.variant {
             crate::core::variant::Variant::Full => ctx.workspace.root().display().to_string(),
             v => format!("{} ({})", ctx.workspace.root().display(), v.paper_name()),
@@ -512,7 +554,7 @@ pub async fn evaluate_retrieval(
         let (by_topic, by_target_length) = groups.breakdowns(&o);
         let at = mean_at_k(&o, &req.k);
         let run_file = match &req.run_out {
-            Some(dir) => Some(write_run(dir, c, r.model_name.as_deref(), &lists)?),
+            Some(dir) => Some(write_run(dir, c, model_name.as_deref(), &lists)?),
             None => None,
         };
         results.push(MethodResult {
@@ -539,7 +581,7 @@ pub async fn evaluate_retrieval(
     let per_query_file = match &req.per_query {
         Some(path) => {
             let mut lists_of: Vec<RunConfig> = Vec::new();
-            if r.has_dense() {
+            if has_dense {
                 lists_of.push(RunConfig::single(Method::Dense));
             }
             lists_of.push(RunConfig::single(Method::Bm25));
@@ -572,7 +614,7 @@ pub async fn evaluate_retrieval(
             .count(),
         dropped_empty_results: head_counts.1,
         missing_targets,
-        embedding_model: r.model_name.clone(),
+        embedding_model: model_name.clone(),
         variant: req.variant,
         summarised: r.summarised,
         depth: req.depth,
@@ -598,6 +640,162 @@ pub async fn evaluate_retrieval(
     };
     super::last_eval::save_retrieval(ctx, &report)?;
     Ok(report)
+}
+
+/// The retriever that ranks for `req`: indexes current, dense vectors present when a
+/// method needs them.
+async fn open_ranker(ctx: &Context, req: &RetrievalEval) -> Result<Retriever> {
+    let dense = req.methods.iter().any(|m| m.needs_dense());
+    let cfg = dense.then(|| ctx.embed_config(&req.embed)).transpose()?;
+    let r = Retriever::open_variant(&ctx.workspace, cfg.as_ref(), req.variant).await?;
+    r.ensure_fresh()?;
+    if dense && !r.has_dense() {
+        bail!("no embeddings for this model: run `raglab index`");
+    }
+    Ok(r)
+}
+
+/// One shard of an evaluation (`--shard i/n`): rank this shard's queries and store
+/// their lists in the workspace under `req.batch`, as one commit. No report: the
+/// report is `--merge`'s, over every shard's rows.
+pub async fn rank_shard(
+    ctx: &Context,
+    req: &RetrievalEval,
+    shard: Shard,
+    progress: Progress<'_>,
+) -> Result<ShardSummary> {
+    let started = Instant::now();
+    let (queries, _) = read_queries(req)?;
+    let total = queries.len();
+    let mine = shard.select(queries, |q| q.id.as_str());
+    let r = open_ranker(ctx, req).await?;
+    let lists = rank_all(ctx, &r, &mine, req, progress).await?;
+    let created = super::generation::now_rfc3339();
+    let rows: Vec<ListsRow> = lists
+        .iter()
+        .map(|(qid, l)| {
+            let mut row = ListsRow {
+                batch: req.batch.clone(),
+                shard: shard.to_string(),
+                qid: qid.clone(),
+                depth: req.depth as u64,
+                chunks: r.chunks.len() as u64,
+                embedding_model: r.model_name.clone(),
+                ann_nprobes: req.ann_nprobes.map(|n| n as u64),
+                dense_ids: Vec::new(),
+                dense_scores: Vec::new(),
+                bm25_ids: Vec::new(),
+                bm25_scores: Vec::new(),
+                tfidf_ids: Vec::new(),
+                tfidf_scores: Vec::new(),
+                created: created.clone(),
+            };
+            row.set_lists(l);
+            row
+        })
+        .collect();
+    if !rows.is_empty() {
+        lists_store::save(&ctx.workspace, &rows).await?;
+    }
+    Ok(ShardSummary {
+        batch: req.batch.clone(),
+        shard,
+        ranked: rows.len(),
+        queries: total,
+        dataset: ctx.workspace.uri(lists_store::DATASET),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The lists every query of the file got from the shards of `req.batch`, in the
+/// file's order (as one process ranks them), and the embedding model they used. A
+/// query ranked twice (a shard run again) takes its last row. Every query must have
+/// lists, and all of them the same depth, corpus size, model and search.
+async fn gather(
+    ctx: &Context,
+    req: &RetrievalEval,
+    queries: &[Question],
+    chunks: usize,
+) -> Result<(Vec<(String, QueryLists)>, Option<String>)> {
+    let rows = lists_store::load(&ctx.workspace, &req.batch).await?;
+    let mut by_qid: HashMap<&str, &ListsRow> = HashMap::new();
+    for row in &rows {
+        by_qid.insert(row.qid.as_str(), row);
+    }
+    let missing: Vec<&str> = queries
+        .iter()
+        .map(|q| q.id.as_str())
+        .filter(|id| !by_qid.contains_key(id))
+        .collect();
+    if !missing.is_empty() {
+        let counts: std::collections::BTreeSet<u32> = rows
+            .iter()
+            .filter_map(|r| r.shard.parse::<Shard>().ok())
+            .map(Shard::count)
+            .collect();
+        let shards: std::collections::BTreeSet<String> = match counts.iter().next() {
+            Some(&n) if counts.len() == 1 => missing
+                .iter()
+                .map(|id| format!("{}/{n}", Shard::of(id, n)))
+                .collect(),
+            _ => std::collections::BTreeSet::new(),
+        };
+        bail!(
+            "batch `{}`: {} of {} queries have no ranked lists (first: {}){}; run those shards first",
+            req.batch,
+            missing.len(),
+            queries.len(),
+            missing[0],
+            if shards.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", missing shards {}",
+                    shards.into_iter().collect::<Vec<_>>().join(", ")
+                )
+            }
+        );
+    }
+    let used: Vec<&ListsRow> = queries.iter().map(|q| by_qid[q.id.as_str()]).collect();
+    let first = used.first().copied();
+    for row in &used {
+        let want_ann = req.ann_nprobes.map(|n| n as u64);
+        if row.depth != req.depth as u64 || row.ann_nprobes != want_ann {
+            bail!(
+                "batch `{}`: query {} was ranked {} deep{}, this merge asks for {} deep{}",
+                req.batch,
+                row.qid,
+                row.depth,
+                row.ann_nprobes
+                    .map_or(String::new(), |n| format!(" (ANN, nprobes {n})")),
+                req.depth,
+                want_ann.map_or(String::new(), |n| format!(" (ANN, nprobes {n})")),
+            );
+        }
+        if row.chunks != chunks as u64 {
+            bail!(
+                "batch `{}`: query {} was ranked over {} chunks, the corpus has {chunks} now: rank the batch again",
+                req.batch,
+                row.qid,
+                row.chunks
+            );
+        }
+        if let Some(f) = first
+            && f.embedding_model != row.embedding_model
+        {
+            bail!(
+                "batch `{}` mixes embedding models ({:?} and {:?})",
+                req.batch,
+                f.embedding_model,
+                row.embedding_model
+            );
+        }
+    }
+    let model = first.and_then(|f| f.embedding_model.clone());
+    Ok((
+        used.iter().map(|r| (r.qid.clone(), r.lists())).collect(),
+        model,
+    ))
 }
 
 /// Write one configuration's TREC run file, named by the whole configuration

@@ -12,6 +12,7 @@ use crate::core::chunk::Chunk;
 use crate::core::fusion::{Fusion, RRF_C, Scored};
 use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
 use crate::core::variant::{REDUCE_ABOVE_TOKENS, Variant, retrieval_chunks};
+use crate::core::shard::Shard;
 use crate::infer::embed::{EmbedConfig, Embedder};
 use crate::store::chunks::ChunkStore;
 use crate::store::sparse::{SparseIndex, SyncSummary, text_hash};
@@ -195,11 +196,21 @@ impl Retriever {
     }
 
     /// Bring the sparse index and (with an embedder) the vectors up to date, embedding
-    /// only chunks that are new or changed.
-    pub async fn build(&mut self, ws: &Workspace, progress: Progress<'_>) -> Result<IndexSummary> {
+    /// only chunks that are new or changed. With a shard, only that shard's chunks are
+    /// embedded and appended beside the other shards' (the sparse index, derived and
+    /// local, is left to the whole `index`).
+    pub async fn build(
+        &mut self,
+        ws: &Workspace,
+        shard: Option<Shard>,
+        progress: Progress<'_>,
+    ) -> Result<IndexSummary> {
         // Field by field: the index is written while the chunks are read.
         let indexed = self.indexed.as_deref().unwrap_or(&self.chunks);
-        let sparse = self.sparse.sync(indexed)?;
+        let sparse = match shard {
+            Some(_) => SyncSummary::default(),
+            None => self.sparse.sync(indexed)?,
+        };
         let mut summary = IndexSummary {
             chunks: self.chunks.len(),
             sparse,
@@ -214,7 +225,32 @@ impl Retriever {
             .iter()
             .map(|c| (c.id.clone(), text_hash(c)))
             .collect();
-        let todo: Vec<&(String, String)> = stale(&self.vectors, &wanted);
+        let todo: Vec<&(String, String)> = stale(&self.vectors, &wanted)
+            .into_iter()
+            .filter(|(id, _)| crate::core::shard::keep(shard, id))
+            .collect();
+        let hash_of: HashMap<&str, &str> = wanted
+            .iter()
+            .map(|(id, h)| (id.as_str(), h.as_str()))
+            .collect();
+        // A shard's vectors, appended at each checkpoint and at the end.
+        let shard_set = |fresh: &mut HashMap<String, Vec<f32>>| {
+            let mut ids: Vec<String> = fresh.keys().cloned().collect();
+            ids.sort();
+            let data = ids.iter().flat_map(|id| fresh[id].clone()).collect();
+            let set = VectorSet {
+                dim: embedder.info.dim,
+                hashes: ids
+                    .iter()
+                    .map(|id| hash_of[id.as_str()].to_string())
+                    .collect(),
+                ids,
+                data,
+            };
+            fresh.clear();
+            set
+        };
+        let mut appended = 0;
         let started = Instant::now();
         let mut fresh = HashMap::new();
         const BATCH: usize = 16;
@@ -233,10 +269,28 @@ impl Retriever {
             progress((n * BATCH + group.len()).min(todo.len()), todo.len());
             // Checkpoint: an interrupted run keeps what it embedded (rows still to be
             // re-embedded are stale and left out until they are).
-            if (n + 1) % CHECKPOINT_BATCHES == 0 {
+            if (n + 1) % CHECKPOINT_BATCHES == 0 && shard.is_some() {
+                appended += fresh.len();
+                VectorStore::new(ws, name)
+                    .append(&shard_set(&mut fresh))
+                    .await?;
+            } else if (n + 1) % CHECKPOINT_BATCHES == 0 {
                 let partial = merge(&self.vectors, &wanted, fresh.clone(), embedder.info.dim);
                 VectorStore::new(ws, name).save(&partial).await?;
             }
+        }
+        if shard.is_some() {
+            summary.embedded = appended + fresh.len();
+            summary.embed_seconds = started.elapsed().as_secs_f64();
+            if summary.embedded > 0 {
+                summary.chunks_per_second = summary.embedded as f64 / summary.embed_seconds;
+            }
+            if !fresh.is_empty() {
+                VectorStore::new(ws, name)
+                    .append(&shard_set(&mut fresh))
+                    .await?;
+            }
+            return Ok(summary);
         }
         summary.embedded = fresh.len();
         summary.embed_seconds = started.elapsed().as_secs_f64();
@@ -361,6 +415,8 @@ pub struct IndexRequest {
     pub ann: bool,
     /// The corpus variant to index (C_F by default).
     pub variant: Variant,
+    /// Embed only this shard's chunks (`index --shard i/n`).
+    pub shard: Option<Shard>,
 }
 
 /// The index summary and, with `ann`, the ANN partitions and build time.
@@ -394,7 +450,7 @@ pub async fn build_index(
         None => 0,
     };
     let mut r = Retriever::open_with(&ctx.workspace, embedder, req.variant).await?;
-    let summary = r.build(&ctx.workspace, progress).await?;
+    let summary = r.build(&ctx.workspace, req.shard, progress).await?;
     let mut report = IndexReport {
         summary,
         ann_partitions: None,

@@ -99,6 +99,26 @@ impl<'a> Table<'a> {
     /// Append rows as one commit; returns the new dataset version.
     pub async fn append<T: Serialize>(&self, rows: &[T]) -> Result<u64> {
         let batch = self.to_batch(rows)?;
+        self.append_batch(batch).await
+    }
+
+    /// Append rows converted by serde_arrow (exact for floats: no text in between)
+    /// as one commit; returns the new dataset version.
+    pub async fn append_exact<T: Serialize>(&self, rows: &[T]) -> Result<u64> {
+        let batch = serde_arrow::to_record_batch(self.schema.fields(), &rows)
+            .map_err(|e| StoreError::Invalid(format!("{}: cannot convert rows: {e}", self.name)))?;
+        self.append_batch(batch).await
+    }
+
+    /// Every row, read by serde_arrow straight from the arrow columns (floats exact).
+    pub async fn read_exact<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        let batch = self.read_batch().await?;
+        serde_arrow::from_record_batch(&batch)
+            .map_err(|e| StoreError::Invalid(format!("{}: unreadable rows: {e}", self.name)))
+    }
+
+    /// Append one arrow batch (with the table's schema) as one commit.
+    pub async fn append_batch(&self, batch: RecordBatch) -> Result<u64> {
         let _guard = self.ws.lock_for_write(self.name).await?;
         let changes = self.ws.before_commit(self.name);
         let mode = if self.exists() {

@@ -105,6 +105,33 @@ impl VectorSet {
     }
 }
 
+/// The set with one row per id, the last one written (shards of `index --shard`
+/// append; a shard run twice appends its ids again).
+fn last_of_each(set: VectorSet) -> VectorSet {
+    let keep: Vec<usize> = {
+        let mut last: HashMap<&str, usize> = HashMap::new();
+        for (i, id) in set.ids.iter().enumerate() {
+            last.insert(id.as_str(), i);
+        }
+        (0..set.ids.len())
+            .filter(|&i| last.get(set.ids[i].as_str()) == Some(&i))
+            .collect()
+    };
+    if keep.len() == set.ids.len() {
+        return set;
+    }
+    let dim = set.dim;
+    VectorSet {
+        dim,
+        ids: keep.iter().map(|&i| set.ids[i].clone()).collect(),
+        hashes: keep.iter().map(|&i| set.hashes[i].clone()).collect(),
+        data: keep
+            .iter()
+            .flat_map(|&i| set.data[i * dim..(i + 1) * dim].iter().copied())
+            .collect(),
+    }
+}
+
 pub struct VectorStore<'a> {
     ws: &'a Workspace,
     name: String,
@@ -147,7 +174,7 @@ impl<'a> VectorStore<'a> {
             .as_primitive_opt::<Float32Type>()
             .ok_or_else(|| bad("vector"))?;
         let offset = vectors.offset() * dim;
-        Ok(VectorSet {
+        Ok(last_of_each(VectorSet {
             dim,
             ids: (0..batch.num_rows())
                 .map(|i| ids.value(i).to_string())
@@ -156,12 +183,28 @@ impl<'a> VectorStore<'a> {
                 .map(|i| hashes.value(i).to_string())
                 .collect(),
             data: values.values()[offset..offset + batch.num_rows() * dim].to_vec(),
-        })
+        }))
     }
 
     /// Replace the dataset with `set` (one atomic commit).
     pub async fn save(&self, set: &VectorSet) -> Result<()> {
+        self.write(set, WriteMode::Overwrite).await
+    }
+
+    /// Add `set`'s rows (one commit): the vectors of one shard of `index --shard`.
+    /// Shards append side by side (appends never conflict); [`VectorStore::load`]
+    /// keeps the last row of an id, and the next whole `index` rewrites the set.
+    pub async fn append(&self, set: &VectorSet) -> Result<()> {
+        self.write(set, WriteMode::Append).await
+    }
+
+    async fn write(&self, set: &VectorSet, mode: WriteMode) -> Result<()> {
         let _guard = self.ws.lock_for_write(&self.name).await?;
+        let mode = if matches!(mode, WriteMode::Append) && !self.exists() {
+            WriteMode::Create
+        } else {
+            mode
+        };
         let changes = self.ws.before_commit(&self.name);
         let values = Float32Array::from(set.data.clone());
         let field = Arc::new(Field::new("item", DataType::Float32, true));
@@ -195,7 +238,7 @@ impl<'a> VectorStore<'a> {
             })?;
         let reader = RecordBatchIterator::new(vec![Ok(batch)], schema(set.dim));
         let params = WriteParams {
-            mode: WriteMode::Overwrite,
+            mode,
             ..Default::default()
         };
         let uri = self.ws.uri(&self.name);

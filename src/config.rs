@@ -80,6 +80,47 @@ pub struct Config {
     /// instead of loading the local generator (unless `--model` or `--local` is given);
     /// one marked `embeddings = true` computes the embeddings.
     pub endpoints: Vec<EndpointConfig>,
+    /// The S3-compatible store of an `s3://` workspace.
+    pub object_store: ObjectStoreConfig,
+}
+
+/// Connection to an S3-compatible object store (`[object_store]`). Every field is
+/// optional: what is unset comes from the usual environment variables (`AWS_ENDPOINT`,
+/// `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_ALLOW_HTTP`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ObjectStoreConfig {
+    /// Endpoint URL of a non-AWS server (MinIO, moto, Ceph): `http://127.0.0.1:9000`.
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key_id: Option<String>,
+    /// Environment variable holding the secret key (keeps the secret out of the file).
+    pub secret_access_key_env: Option<String>,
+    /// Allow plain `http://` endpoints (a server on the local network).
+    pub allow_http: Option<bool>,
+}
+
+impl ObjectStoreConfig {
+    /// The lance storage options these settings stand for.
+    pub fn lance_options(&self) -> std::collections::HashMap<String, String> {
+        let mut out = std::collections::HashMap::new();
+        let mut put = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                out.insert(k.to_string(), v);
+            }
+        };
+        put("aws_endpoint", self.endpoint.clone());
+        put("aws_region", self.region.clone());
+        put("aws_access_key_id", self.access_key_id.clone());
+        put(
+            "aws_secret_access_key",
+            self.secret_access_key_env
+                .as_ref()
+                .and_then(|var| std::env::var(var).ok()),
+        );
+        put("allow_http", self.allow_http.map(|b| b.to_string()));
+        out
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -15,6 +15,9 @@
 //!
 //! [`config`] holds paths and the TOML configuration file's format.
 
+// Lance commits nested in retry and lock futures make deep async state machines.
+#![recursion_limit = "256"]
+
 pub mod cli;
 pub mod config;
 pub mod core;

@@ -295,13 +295,7 @@ fn generate_judge_and_mcqa_shards_split_by_id_and_cover_everything() {
 fn index_shards_embed_disjoint_halves() {
     let env = Env::new();
     env.ok(&["ingest", sample_guidance().to_str().expect("utf8")]);
-    let chunks: Vec<String> = env
-        .json(&["corpus", "list", "--json"])
-        .as_array()
-        .expect("chunks")
-        .iter()
-        .map(|c| c["id"].as_str().expect("id").to_string())
-        .collect();
+    let chunks = chunk_ids(&env);
     assert_eq!(chunks.len(), 261);
     let mut total = 0;
     for i in 1..=2u32 {
@@ -333,6 +327,76 @@ fn index_shards_embed_disjoint_halves() {
         hits.to_string().contains("rabies"),
         "dense search after sharded indexing: {hits}"
     );
+}
+
+/// `summarise --shard`: two shards summarise disjoint sets of chunks, exactly the
+/// ids each shard owns by the hash, and together every chunk once.
+#[test]
+fn summarise_shards_cover_every_chunk_once() {
+    let env = Env::new();
+    let docs = env.dir.path().join("docs");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    for (name, topic) in [("a", "measles"), ("b", "mumps"), ("c", "rubella")] {
+        std::fs::write(
+            docs.join(format!("{name}.md")),
+            format!(
+                "# {topic}\n\n## Signs\n\nFever and rash are signs of {topic}.\n\n## Prevention\n\nThe vaccine prevents {topic}.\n"
+            ),
+        )
+        .expect("write");
+    }
+    env.ok(&["ingest", docs.to_str().expect("utf8")]);
+    let chunks = chunk_ids(&env);
+    assert_eq!(chunks.len(), 6);
+    let summarised = || -> Vec<String> {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let ws = raglab::store::workspace::Workspace::open(env.workspace()).expect("ws");
+        let mut ids: Vec<String> = rt
+            .block_on(raglab::service::summaries::all(&ws))
+            .expect("summaries")
+            .into_iter()
+            .map(|r| r.chunk_id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    let mut before = Vec::new();
+    for i in 1..=2u32 {
+        let r = env.json(&[
+            "summarise",
+            "--shard",
+            &format!("{i}/2"),
+            "--max-tokens",
+            "6",
+            "--threads",
+            "2",
+            "--json",
+        ]);
+        let mut want = Shard::new(i, 2)
+            .expect("shard")
+            .select(chunks.clone(), String::as_str);
+        assert_eq!(r["summarised"].as_u64(), Some(want.len() as u64), "{r}");
+        want.extend(before.iter().cloned());
+        want.sort();
+        let now = summarised();
+        assert_eq!(now, want, "shard {i}/2 summarised other chunks");
+        before = now;
+    }
+    let mut all = chunks.clone();
+    all.sort();
+    assert_eq!(before, all);
+    let again = env.json(&["summarise", "--json"]);
+    assert_eq!(again["summarised"].as_u64(), Some(0), "{again}");
+}
+
+/// The ids of the workspace's chunks, as `corpus list` gives them.
+fn chunk_ids(env: &Env) -> Vec<String> {
+    env.json(&["corpus", "list", "--json"])
+        .as_array()
+        .expect("chunks")
+        .iter()
+        .map(|c| c["id"].as_str().expect("id").to_string())
+        .collect()
 }
 
 /// The published FNV-1a 64 test vectors (Fowler/Noll/Vo reference test suite).

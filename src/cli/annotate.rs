@@ -271,7 +271,13 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
             let q = |p| crate::core::stats::quantile(&times, p).unwrap_or(f64::NAN);
             tell!(
                 "{count} labels saved ({}): call-to-committed p50 {:.1} ms, p95 {:.1} ms",
-                if no_fsync { "not synced" } else { "synced" },
+                if ctx.workspace.is_remote() {
+                    "on the object store"
+                } else if no_fsync {
+                    "not synced"
+                } else {
+                    "synced"
+                },
                 q(0.5),
                 q(0.95)
             );

@@ -204,7 +204,7 @@ pub async fn run(
             say!("config:    {}", ctx.paths.config_file().display());
             say!("data:      {}", ctx.paths.data_dir.display());
             say!("models:    {}", ctx.paths.models_dir().display());
-            say!("workspace: {}", ctx.workspace.root().display());
+            say!("workspace: {}", ctx.workspace.location());
             say!("log:       {}", ctx.paths.log_file().display());
             Ok(())
         }

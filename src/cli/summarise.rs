@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use anyhow::Result;
 use clap::Args;
 
-use super::args::GeneratorArgs;
+use super::args::{GeneratorArgs, ShardArg};
 use super::{print_json, progress_bar};
 use crate::core::sampling::Sampling;
 use crate::service::Context;
@@ -27,6 +27,8 @@ pub struct SummariseArgs {
     pub local: bool,
     #[command(flatten)]
     pub generator: GeneratorArgs,
+    #[command(flatten)]
+    pub shard: ShardArg,
     /// Output tokens per summary.
     #[arg(long, default_value_t = 96)]
     pub max_tokens: usize,
@@ -54,6 +56,7 @@ pub async fn run(ctx: &Context, args: SummariseArgs) -> Result<()> {
         limit: args.limit,
         over: args.over,
         local: args.local,
+        shard: args.shard.shard,
     };
     let batch = SummaryBatch::prepare(ctx, req).await?;
     tell!(

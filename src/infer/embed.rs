@@ -14,6 +14,8 @@ use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
 
 use super::backend::{load_model, model_name};
+use super::embed_protocol::Request;
+pub use super::embed_protocol::{EmbedInfo, normalise};
 use super::{InferError, Result};
 
 /// How to run an embedding model.
@@ -44,27 +46,6 @@ impl EmbedConfig {
             endpoint: None,
         }
     }
-}
-
-/// What the worker reports about the loaded model.
-#[derive(Debug, Clone)]
-pub struct EmbedInfo {
-    pub name: String,
-    pub dim: usize,
-    pub max_tokens: usize,
-    /// CPU or the GPU (for an endpoint: its URL), and the layers offloaded.
-    pub placement: super::device::Placement,
-}
-
-pub(super) type Reply = mpsc::Sender<Result<Vec<Vec<f32>>>>;
-
-/// What an [`Embedder`] handle asks its worker (a model here, or an endpoint:
-/// [`super::embed_endpoint`]).
-pub(super) enum Request {
-    Embed(Vec<String>, Reply),
-    Tokens(String, mpsc::Sender<Vec<i32>>),
-    /// How many tokens each text is, special tokens included and nothing cut.
-    Count(Vec<String>, mpsc::Sender<Result<Vec<usize>>>),
 }
 
 /// Handle to an embedding worker thread.
@@ -265,15 +246,6 @@ fn worker(
             }
         }
     }
-}
-
-/// L2-normalise (llama.cpp's pooled vectors are not normalised).
-pub fn normalise(v: &[f32]) -> Vec<f32> {
-    let norm = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    if norm == 0.0 {
-        return v.to_vec();
-    }
-    v.iter().map(|x| (f64::from(*x) / norm) as f32).collect()
 }
 
 /// Default location check used by commands: a clear error before spawning.

@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::device::Placement;
-use super::embed::{EmbedInfo, Request, normalise};
+use super::embed_protocol::{EmbedInfo, Request, normalise};
 use super::endpoint::EndpointSpec;
 use super::{InferError, Result};
 

@@ -9,6 +9,7 @@ pub mod chat;
 pub mod device;
 pub mod embed;
 pub mod embed_endpoint;
+pub mod embed_protocol;
 pub mod endpoint;
 pub mod generate;
 

@@ -92,9 +92,7 @@ impl AnswerBatch {
             limit,
             local,
         } = req;
-        // Endpoints when configured, unless a model file is named or --local given.
-        let chat = ctx.config.chat_endpoints();
-        let backend = if !local && generator.model.is_none() && !chat.is_empty() {
+        let backend = if let Some(chat) = ctx.chat_pool_config(&generator, local, false) {
             Backend::Pool(Pool::from_config(&chat)?)
         } else {
             let mut gcfg = ctx.gen_config(&generator);
@@ -327,22 +325,16 @@ impl JudgeBatch {
         shard: Option<crate::core::shard::Shard>,
         local: bool,
     ) -> Result<Self> {
-        // Endpoints when configured, unless a judge GGUF is named (flag or config) or
-        // --local given.
-        let chat = ctx.config.chat_endpoints();
-        let on_pool = !local
-            && model.model.is_none()
-            && ctx.config.models.judge.is_none()
-            && !chat.is_empty();
-        let (generator, pool, judge_name) = if on_pool {
-            let pool = Pool::from_config(&chat)?;
-            let name = pool.model_name().await?;
-            (None, Some(pool), name)
-        } else {
-            let g = Generator::spawn(&ctx.judge_config(model))?;
-            let name = g.info.file.clone();
-            (Some(g), None, name)
-        };
+        let (generator, pool, judge_name) =
+            if let Some(chat) = ctx.chat_pool_config(model, local, true) {
+                let pool = Pool::from_config(&chat)?;
+                let name = pool.model_name().await?;
+                (None, Some(pool), name)
+            } else {
+                let g = Generator::spawn(&ctx.judge_config(model))?;
+                let name = g.info.file.clone();
+                (Some(g), None, name)
+            };
         let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
         let judged: HashSet<(String, String)> = judgements(&ctx.workspace)
             .read_all::<JudgementRecord>()

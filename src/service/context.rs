@@ -31,6 +31,23 @@ pub struct ModelChoice {
     pub threads: Option<i32>,
 }
 
+/// Open the workspace at `location`: a folder, or `s3://bucket/prefix` (datasets on
+/// the object store, configured by `[object_store]` and the `AWS_*` environment; its
+/// derived data in DATA_DIR/remote/BUCKET/PREFIX).
+fn open_workspace(location: &std::path::Path, paths: &Paths, config: &Config) -> Result<Workspace> {
+    let text = location.to_string_lossy();
+    if crate::store::workspace::is_object_store(&text) {
+        let local = paths.data_dir.join("remote").join(
+            text["s3://".len()..]
+                .trim_end_matches('/')
+                .replace(['/', ':'], "_"),
+        );
+        return Workspace::open_remote(&text, local, config.object_store.lance_options())
+            .with_context(|| format!("cannot open workspace {text}"));
+    }
+    Workspace::open(location).with_context(|| format!("cannot open workspace {text}"))
+}
+
 impl Context {
     /// Discover the paths, load the config and open the workspace (`workspace` wins
     /// over the config's).
@@ -38,8 +55,7 @@ impl Context {
         let paths = Paths::discover()?;
         let config = Config::load(&paths)?;
         let dir = workspace.unwrap_or_else(|| config.workspace_dir(&paths));
-        let workspace = Workspace::open(&dir)
-            .with_context(|| format!("cannot open workspace {}", dir.display()))?;
+        let workspace = open_workspace(&dir, &paths, &config)?;
         Ok(Self {
             paths,
             config,
@@ -49,8 +65,7 @@ impl Context {
 
     /// A context over explicit paths and config (embedding raglab, tests).
     pub fn with(paths: Paths, config: Config, workspace: &std::path::Path) -> Result<Self> {
-        let workspace = Workspace::open(workspace)
-            .with_context(|| format!("cannot open workspace {}", workspace.display()))?;
+        let workspace = open_workspace(workspace, &paths, &config)?;
         Ok(Self {
             paths,
             config,
@@ -93,6 +108,21 @@ impl Context {
             cfg.threads = t;
         }
         Ok(cfg)
+    }
+
+    /// The chat endpoints a use case answers on, or None for the local model: the
+    /// `[[endpoints]]` when any are configured, unless a GGUF is named (`--model`, or
+    /// for a `critic` (judge, critique) `[models] judge`) or `--local` is given. The
+    /// one rule of `generate`, `judge`, `summarise`, `evalset` and `eval mcqa`.
+    pub fn chat_pool_config(
+        &self,
+        choice: &ModelChoice,
+        local: bool,
+        critic: bool,
+    ) -> Option<Vec<crate::config::EndpointConfig>> {
+        let named = choice.model.is_some() || (critic && self.config.models.judge.is_some());
+        let chat = self.config.chat_endpoints();
+        (!local && !named && !chat.is_empty()).then_some(chat)
     }
 
     /// The generator: flag, then config, then SmolLM2 from setup.

@@ -135,9 +135,7 @@ impl Backend {
     /// Endpoints when configured, unless a GGUF is named or `local`; `critic` picks the
     /// judge's model file (`[models] judge`, else the generator).
     async fn open(ctx: &Context, choice: &ModelChoice, local: bool, critic: bool) -> Result<Self> {
-        let chat = ctx.config.chat_endpoints();
-        let named = choice.model.is_some() || (critic && ctx.config.models.judge.is_some());
-        if !local && !named && !chat.is_empty() {
+        if let Some(chat) = ctx.chat_pool_config(choice, local, critic) {
             let pool = Pool::from_config(&chat)?;
             let name = pool.model_name().await?;
             return Ok(Self::Pool(pool, name));

@@ -533,8 +533,8 @@ pub async fn evaluate_retrieval(
         alpha: c.method.uses_alpha().then_some(c.alpha),
         embedding_model: model_name.clone().filter(|_| c.method.needs_dense()),
         corpus: match req.variant {
-            crate::core::variant::Variant::Full => ctx.workspace.root().display().to_string(),
-            v => format!("{} ({})", ctx.workspace.root().display(), v.paper_name()),
+            crate::core::variant::Variant::Full => ctx.workspace.location(),
+            v => format!("{} ({})", ctx.workspace.location(), v.paper_name()),
         },
         chunks: r.chunks.len(),
         depth: req.depth,

@@ -111,7 +111,7 @@ pub async fn ingest(
     };
     let seconds = started.elapsed().as_secs_f64();
     Ok(IngestSummary {
-        workspace: ctx.workspace.root().display().to_string(),
+        workspace: ctx.workspace.location(),
         chunker: chunker.to_string(),
         files: set.files_seen,
         documents: set.docs.len(),

@@ -513,10 +513,7 @@ pub async fn answer_questions(
         notice(format!("run `{}`: nothing left to answer", args.run));
         return Ok(());
     }
-    // Endpoints when configured, unless a model file is named or --local given (the
-    // rule of `generate`).
-    let chat = ctx.config.chat_endpoints();
-    let backend = if !args.local && args.model.model.is_none() && !chat.is_empty() {
+    let backend = if let Some(chat) = ctx.chat_pool_config(&args.model, args.local, false) {
         let pool = Pool::from_config(&chat)?;
         let name = pool.model_name().await?;
         McqaBackend::Pool(pool, name)

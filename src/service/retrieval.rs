@@ -104,7 +104,7 @@ impl Retriever {
         let store = ChunkStore::new(ws);
         store.open().await?;
         let chunks = store.load_all().await?;
-        let sparse = SparseIndex::open(&ws.path(&sparse_dir(variant)))?;
+        let mut sparse = SparseIndex::open(&ws.path(&sparse_dir(variant)))?;
         let (vectors, model_name) = match &embedder {
             Some(e) => {
                 let name = e.info.name.clone();
@@ -134,6 +134,11 @@ impl Retriever {
                 (Some(v), n)
             }
         };
+        if ws.is_remote() {
+            // The BM25 index is derived data kept on this machine: brought up to the
+            // chunks on the object store (touching only what changed) before use.
+            sparse.sync(indexed.as_deref().unwrap_or(&chunks))?;
+        }
         let by_id = chunks
             .iter()
             .enumerate()

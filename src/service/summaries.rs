@@ -117,6 +117,8 @@ pub struct SummaryRequest {
     pub over: Option<usize>,
     /// Use the local model even when endpoints are configured.
     pub local: bool,
+    /// Only this shard's chunks (split by chunk id): one of several processes.
+    pub shard: Option<crate::core::shard::Shard>,
 }
 
 enum Backend {
@@ -154,6 +156,9 @@ impl SummaryBatch {
         let done = current(&ctx.workspace, &chunks).await?;
         let mut wanted = Vec::new();
         for c in chunks {
+            if !crate::core::shard::keep(req.shard, &c.id) {
+                continue;
+            }
             if let Some(over) = req.over {
                 match c.token_count {
                     Some(n) if n > over => {}
@@ -172,8 +177,7 @@ impl SummaryBatch {
             .into_iter()
             .take(req.limit.unwrap_or(usize::MAX))
             .collect();
-        let chat = ctx.config.chat_endpoints();
-        let backend = if !req.local && req.generator.model.is_none() && !chat.is_empty() {
+        let backend = if let Some(chat) = ctx.chat_pool_config(&req.generator, req.local, false) {
             Backend::Pool(Pool::from_config(&chat)?)
         } else {
             let cfg = ctx.gen_config(&req.generator);

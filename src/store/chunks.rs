@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::SchemaRef;
 use lance::Dataset;
-use lance::dataset::{WriteMode, WriteParams};
+use lance::dataset::WriteMode;
 
 use super::workspace::Workspace;
 use super::{Result, StoreError};
@@ -71,30 +71,28 @@ impl<'a> ChunkStore<'a> {
         Self { ws }
     }
 
-    pub fn exists(&self) -> bool {
-        self.ws.path(DATASET).join("_versions").is_dir()
+    /// Whether anything was ingested (the dataset exists).
+    pub async fn exists(&self) -> Result<bool> {
+        self.ws.dataset_exists(DATASET).await
     }
 
     /// Open the dataset, with a clear error when nothing was ingested yet.
     pub async fn open(&self) -> Result<Dataset> {
-        if !self.exists() {
+        if !self.exists().await? {
             return Err(StoreError::Invalid(format!(
                 "no chunks in workspace {} yet: run `raglab ingest PATH` first",
-                self.ws.root().display()
+                self.ws.location()
             )));
         }
-        let uri = self.ws.uri(DATASET);
-        Dataset::open(&uri)
-            .await
-            .map_err(|e| StoreError::lance(uri, e))
+        self.ws.open_dataset(DATASET).await
     }
 
     /// Every chunk, ordered by document id then position.
     pub async fn load_all(&self) -> Result<Vec<Chunk>> {
-        if !self.exists() {
+        if !self.exists().await? {
             return Ok(Vec::new());
         }
-        let batch = super::scan_all(&self.ws.uri(DATASET)).await?;
+        let batch = super::scan_all(self.ws, DATASET).await?;
         let mut chunks = from_batch(&batch)?;
         chunks.sort_by(|a, b| a.doc_id.cmp(&b.doc_id).then(a.ordinal.cmp(&b.ordinal)));
         Ok(chunks)
@@ -102,7 +100,7 @@ impl<'a> ChunkStore<'a> {
 
     /// Current lance version of the dataset (0 when absent).
     pub async fn version(&self) -> Result<u64> {
-        if !self.exists() {
+        if !self.exists().await? {
             return Ok(0);
         }
         Ok(self.open().await?.version().version)
@@ -177,10 +175,7 @@ impl<'a> ChunkStore<'a> {
     async fn overwrite(&self, chunks: &[Chunk]) -> Result<u64> {
         let batch = to_batch(chunks)?;
         let reader = RecordBatchIterator::new(vec![Ok(batch)], schema());
-        let params = WriteParams {
-            mode: WriteMode::Overwrite,
-            ..Default::default()
-        };
+        let params = self.ws.write_params(WriteMode::Overwrite);
         let uri = self.ws.uri(DATASET);
         let ds = Dataset::write(reader, uri.as_str(), Some(params))
             .await

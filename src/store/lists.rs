@@ -83,7 +83,7 @@ pub async fn save(ws: &Workspace, rows: &[ListsRow]) -> Result<u64> {
 /// Every stored row of `batch`, in commit order.
 pub async fn load(ws: &Workspace, batch: &str) -> Result<Vec<ListsRow>> {
     let t = table(ws);
-    if !t.exists() {
+    if !t.exists().await? {
         return Ok(Vec::new());
     }
     Ok(t.read_exact::<ListsRow>()

@@ -58,13 +58,14 @@ impl StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Open a lance dataset and read it whole as one batch.
-pub(crate) async fn scan_all(uri: &str) -> Result<arrow_array::RecordBatch> {
-    let ds = lance::Dataset::open(uri)
-        .await
-        .map_err(|e| StoreError::lance(uri, e))?;
+/// Open dataset `name` of `ws` and read it whole as one batch.
+pub(crate) async fn scan_all(
+    ws: &workspace::Workspace,
+    name: &str,
+) -> Result<arrow_array::RecordBatch> {
+    let ds = ws.open_dataset(name).await?;
     ds.scan()
         .try_into_batch()
         .await
-        .map_err(|e| StoreError::lance(uri, e))
+        .map_err(|e| StoreError::lance(ws.uri(name), e))
 }

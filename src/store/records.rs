@@ -15,7 +15,7 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lance::Dataset;
-use lance::dataset::{WriteMode, WriteParams};
+use lance::dataset::WriteMode;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -77,8 +77,9 @@ impl<'a> Table<'a> {
         Self::new(ws, name, schema_of::<T>())
     }
 
-    pub fn exists(&self) -> bool {
-        self.ws.path(self.name).join("_versions").is_dir()
+    /// Whether anything was ever appended (a dataset exists).
+    pub async fn exists(&self) -> Result<bool> {
+        self.ws.dataset_exists(self.name).await
     }
 
     fn to_batch<T: Serialize>(&self, rows: &[T]) -> Result<RecordBatch> {
@@ -117,29 +118,33 @@ impl<'a> Table<'a> {
             .map_err(|e| StoreError::Invalid(format!("{}: unreadable rows: {e}", self.name)))
     }
 
-    /// Append one arrow batch (with the table's schema) as one commit.
+    /// Append one arrow batch (with the table's schema) as one commit, retried when
+    /// it loses to a concurrent writer (another process on an object store).
     pub async fn append_batch(&self, batch: RecordBatch) -> Result<u64> {
         let _guard = self.ws.lock_for_write(self.name).await?;
         let changes = self.ws.before_commit(self.name);
-        let mode = if self.exists() {
-            WriteMode::Append
-        } else {
-            WriteMode::Create
-        };
-        if matches!(mode, WriteMode::Append) {
-            self.add_missing_columns().await?;
-        }
-        let reader = RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone());
-        let params = WriteParams {
-            mode,
-            ..Default::default()
-        };
         let uri = self.ws.uri(self.name);
-        let ds = Dataset::write(reader, uri.as_str(), Some(params))
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
+        let version = super::workspace::retry_on_conflict(&uri, |_| {
+            let batch = batch.clone();
+            let uri = uri.clone();
+            async move {
+                if !self.exists().await?
+                    && let Some(v) = self.ws.create_dataset(self.name, batch.clone()).await?
+                {
+                    return Ok(v);
+                }
+                self.add_missing_columns().await?;
+                let reader = RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone());
+                let params = self.ws.write_params(WriteMode::Append);
+                let ds = Dataset::write(reader, uri.as_str(), Some(params))
+                    .await
+                    .map_err(|e| StoreError::lance(&uri, e))?;
+                Ok(ds.version().version)
+            }
+        })
+        .await?;
         changes.make_durable().await?;
-        Ok(ds.version().version)
+        Ok(version)
     }
 
     /// Schema evolution: a table written by an older raglab lacks columns added since.
@@ -150,9 +155,7 @@ impl<'a> Table<'a> {
         use lance::dataset::NewColumnTransform;
 
         let uri = self.ws.uri(self.name);
-        let mut ds = Dataset::open(&uri)
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
+        let mut ds = self.ws.open_dataset(self.name).await?;
         let have: std::collections::HashSet<String> =
             ds.schema().fields.iter().map(|f| f.name.clone()).collect();
         let missing: Vec<Field> = self
@@ -187,10 +190,10 @@ impl<'a> Table<'a> {
     /// Every stored row, in commit order, as one arrow batch with the table's schema
     /// (an empty batch when nothing was ever appended).
     pub async fn read_batch(&self) -> Result<RecordBatch> {
-        if !self.exists() {
+        if !self.exists().await? {
             return Ok(RecordBatch::new_empty(self.schema.clone()));
         }
-        super::scan_all(&self.ws.uri(self.name)).await
+        super::scan_all(self.ws, self.name).await
     }
 
     /// Write every stored row to `out` as a parquet file (zstd-compressed, the
@@ -221,7 +224,7 @@ impl<'a> Table<'a> {
 
     /// Every row, in commit order.
     pub async fn read_all<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        if !self.exists() {
+        if !self.exists().await? {
             return Ok(Vec::new());
         }
         let batch = self.read_batch().await?;

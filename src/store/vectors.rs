@@ -15,7 +15,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lance::Dataset;
-use lance::dataset::{WriteMode, WriteParams};
+use lance::dataset::WriteMode;
 
 use super::workspace::Workspace;
 use super::{Result, StoreError};
@@ -145,16 +145,17 @@ impl<'a> VectorStore<'a> {
         }
     }
 
-    pub fn exists(&self) -> bool {
-        self.ws.path(&self.name).join("_versions").is_dir()
+    /// Whether vectors of this model were ever stored.
+    pub async fn exists(&self) -> Result<bool> {
+        self.ws.dataset_exists(&self.name).await
     }
 
     pub async fn load(&self) -> Result<VectorSet> {
-        if !self.exists() {
+        if !self.exists().await? {
             return Ok(VectorSet::default());
         }
         let uri = self.ws.uri(&self.name);
-        let batch = super::scan_all(&uri).await?;
+        let batch = super::scan_all(self.ws, &self.name).await?;
         let bad = |c: &str| StoreError::Invalid(format!("{uri}: missing or mistyped column `{c}`"));
         let ids = batch
             .column_by_name("chunk_id")
@@ -200,11 +201,6 @@ impl<'a> VectorStore<'a> {
 
     async fn write(&self, set: &VectorSet, mode: WriteMode) -> Result<()> {
         let _guard = self.ws.lock_for_write(&self.name).await?;
-        let mode = if matches!(mode, WriteMode::Append) && !self.exists() {
-            WriteMode::Create
-        } else {
-            mode
-        };
         let changes = self.ws.before_commit(&self.name);
         let values = Float32Array::from(set.data.clone());
         let field = Arc::new(Field::new("item", DataType::Float32, true));
@@ -236,15 +232,31 @@ impl<'a> VectorStore<'a> {
                 what: self.name.clone(),
                 source,
             })?;
-        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema(set.dim));
-        let params = WriteParams {
-            mode,
-            ..Default::default()
-        };
         let uri = self.ws.uri(&self.name);
-        Dataset::write(reader, uri.as_str(), Some(params))
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
+        super::workspace::retry_on_conflict(&uri, |_| {
+            let batch = batch.clone();
+            let uri = uri.clone();
+            async move {
+                // Shards of `index --shard` on several machines may all find no
+                // dataset: one creates it, the others append (never a racing create).
+                if matches!(mode, WriteMode::Append)
+                    && !self.exists().await?
+                    && self
+                        .ws
+                        .create_dataset(&self.name, batch.clone())
+                        .await?
+                        .is_some()
+                {
+                    return Ok(());
+                }
+                let reader = RecordBatchIterator::new(vec![Ok(batch)], schema(set.dim));
+                Dataset::write(reader, uri.as_str(), Some(self.ws.write_params(mode)))
+                    .await
+                    .map_err(|e| StoreError::lance(&uri, e))?;
+                Ok(())
+            }
+        })
+        .await?;
         // Derived data, but a manifest synced before its data files would leave a
         // dataset that cannot be opened: synced like every other commit.
         changes.make_durable().await?;
@@ -312,9 +324,7 @@ impl VectorStore<'_> {
         let _guard = self.ws.lock_for_write(&self.name).await?;
         let changes = self.ws.before_commit(&self.name);
         let uri = self.ws.uri(&self.name);
-        let mut ds = Dataset::open(&uri)
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
+        let mut ds = self.ws.open_dataset(&self.name).await?;
         let n = ds
             .count_rows(None)
             .await
@@ -338,9 +348,7 @@ impl VectorStore<'_> {
     /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions read.
     pub async fn ann_search(&self, query: &[f32], k: usize, nprobes: usize) -> Result<Vec<Scored>> {
         let uri = self.ws.uri(&self.name);
-        let ds = Dataset::open(&uri)
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
+        let ds = self.ws.open_dataset(&self.name).await?;
         let q = Float32Array::from(query.to_vec());
         let mut scan = ds.scan();
         scan.nearest("vector", &q, k)

@@ -14,6 +14,16 @@
 //!   .locks/NAME.lock           advisory lock serialising the writers of dataset NAME
 //! ```
 //!
+//! On object storage (`--workspace s3://bucket/prefix`, the `s3` feature) every lance
+//! dataset lives under the prefix and nothing else is state: the BM25 index and the
+//! last evaluation's failure list are derived data, kept (and rebuilt from the chunks)
+//! in a local folder for that workspace. Writers on several machines cannot share a
+//! file lock, so there lance's own commit protocol is the concurrency control: a
+//! commit is a conditional `PUT` of the next manifest, which fails when another
+//! writer took that version first; lance then re-reads, checks the two transactions
+//! do not conflict (appends never do) and retries, and raglab retries a commit that
+//! still lost (see [`retry_on_conflict`]).
+//!
 //! Durability: lance's local store writes its files without `fsync`, so a commit it
 //! reports could still be lost to an OS crash or power cut. Every commit raglab makes
 //! is followed by [`Changes::make_durable`]: the files the commit created or changed,
@@ -28,8 +38,27 @@ use super::{Result, StoreError};
 
 #[derive(Debug, Clone)]
 pub struct Workspace {
+    /// The workspace folder; for an object-store workspace, the local folder of its
+    /// derived data (BM25 index, exports, the last failure list).
     root: PathBuf,
+    /// Where the lance datasets live when not under `root`.
+    remote: Option<Arc<Remote>>,
     durable: bool,
+}
+
+/// An object-store location of a workspace's datasets.
+#[derive(Debug)]
+struct Remote {
+    /// `s3://bucket/prefix`, without a trailing slash.
+    uri: String,
+    /// Lance storage options (endpoint, region, credentials); the usual `AWS_*`
+    /// environment variables fill in whatever is not set here.
+    options: HashMap<String, String>,
+}
+
+/// Whether `location` names an object store rather than a folder.
+pub fn is_object_store(location: &str) -> bool {
+    location.starts_with("s3://")
 }
 
 /// Holds a dataset's writer lock until dropped: the file lock (other processes) and
@@ -37,7 +66,7 @@ pub struct Workspace {
 pub struct WriteGuard {
     // Field order is drop order: the file lock is released before the next task of
     // this process is let in.
-    _file: File,
+    _file: Option<File>,
     _local: tokio::sync::OwnedMutexGuard<()>,
 }
 
@@ -61,22 +90,156 @@ impl Workspace {
         let root = root.canonicalize().map_err(|e| StoreError::io(&root, e))?;
         Ok(Self {
             root,
+            remote: None,
             durable: true,
         })
     }
 
+    /// A workspace whose datasets live on object storage at `uri` (`s3://bucket/prefix`),
+    /// with its derived data in the local folder `local` (created if needed). Nothing
+    /// is contacted until a dataset is read or written.
+    pub fn open_remote(
+        uri: &str,
+        local: impl Into<PathBuf>,
+        options: HashMap<String, String>,
+    ) -> Result<Self> {
+        if !is_object_store(uri) {
+            return Err(StoreError::Invalid(format!(
+                "{uri}: not an object-store location (expected s3://bucket/prefix)"
+            )));
+        }
+        if !cfg!(feature = "s3") {
+            return Err(StoreError::Invalid(format!(
+                "{uri}: this raglab was built without the `s3` feature (cargo build --release --features s3)"
+            )));
+        }
+        let bucket = uri["s3://".len()..].split('/').next().unwrap_or_default();
+        if bucket.is_empty() {
+            return Err(StoreError::Invalid(format!("{uri}: no bucket named")));
+        }
+        let mut ws = Self::open(local)?;
+        ws.remote = Some(Arc::new(Remote {
+            uri: uri.trim_end_matches('/').to_string(),
+            options,
+        }));
+        ws.durable = false; // an acknowledged PUT is durable; there are no local files to sync
+        Ok(ws)
+    }
+
+    /// The local folder: the workspace itself, or an object-store workspace's derived
+    /// data.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    /// Path of a dataset or index inside the workspace.
+    /// Where the datasets are, as a user names it: the folder or the `s3://` URI.
+    pub fn location(&self) -> String {
+        match &self.remote {
+            Some(r) => r.uri.clone(),
+            None => self.root.display().to_string(),
+        }
+    }
+
+    /// Whether the datasets live on object storage.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// Local path of derived data (an index, an export) inside the workspace.
     pub fn path(&self, name: &str) -> PathBuf {
         self.root.join(name)
     }
 
-    /// Lance URI of a dataset (a local path).
+    /// Lance URI of a dataset (a local path, or a key prefix on the object store).
     pub fn uri(&self, name: &str) -> String {
-        self.path(name).display().to_string()
+        match &self.remote {
+            Some(r) => format!("{}/{name}", r.uri),
+            None => self.path(name).display().to_string(),
+        }
+    }
+
+    /// Open dataset `name` (with the object store's options).
+    pub async fn open_dataset(&self, name: &str) -> Result<lance::Dataset> {
+        let uri = self.uri(name);
+        let builder = lance::dataset::builder::DatasetBuilder::from_uri(&uri);
+        let builder = match &self.remote {
+            Some(r) => builder.with_storage_options(r.options.clone()),
+            None => builder,
+        };
+        builder.load().await.map_err(|e| StoreError::lance(uri, e))
+    }
+
+    /// Whether dataset `name` has been created (a committed version exists).
+    pub async fn dataset_exists(&self, name: &str) -> Result<bool> {
+        if self.remote.is_none() {
+            return Ok(self.path(name).join("_versions").is_dir());
+        }
+        match self.open_dataset(name).await {
+            Ok(_) => Ok(true),
+            Err(StoreError::Lance {
+                source: lance::Error::DatasetNotFound { .. },
+                ..
+            }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Create dataset `name` holding `batch`; `None` when another writer created it
+    /// first (then nothing was committed: append instead).
+    ///
+    /// Never a plain `WriteMode::Create`: lance's create is an overwrite, and when
+    /// the dataset appears between its existence check and its commit, the create is
+    /// committed over it, replacing what the other writer stored (measured: two
+    /// writers starting at once on an object store lost the first label of one). Here
+    /// the data is written uncommitted, then committed with no conflict resolution
+    /// (lance's strict overwrite), which fails instead of replacing anything.
+    pub async fn create_dataset(
+        &self,
+        name: &str,
+        batch: arrow_array::RecordBatch,
+    ) -> Result<Option<u64>> {
+        use lance::dataset::{CommitBuilder, InsertBuilder, WriteMode};
+        let uri = self.uri(name);
+        let params = self.write_params(WriteMode::Create);
+        let outcome = async {
+            let txn = InsertBuilder::new(uri.as_str())
+                .with_params(&params)
+                .execute_uncommitted(vec![batch])
+                .await?;
+            let mut commit = CommitBuilder::new(uri.as_str()).with_max_retries(0);
+            if let Some(store) = params.store_params.clone() {
+                commit = commit.with_store_params(store);
+            }
+            commit.execute(txn).await
+        }
+        .await;
+        match outcome {
+            Ok(ds) => Ok(Some(ds.version().version)),
+            // Whatever the error, a dataset that exists now was created by another
+            // writer: this one committed nothing and appends instead.
+            Err(e) => match self.dataset_exists(name).await {
+                Ok(true) => {
+                    tracing::info!("{uri}: created by another writer first ({e}); appending");
+                    Ok(None)
+                }
+                _ => Err(StoreError::lance(uri, e)),
+            },
+        }
+    }
+
+    /// Write parameters for a commit to this workspace in `mode`.
+    pub fn write_params(&self, mode: lance::dataset::WriteMode) -> lance::dataset::WriteParams {
+        let store_params = self.remote.as_ref().map(|r| lance::io::ObjectStoreParams {
+            storage_options_accessor: Some(Arc::new(
+                lance::io::StorageOptionsAccessor::with_static_options(r.options.clone()),
+            )),
+            ..Default::default()
+        });
+        lance::dataset::WriteParams {
+            mode,
+            store_params,
+            ..Default::default()
+        }
     }
 
     /// Whether commits are synced to disk (on unless turned off to measure its cost).
@@ -95,9 +258,19 @@ impl Workspace {
     /// read-modify-write updates (re-ingest, schema evolution, creating a dataset)
     /// from losing each other's changes. Waiting never blocks a runtime worker, so
     /// any number of saves can be pending on a 2-worker runtime while the UI runs.
+    ///
+    /// On object storage only this process's tasks queue here: a file lock cannot
+    /// reach the other machines, and lance's conditional commits keep concurrent
+    /// writers safe (see the module notes).
     pub async fn lock_for_write(&self, name: &str) -> Result<WriteGuard> {
         let path = self.lock_path(name);
         let local = local_queue(&path).lock_owned().await;
+        if self.remote.is_some() {
+            return Ok(WriteGuard {
+                _file: None,
+                _local: local,
+            });
+        }
         let file = tokio::task::spawn_blocking(move || -> Result<File> {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
@@ -114,7 +287,7 @@ impl Workspace {
         .await
         .map_err(|e| StoreError::Invalid(format!("waiting for the writer lock: {e}")))??;
         Ok(WriteGuard {
-            _file: file,
+            _file: Some(file),
             _local: local,
         })
     }
@@ -122,8 +295,9 @@ impl Workspace {
     /// The files of dataset `name` as they are now, to find what a commit changes.
     pub fn before_commit(&self, name: &str) -> Changes {
         let dir = self.path(name);
+        let durable = self.durable && self.remote.is_none();
         Changes {
-            files: if self.durable {
+            files: if durable {
                 listing(&dir)
             } else {
                 HashSet::new()
@@ -131,9 +305,58 @@ impl Workspace {
             existed: dir.exists(),
             dir,
             root: self.root.clone(),
-            durable: self.durable,
+            durable,
         }
     }
+}
+
+/// Commit attempts before a write that keeps losing to other writers is reported.
+const COMMIT_ATTEMPTS: u32 = 8;
+
+/// Run a commit, again when it lost to a concurrent writer: lance retries a
+/// conflicting commit itself, but under heavy contention (many writers appending to
+/// one dataset on an object store) it can give up. `commit(first)` is told whether
+/// this is the first attempt.
+pub async fn retry_on_conflict<T, F, Fut>(what: &str, mut commit: F) -> Result<T>
+where
+    F: FnMut(bool) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut attempt = 0;
+    loop {
+        // Boxed: a commit nests deep futures (lance's write, the retry, the caller's
+        // queue), and unboxed their layout overflows the compiler's query depth in
+        // every crate that awaits a save.
+        match Box::pin(commit(attempt == 0)).await {
+            Err(StoreError::Lance { source, path })
+                if is_conflict(&source) && attempt + 1 < COMMIT_ATTEMPTS =>
+            {
+                attempt += 1;
+                tracing::info!("{path}: commit lost to another writer ({source}); retry {attempt}");
+                let pause = 20u64 * (1 << attempt.min(6)) + u64::from(std::process::id() % 17);
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            }
+            Err(e) => {
+                if attempt > 0 {
+                    tracing::warn!("{what}: commit failed after {attempt} retries");
+                }
+                return Err(e);
+            }
+            Ok(v) => return Ok(v),
+        }
+    }
+}
+
+/// Whether a lance error means another writer committed first (worth retrying).
+fn is_conflict(e: &lance::Error) -> bool {
+    matches!(
+        e,
+        lance::Error::CommitConflict { .. }
+            | lance::Error::RetryableCommitConflict { .. }
+            | lance::Error::TooMuchWriteContention { .. }
+            | lance::Error::DatasetAlreadyExists { .. }
+            | lance::Error::IncompatibleTransaction { .. }
+    )
 }
 
 /// The state of a dataset's files before a commit (see [`Workspace::before_commit`]).

@@ -211,7 +211,18 @@ impl Jobs {
         }
         app.generate.on_replay_start(job.ticket, picked.clone());
         let Some(a) = picked else { return };
-        super::replay::play(self.tx.clone(), a, job);
+        let ticket = job.ticket;
+        let (tx, tx_done) = (self.tx.clone(), self.tx.clone());
+        super::replay::play(
+            a,
+            job,
+            move |piece| {
+                let _ = tx.send(Msg::GenToken { ticket, piece });
+            },
+            move |stopped| {
+                let _ = tx_done.send(Msg::ReplayDone { ticket, stopped });
+            },
+        );
     }
 
     /// Wait (at most `limit`) for the start-up reads before the runtime shuts down:

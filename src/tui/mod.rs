@@ -105,7 +105,7 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
         .len();
     let context_line = format!(
         "{} · {} documents · {} chunks",
-        ctx.workspace.root().display(),
+        ctx.workspace.location(),
         docs,
         chunks.len()
     );

@@ -6,30 +6,30 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
 use super::effect::ReplayJob;
-use super::jobs::Msg;
 use crate::core::replay::{duration_ms, schedule};
 use crate::service::generation::AnswerRecord;
 
-/// Replay `a` in the background for `job`'s ticket.
-pub fn play(tx: UnboundedSender<Msg>, a: AnswerRecord, job: ReplayJob) {
+/// Replay `a` in the background: `token` gets each piece as it falls due, `done`
+/// whether the replay was stopped, once at the end.
+pub fn play(
+    a: AnswerRecord,
+    job: ReplayJob,
+    token: impl Fn(String) + Send + 'static,
+    done: impl FnOnce(bool) + Send + 'static,
+) {
     tokio::spawn(async move {
         let start = Instant::now();
         let until = |ms: f64| start + Duration::from_secs_f64(ms.max(0.0) / 1e3);
-        let ticket = job.ticket;
         let mut stopped = false;
         for p in schedule(&a.answer, a.output_tokens, a.ttft_ms, a.gen_tokens_per_s) {
             if !wait_until(until(p.at_ms), &job.stop).await {
                 stopped = true;
                 break;
             }
-            let _ = tx.send(Msg::GenToken {
-                ticket,
-                piece: p.text,
-            });
+            token(p.text);
         }
         // The replay lasts what the generation lasted, even when the last slots
         // carried no text.
@@ -37,7 +37,7 @@ pub fn play(tx: UnboundedSender<Msg>, a: AnswerRecord, job: ReplayJob) {
         if !stopped {
             stopped = !wait_until(until(end), &job.stop).await;
         }
-        let _ = tx.send(Msg::ReplayDone { ticket, stopped });
+        done(stopped);
     });
 }
 

@@ -24,17 +24,24 @@ fn server_binary() -> PathBuf {
 /// One plain HTTP/1.0 request on 127.0.0.1 (`body`: a JSON POST, else a GET):
 /// (status, body); None when nothing answers.
 pub fn request(port: u16, path: &str, body: Option<&str>) -> Option<(u16, String)> {
+    match body {
+        Some(_) => send(port, "POST", path, body),
+        None => send(port, "GET", path, None),
+    }
+}
+
+/// One plain HTTP/1.0 request with `method` (a JSON `body`, if any): (status, body);
+/// None when nothing answers.
+pub fn send(port: u16, method: &str, path: &str, body: Option<&str>) -> Option<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(120))).ok()?;
-    match body {
-        Some(b) => write!(
-            s,
-            "POST {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
-            b.len()
-        )
-        .ok()?,
-        None => write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?,
-    }
+    let b = body.unwrap_or("");
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
+        b.len()
+    )
+    .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     let status = out.split_whitespace().nth(1)?.parse().ok()?;

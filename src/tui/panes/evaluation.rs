@@ -15,6 +15,7 @@ use ratatui::symbols::Marker;
 use ratatui::text::Line;
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Row, Table, Wrap};
 
+use super::evaluation_parts::HOW_TO;
 use crate::core::metrics::MeanMetrics;
 use crate::core::paper;
 use crate::core::retrieval::{METRICS, Method, Sparse};
@@ -25,22 +26,6 @@ use crate::tui::action::Action;
 use crate::tui::effect::Effect;
 use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
-
-/// What to run when there is nothing to show: (what it produces, the command).
-pub const HOW_TO: [(&str, &str); 3] = [
-    (
-        "retrieval",
-        "raglab eval retrieval --queries sample-data/questions.jsonl --alpha-sweep --methods bm25,tfidf,dense,hybrid,linear",
-    ),
-    (
-        "MCQA",
-        "raglab eval mcqa --questions FILE (README: Multiple-choice accuracy)",
-    ),
-    (
-        "judge",
-        "raglab generate --questions FILE --run RUN, then raglab judge",
-    ),
-];
 
 #[derive(Default)]
 pub struct EvaluationPane {

@@ -8,7 +8,6 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Row, Table, Wrap};
 
-use super::evaluation::HOW_TO;
 use crate::core::mcqa::Accuracy;
 use crate::core::paper;
 use crate::core::stats::bucket_lower_bound;
@@ -16,6 +15,22 @@ use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::evaluation::MethodResult;
 use crate::service::last_eval::{BUCKETS, EvalOverview};
 use crate::tui::theme::Theme;
+
+/// What to run when there is nothing to show: (what it produces, the command).
+pub const HOW_TO: [(&str, &str); 3] = [
+    (
+        "retrieval",
+        "raglab eval retrieval --queries sample-data/questions.jsonl --alpha-sweep --methods bm25,tfidf,dense,hybrid,linear",
+    ),
+    (
+        "MCQA",
+        "raglab eval mcqa --questions FILE (README: Multiple-choice accuracy)",
+    ),
+    (
+        "judge",
+        "raglab generate --questions FILE --run RUN, then raglab judge",
+    ),
+];
 
 /// nDCG@10 per topic (or target-length bucket) of one configuration, with its eta^2
 /// and the paper's.

@@ -138,16 +138,31 @@ impl SparseIndex {
     }
 
     /// Make the index hold exactly `chunks`, touching only what changed.
+    ///
+    /// Several processes may sync one index (shards of an object-store workspace on
+    /// one machine): an index that already holds `chunks` is left alone without
+    /// taking tantivy's writer lock, and a busy lock is waited for (up to 2 minutes),
+    /// then the index re-read, since the holder may have done the work.
     pub fn sync(&mut self, chunks: &[Chunk]) -> Result<SyncSummary> {
-        let indexed = self.indexed()?;
         let wanted: HashMap<&str, String> = chunks
             .iter()
             .map(|c| (c.id.as_str(), text_hash(c)))
             .collect();
-        let mut writer: IndexWriter = self
-            .index
-            .writer(64 << 20)
-            .map_err(|e| err(&self.path, e))?;
+        let current = |indexed: &HashMap<String, String>| {
+            indexed.len() == wanted.len()
+                && indexed
+                    .iter()
+                    .all(|(id, h)| wanted.get(id.as_str()) == Some(h))
+        };
+        if current(&self.indexed()?) {
+            return Ok(SyncSummary {
+                unchanged: chunks.len(),
+                ..Default::default()
+            });
+        }
+        let mut writer = self.writer_waiting()?;
+        self.reader.reload().map_err(|e| err(&self.path, e))?;
+        let indexed = self.indexed()?;
         let mut summary = SyncSummary::default();
         for (id, hash) in &indexed {
             if wanted.get(id.as_str()) != Some(hash) {
@@ -177,6 +192,22 @@ impl SparseIndex {
         self.reader.reload().map_err(|e| err(&self.path, e))?;
         self.tfidf = OnceLock::new();
         Ok(summary)
+    }
+
+    /// Tantivy's index writer, waiting while another process holds its lock.
+    fn writer_waiting(&self) -> Result<IndexWriter> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            match self.index.writer(64 << 20) {
+                Err(tantivy::TantivyError::LockFailure(
+                    tantivy::directory::error::LockError::LockBusy,
+                    _,
+                )) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                other => return other.map_err(|e| err(&self.path, e)),
+            }
+        }
     }
 
     /// The query's terms as the index analyses them (with repeats).

@@ -12,8 +12,11 @@ all stored rows (never averaged averages) and prints it.
 
 Everything after `--` is passed to `raglab eval retrieval` (give `--workspace`; the
 `--shard`, `--batch`, `--merge` and `--json` flags are added here). Without
-`--address` a local Ray cluster is started for this run. The environment each task
-runs raglab with is this process's (RAGLAB_* and AWS_* included), passed explicitly.
+`--address` a local Ray cluster is started for this run. Each task runs raglab with
+only the environment it needs, passed explicitly (Ray ships it to every node): the
+RAGLAB_*, AWS_*, XDG_* and LC_* variables, PATH, HOME, LANG, TMPDIR, USER, RUST_LOG and
+LD_LIBRARY_PATH, and each variable named with `--pass-env` (an endpoint's
+`api_key_env`, say). Every other variable of this shell, secrets included, stays here.
 Prints the merged JSON report on stdout and the timings on stderr.
 """
 import argparse
@@ -33,6 +36,8 @@ def main() -> int:
     ap.add_argument("--address", default=None, help="Ray cluster address (default: start a local cluster)")
     ap.add_argument("--cpus-per-shard", type=float, default=1.0)
     ap.add_argument("--timings", default=None, help="also write the timings as JSON to this file")
+    ap.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                    help="also pass this environment variable to the tasks (repeatable)")
     ap.add_argument("eval_args", nargs=argparse.REMAINDER, help="-- then the `raglab eval retrieval` arguments")
     args = ap.parse_args()
     eval_args = args.eval_args[1:] if args.eval_args[:1] == ["--"] else args.eval_args
@@ -50,7 +55,7 @@ def main() -> int:
         ray.init(include_dashboard=False, logging_level="WARNING",
                  object_store_memory=80 * 1024 * 1024)
     cluster_up = time.monotonic() - started
-    env = dict(os.environ)
+    env = task_environment(os.environ, args.pass_env)
 
     @ray.remote(num_cpus=args.cpus_per_shard, max_retries=0)
     def shard(i: int):
@@ -95,6 +100,16 @@ def main() -> int:
         with open(args.timings, "w") as f:
             json.dump(timings, f, indent=2)
     return 0
+
+
+TASK_PREFIXES = ("RAGLAB_", "AWS_", "XDG_", "LC_")
+TASK_NAMES = {"PATH", "HOME", "LANG", "TMPDIR", "USER", "RUST_LOG", "LD_LIBRARY_PATH"}
+
+
+def task_environment(environ, extra):
+    """The variables a shard task needs, and those named in `extra`; nothing else."""
+    keep = TASK_NAMES | set(extra)
+    return {k: v for k, v in environ.items() if k in keep or k.startswith(TASK_PREFIXES)}
 
 
 if __name__ == "__main__":

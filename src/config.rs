@@ -153,6 +153,14 @@ pub struct EndpointConfig {
     /// is retried (default 120).
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// Seconds one request may take in all, from sending it to the reply's last byte
+    /// (default 600): a server that trickles bytes never trips `timeout_s`.
+    #[serde(default)]
+    pub request_timeout_s: Option<u64>,
+    /// Send the API key over plain `http://` to a host that is not this machine. Off
+    /// by default: anyone on the network path could read the key.
+    #[serde(default)]
+    pub allow_plain_http_key: bool,
     /// Context window of the served model in tokens, for the prompt budget (default
     /// 8192).
     #[serde(default)]

@@ -32,6 +32,11 @@ pub struct IngestArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Ingest the files that symbolic links inside the folders point to. Off by
+    /// default: a link planted in a corpus (`x.txt -> ~/.aws/credentials`) would carry
+    /// a file from anywhere into prompts and a shared workspace.
+    #[arg(long)]
+    pub follow_symlinks: bool,
 }
 
 pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
@@ -40,6 +45,7 @@ pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
         chunker: args.chunker,
         window_size: args.window_size,
         window_overlap: args.window_overlap,
+        follow_symlinks: args.follow_symlinks,
     };
     let bar = progress_bar("reading files");
     let summary = ingest(ctx, &req, &on_progress(&bar)).await;

@@ -229,8 +229,15 @@ pub(crate) fn on_progress(bar: &indicatif::ProgressBar) -> impl Fn(usize, usize)
     }
 }
 
-/// Print `value` as pretty JSON on stdout.
+/// Print `value` as pretty JSON on stdout. On a terminal, characters a terminal acts on
+/// (C1 controls, bidi controls, DEL) are written as `\u` escapes, which parse to the
+/// same value; piped or redirected output is serde's own, byte for byte.
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    let json = serde_json::to_string_pretty(value)?;
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        println!("{}", crate::core::text::json_for_terminal(&json));
+    } else {
+        println!("{json}");
+    }
     Ok(())
 }

@@ -100,16 +100,28 @@ pub fn check_text(bytes: &[u8], limits: InputLimits) -> Result<&str, Rejection> 
 }
 
 /// Convert HTML to markdown-like text: `<h1>`..`<h6>` become `#` headers, block tags
-/// become line breaks, `<script>`/`<style>` are dropped, common entities decoded.
-/// Deliberately small: guidance pages are simple, and a full HTML engine is not needed
-/// to find their section structure.
+/// become line breaks, `<script>`/`<style>` and comments are dropped, common entities
+/// decoded. Deliberately small: guidance pages are simple, and a full HTML engine is not
+/// needed to find their section structure. What starts a tag follows the HTML5
+/// tokenizer: `<` starts one only before a letter, `/`, `!` or `?`; any other `<` is
+/// text (`children < 5` stays in the document instead of swallowing the rest of it).
 pub fn html_to_markdown(html: &str) -> String {
     let mut out = String::with_capacity(html.len() / 2);
     let lower = html.to_ascii_lowercase();
     let mut i = 0;
     while i < html.len() {
         let rest = &html[i..];
+        if rest.starts_with("<!--") {
+            i = rest[4..].find("-->").map_or(html.len(), |p| i + 4 + p + 3);
+            continue;
+        }
+        if rest.starts_with('<') && !opens_tag(rest) {
+            out.push('<');
+            i += 1;
+            continue;
+        }
         if rest.starts_with('<') {
+            // A tag the file never closes ends the document, as in a browser.
             let Some(end) = rest.find('>') else { break };
             let tag = lower[i + 1..i + end].trim();
             let name: String = tag
@@ -167,6 +179,15 @@ pub fn html_to_markdown(html: &str) -> String {
         cleaned.push('\n');
     }
     cleaned.trim().to_string()
+}
+
+/// Whether the `<` that starts `rest` opens a tag, an end tag, a declaration or a
+/// processing instruction (the HTML5 tokenizer's tag-open state).
+fn opens_tag(rest: &str) -> bool {
+    rest[1..]
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '/' | '!' | '?'))
 }
 
 fn decode_entities(s: &str) -> String {
@@ -246,6 +267,18 @@ mod tests {
             md,
             "x\n# Measles\n\nIntro & more.\n\n## Symptoms\n\n- Fever"
         );
+    }
+
+    #[test]
+    fn a_stray_less_than_is_text_and_comments_are_dropped() {
+        let html = "<h1>Dosing</h1><p>For children < 5 years, give half.</p>\
+            <!-- a comment with > inside --><h2>Adults</h2><p>Give 1 dose if weight <50 kg.</p>";
+        assert_eq!(
+            html_to_markdown(html),
+            "# Dosing\n\nFor children < 5 years, give half.\n\n## Adults\n\nGive 1 dose if weight <50 kg."
+        );
+        // A tag that is never closed ends the document, as the HTML5 tokenizer does.
+        assert_eq!(html_to_markdown("<p>kept</p><b class=\"x"), "kept");
     }
 
     #[test]

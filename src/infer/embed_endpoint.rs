@@ -14,13 +14,12 @@
 //! Vectors are L2-normalised here whatever the server did.
 
 use std::sync::mpsc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::device::Placement;
 use super::embed_protocol::{EmbedInfo, Request, normalise};
-use super::endpoint::EndpointSpec;
+use super::endpoint::{EndpointSpec, read_body};
 use super::{InferError, Result};
 
 /// Run the embedding worker for `spec` until every handle is dropped.
@@ -88,8 +87,7 @@ struct Client {
 
 impl Client {
     fn new(spec: &EndpointSpec, max_tokens: usize) -> Result<Self> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
+        let http = super::endpoint::http_client()
             .timeout(spec.idle_timeout)
             .build()
             .map_err(|e| InferError::Backend(e.to_string()))?;
@@ -109,13 +107,12 @@ impl Client {
     }
 
     async fn post(&self, url: String, body: &Value) -> Result<(u16, Value)> {
-        let mut req = self.http.post(&url).json(body);
-        if let Some(k) = &self.spec.api_key {
-            req = req.bearer_auth(k);
-        }
+        let req = self.spec.authorise(self.http.post(&url)).json(body);
         let resp = req.send().await.map_err(|e| self.fail(e))?;
         let status = resp.status().as_u16();
-        let text = resp.text().await.map_err(|e| self.fail(e))?;
+        let text = read_body(resp, &self.spec)
+            .await
+            .map_err(|e| self.fail(e))?;
         let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
         Ok((status, v))
     }
@@ -257,19 +254,16 @@ impl Client {
 
     /// The first model id of `GET /models`.
     async fn served_model(&self) -> Result<String> {
-        let mut req = self
-            .http
-            .get(format!("{}/models", self.spec.url.trim_end_matches('/')));
-        if let Some(k) = &self.spec.api_key {
-            req = req.bearer_auth(k);
-        }
-        let v: Value = req
-            .send()
-            .await
-            .map_err(|e| self.fail(e))?
-            .json()
+        let req = self.spec.authorise(
+            self.http
+                .get(format!("{}/models", self.spec.url.trim_end_matches('/'))),
+        );
+        let resp = req.send().await.map_err(|e| self.fail(e))?;
+        let text = read_body(resp, &self.spec)
             .await
             .map_err(|e| self.fail(e))?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| self.fail(format!("GET /models is not JSON: {e}")))?;
         v.get("data")
             .and_then(|d| d.get(0))
             .and_then(|m| m.get("id"))

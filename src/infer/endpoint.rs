@@ -23,20 +23,91 @@ use crate::core::prompt::ChatMessage;
 use crate::core::sampling::Sampling;
 use crate::infer::generate::GenStats;
 
-/// How to reach one server.
-#[derive(Debug, Clone)]
+/// How to reach one server. `Debug` prints no secret (the API key and any basic-auth
+/// password are shown as set or not), since specs reach logs and error reports.
+#[derive(Clone)]
 pub struct EndpointSpec {
-    /// Base URL, the part before `/chat/completions` (e.g. `http://127.0.0.1:8080/v1`).
+    /// Base URL, the part before `/chat/completions` (e.g. `http://127.0.0.1:8080/v1`),
+    /// without credentials: this is what errors and provenance name.
     pub url: String,
     pub model: Option<String>,
     pub api_key: Option<String>,
+    /// User and password taken out of a `user:pass@host` URL, sent as basic auth.
+    pub basic_auth: Option<(String, String)>,
     pub max_concurrent: usize,
     /// Longest wait for the next byte of a response.
     pub idle_timeout: Duration,
+    /// Longest time one request may take from send to its last byte: a server that
+    /// trickles bytes forever never trips the idle timeout, and would hold a batch
+    /// (or a Generate pane) forever without this.
+    pub request_timeout: Duration,
     /// Context window of the served model (prompt budget).
     pub context_tokens: usize,
     /// Only OpenAI's standard sampling fields.
     pub standard_sampling: bool,
+}
+
+impl std::fmt::Debug for EndpointSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EndpointSpec")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field(
+                "basic_auth",
+                &self.basic_auth.as_ref().map(|(user, _)| (user, "<set>")),
+            )
+            .field("max_concurrent", &self.max_concurrent)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("context_tokens", &self.context_tokens)
+            .field("standard_sampling", &self.standard_sampling)
+            .finish()
+    }
+}
+
+impl EndpointSpec {
+    /// A spec for `url` with the defaults of a config entry that names nothing else.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            model: None,
+            api_key: None,
+            basic_auth: None,
+            max_concurrent: 1,
+            idle_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(600),
+            context_tokens: 8192,
+            standard_sampling: false,
+        }
+    }
+
+    /// Add this server's credentials to a request.
+    pub fn authorise(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let req = match &self.basic_auth {
+            Some((user, pass)) => req.basic_auth(user, Some(pass)),
+            None => req,
+        };
+        match &self.api_key {
+            Some(k) => req.bearer_auth(k),
+            None => req,
+        }
+    }
+}
+
+/// Largest body raglab reads from a reply that is not a stream (a model list, an error
+/// message, an embedding batch): a server that sends more is refused, not buffered.
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+/// Largest line of a server-sent-event stream: one event carries one token's text and
+/// its figures, a few hundred bytes; a longer line is a broken or hostile server.
+pub const MAX_EVENT_BYTES: usize = 1 << 20;
+
+/// Most text pieces an answer may stream for `max_tokens`: servers send one piece per
+/// token (sometimes a few more around multi-byte characters), so twice the limit plus
+/// a margin is never reached by a server that honours `max_tokens`, and stops one
+/// that ignores it.
+pub fn max_pieces(max_tokens: usize) -> usize {
+    max_tokens.saturating_mul(2).saturating_add(16)
 }
 
 /// Why a request failed.
@@ -58,6 +129,10 @@ pub enum EndpointError {
     Protocol { url: String, reason: String },
     #[error("{url}: invalid endpoint: {reason}")]
     Config { url: String, reason: String },
+    /// The server broke a limit raglab sets (a body, a line, the output length, the
+    /// request's deadline): another server, or this one later, may answer properly.
+    #[error("{url}: {reason}")]
+    Misbehaved { url: String, reason: String },
 }
 
 impl EndpointError {
@@ -66,7 +141,10 @@ impl EndpointError {
     /// malformed endpoints are the request's or the configuration's fault.
     pub fn retryable(&self) -> bool {
         match self {
-            Self::Connect { .. } | Self::Timeout { .. } | Self::Broken { .. } => true,
+            Self::Connect { .. }
+            | Self::Timeout { .. }
+            | Self::Broken { .. }
+            | Self::Misbehaved { .. } => true,
             Self::Status { status, .. } => matches!(status, 408 | 409 | 429 | 500..=599),
             Self::Protocol { .. } | Self::Config { .. } => false,
         }
@@ -92,6 +170,24 @@ pub enum Constraint {
 }
 
 /// One OpenAI-compatible server.
+/// How long a pooled connection may sit idle before it is dropped instead of reused.
+/// llama.cpp's server (cpp-httplib) closes a connection after 5 s without a request, and
+/// reqwest would otherwise keep one for 90 s: the first request after a pause (a user
+/// reading an answer in the Generate pane, a slow local step in a batch) then went out
+/// on a socket the server had already closed and failed with "error sending request".
+/// Dropping idle connections well before any server's keep-alive ends makes that
+/// impossible; a new connection on 127.0.0.1 or a LAN costs well under a millisecond
+/// beside a model call.
+pub const POOL_IDLE: Duration = Duration::from_secs(2);
+
+/// The HTTP client every endpoint call is built from: a connect deadline, and pooled
+/// connections kept no longer than [`POOL_IDLE`].
+pub fn http_client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .pool_idle_timeout(POOL_IDLE)
+}
+
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     pub spec: EndpointSpec,
@@ -100,8 +196,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     pub fn new(spec: EndpointSpec) -> Result<Self, EndpointError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
+        let client = http_client()
             .build()
             .map_err(|e| EndpointError::Config {
                 url: spec.url.clone(),
@@ -156,12 +251,13 @@ impl Endpoint {
     /// The model ids the server lists (`GET /models`).
     pub async fn models(&self) -> Result<Vec<String>, EndpointError> {
         let url = self.spec.url.clone();
-        let mut req = self
-            .client
-            .get(format!("{}/models", url.trim_end_matches('/')));
-        if let Some(k) = &self.spec.api_key {
-            req = req.bearer_auth(k);
-        }
+        let req = self
+            .spec
+            .authorise(
+                self.client
+                    .get(format!("{}/models", url.trim_end_matches('/'))),
+            )
+            .timeout(self.spec.request_timeout);
         let idle = self.spec.idle_timeout;
         let resp = tokio::time::timeout(idle, req.send())
             .await
@@ -174,11 +270,7 @@ impl Endpoint {
                 reason: error_chain(&e),
             })?;
         let status = resp.status();
-        let body = tokio::time::timeout(idle, resp.text())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        let body = read_body(resp, &self.spec).await?;
         if !status.is_success() {
             return Err(EndpointError::Status {
                 url,
@@ -211,13 +303,11 @@ impl Endpoint {
     ) -> Result<ChatReply, EndpointError> {
         let url = self.spec.url.clone();
         let started = Instant::now();
-        let mut req = self
-            .client
-            .post(self.chat_url())
+        let req = self
+            .spec
+            .authorise(self.client.post(self.chat_url()))
             .json(&self.body(messages, sampling, constraint));
-        if let Some(k) = &self.spec.api_key {
-            req = req.bearer_auth(k);
-        }
+        let deadline = tokio::time::Instant::from_std(started + self.spec.request_timeout);
         let idle = self.spec.idle_timeout;
         let timeout = || EndpointError::Timeout {
             url: url.clone(),
@@ -232,19 +322,30 @@ impl Endpoint {
             })?;
         let status = resp.status();
         if !status.is_success() {
-            let body = tokio::time::timeout(idle, resp.text())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
+            let body = read_body(resp, &self.spec).await.unwrap_or_default();
             return Err(EndpointError::Status {
                 url,
                 status: status.as_u16(),
                 body: body.chars().take(500).collect(),
             });
         }
+        // A reply that says it is something else (an HTML error page of a proxy, a JSON
+        // body of a server that ignores `stream`) is refused at once rather than read
+        // until it ends; one that names no type is read as a stream.
+        if let Some(kind) = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            && !kind.trim_start().starts_with("text/event-stream")
+        {
+            return Err(EndpointError::Misbehaved {
+                url,
+                reason: format!("the server answered {kind}, not an event stream"),
+            });
+        }
         let mut resp = resp;
         let mut sse = Sse::default();
+        let most_pieces = max_pieces(sampling.max_tokens);
         let mut first: Option<Instant> = None;
         let mut stopped = false;
         while !sse.done {
@@ -252,20 +353,47 @@ impl Endpoint {
                 stopped = true;
                 break;
             }
-            let chunk = tokio::time::timeout(idle, resp.chunk())
+            let wait = deadline.min(tokio::time::Instant::now() + idle);
+            let chunk = tokio::time::timeout_at(wait, resp.chunk())
                 .await
-                .map_err(|_| timeout())?
+                .map_err(|_| {
+                    if tokio::time::Instant::now() >= deadline {
+                        past_deadline(&self.spec)
+                    } else {
+                        timeout()
+                    }
+                })?
                 .map_err(|e| EndpointError::Broken {
                     url: url.clone(),
                     reason: error_chain(&e),
                 })?;
             let Some(bytes) = chunk else { break };
-            for piece in sse.feed(&bytes).map_err(|reason| EndpointError::Protocol {
-                url: url.clone(),
-                reason,
-            })? {
+            let pieces = sse.feed(&bytes).map_err(|reason| {
+                if sse.buf.len() > MAX_EVENT_BYTES {
+                    EndpointError::Misbehaved {
+                        url: url.clone(),
+                        reason,
+                    }
+                } else {
+                    EndpointError::Protocol {
+                        url: url.clone(),
+                        reason,
+                    }
+                }
+            })?;
+            for piece in pieces {
                 first.get_or_insert_with(Instant::now);
                 on_token(&piece);
+            }
+            if sse.deltas > most_pieces {
+                return Err(EndpointError::Misbehaved {
+                    url,
+                    reason: format!(
+                        "the server streamed over {most_pieces} pieces of text for \
+                         max_tokens {}: it does not honour the limit",
+                        sampling.max_tokens
+                    ),
+                });
             }
         }
         if !stopped && !sse.finished() {
@@ -301,6 +429,57 @@ impl Endpoint {
             stats,
         })
     }
+}
+
+fn past_deadline(spec: &EndpointSpec) -> EndpointError {
+    EndpointError::Misbehaved {
+        url: spec.url.clone(),
+        reason: format!(
+            "the reply took longer than the request's deadline of {} s",
+            spec.request_timeout.as_secs()
+        ),
+    }
+}
+
+/// Read a whole reply body, refusing one over [`MAX_BODY_BYTES`] and one that takes past
+/// the request's deadline or pauses longer than the idle timeout.
+pub async fn read_body(
+    mut resp: reqwest::Response,
+    spec: &EndpointSpec,
+) -> Result<String, EndpointError> {
+    let deadline = tokio::time::Instant::now() + spec.request_timeout;
+    let mut body = Vec::new();
+    loop {
+        let wait = deadline.min(tokio::time::Instant::now() + spec.idle_timeout);
+        let chunk = tokio::time::timeout_at(wait, resp.chunk())
+            .await
+            .map_err(|_| {
+                if tokio::time::Instant::now() >= deadline {
+                    past_deadline(spec)
+                } else {
+                    EndpointError::Timeout {
+                        url: spec.url.clone(),
+                        secs: spec.idle_timeout.as_secs(),
+                    }
+                }
+            })?
+            .map_err(|e| EndpointError::Broken {
+                url: spec.url.clone(),
+                reason: error_chain(&e),
+            })?;
+        let Some(bytes) = chunk else { break };
+        if body.len() + bytes.len() > MAX_BODY_BYTES {
+            return Err(EndpointError::Misbehaved {
+                url: spec.url.clone(),
+                reason: format!("the reply is over {} MiB", MAX_BODY_BYTES >> 20),
+            });
+        }
+        body.extend_from_slice(&bytes);
+    }
+    String::from_utf8(body).map_err(|e| EndpointError::Protocol {
+        url: spec.url.clone(),
+        reason: format!("the reply is not UTF-8: {e}"),
+    })
 }
 
 /// An error with its sources ("error sending request: connection refused").
@@ -339,6 +518,9 @@ impl Sse {
         self.buf.extend_from_slice(bytes);
         let mut out = Vec::new();
         while let Some(nl) = self.buf.iter().position(|&b| b == b'\n') {
+            if nl > MAX_EVENT_BYTES {
+                return Err(line_too_long());
+            }
             let line: Vec<u8> = self.buf.drain(..=nl).collect();
             let line = std::str::from_utf8(&line)
                 .map_err(|e| format!("invalid UTF-8 in the stream: {e}"))?
@@ -354,6 +536,9 @@ impl Sse {
             if let Some(piece) = self.event(data)? {
                 out.push(piece);
             }
+        }
+        if self.buf.len() > MAX_EVENT_BYTES {
+            return Err(line_too_long());
         }
         Ok(out)
     }
@@ -407,6 +592,13 @@ impl Sse {
         }
         Ok(piece)
     }
+}
+
+fn line_too_long() -> String {
+    format!(
+        "an event line of the stream is over {} MiB",
+        MAX_EVENT_BYTES >> 20
+    )
 }
 
 impl Sse {

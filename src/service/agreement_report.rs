@@ -63,7 +63,7 @@ fn provenance(a: &Agreement) -> String {
 
 /// One row per criterion and Overall, then the paper's row.
 pub fn to_csv(a: &Agreement) -> String {
-    let esc = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let esc = crate::core::text::csv_quoted;
     let mut s = String::new();
     let _ = writeln!(s, "# {}", provenance(a));
     let (r1, r2) = &a.reviewers;

@@ -33,19 +33,35 @@ pub struct ModelChoice {
 
 /// Open the workspace at `location`: a folder, or `s3://bucket/prefix` (datasets on
 /// the object store, configured by `[object_store]` and the `AWS_*` environment; its
-/// derived data in DATA_DIR/remote/BUCKET/PREFIX).
+/// derived data in [`remote_cache_dir`]).
 fn open_workspace(location: &std::path::Path, paths: &Paths, config: &Config) -> Result<Workspace> {
     let text = location.to_string_lossy();
     if crate::store::workspace::is_object_store(&text) {
-        let local = paths.data_dir.join("remote").join(
-            text["s3://".len()..]
-                .trim_end_matches('/')
-                .replace(['/', ':'], "_"),
-        );
+        let local = remote_cache_dir(&paths.data_dir, &text);
         return Workspace::open_remote(&text, local, config.object_store.lance_options())
             .with_context(|| format!("cannot open workspace {text}"));
     }
     Workspace::open(location).with_context(|| format!("cannot open workspace {text}"))
+}
+
+/// The local folder of an object-store workspace's derived data (its BM25 index):
+/// `DATA_DIR/remote/SLUG-HASH`, the slug for people, the first 16 hex digits of the
+/// URI's SHA-256 to tell workspaces apart. A slug alone is not enough: `s3://a/b_c` and
+/// `s3://a_b/c` read the same once `/` becomes `_`, and two workspaces would share one
+/// index.
+pub fn remote_cache_dir(data_dir: &std::path::Path, uri: &str) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let uri = uri.trim_end_matches('/');
+    let slug: String = uri
+        .strip_prefix("s3://")
+        .unwrap_or(uri)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .take(64)
+        .collect();
+    let hash = Sha256::digest(uri.as_bytes());
+    let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    data_dir.join("remote").join(format!("{slug}-{hex}"))
 }
 
 impl Context {
@@ -230,4 +246,20 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_workspaces_never_share_a_local_folder() {
+        let d = std::path::Path::new("/data");
+        let a = remote_cache_dir(d, "s3://a/b_c");
+        let b = remote_cache_dir(d, "s3://a_b/c");
+        assert_ne!(a, b);
+        assert_eq!(a, remote_cache_dir(d, "s3://a/b_c/"), "a trailing / is the same place");
+        assert!(a.starts_with("/data/remote"));
+        assert!(a.to_string_lossy().contains("a_b_c-"), "{}", a.display());
+    }
 }

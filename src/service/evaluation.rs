@@ -203,8 +203,7 @@ fn read_queries(req: &RetrievalEval) -> Result<(Vec<Question>, HashMap<String, Q
     let queries = read_questions(&req.queries)?;
     let mut qrels: HashMap<String, Qrel> = HashMap::new();
     if let Some(path) = &req.qrels {
-        let t = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let t = super::jsonl::read_text(path)?;
         for (i, line) in t.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             let f: Vec<&str> = line.split_whitespace().collect();
             let (Some(q), Some(d), Some(r)) = (

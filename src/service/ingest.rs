@@ -25,6 +25,9 @@ pub struct IngestRequest {
     /// Window size and overlap in characters (window chunker); default from config.
     pub window_size: Option<usize>,
     pub window_overlap: Option<usize>,
+    /// Follow symbolic links found inside folders (paths named on the command line are
+    /// always read).
+    pub follow_symlinks: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -72,7 +75,7 @@ pub async fn ingest(
     let chunker = resolve_chunker(ctx, req)?;
     let started = Instant::now();
     let mut set = SourceSet::default();
-    let files = collect_files(&req.paths, &mut set.skipped);
+    let files = collect_files(&req.paths, req.follow_symlinks, &mut set.skipped);
     let mut seen_records = HashMap::new();
     for (i, (root, path)) in files.iter().enumerate() {
         read_file(

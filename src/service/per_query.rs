@@ -80,13 +80,9 @@ fn jsonl(table: &PerQueryTable) -> Result<String> {
     Ok(out)
 }
 
-/// A CSV cell, quoted when it holds a comma, a quote or a line break (RFC 4180).
+/// A CSV cell: quoted when it must be, formulas guarded.
 fn cell(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    crate::core::text::csv_cell(s)
 }
 
 fn csv(table: &PerQueryTable) -> String {

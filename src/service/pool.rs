@@ -124,30 +124,75 @@ struct State {
 /// How to reach one configured endpoint: its URL checked, its API key read from the
 /// environment variable the config names.
 pub fn spec_of(c: &EndpointConfig) -> Result<EndpointSpec> {
-    if !(c.url.starts_with("http://") || c.url.starts_with("https://")) {
-        bail!(
-            "endpoint url `{}` must start with http:// or https://",
-            c.url
-        );
+    let (url, basic_auth) = split_credentials(c.url.trim_end_matches('/'));
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        bail!("endpoint url `{url}` must start with http:// or https://");
     }
     if c.max_concurrent == 0 {
-        bail!("endpoint {}: max_concurrent must be at least 1", c.url);
+        bail!("endpoint {url}: max_concurrent must be at least 1");
     }
     let api_key = match &c.api_key_env {
         Some(var) => Some(std::env::var(var).with_context(|| {
-            format!("endpoint {}: the API key variable {var} is not set", c.url)
+            format!("endpoint {url}: the API key variable {var} is not set")
         })?),
         None => None,
     };
+    let secret = api_key.is_some() || basic_auth.is_some();
+    if secret && url.starts_with("http://") && !is_loopback(&url) && !c.allow_plain_http_key {
+        bail!(
+            "endpoint {url}: refusing to send credentials over plain http:// to another \
+             machine (anyone on the way can read them); use https://, or set \
+             allow_plain_http_key = true in this [[endpoints]] entry"
+        );
+    }
     Ok(EndpointSpec {
-        url: c.url.trim_end_matches('/').to_string(),
+        url,
         model: c.model.clone(),
         api_key,
+        basic_auth,
         max_concurrent: c.max_concurrent,
         idle_timeout: Duration::from_secs(c.timeout_s.unwrap_or(120).max(1)),
+        request_timeout: Duration::from_secs(c.request_timeout_s.unwrap_or(600).max(1)),
         context_tokens: c.context_tokens.unwrap_or(8192),
         standard_sampling: c.standard_sampling,
     })
+}
+
+/// `scheme://user:pass@host/...` -> (`scheme://host/...`, (user, pass)). The URL
+/// without credentials is what errors, logs and provenance name; the credentials go
+/// only into the request's `Authorization` header.
+fn split_credentials(url: &str) -> (String, Option<(String, String)>) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_string(), None);
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let (user, pass) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+            (
+                format!("{scheme}://{host}{path}"),
+                Some((user.to_string(), pass.to_string())),
+            )
+        }
+        None => (url.to_string(), None),
+    }
+}
+
+/// Whether the URL's host is this machine (127.0.0.0/8, ::1 or localhost).
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    host == "localhost"
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn backoff(failures: u32) -> Duration {
@@ -283,6 +328,8 @@ mod tests {
             api_key_env: None,
             max_concurrent: max,
             timeout_s: None,
+            request_timeout_s: None,
+            allow_plain_http_key: false,
             context_tokens: None,
             standard_sampling: false,
             embeddings: false,
@@ -292,5 +339,46 @@ mod tests {
         assert!(Pool::from_config(&[e("http://a/v1", 0)]).is_err());
         let p = Pool::from_config(&[e("http://a/v1/", 2)]).expect("pool");
         assert_eq!(p.describe(), "http://a/v1");
+    }
+
+    #[test]
+    fn credentials_stay_out_of_the_url_and_off_plain_http_to_other_hosts() {
+        let e = |url: &str| EndpointConfig {
+            url: url.into(),
+            model: None,
+            api_key_env: None,
+            max_concurrent: 1,
+            timeout_s: None,
+            request_timeout_s: None,
+            allow_plain_http_key: false,
+            context_tokens: None,
+            standard_sampling: false,
+            embeddings: false,
+        };
+        let s = spec_of(&e("https://bob:s3cret@api.example.org/v1/")).expect("https");
+        assert_eq!(s.url, "https://api.example.org/v1");
+        assert_eq!(s.basic_auth, Some(("bob".into(), "s3cret".into())));
+        assert!(!format!("{s:?}").contains("s3cret"), "{s:?}");
+        // Credentials over http:// to another host: refused unless allowed.
+        let plain = e("http://bob:s3cret@models.example.org:8080/v1");
+        let err = spec_of(&plain).expect_err("plain http to another host");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        assert!(err.to_string().contains("allow_plain_http_key"), "{err}");
+        let allowed = EndpointConfig {
+            allow_plain_http_key: true,
+            ..plain
+        };
+        assert_eq!(spec_of(&allowed).expect("allowed").url, "http://models.example.org:8080/v1");
+        // Loopback is this machine: no one is on the way.
+        for url in [
+            "http://u:p@127.0.0.1:8080/v1",
+            "http://u:p@localhost:1/v1",
+            "http://u:p@[::1]:8080/v1",
+        ] {
+            assert!(spec_of(&e(url)).is_ok(), "{url}");
+        }
+        assert!(!is_loopback("http://127.0.0.1.evil.org/v1"));
+        // No credentials: nothing to protect.
+        assert!(spec_of(&e("http://models.example.org:8080/v1")).is_ok());
     }
 }

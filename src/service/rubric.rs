@@ -23,8 +23,7 @@ pub fn load_rubric(path: Option<&Path>) -> Result<Rubric> {
     match path {
         None => Ok(default_rubric()),
         Some(p) => {
-            let t = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read rubric {}", p.display()))?;
+            let t = super::jsonl::read_text(p).context("cannot read the rubric")?;
             parse_rubric(&t).with_context(|| format!("invalid rubric {}", p.display()))
         }
     }

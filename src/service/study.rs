@@ -258,7 +258,7 @@ pub async fn export_labels(ctx: &Context, format: ExportFormat, dest: &str) -> R
 
 /// Every label version as CSV (all fields quoted, RFC 4180 escaping).
 fn labels_csv(all: &[Label]) -> String {
-    let esc = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let esc = crate::core::text::csv_quoted;
     let mut s = String::from(
         "label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version\n",
     );
@@ -282,7 +282,7 @@ fn labels_csv(all: &[Label]) -> String {
 
 /// The adjudicated set as CSV (all fields quoted, RFC 4180 escaping).
 pub fn final_csv(rows: &[FinalLabel]) -> String {
-    let esc = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let esc = crate::core::text::csv_quoted;
     let mut s = String::from(
         "item_id,criterion,label,source,first,second,rationale,adjudicator,final_seq\n",
     );

@@ -4,13 +4,21 @@
 //! by atomically publishing a manifest, so a crash mid-write leaves the previous
 //! version intact and readers never see a half-written dataset. Re-ingesting a
 //! document replaces its chunks (keyed by document id), so chunks never duplicate.
+//!
+//! Every overwrite is conditional on the version it read: it is committed as exactly
+//! the next version (lance's strict overwrite, no conflict resolution), so when another
+//! writer committed in between — another machine ingesting into the same `s3://`
+//! workspace, where no file lock reaches — the commit fails, and the update is done
+//! again over what is there now. Without this, the later of two ingests replaced the
+//! dataset with its own read of it and dropped the other's documents.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use lance::Dataset;
-use lance::dataset::WriteMode;
+use lance::dataset::{CommitBuilder, InsertBuilder, WriteMode};
 
 use super::workspace::Workspace;
 use super::{Result, StoreError};
@@ -89,13 +97,24 @@ impl<'a> ChunkStore<'a> {
 
     /// Every chunk, ordered by document id then position.
     pub async fn load_all(&self) -> Result<Vec<Chunk>> {
+        Ok(self.snapshot().await?.1)
+    }
+
+    /// The dataset as it is now (`None` before the first ingest) and its chunks,
+    /// ordered by document id then position: the base of a read-modify-write.
+    async fn snapshot(&self) -> Result<(Option<Arc<Dataset>>, Vec<Chunk>)> {
         if !self.exists().await? {
-            return Ok(Vec::new());
+            return Ok((None, Vec::new()));
         }
-        let batch = super::scan_all(self.ws, DATASET).await?;
+        let ds = Arc::new(self.ws.open_dataset(DATASET).await?);
+        let batch = ds
+            .scan()
+            .try_into_batch()
+            .await
+            .map_err(|e| StoreError::lance(self.ws.uri(DATASET), e))?;
         let mut chunks = from_batch(&batch)?;
         chunks.sort_by(|a, b| a.doc_id.cmp(&b.doc_id).then(a.ordinal.cmp(&b.ordinal)));
-        Ok(chunks)
+        Ok((Some(ds), chunks))
     }
 
     /// Current lance version of the dataset (0 when absent).
@@ -115,7 +134,22 @@ impl<'a> ChunkStore<'a> {
     ) -> Result<WriteSummary> {
         let _guard = self.ws.lock_for_write(DATASET).await?;
         let changes = self.ws.before_commit(DATASET);
-        let existing = self.load_all().await?;
+        let uri = self.ws.uri(DATASET);
+        let summary = super::workspace::retry_on_conflict(&uri, |_| {
+            self.try_upsert(new_chunks.clone(), replaced_docs)
+        })
+        .await?;
+        changes.make_durable().await?;
+        Ok(summary)
+    }
+
+    /// One attempt of [`Self::upsert_documents`] over the dataset as it is now.
+    async fn try_upsert(
+        &self,
+        new_chunks: Vec<Chunk>,
+        replaced_docs: &HashSet<String>,
+    ) -> Result<WriteSummary> {
+        let (base, existing) = self.snapshot().await?;
         let before = existing.len();
         let mut kept: Vec<Chunk> = existing
             .into_iter()
@@ -133,8 +167,7 @@ impl<'a> ChunkStore<'a> {
             )));
         }
         let total = kept.len();
-        let version = self.overwrite(&kept).await?;
-        changes.make_durable().await?;
+        let version = self.overwrite(base, &kept).await?;
         Ok(WriteSummary {
             added,
             replaced,
@@ -153,7 +186,23 @@ impl<'a> ChunkStore<'a> {
     ) -> Result<usize> {
         let _guard = self.ws.lock_for_write(DATASET).await?;
         let changes = self.ws.before_commit(DATASET);
-        let mut chunks = self.load_all().await?;
+        let uri = self.ws.uri(DATASET);
+        let changed =
+            super::workspace::retry_on_conflict(&uri, |_| self.try_set_token_counts(counts, model))
+                .await?;
+        if changed > 0 {
+            changes.make_durable().await?;
+        }
+        Ok(changed)
+    }
+
+    /// One attempt of [`Self::set_token_counts`] over the dataset as it is now.
+    async fn try_set_token_counts(
+        &self,
+        counts: &std::collections::HashMap<String, usize>,
+        model: &str,
+    ) -> Result<usize> {
+        let (base, mut chunks) = self.snapshot().await?;
         let mut changed = 0;
         for c in &mut chunks {
             if let Some(&n) = counts.get(&c.id)
@@ -165,19 +214,36 @@ impl<'a> ChunkStore<'a> {
             }
         }
         if changed > 0 {
-            self.overwrite(&chunks).await?;
-            changes.make_durable().await?;
+            self.overwrite(base, &chunks).await?;
         }
         Ok(changed)
     }
 
-    /// Write `chunks` as the dataset's new version (the caller holds the lock).
-    async fn overwrite(&self, chunks: &[Chunk]) -> Result<u64> {
+    /// Write `chunks` as the version right after `base` (the version they were read
+    /// from; `None`: the dataset did not exist). Fails with a commit conflict when any
+    /// other writer committed after `base`, so the caller can redo its update.
+    async fn overwrite(&self, base: Option<Arc<Dataset>>, chunks: &[Chunk]) -> Result<u64> {
         let batch = to_batch(chunks)?;
-        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema());
-        let params = self.ws.write_params(WriteMode::Overwrite);
         let uri = self.ws.uri(DATASET);
-        let ds = Dataset::write(reader, uri.as_str(), Some(params))
+        let Some(base) = base else {
+            return self
+                .ws
+                .create_dataset(DATASET, batch)
+                .await?
+                .ok_or_else(|| StoreError::lance(&uri, lance::Error::dataset_already_exists(&uri)));
+        };
+        let params = self.ws.write_params(WriteMode::Overwrite);
+        let txn = InsertBuilder::new(base.clone())
+            .with_params(&params)
+            .execute_uncommitted(vec![batch])
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        let mut commit = CommitBuilder::new(base).with_max_retries(0);
+        if let Some(store) = params.store_params.clone() {
+            commit = commit.with_store_params(store);
+        }
+        let ds = commit
+            .execute(txn)
             .await
             .map_err(|e| StoreError::lance(&uri, e))?;
         Ok(ds.version().version)

@@ -30,13 +30,19 @@ pub struct SourceSet {
 
 const EXTENSIONS: &[&str] = &["md", "markdown", "txt", "html", "htm", "jsonl"];
 
-/// List the candidate files under `paths` (files are taken as given, folders walked
-/// recursively, hidden entries and symlinked folders skipped).
-pub fn collect_files(paths: &[PathBuf], skipped: &mut Vec<Skipped>) -> Vec<(PathBuf, PathBuf)> {
+/// List the candidate files under `paths`: files are taken as given (the user named
+/// them), folders walked recursively with hidden entries and symlinked folders skipped,
+/// and symlinked files inside them skipped unless `follow_symlinks` (a link planted in
+/// a corpus folder can point at any file the user can read).
+pub fn collect_files(
+    paths: &[PathBuf],
+    follow_symlinks: bool,
+    skipped: &mut Vec<Skipped>,
+) -> Vec<(PathBuf, PathBuf)> {
     let mut out = Vec::new();
     for p in paths {
         match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => walk(p, p, &mut out, skipped),
+            Ok(m) if m.is_dir() => walk(p, p, follow_symlinks, &mut out, skipped),
             Ok(_) => {
                 let root = p
                     .parent()
@@ -52,7 +58,13 @@ pub fn collect_files(paths: &[PathBuf], skipped: &mut Vec<Skipped>) -> Vec<(Path
     out
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, PathBuf)>, skipped: &mut Vec<Skipped>) {
+fn walk(
+    root: &Path,
+    dir: &Path,
+    follow_symlinks: bool,
+    out: &mut Vec<(PathBuf, PathBuf)>,
+    skipped: &mut Vec<Skipped>,
+) {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
@@ -72,7 +84,13 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, PathBuf)>, skipped: &mu
         }
         let Ok(ft) = entry.file_type() else { continue };
         if ft.is_dir() {
-            walk(root, &path, out, skipped);
+            walk(root, &path, follow_symlinks, out, skipped);
+        } else if ft.is_symlink() && !follow_symlinks {
+            skipped.push(Skipped {
+                path: path.display().to_string(),
+                reason: "a symbolic link, not followed (--follow-symlinks reads what it points to)"
+                    .into(),
+            });
         } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
             let ext = extension(&path);
             if EXTENSIONS.contains(&ext.as_str()) {

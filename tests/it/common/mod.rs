@@ -1,0 +1,185 @@
+//! Helpers shared by the integration tests: run the real binary in an isolated
+//! environment (temporary config, data and workspace folders).
+#![allow(dead_code)]
+
+pub mod hostile;
+pub mod moto;
+pub mod server;
+pub mod tui;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_raglab"));
+        c.env("RAGLAB_CONFIG_DIR", self.dir.path().join("config"))
+            .env("RAGLAB_MODELS_DIR", models_dir())
+            .env("RAGLAB_DATA_DIR", self.dir.path().join("data"))
+            .env_remove("RAGLAB_WORKSPACE")
+            .arg("--workspace")
+            .arg(self.workspace());
+        c
+    }
+
+    /// Run with arguments; panic with stderr when it fails.
+    pub fn ok(&self, args: &[&str]) -> Output {
+        let out = self.cmd().args(args).output().expect("spawn raglab");
+        assert!(
+            out.status.success(),
+            "raglab {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        out
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.ok(args);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "raglab {args:?} printed invalid JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+}
+
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Two small guidance pages (rabies and flu prevention) in `dir`/docs, for tests that
+/// need a tiny corpus; returns the folder.
+pub fn two_pages(dir: &Path) -> PathBuf {
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    std::fs::write(
+        docs.join("rabies.md"),
+        "# Rabies\n\n## Prevention\n\nVaccinate dogs and cats against rabies. Avoid wild animals such as bats.\n",
+    )
+    .expect("write");
+    std::fs::write(
+        docs.join("flu.md"),
+        "# Flu\n\n## Prevention\n\nGet a flu vaccine every year. Wash your hands often.\n",
+    )
+    .expect("write");
+    docs
+}
+
+pub fn sample_guidance() -> PathBuf {
+    repo().join("sample-data").join("guidance")
+}
+
+/// The sample questions (`sample-data/questions.jsonl`).
+pub fn sample_questions() -> Vec<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(repo().join("sample-data/questions.jsonl")).expect("questions");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect()
+}
+
+/// The models the tests use: `tests/models/` inside the repository (ignored by git),
+/// filled by `scripts/setup.sh` with links to the models it installed. Tests read
+/// nothing outside the repository and their temporary folders.
+pub fn models_dir() -> PathBuf {
+    repo().join("tests").join("models")
+}
+
+/// Path of a test model; panics with the fix when setup has not run.
+pub fn model(file: &str) -> PathBuf {
+    let p = models_dir().join(file);
+    assert!(
+        p.is_file(),
+        "{} missing: run scripts/setup.sh first",
+        p.display()
+    );
+    p
+}
+
+/// Draw the TUI into a `width` x `height` TestBackend (dark theme) and return the
+/// screen as text, one line per row.
+pub fn screen(app: &raglab::tui::app::App, width: u16, height: u16) -> String {
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height))
+        .expect("terminal");
+    let theme = raglab::tui::theme::Theme::builtin("dark").expect("theme");
+    term.draw(|f| raglab::tui::ui::draw(app, f, &theme))
+        .expect("draw");
+    let buf = term.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The frugality formula of SPEC §7 written out independently of raglab, to recompute
+/// a report's A, C and F from its own dA, dC, tA and tC:
+/// A = sign(dA)(exp(|dA|/tA) - 1), C = exp(dC/tC) - 1, F = tanh(A - C).
+pub fn frugality_by_hand(da: f64, dc: f64, ta: f64, tc: f64) -> (f64, f64, f64) {
+    let a = if da < 0.0 { -1.0 } else { 1.0 } * ((da.abs() / ta).exp() - 1.0);
+    let c = (dc / tc).exp() - 1.0;
+    (a, c, (a - c).tanh())
+}
+
+/// A key press as the TUI's event loop handles it: the app updates, its effect goes
+/// to the jobs.
+pub fn press(app: &mut raglab::tui::app::App, jobs: &mut raglab::tui::jobs::Jobs, c: char) {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    if let Some(effect) = app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)) {
+        jobs.run(app, effect);
+    }
+}
+
+/// The event loop's background half: apply the jobs' messages (and poll for new
+/// evaluations and study commits, as the loop does between events) until `done`
+/// holds; panics after `limit`.
+pub async fn pump(
+    jobs: &mut raglab::tui::jobs::Jobs,
+    app: &mut raglab::tui::app::App,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<raglab::tui::jobs::Msg>,
+    limit: std::time::Duration,
+    done: impl Fn(&raglab::tui::app::App) -> bool,
+) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done(app) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the TUI's jobs did not get there within {limit:?}"
+        );
+        jobs.poll_study();
+        if let Ok(msg) = tokio::time::timeout(std::time::Duration::from_millis(50), rx.recv()).await
+        {
+            jobs.apply(app, msg.expect("job channel open"));
+        }
+    }
+}
+
+/// A context over the test's folders (the models dir is not the test models unless
+/// `config` names them), as `raglab` builds it.
+pub fn context(env: &Env, config: raglab::config::Config) -> raglab::service::Context {
+    let paths = raglab::config::Paths {
+        config_dir: env.dir.path().join("config"),
+        data_dir: env.dir.path().join("data"),
+    };
+    raglab::service::Context::with(paths, config, &env.workspace()).expect("context")
+}

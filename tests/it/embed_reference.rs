@@ -1,0 +1,102 @@
+//! The converted MiniLM GGUF, run by llama.cpp, must reproduce embeddings computed
+//! independently from the original safetensors weights (scripts/minilm_reference.py:
+//! float64 numpy forward pass, HuggingFace tokenizer). A silently wrong conversion
+//! (tokens, tensor names, pooling, normalisation) fails here.
+
+use crate::common;
+
+use raglab::config::DEFAULT_EMBED_MODEL;
+use raglab::infer::embed::{EmbedConfig, Embedder};
+
+#[test]
+fn minilm_gguf_matches_the_numpy_reference() {
+    let model = common::model(DEFAULT_EMBED_MODEL);
+    let reference_path = model.with_file_name("all-MiniLM-L6-v2.reference.json");
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&reference_path).expect("reference vectors"))
+            .expect("json");
+    let mut cfg = EmbedConfig::new(&model);
+    cfg.threads = 2;
+    let embedder = Embedder::spawn(&cfg).expect("load embedder");
+    assert_eq!(embedder.info.dim, 384);
+    let sentences = reference["sentences"].as_array().expect("sentences");
+    assert!(sentences.len() >= 8);
+    let texts: Vec<String> = sentences
+        .iter()
+        .map(|s| s["text"].as_str().expect("text").to_string())
+        .collect();
+    let ours = embedder.embed(texts.clone()).expect("embed");
+    let mut worst: f64 = 1.0;
+    for (i, s) in sentences.iter().enumerate() {
+        let want_ids: Vec<i32> = s["token_ids"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(|x| x.as_i64().expect("id") as i32)
+            .collect();
+        assert_eq!(
+            embedder.tokens(&texts[i]).expect("tokens"),
+            want_ids,
+            "token ids differ for {:?}",
+            texts[i]
+        );
+        let want: Vec<f64> = s["embedding"]
+            .as_array()
+            .expect("vec")
+            .iter()
+            .map(|x| x.as_f64().expect("f"))
+            .collect();
+        let got = &ours[i];
+        assert_eq!(got.len(), want.len());
+        let dot: f64 = got.iter().zip(&want).map(|(a, b)| f64::from(*a) * b).sum();
+        let norm: f64 = got
+            .iter()
+            .map(|a| f64::from(*a).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "not normalised: {norm}");
+        let cos = dot / norm;
+        worst = worst.min(cos);
+        assert!(cos > 0.99, "cosine {cos} for {:?}", texts[i]);
+    }
+    eprintln!("worst cosine vs numpy reference: {worst:.6}");
+    // A mismatched pair must score clearly lower, so the check can fail.
+    let a: Vec<f64> = sentences[0]["embedding"]
+        .as_array()
+        .expect("v")
+        .iter()
+        .map(|x| x.as_f64().expect("f"))
+        .collect();
+    let cross: f64 = ours[1].iter().zip(&a).map(|(x, y)| f64::from(*x) * y).sum();
+    assert!(cross < 0.9, "different sentences look identical: {cross}");
+}
+
+#[test]
+fn over_long_input_is_truncated_not_fatal() {
+    let model = common::model(DEFAULT_EMBED_MODEL);
+    let mut cfg = EmbedConfig::new(&model);
+    cfg.threads = 1;
+    let embedder = Embedder::spawn(&cfg).expect("load embedder");
+    let long = "vaccination schedule ".repeat(2000);
+    let ids = embedder.tokens(&long).expect("tokens");
+    assert_eq!(ids.len(), 256);
+    assert_eq!(ids[0], 101, "[CLS] kept");
+    assert_eq!(ids[255], 102, "[SEP] kept at the end");
+    let v = embedder.embed(vec![long]).expect("embed long input");
+    assert_eq!(v[0].len(), 384);
+}
+
+#[test]
+fn missing_model_is_a_clear_error() {
+    let err = Embedder::spawn(&EmbedConfig::new("/nonexistent/model.gguf"))
+        .err()
+        .expect("must fail");
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = dir.path().join("bad.gguf");
+    std::fs::write(&bad, b"not a model").expect("write");
+    let err = Embedder::spawn(&EmbedConfig::new(&bad))
+        .err()
+        .expect("must fail");
+    assert!(err.to_string().contains("not a GGUF"), "{err}");
+}

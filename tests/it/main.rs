@@ -1,0 +1,45 @@
+//! Every integration test in one binary, one module per area, so that lance, datafusion,
+//! tantivy and llama.cpp are linked once instead of once per file. nextest runs each test
+//! in its own process all the same, and `.config/nextest.toml` picks the model tests by
+//! module name (`test(/^retrieval::/)`) to run them one at a time.
+
+// Spawned label saves nest deep async state machines (save, lock, commit, sync).
+#![recursion_limit = "256"]
+
+mod common;
+
+mod abstention;
+mod annotation;
+mod data_safety;
+mod embed_endpoint;
+mod embed_reference;
+mod endpoints;
+mod evalset;
+mod frugality;
+mod fuzz_readers;
+mod generate_batch;
+mod generation;
+mod hostile_servers;
+mod gpu_layers;
+mod ingest_bad_files;
+mod ingest_sample;
+mod mcqa;
+mod object_store;
+mod ray_shards;
+mod record_schemas;
+mod reference_agreement;
+mod reference_sparse;
+mod reference_trec;
+mod retrieval;
+mod secrets;
+mod shards;
+mod study_tmux;
+mod terminal_safety;
+mod tui_annotate;
+mod tui_corpus;
+mod tui_endpoint;
+mod tui_evalset;
+mod tui_evaluation;
+mod tui_failures;
+mod tui_replay;
+mod variants;

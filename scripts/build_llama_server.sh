@@ -14,7 +14,7 @@
 # download the web UI from Hugging Face) and no UI build (no npm); no OpenSSL (the tests
 # talk plain HTTP on 127.0.0.1) and no curl (models are local files); no OpenMP (ggml's
 # own thread pool; OpenMP's busy-waiting threads hurt on a shared 2-core machine, see
-# the README's llama.cpp notes). Needs only cmake and a C++ compiler (build-essential).
+# docs/setup.md, source layout). Needs only cmake and a C++ compiler (build-essential).
 set -euo pipefail
 
 pip="${1:?usage: build_llama_server.sh PIP}"

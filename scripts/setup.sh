@@ -41,7 +41,7 @@ SCALE_TOOLS=("moto[server]==5.2.5" ray==2.60.0)
 
 # 1. System packages. One list, decided by package name (dpkg-query), never by globbing
 #    library files: the image ships libclang-cpp.so.14, which a glob for libclang*.so*
-#    matches although bindgen cannot use it. The README shows this same list.
+#    matches although bindgen cannot use it. docs/setup.md shows this same list.
 SYSTEM_PACKAGES=(
   build-essential   # cc, c++ and make for llama.cpp, llama-server, zstd and the other -sys crates
   pkg-config        # -sys crates locate system libraries with it

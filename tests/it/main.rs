@@ -11,6 +11,7 @@ mod common;
 mod abstention;
 mod annotation;
 mod data_safety;
+mod docs_links;
 mod embed_endpoint;
 mod embed_reference;
 mod endpoints;

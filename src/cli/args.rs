@@ -160,8 +160,8 @@ pub struct TemperatureArgs {
 }
 
 impl TemperatureArgs {
-    pub fn get(&self) -> crate::service::frugality::Temperatures {
-        crate::service::frugality::Temperatures {
+    pub fn get(&self) -> crate::service::evaluate::Temperatures {
+        crate::service::evaluate::Temperatures {
             accuracy: self.temp_accuracy,
             cost_s: self.temp_cost,
         }

@@ -12,10 +12,10 @@ use crate::core::retrieval::Breakdown;
 use crate::core::retrieval::{Method, Sparse};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
-use crate::service::evaluation::{
+use crate::service::evaluate::evaluate_models;
+use crate::service::evaluate::{
     DEFAULT_BATCH, RetrievalEval, RetrievalReport, abstention_sweep, evaluate_retrieval, rank_shard,
 };
-use crate::service::models_eval::evaluate_models;
 use crate::service::retrieval::DEFAULT_DEPTH;
 
 #[derive(Debug, Subcommand)]
@@ -291,7 +291,7 @@ async fn several_variants(
     variants: &[crate::core::variant::Variant],
     json: bool,
 ) -> Result<()> {
-    use crate::service::variants_eval::{VariantBest, evaluate_variants};
+    use crate::service::evaluate::{VariantBest, evaluate_variants};
     let bar = progress_bar("embedding queries");
     let rep = evaluate_variants(ctx, req, models, variants, &on_progress(&bar)).await;
     bar.finish_and_clear();
@@ -442,7 +442,7 @@ fn render(rep: &RetrievalReport) {
 }
 
 /// The alpha sweep of each fused method and sparse side, and its best alphas.
-fn render_sweep(rep: &crate::service::evaluation::RetrievalReport) {
+fn render_sweep(rep: &crate::service::evaluate::RetrievalReport) {
     if rep.alpha_sweep.is_empty() {
         return;
     }
@@ -490,7 +490,7 @@ fn render_sweep(rep: &crate::service::evaluation::RetrievalReport) {
 fn print_breakdowns(
     title: &str,
     rep: &RetrievalReport,
-    of: impl Fn(&crate::service::evaluation::MethodResult) -> &Breakdown,
+    of: impl Fn(&crate::service::evaluate::MethodResult) -> &Breakdown,
     by_bound: bool,
 ) {
     let width = 28;

@@ -14,8 +14,8 @@ use super::{print_json, progress_bar};
 use crate::core::mcqa::{Accuracy, Report, report};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
-use crate::service::frugality::{McqaFrugality, mcqa_frugality};
-use crate::service::mcqa::{McqaRequest, answer_questions, read_questions, run_records};
+use crate::service::evaluate::{McqaFrugality, mcqa_frugality};
+use crate::service::evaluate::{McqaRequest, answer_questions, read_mcq_questions, run_records};
 
 #[derive(Debug, Args)]
 pub struct McqaArgs {
@@ -69,7 +69,7 @@ struct JsonReport<'a> {
 }
 
 pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
-    let questions = read_questions(&args.questions)?;
+    let questions = read_mcq_questions(&args.questions)?;
     let mut ks = args.ks.clone();
     ks.sort_unstable();
     ks.dedup();
@@ -115,7 +115,7 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
     let rep = if records.is_empty() {
         report(&[])
     } else {
-        crate::service::last_eval::save_mcqa(ctx, &args.run, &records)?.report
+        crate::service::evaluate::save_mcqa(ctx, &args.run, &records)?.report
     };
     let frugality = mcqa_frugality(&records, args.temperatures.get());
     let first = records.iter().find(|r| r.k > 0).or(records.first());

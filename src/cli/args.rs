@@ -145,8 +145,8 @@ impl SamplingArgs {
     }
 }
 
-/// The frugality temperatures (SPEC §7): computed as the sample standard deviations of
-/// dA and dC across the compared configurations unless given here.
+/// The frugality temperatures: the sample standard deviations (n - 1) of dA and dC
+/// across the compared configurations unless given here.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct TemperatureArgs {
     /// Accuracy temperature tA (default: the sample standard deviation of dA across

@@ -190,7 +190,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub run: Option<String>,
     /// No-retrieval run: score the frugality of every other run of the same model
-    /// against it (SPEC §7), over the questions both answered and the judge labelled.
+    /// against it, over the questions both answered and the judge labelled.
     #[arg(long)]
     pub baseline: Option<String>,
     #[command(flatten)]

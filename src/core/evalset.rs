@@ -1,6 +1,5 @@
-//! Building evaluation sets from the corpus (SPEC §8, seed 003, after "Know Your RAG"):
-//! candidate questions written by a model from chunks, scored by a critic on the seed's
-//! six axes, then filtered by thresholds and near-duplicate removal.
+//! Building evaluation sets from the corpus (after "Know Your RAG"): candidate
+//! questions written by a model from chunks, scored by a critic on six axes, then filtered by thresholds and near-duplicate removal.
 //!
 //! - **Tasks.** A *fact* question comes from one chunk; a *reasoning* question from two
 //!   consecutive chunks of one document and needs both. The task list is shuffled with a
@@ -14,12 +13,12 @@
 //! - **Near-duplicates.** TF-IDF cosine as scikit-learn's `TfidfVectorizer` computes it
 //!   with its defaults (lowercase, tokens of two or more word characters, smooth idf
 //!   `ln((1+n)/(1+df)) + 1`, raw term counts, L2 norm), fitted on the texts compared,
-//!   as the seed does: 0.80 among the questions of one source, 0.85 across the set; the
+//!   as Know Your RAG does: 0.80 among the questions of one source, 0.85 across the set; the
 //!   first of a pair is kept.
 //!
-//! The seed extracts a theme and statements first and calls the critic once per axis;
+//! Know Your RAG extracts a theme and statements first and calls the critic once per axis;
 //! here one grammar-constrained call writes the question and its answer, and one call
-//! scores all six axes (their definitions are the seed's), to keep small local models
+//! scores all six axes (their definitions are Know Your RAG's), to keep small local models
 //! affordable.
 
 use std::collections::{BTreeMap, HashMap};
@@ -232,7 +231,7 @@ pub fn parse_candidate(text: &str) -> Result<(String, String), EvalsetError> {
     Ok((q, a))
 }
 
-/// The critique axes (seed 003), in order: key and definition.
+/// The critique axes, in order: key and definition.
 pub const AXES: [(&str, &str); 6] = [
     (
         "groundedness",
@@ -351,7 +350,8 @@ pub fn parse_scores(text: &str) -> Result<Scores, EvalsetError> {
     Ok(out)
 }
 
-/// Phrases that tie a question to a document (the seed's pre-filter `is_standalone`).
+/// Phrases that tie a question to a document: a question holding one cannot stand
+/// alone (Know Your RAG's pre-filter `is_standalone`).
 pub const CONTEXT_REFERENCE_PHRASES: [&str; 19] = [
     "in this study",
     "in the study",
@@ -435,7 +435,7 @@ pub fn cosine(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> f64 {
         .sum()
 }
 
-/// Near-duplicates among `texts` as the seed removes them: walking in order, each text
+/// Near-duplicates among `texts`, removed greedily: walking in order, each text
 /// not yet dropped is kept and drops every later text whose cosine with it is at least
 /// `threshold`. Returns, per text, `None` (kept) or `Some((index kept, cosine))`.
 pub fn near_duplicates(texts: &[&str], threshold: f64) -> Vec<Option<(usize, f64)>> {
@@ -483,7 +483,7 @@ impl Decision {
     }
 }
 
-/// Minimum score per axis (in the order of [`AXES`]); 0 turns an axis off. The seed's
+/// Minimum score per axis (in the order of [`AXES`]); 0 turns an axis off. The
 /// defaults: 3 on the first five, tautology tracked but not applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Thresholds(pub Scores);

@@ -11,7 +11,7 @@
 //!   or a mean of 0.
 //! - "Retrieved" means the target chunk was in the prompt (among the k chunks kept
 //!   after the token budget); its rank is its fused rank in that list.
-//! - Macro-F1 over the options (seed 002): the unweighted mean of per-class F1 with
+//! - Macro-F1 over the options: the unweighted mean of per-class F1 with
 //!   the option letters as classes: every letter that was the correct answer or was
 //!   chosen at that k (scikit-learn's `f1_score(y_true, y_pred, labels=those letters,
 //!   average="macro")`). An output that names no option counts as a miss of the

@@ -1,5 +1,5 @@
-//! `raglab summarise`: one LLM summary per chunk (SPEC §1, seed 000), for the corpus
-//! variants C_S and C_R. Summaries are used only for retrieval.
+//! `raglab summarise`: one LLM summary per chunk, for the corpus variants C_S (every
+//! chunk as its summary) and C_R (chunks over 512 tokens as their summary). Summaries are used only for retrieval.
 //!
 //! Each summary is stored in `summaries.lance` with the hash of the chunk text it
 //! summarises, the prompt template and the exact prompt, the model (file and SHA-256,
@@ -8,7 +8,7 @@
 //! what it finished and a rerun summarises only the chunks without a summary of their
 //! current text: nothing is lost or produced twice. Chunk text is untrusted: it is
 //! filled into the template in one pass ([`fill`]) and tokenised as plain text, so it
-//! never becomes chat-control tokens (SPEC §10).
+//! never becomes chat-control tokens.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! Chunk token counts for the active embedding model's tokenizer (SPEC §1): taken by
+//! Chunk token counts for the active embedding model's tokenizer (what decides which
+//! chunks the C_R variant summarises): taken by
 //! `raglab index` for every chunk not yet counted by that model (new chunks, or all of
 //! them after the model changed) and stored on the chunk with the model's name.
 

@@ -1,5 +1,5 @@
-//! Building an evaluation set (SPEC §8, seed 003): `generate` writes candidate questions
-//! from chunks, `critique` scores them on the seed's six axes, `filter` keeps the good
+//! Building an evaluation set (after "Know Your RAG"): `generate` writes candidate
+//! questions from chunks, `critique` scores them on six axes, `filter` keeps the good
 //! ones (thresholds, analysts' decisions, near-duplicates) and writes a questions file.
 //!
 //! Each stage is a resumable batch like `raglab generate`: every candidate and every

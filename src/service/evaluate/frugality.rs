@@ -1,11 +1,11 @@
-//! Frugality of stored runs (SPEC §7): every RAG configuration against the same model
+//! Frugality of stored runs: every RAG configuration against the same model
 //! without retrieval, over the questions both answered, with the temperatures computed
 //! across the compared configurations (`core::frugality` holds the formula).
 //!
 //! - Free-form answers: a configuration is a run (its k, method, alpha and model); the
 //!   baseline is a `--no-retrieval` run of the same model. Accuracy is the judge's
 //!   pass rate over every (judgement, criterion) label of the compared answers (the
-//!   "Overall, all criteria pooled" row of seed 000's Table 6; with one judgement per
+//!   PubHealthBench paper's "Overall, all criteria pooled" row; with one judgement per
 //!   answer it equals the mean of the per-criterion pass rates). Only answers with at
 //!   least one judgement count, on both sides, so a question is compared when both
 //!   runs answered it and the judge labelled both answers.

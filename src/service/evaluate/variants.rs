@@ -1,8 +1,7 @@
 //! `eval retrieval --variants F,S,R`: the retrieval evaluation once per corpus variant
 //! (and per embedding model with `--embed-models`), compared in one report with the
-//! best (method, sparse side, alpha) per embedding model and variant for each metric
-//! (SPEC §2; the paper's "optimal retrieval setup (method, corpus, alpha) for each
-//! model", seed 000 §3.2).
+//! best (method, sparse side, alpha) per embedding model and variant for each metric:
+//! the optimal retrieval setup (method, corpus, alpha) of each model.
 
 use std::path::PathBuf;
 

@@ -8,18 +8,19 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Result, bail};
 
 use super::generation::{
-    AnswerRecord, Answerer, JudgementRecord, Prepared, RunConfig, answers, default_template,
-    endpoint_judge_sampling, endpoint_judgement, existing_answer_ids, judge, judge_prompt,
-    judgements, prepare_prompt, record,
+    Answerer, Prepared, RunConfig, answers, default_template, endpoint_judge_sampling,
+    endpoint_judgement, existing_answer_ids, judge, judge_prompt, judgements, prepare_prompt,
+    record,
 };
 use crate::core::abstention::ABSTAIN_ANSWER;
+use crate::core::answer::{AnswerRecord, JudgementRecord};
 use crate::core::prompt::{ChatMessage, PromptText, estimate_tokens};
 use crate::core::question::{MissingTargets, Question};
 use crate::core::rubric::Rubric;
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
 use crate::infer::generate::{GenStats, Generator};
 use crate::service::base::{
-    Context, ModelChoice, Pool, PoolReport, Provenance, file_sha256, load_generator, run_on_pool,
+    Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Role, run_on_pool, split_done,
 };
 use crate::service::retrieval::Retriever;
 
@@ -32,14 +33,6 @@ pub struct AnswerBatch {
     retriever: Option<Retriever>,
     config: RunConfig,
     missing: MissingTargets,
-}
-
-/// Where a batch's answers are generated.
-enum Backend {
-    /// The local llama.cpp model and its file's SHA-256.
-    Local(Generator, String),
-    /// OpenAI-compatible endpoints (`[[endpoints]]`).
-    Pool(Pool),
 }
 
 /// A batch to answer: the questions, how, and with which models.
@@ -81,15 +74,7 @@ impl AnswerBatch {
             limit,
             local,
         } = req;
-        let backend = if let Some(chat) = ctx.chat_pool_config(&generator, local, false) {
-            Backend::Pool(Pool::from_config(&chat)?)
-        } else {
-            let mut gcfg = ctx.gen_config(&generator);
-            gcfg.reuse_prefix = reuse_prefix;
-            let generator = load_generator(&gcfg)?;
-            let sha = file_sha256(&gcfg.model)?;
-            Backend::Local(generator, sha)
-        };
+        let backend = Backend::open(ctx, &generator, local, Role::Generator { reuse_prefix })?;
         let retriever = if config.no_retrieval {
             config.abstain_below = None;
             None
@@ -105,10 +90,9 @@ impl AnswerBatch {
             Some(r)
         };
         let done = existing_answer_ids(&ctx.workspace).await?;
-        let (answered, open): (Vec<Question>, Vec<Question>) = questions
-            .into_iter()
-            .partition(|q| done.contains(&config.answer_id(&q.id)));
-        let todo: Vec<Question> = open.into_iter().take(limit.unwrap_or(usize::MAX)).collect();
+        let (already_done, todo) = split_done(questions, limit, |q| {
+            done.contains(&config.answer_id(&q.id))
+        });
         let missing = match &retriever {
             Some(r) => MissingTargets::find(
                 todo.iter().map(|q| q.relevant.iter().map(String::as_str)),
@@ -118,7 +102,7 @@ impl AnswerBatch {
         };
         Ok(Self {
             missing,
-            already_done: answered.len(),
+            already_done,
             todo,
             backend,
             retriever,
@@ -146,10 +130,7 @@ impl AnswerBatch {
 
     /// The model file, or the endpoints, that will answer.
     pub fn model_file(&self) -> String {
-        match &self.backend {
-            Backend::Local(g, _) => g.info.file.clone(),
-            Backend::Pool(p) => format!("endpoints {}", p.describe()),
-        }
+        self.backend.describe()
     }
 
     /// Answer every remaining question, committing each answer as soon as it is
@@ -162,7 +143,7 @@ impl AnswerBatch {
     ) -> Result<BatchSummary> {
         let (generator, sha) = match &self.backend {
             Backend::Local(g, sha) => (g, sha.clone()),
-            Backend::Pool(pool) => return self.run_pool(ctx, pool, progress).await,
+            Backend::Pool(pool, _) => return self.run_pool(ctx, pool, progress).await,
         };
         let answerer = Answerer {
             retriever: self.retriever.as_ref(),
@@ -213,16 +194,7 @@ impl AnswerBatch {
                 pool.context_tokens(),
             )?;
             if prepared.abstain {
-                let rec = record(
-                    &self.config,
-                    self.retriever.as_ref(),
-                    q,
-                    prepared,
-                    String::new(),
-                    ABSTAIN_ANSWER.to_string(),
-                    &GenStats::default(),
-                    Provenance::default(),
-                )?;
+                let rec = self.abstention(q, prepared)?;
                 answers(&ctx.workspace).append(&[rec]).await?;
                 s.abstained += 1;
                 s.answered += 1;
@@ -273,6 +245,20 @@ impl AnswerBatch {
         .await?;
         s.pool = Some(report);
         Ok(s)
+    }
+
+    /// The stored answer of a question the run abstains from: no model is asked.
+    fn abstention(&self, q: &Question, prepared: Prepared) -> Result<AnswerRecord> {
+        record(
+            &self.config,
+            self.retriever.as_ref(),
+            q,
+            prepared,
+            String::new(),
+            ABSTAIN_ANSWER.to_string(),
+            &GenStats::default(),
+            Provenance::default(),
+        )
     }
 }
 

@@ -12,10 +12,9 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{Result, bail};
 
-use super::generation::{
-    AnswerRecord, Answerer, JudgementRecord, RunConfig, default_template, prepare_prompt, record,
-};
+use super::generation::{Answerer, Prepared, RunConfig, default_template, prepare_prompt, record};
 use crate::core::abstention::ABSTAIN_ANSWER;
+use crate::core::answer::{AnswerRecord, JudgementRecord};
 use crate::core::prompt::{ChatMessage, estimate_tokens};
 use crate::core::question::Question;
 use crate::infer::generate::{GenConfig, GenStats, Generator};
@@ -106,6 +105,28 @@ pub fn answer_live(
     answerer.answer(question, prepared, stop, on_token)
 }
 
+/// The prompt of `question` within `context_tokens`, assembled on a blocking thread
+/// (retrieval embeds the query with the local model).
+async fn prepare_blocking(
+    retriever: &Arc<Retriever>,
+    question: &Question,
+    config: &RunConfig,
+    context_tokens: usize,
+) -> Result<Prepared> {
+    let (r, q, c) = (Arc::clone(retriever), question.clone(), config.clone());
+    tokio::task::spawn_blocking(move || {
+        prepare_prompt(
+            Some(&*r),
+            &c,
+            default_template(),
+            &q,
+            &estimate_tokens,
+            context_tokens,
+        )
+    })
+    .await?
+}
+
 /// One answer generated live on the first chat endpoint that answers (a server that
 /// cannot be reached, or fails before its first token, passes the question to the
 /// next). Retrieval runs on a blocking thread; the stream on the runtime.
@@ -120,19 +141,7 @@ pub async fn answer_live_endpoint(
     mut on_token: impl FnMut(&str) + Send,
 ) -> Result<AnswerRecord> {
     let pool = Pool::from_config(&ctx.config.chat_endpoints())?;
-    let context_tokens = pool.context_tokens();
-    let (r, q, c) = (Arc::clone(&retriever), question.clone(), config.clone());
-    let prepared = tokio::task::spawn_blocking(move || {
-        prepare_prompt(
-            Some(&*r),
-            &c,
-            default_template(),
-            &q,
-            &estimate_tokens,
-            context_tokens,
-        )
-    })
-    .await??;
+    let prepared = prepare_blocking(&retriever, question, config, pool.context_tokens()).await?;
     let first_url = pool.endpoints.first().map(|e| e.spec.url.clone());
     if prepared.abstain {
         on_start(

@@ -2,7 +2,7 @@
 //! [`crate::core::replay`]): the current question's answers when it has any, else
 //! every stored answer, oldest first, one after another on each press.
 
-use super::generation::AnswerRecord;
+use crate::core::answer::AnswerRecord;
 
 /// The answer after `after` (cycling; the first when `after` is not among them) of
 /// `question_id`'s stored answers, or of all answers when that question has none.

@@ -4,8 +4,9 @@ use std::collections::HashMap;
 
 use anyhow::{Result, bail};
 
-use super::summarise::{SummaryRecord, current_summaries, summary_texts};
+use super::summarise::{current_summaries, summary_texts};
 use crate::core::chunk::Chunk;
+use crate::core::summary::SummaryRecord;
 use crate::service::base::Context;
 use crate::store::chunks::ChunkStore;
 

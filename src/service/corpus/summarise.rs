@@ -16,15 +16,16 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::core::chunk::Chunk;
 use crate::core::prompt::{ChatMessage, PromptText, Slot, fill};
+use crate::core::summary::SummaryRecord;
 use crate::infer::endpoint::{ChatReply, Endpoint, EndpointError};
 use crate::infer::generate::{GenStats, Generator, Sampling};
 use crate::service::base::{
-    Context, ModelChoice, Pool, PoolReport, Provenance, file_sha256, load_generator, now_rfc3339,
-    run_on_pool,
+    Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Role, now_rfc3339, run_on_pool,
+    split_done,
 };
 use crate::store::chunks::ChunkStore;
 use crate::store::records::Table;
@@ -34,33 +35,6 @@ use crate::store::workspace::Workspace;
 pub const SUMMARIES: &str = "summaries.lance";
 /// The summary prompt (`{path}` and `{chunk}` are filled with untrusted text).
 pub const SUMMARY_TEMPLATE: &str = include_str!("../../../assets/prompts/summarise.txt");
-
-/// One stored summary.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SummaryRecord {
-    pub chunk_id: String,
-    /// Hash of the chunk's indexed text when it was summarised: a summary of text that
-    /// has since changed is stale and not used.
-    pub chunk_hash: String,
-    pub summary: String,
-    /// The prompt template, as it was.
-    pub template: String,
-    /// The exact prompt: the chat template applied (local model), or the messages as
-    /// sent (endpoint).
-    pub prompt: String,
-    /// The GGUF file name, or the model an endpoint served.
-    pub model_file: String,
-    /// SHA-256 of the GGUF file (empty for an endpoint).
-    pub model_sha256: String,
-    pub endpoint: Option<String>,
-    pub served_model: Option<String>,
-    /// The sampling parameters (JSON).
-    pub sampling: String,
-    pub prompt_tokens: u32,
-    pub output_tokens: u32,
-    pub total_ms: f64,
-    pub created_at: String,
-}
 
 pub fn summaries_table(ws: &Workspace) -> Table<'_> {
     Table::of::<SummaryRecord>(ws, SUMMARIES)
@@ -124,11 +98,6 @@ pub struct SummaryRequest {
     pub shard: Option<crate::core::shard::Shard>,
 }
 
-enum Backend {
-    Local(Generator, String),
-    Pool(Pool),
-}
-
 /// A summary run: the chunks still to summarise and the model that will.
 pub struct SummaryBatch {
     todo: Vec<Chunk>,
@@ -174,22 +143,13 @@ impl SummaryBatch {
             }
             wanted.push(c);
         }
-        let (done_now, open): (Vec<Chunk>, Vec<Chunk>) =
-            wanted.into_iter().partition(|c| done.contains_key(&c.id));
-        let todo: Vec<Chunk> = open
-            .into_iter()
-            .take(req.limit.unwrap_or(usize::MAX))
-            .collect();
-        let backend = if let Some(chat) = ctx.chat_pool_config(&req.generator, req.local, false) {
-            Backend::Pool(Pool::from_config(&chat)?)
-        } else {
-            let cfg = ctx.gen_config(&req.generator);
-            let g = load_generator(&cfg)?;
-            Backend::Local(g, file_sha256(&cfg.model)?)
-        };
+        let (already_done, todo) = split_done(wanted, req.limit, |c| done.contains_key(&c.id));
+        // Prefix reuse on: the default of every generator configuration.
+        let role = Role::Generator { reuse_prefix: true };
+        let backend = Backend::open(ctx, &req.generator, req.local, role)?;
         Ok(Self {
             todo,
-            already_done: done_now.len(),
+            already_done,
             backend,
             sampling: req.sampling,
         })
@@ -205,10 +165,7 @@ impl SummaryBatch {
 
     /// The model file, or the endpoints, that will summarise.
     pub fn model(&self) -> String {
-        match &self.backend {
-            Backend::Local(g, _) => g.info.file.clone(),
-            Backend::Pool(p) => format!("endpoints {}", p.describe()),
-        }
+        self.backend.describe()
     }
 
     /// Summarise every chunk still to do, committing each summary as it completes;
@@ -224,70 +181,16 @@ impl SummaryBatch {
             model: self.model(),
             ..Default::default()
         };
-        let total = self.todo.len();
         let sampling_json = serde_json::to_string(&self.sampling)?;
         match &self.backend {
             Backend::Local(g, sha) => {
-                for (i, c) in self.todo.iter().enumerate() {
-                    let messages = vec![ChatMessage::user(summary_prompt(c))];
-                    let prompt = g.chat_prompt(messages.clone())?;
-                    let (text, stats) = g
-                        .generate(
-                            messages,
-                            self.sampling.clone(),
-                            None,
-                            Arc::new(AtomicBool::new(false)),
-                            |_| {},
-                        )
-                        .with_context(|| format!("summarising chunk `{}`", c.id))?;
-                    let model = Provenance {
-                        model_file: g.info.file.clone(),
-                        model_sha256: sha.clone(),
-                        endpoint: None,
-                        served_model: None,
-                    };
-                    let rec = record(c, prompt, &text, &stats, model, &sampling_json);
-                    summaries_table(&ctx.workspace).append(&[rec]).await?;
-                    rep.summarised += 1;
-                    rep.output_tokens += stats.output_tokens;
-                    progress(i + 1, total);
-                }
+                self.run_local(ctx, g, sha, &sampling_json, &mut rep, progress)
+                    .await?;
             }
-            Backend::Pool(pool) => {
-                let jobs: Vec<Arc<Chunk>> = self.todo.iter().cloned().map(Arc::new).collect();
-                let sampling = self.sampling.clone();
-                let work = move |ep: Arc<Endpoint>, c: Arc<Chunk>| {
-                    let sampling = sampling.clone();
-                    async move {
-                        let messages = vec![ChatMessage::user(summary_prompt(&c))];
-                        let stop = AtomicBool::new(false);
-                        let reply = ep
-                            .chat(&messages, &sampling, None, &stop, &mut |_| {})
-                            .await?;
-                        let sent = ep.body(&messages, &sampling, None)["messages"].to_string();
-                        Ok::<_, EndpointError>((reply, sent))
-                    }
-                };
-                let mut done = 0usize;
-                let report = run_on_pool(
-                    pool,
-                    jobs,
-                    work,
-                    async |c: Arc<Chunk>, out: (ChatReply, String), i| {
-                        let (reply, sent) = out;
-                        let model =
-                            Provenance::endpoint(&pool.endpoints[i].spec.url, reply.served_model);
-                        let rec =
-                            record(&c, sent, &reply.text, &reply.stats, model, &sampling_json);
-                        summaries_table(&ctx.workspace).append(&[rec]).await?;
-                        rep.summarised += 1;
-                        rep.output_tokens += reply.stats.output_tokens;
-                        done += 1;
-                        progress(done, total);
-                        Ok(())
-                    },
-                )
-                .await?;
+            Backend::Pool(pool, _) => {
+                let report = self
+                    .run_pool(ctx, pool, &sampling_json, &mut rep, progress)
+                    .await?;
                 rep.pool = Some(report);
             }
         }
@@ -296,6 +199,89 @@ impl SummaryBatch {
             rep.per_minute = rep.summarised as f64 * 60.0 / rep.seconds;
         }
         Ok(rep)
+    }
+
+    /// The chunks on the local model, one after another.
+    async fn run_local(
+        &self,
+        ctx: &Context,
+        g: &Generator,
+        sha: &str,
+        sampling_json: &str,
+        rep: &mut SummaryReport,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<()> {
+        let total = self.todo.len();
+        for (i, c) in self.todo.iter().enumerate() {
+            let messages = vec![ChatMessage::user(summary_prompt(c))];
+            let prompt = g.chat_prompt(messages.clone())?;
+            let (text, stats) = g
+                .generate(
+                    messages,
+                    self.sampling.clone(),
+                    None,
+                    Arc::new(AtomicBool::new(false)),
+                    |_| {},
+                )
+                .with_context(|| format!("summarising chunk `{}`", c.id))?;
+            let model = Provenance {
+                model_file: g.info.file.clone(),
+                model_sha256: sha.to_string(),
+                endpoint: None,
+                served_model: None,
+            };
+            let rec = record(c, prompt, &text, &stats, model, sampling_json);
+            summaries_table(&ctx.workspace).append(&[rec]).await?;
+            rep.summarised += 1;
+            rep.output_tokens += stats.output_tokens;
+            progress(i + 1, total);
+        }
+        Ok(())
+    }
+
+    /// The chunks on the endpoint pool, several at once, each committed as it
+    /// completes.
+    async fn run_pool(
+        &self,
+        ctx: &Context,
+        pool: &Pool,
+        sampling_json: &str,
+        rep: &mut SummaryReport,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<PoolReport> {
+        let total = self.todo.len();
+        let jobs: Vec<Arc<Chunk>> = self.todo.iter().cloned().map(Arc::new).collect();
+        let sampling = self.sampling.clone();
+        let work = move |ep: Arc<Endpoint>, c: Arc<Chunk>| {
+            let sampling = sampling.clone();
+            async move {
+                let messages = vec![ChatMessage::user(summary_prompt(&c))];
+                let stop = AtomicBool::new(false);
+                let reply = ep
+                    .chat(&messages, &sampling, None, &stop, &mut |_| {})
+                    .await?;
+                let sent = ep.body(&messages, &sampling, None)["messages"].to_string();
+                Ok::<_, EndpointError>((reply, sent))
+            }
+        };
+        let mut done = 0usize;
+        run_on_pool(
+            pool,
+            jobs,
+            work,
+            async |c: Arc<Chunk>, out: (ChatReply, String), i| {
+                let (reply, sent) = out;
+                let model = Provenance::endpoint(&pool.endpoints[i].spec.url, reply.served_model);
+                let rec = record(&c, sent, &reply.text, &reply.stats, model, sampling_json);
+                summaries_table(&ctx.workspace).append(&[rec]).await?;
+                rep.summarised += 1;
+                rep.output_tokens += reply.stats.output_tokens;
+                done += 1;
+                progress(done, total);
+                Ok(())
+            },
+        )
+        .await
     }
 }
 

@@ -4,9 +4,9 @@
 
 mod stages;
 
+pub use crate::core::candidates::{CandidateRecord, CritiqueRecord, DecisionRecord};
 pub use stages::{
-    CANDIDATES, CRITIQUES, CandidateRecord, CandidateView, CritiqueBatch, CritiqueRecord,
-    DECISIONS, DecisionRecord, FilterReport, FilterSettings, GenerateBatch, GenerateRequest,
-    MIN_GENERATION_TOKENS, StageSummary, Verdict, all_candidates, all_critiques, current_decisions,
-    decide, filter_to_file, review,
+    CANDIDATES, CRITIQUES, CandidateView, CritiqueBatch, DECISIONS, FilterReport, FilterSettings,
+    GenerateBatch, GenerateRequest, MIN_GENERATION_TOKENS, StageSummary, Verdict, all_candidates,
+    all_critiques, current_decisions, decide, filter_to_file, review,
 };

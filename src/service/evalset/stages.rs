@@ -16,21 +16,22 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context as _, Result, bail};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use crate::core::candidates::{CandidateRecord, CritiqueRecord, DecisionRecord};
 use crate::core::chunk::Chunk;
 use crate::core::evalset::{
-    AXES, Decision, FilterInput, FilterOutcome, Kind, Limits, Scores, Task, Thresholds,
-    critique_grammar, critique_prompt, critique_schema, critique_tokens_needed, filter,
-    parse_candidate, parse_scores, task_prompt, tasks,
+    AXES, Decision, FilterInput, FilterOutcome, Kind, Limits, Task, Thresholds, critique_grammar,
+    critique_prompt, critique_schema, critique_tokens_needed, filter, parse_candidate,
+    parse_scores, task_prompt, tasks,
 };
 use crate::core::prompt::{ChatMessage, PromptText};
 use crate::core::question::Question;
 use crate::core::sampling::Sampling;
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint, EndpointError};
-use crate::infer::generate::{GenStats, Generator};
+use crate::infer::generate::GenStats;
 use crate::service::base::{
-    Context, ModelChoice, Pool, PoolReport, file_sha256, load_generator, now_rfc3339, run_on_pool,
+    Backend, Context, ModelChoice, PoolReport, Role, now_rfc3339, run_on_pool, split_done,
 };
 use crate::store::records::Table;
 
@@ -42,74 +43,6 @@ pub const DECISIONS: &str = "evalset_decisions.lance";
 /// answer inside the JSON object).
 pub const MIN_GENERATION_TOKENS: usize = 64;
 
-/// A candidate question, with the chunks it was written from and how.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CandidateRecord {
-    pub candidate_id: String,
-    /// `fact` (one chunk) or `reasoning` (two chunks of one document).
-    pub kind: String,
-    /// The target chunks: the one chunk, or both.
-    pub chunk_ids: Vec<String>,
-    pub doc_id: String,
-    pub topic: Option<String>,
-    pub question: String,
-    /// The reference answer the generator wrote with the question.
-    pub answer: String,
-    /// GGUF file, or the model an endpoint served.
-    pub model_file: String,
-    /// SHA-256 of the GGUF file (empty for an endpoint).
-    pub model_sha256: String,
-    pub endpoint: Option<String>,
-    /// The exact prompt: chat-templated text locally, the messages sent to an endpoint.
-    pub prompt: String,
-    pub raw_output: String,
-    pub sampling: String,
-    pub seed: u32,
-    pub output_tokens: u32,
-    pub total_ms: f64,
-    pub created_at: String,
-}
-
-/// Scores of one candidate by one critic, 1-5 on each axis of [`AXES`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CritiqueRecord {
-    pub candidate_id: String,
-    pub critic_model: String,
-    pub endpoint: Option<String>,
-    pub groundedness: u32,
-    pub answer_groundedness: u32,
-    pub feasibility: u32,
-    pub stand_alone: u32,
-    pub usefulness: u32,
-    pub tautology: u32,
-    pub prompt: String,
-    pub raw_output: String,
-    pub created_at: String,
-}
-
-impl CritiqueRecord {
-    pub fn scores(&self) -> Scores {
-        [
-            self.groundedness,
-            self.answer_groundedness,
-            self.feasibility,
-            self.stand_alone,
-            self.usefulness,
-            self.tautology,
-        ]
-        .map(|s| u8::try_from(s).unwrap_or(0))
-    }
-}
-
-/// An analyst's decision: `accept`, `reject` or `clear` (back to the scores).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DecisionRecord {
-    pub candidate_id: String,
-    pub decision: String,
-    pub reviewer: Option<String>,
-    pub created_at: String,
-}
-
 fn candidates(ctx: &Context) -> Table<'_> {
     Table::of::<CandidateRecord>(&ctx.workspace, CANDIDATES)
 }
@@ -120,48 +53,6 @@ fn critiques(ctx: &Context) -> Table<'_> {
 
 fn decisions(ctx: &Context) -> Table<'_> {
     Table::of::<DecisionRecord>(&ctx.workspace, DECISIONS)
-}
-
-/// Where a batch's model runs.
-enum Backend {
-    /// The local llama.cpp model and its file's SHA-256.
-    Local(Generator, String),
-    /// OpenAI-compatible endpoints, and the model they serve.
-    Pool(Pool, String),
-}
-
-impl Backend {
-    /// Endpoints when configured, unless a GGUF is named or `local`; `critic` picks the
-    /// judge's model file (`[models] judge`, else the generator).
-    async fn open(ctx: &Context, choice: &ModelChoice, local: bool, critic: bool) -> Result<Self> {
-        if let Some(chat) = ctx.chat_pool_config(choice, local, critic) {
-            let pool = Pool::from_config(&chat)?;
-            let name = pool.model_name().await?;
-            return Ok(Self::Pool(pool, name));
-        }
-        let cfg = if critic {
-            ctx.judge_config(choice)
-        } else {
-            ctx.gen_config(choice)
-        };
-        let g = load_generator(&cfg)?;
-        let sha = file_sha256(&cfg.model)?;
-        Ok(Self::Local(g, sha))
-    }
-
-    fn model_name(&self) -> String {
-        match self {
-            Self::Local(g, _) => g.info.file.clone(),
-            Self::Pool(_, name) => name.clone(),
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Self::Local(g, _) => g.info.file.clone(),
-            Self::Pool(p, name) => format!("{name} on endpoints {}", p.describe()),
-        }
-    }
 }
 
 /// One model call's output, wherever it ran.
@@ -306,13 +197,14 @@ impl GenerateBatch {
             .map(|c| c.candidate_id)
             .collect();
         let seed = req.sampling.seed;
-        let (finished, todo): (Vec<Task>, Vec<Task>) = order
-            .into_iter()
-            .partition(|t| done.contains(&t.candidate_id(seed)));
-        let backend = Backend::open(ctx, &req.generator, req.local, false).await?;
+        // The limit cut the task order above: a rerun with the same limit finishes.
+        let (already_done, todo) =
+            split_done(order, None, |t| done.contains(&t.candidate_id(seed)));
+        let role = Role::Generator { reuse_prefix: true };
+        let backend = Backend::open_named(ctx, &req.generator, req.local, role).await?;
         Ok(Self {
             todo,
-            already_done: finished.len(),
+            already_done,
             chunks: all.into_iter().map(|c| (c.id.clone(), c)).collect(),
             backend,
             limits: Limits::for_tokens(req.sampling.max_tokens),
@@ -469,7 +361,7 @@ impl CritiqueBatch {
         local: bool,
         limit: Option<usize>,
     ) -> Result<Self> {
-        let backend = Backend::open(ctx, critic, local, true).await?;
+        let backend = Backend::open_named(ctx, critic, local, Role::Critic).await?;
         let name = backend.model_name();
         let scored: HashSet<String> = all_critiques(ctx)
             .await?
@@ -481,17 +373,15 @@ impl CritiqueBatch {
         if all.is_empty() {
             bail!("no candidates yet: run `raglab evalset generate` first");
         }
-        let (done, open): (Vec<_>, Vec<_>) = all
-            .into_iter()
-            .partition(|c| scored.contains(&c.candidate_id));
+        let (already_done, todo) = split_done(all, limit, |c| scored.contains(&c.candidate_id));
         let texts = crate::service::corpus::chunks_or_empty(ctx)
             .await?
             .into_iter()
             .map(|c| (c.id, c.text))
             .collect();
         Ok(Self {
-            todo: open.into_iter().take(limit.unwrap_or(usize::MAX)).collect(),
-            already_done: done.len(),
+            todo,
+            already_done,
             texts,
             backend,
         })
@@ -705,16 +595,12 @@ pub struct Verdict {
     pub duplicate_of: Option<String>,
 }
 
-/// Filter the candidates and write the kept ones to `out` as a questions file
-/// `{id, text, relevant, answer, topic?, qtype}` (`qtype` is a descriptive field that
-/// question readers ignore), written to a temporary file and renamed.
-pub async fn filter_to_file(
-    ctx: &Context,
-    settings: FilterSettings,
-    critic: Option<&str>,
-    out: &Path,
-) -> Result<FilterReport> {
-    let (views, outcome) = review(ctx, settings, critic).await?;
+/// The kept candidates as a questions file (one JSON object a line, with its
+/// `qtype`), and how many of each kind were kept.
+fn kept_questions(
+    views: &[CandidateView],
+    outcome: &FilterOutcome,
+) -> Result<(String, BTreeMap<String, usize>)> {
     #[derive(Serialize)]
     struct Line<'a> {
         #[serde(flatten)]
@@ -739,6 +625,20 @@ pub async fn filter_to_file(
         text.push_str(&serde_json::to_string(&line)?);
         text.push('\n');
     }
+    Ok((text, kept_by_kind))
+}
+
+/// Filter the candidates and write the kept ones to `out` as a questions file
+/// `{id, text, relevant, answer, topic?, qtype}` (`qtype` is a descriptive field that
+/// question readers ignore), written to a temporary file and renamed.
+pub async fn filter_to_file(
+    ctx: &Context,
+    settings: FilterSettings,
+    critic: Option<&str>,
+    out: &Path,
+) -> Result<FilterReport> {
+    let (views, outcome) = review(ctx, settings, critic).await?;
+    let (text, kept_by_kind) = kept_questions(&views, &outcome)?;
     let tmp = out.with_extension("jsonl.tmp");
     std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, out).with_context(|| format!("cannot write {}", out.display()))?;

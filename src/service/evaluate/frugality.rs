@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, HashMap};
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::mcqa::McqaRecord;
 use crate::core::frugality::{Paired, Scores, Tally, Temperature, paired, score};
+use crate::core::mcqa::McqaRecord;
 use crate::service::answer::{AnswerRecord, JudgementRecord};
 
 /// Given temperatures (`None`: computed across the configurations).
@@ -159,6 +159,33 @@ pub struct Skipped {
 
 pub const FORMULA: &str = "A = sign(dA)(exp(|dA|/tA) - 1), C = exp(dC/tC) - 1, F = tanh(A - C); tA, tC: sample standard deviations (n - 1) of dA and dC across the compared configurations unless given";
 
+/// Run `run` paired with the baseline (its name, configuration and tallies), or why
+/// the two cannot be compared: another model, no retrieval, no judged question in
+/// common.
+fn pair_with_baseline(
+    run: &str,
+    answers: &[&AnswerRecord],
+    by_answer: &HashMap<&str, Vec<&JudgementRecord>>,
+    (base, base_conf, base_tally): (&str, &RunConfiguration, &BTreeMap<String, Tally>),
+) -> Result<(RunConfiguration, Paired), String> {
+    let c = configuration(run, answers)?;
+    if !c.same_model(base_conf) {
+        return Err(format!(
+            "run `{run}` was answered by {}, the baseline `{base}` by {}: frugality compares the same model with and without retrieval",
+            c.model_file, base_conf.model_file
+        ));
+    }
+    if c.no_retrieval {
+        return Err(format!("run `{run}` has no retrieval either"));
+    }
+    match paired(&answer_tallies(answers, by_answer), base_tally) {
+        Some(p) => Ok((c, p)),
+        None => Err(format!(
+            "run `{run}` and the baseline `{base}` share no judged question (run `raglab judge`)"
+        )),
+    }
+}
+
 /// Compare every run of `runs` (run -> its answers) with the baseline `base`; `only`
 /// names the one run the user asked for, which must be comparable.
 pub fn answer_frugality(
@@ -186,32 +213,14 @@ pub fn answer_frugality(
         if *run == base {
             continue;
         }
-        let named = only == Some(*run);
-        let reason = match configuration(run, answers) {
-            Err(e) => Some(e),
-            Ok(c) if !c.same_model(&base_conf) => Some(format!(
-                "run `{run}` was answered by {}, the baseline `{base}` by {}: frugality compares the same model with and without retrieval",
-                c.model_file, base_conf.model_file
-            )),
-            Ok(c) if c.no_retrieval => Some(format!("run `{run}` has no retrieval either")),
-            Ok(c) => match paired(&answer_tallies(answers, by_answer), &base_tally) {
-                Some(p) => {
-                    compared.push(((*run).to_string(), c, p));
-                    None
-                }
-                None => Some(format!(
-                    "run `{run}` and the baseline `{base}` share no judged question (run `raglab judge`)"
-                )),
-            },
-        };
-        if let Some(reason) = reason {
-            if named {
-                bail!("{reason}");
-            }
-            skipped.push(Skipped {
+        let baseline = (base, &base_conf, &base_tally);
+        match pair_with_baseline(run, answers, by_answer, baseline) {
+            Ok((c, p)) => compared.push(((*run).to_string(), c, p)),
+            Err(reason) if only == Some(*run) => bail!("{reason}"),
+            Err(reason) => skipped.push(Skipped {
                 run: (*run).to_string(),
                 reason,
-            });
+            }),
         }
     }
     if compared.is_empty() {

@@ -9,10 +9,10 @@ use std::collections::HashMap;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::mcqa::McqaRecord;
 use super::report::{RANK_BUCKETS, pass_counts};
 use super::retrieval::RetrievalReport;
 use super::saved::{LAST_MCQA, LAST_RETRIEVAL, Saved, load, save};
+use crate::core::mcqa::McqaRecord;
 use crate::core::mcqa::Report;
 use crate::service::answer::{AnswerRecord, JudgementRecord, answers, judgements};
 use crate::service::base::{Context, dataset_stamp};

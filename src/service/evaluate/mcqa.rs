@@ -10,9 +10,9 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use crate::core::mcqa::{self, Outcome, grammar, letter, parse_choice, render_options};
+use crate::core::mcqa::{self, McqaRecord, Outcome, grammar, letter, parse_choice, render_options};
 use crate::core::prompt::{
     ChatMessage, ContextChunk, MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, PromptText, Slot,
     assemble, estimate_tokens, fill,
@@ -21,7 +21,7 @@ use crate::core::retrieval::Method;
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
 use crate::infer::generate::{Generator, Sampling};
 use crate::service::base::{
-    Context, DESCRIPTIVE_FIELDS, ModelChoice, Pool, file_sha256, now_rfc3339, parse_record,
+    Backend, Context, DESCRIPTIVE_FIELDS, ModelChoice, Pool, Role, now_rfc3339, parse_record,
     read_text, run_on_pool,
 };
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
@@ -120,45 +120,6 @@ pub fn read_mcq_questions(path: &std::path::Path) -> Result<Vec<McqQuestion>> {
         bail!("{}: no questions", path.display());
     }
     Ok(out)
-}
-
-/// One graded multiple-choice answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct McqaRecord {
-    pub run: String,
-    pub question_id: String,
-    pub k: u32,
-    pub topic: String,
-    pub method: String,
-    pub alpha: f64,
-    pub embed_model: Option<String>,
-    pub options: Vec<String>,
-    /// Letter of the correct option.
-    pub answer: String,
-    /// Letter chosen (None: the output named no option).
-    pub predicted: Option<String>,
-    pub correct: bool,
-    pub raw_output: String,
-    pub target_ids: Vec<String>,
-    pub chunk_ids: Vec<String>,
-    /// Fused rank of the first target chunk in the prompt (None: not in it).
-    pub target_rank: Option<u32>,
-    /// Rank of the first target in the whole fused list (None: not in the top depth).
-    pub target_list_rank: Option<u32>,
-    pub prompt: String,
-    pub prompt_tokens: u32,
-    pub retrieval_ms: f64,
-    pub total_ms: f64,
-    pub model_file: String,
-    pub model_sha256: String,
-    pub created_at: String,
-    /// Base URL of the OpenAI-compatible endpoint that answered (None: the local model
-    /// of `model_file`). Added later: nullable and last, so older runs load.
-    #[serde(default)]
-    pub endpoint: Option<String>,
-    /// The model the endpoint said it served (the response's `model` field).
-    #[serde(default)]
-    pub served_model: Option<String>,
 }
 
 pub fn mcqa_table(ws: &Workspace) -> Table<'_> {
@@ -475,6 +436,42 @@ pub async fn run_records(
     Ok(records)
 }
 
+/// The retriever of a run with any k > 0 (None: only the no-retrieval baseline),
+/// warning through `notice` about questions whose targets are not in the workspace.
+async fn open_retriever(
+    ctx: &Context,
+    args: &McqaRequest,
+    questions: &[McqQuestion],
+    ks: &[usize],
+    notice: &dyn Fn(String),
+) -> Result<Option<Retriever>> {
+    if ks.iter().all(|&k| k == 0) {
+        return Ok(None);
+    }
+    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&args.embed)?)).await?;
+    r.ensure_fresh()?;
+    let missing = questions
+        .iter()
+        .filter(|q| !q.relevant.is_empty() && q.relevant.iter().all(|t| r.chunk(t).is_none()))
+        .count();
+    if missing > 0 {
+        // A common cause: JSONL records chunked by headers get ids `ID#top`.
+        let docs: HashSet<&str> = r.chunks.iter().map(|c| c.doc_id.as_str()).collect();
+        let doc_ids = questions
+            .iter()
+            .any(|q| q.relevant.iter().any(|t| docs.contains(t.as_str())));
+        notice(format!(
+            "warning: {missing} question(s) name target chunks that are not in this workspace; they count as \"target not retrieved\"{}",
+            if doc_ids {
+                " (their targets are document ids: ingest with `--chunker none` to keep one chunk per record, named by its id)"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(Some(r))
+}
+
 /// Answer every (question, k) the run lacks, committing per question.
 /// `notice` receives lines for the user (what will run, warnings); `progress` gets
 /// (questions done, questions, correct answers, answers).
@@ -514,54 +511,13 @@ pub async fn answer_questions(
         notice(format!("run `{}`: nothing left to answer", args.run));
         return Ok(());
     }
-    let backend = if let Some(chat) = ctx.chat_pool_config(&args.model, args.local, false) {
-        let pool = Pool::from_config(&chat)?;
-        let name = pool.model_name().await?;
-        McqaBackend::Pool(pool, name)
-    } else {
-        let mut gcfg = ctx.gen_config(&args.model);
-        gcfg.reuse_prefix = args.reuse_prefix;
-        let generator = Generator::spawn(&gcfg)?;
-        if !generator.info.has_chat_template {
-            bail!(
-                "{} has no chat template; choose an instruction-tuned GGUF",
-                gcfg.model.display()
-            );
-        }
-        let sha = file_sha256(&gcfg.model)?;
-        McqaBackend::Local(generator, sha)
+    let role = Role::Generator {
+        reuse_prefix: args.reuse_prefix,
     };
-    let model_name = match &backend {
-        McqaBackend::Local(g, _) => g.info.file.clone(),
-        McqaBackend::Pool(_, name) => name.clone(),
-    };
+    let backend = Backend::open_named(ctx, &args.model, args.local, role).await?;
+    let model_name = backend.model_name();
     check_run_is_consistent(&stored, args, &model_name)?;
-    let retriever = if ks.iter().any(|&k| k > 0) {
-        let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&args.embed)?)).await?;
-        r.ensure_fresh()?;
-        let missing = questions
-            .iter()
-            .filter(|q| !q.relevant.is_empty() && q.relevant.iter().all(|t| r.chunk(t).is_none()))
-            .count();
-        if missing > 0 {
-            // A common cause: JSONL records chunked by headers get ids `ID#top`.
-            let docs: HashSet<&str> = r.chunks.iter().map(|c| c.doc_id.as_str()).collect();
-            let doc_ids = questions
-                .iter()
-                .any(|q| q.relevant.iter().any(|t| docs.contains(t.as_str())));
-            notice(format!(
-                "warning: {missing} question(s) name target chunks that are not in this workspace; they count as \"target not retrieved\"{}",
-                if doc_ids {
-                    " (their targets are document ids: ingest with `--chunker none` to keep one chunk per record, named by its id)"
-                } else {
-                    ""
-                }
-            ));
-        }
-        Some(r)
-    } else {
-        None
-    };
+    let retriever = open_retriever(ctx, args, questions, ks, notice).await?;
     let runner = McqaRunner {
         run: args.run.clone(),
         retriever: retriever.as_ref(),
@@ -575,13 +531,10 @@ pub async fn answer_questions(
         args.run,
         todo.len(),
         ks,
-        match &backend {
-            McqaBackend::Local(..) => model_name.clone(),
-            McqaBackend::Pool(pool, _) => format!("{model_name} on endpoints {}", pool.describe()),
-        }
+        backend.describe()
     ));
     match &backend {
-        McqaBackend::Local(generator, sha) => {
+        Backend::Local(generator, sha) => {
             let total = todo.len();
             let (mut n, mut correct) = (0usize, 0usize);
             for (i, (q, skip)) in todo.into_iter().enumerate() {
@@ -593,19 +546,11 @@ pub async fn answer_questions(
                 progress(i + 1, total, correct, n);
             }
         }
-        McqaBackend::Pool(pool, name) => {
-            answer_on_pool(ctx, &runner, pool, name, &todo, ks, progress).await?;
+        Backend::Pool(pool, _) => {
+            answer_on_pool(ctx, &runner, pool, &model_name, &todo, ks, progress).await?;
         }
     }
     Ok(())
-}
-
-/// Where an MCQA run's answers come from.
-enum McqaBackend {
-    /// The local llama.cpp model and its file's SHA-256.
-    Local(Generator, String),
-    /// The `[[endpoints]]` pool and the name of the model it serves.
-    Pool(Pool, String),
 }
 
 /// Answer every (question, k) prompt on the endpoint pool, several at once, each reply

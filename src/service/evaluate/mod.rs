@@ -14,6 +14,7 @@ mod retrieval;
 mod saved;
 mod variants;
 
+pub use crate::core::mcqa::McqaRecord;
 pub use bench::{GenBench, bench_generate, bench_retrieval};
 pub use frugality::{
     ANSWER_ACCURACY, AnswerFrugality, COST, ComparedK, ComparedRun, FORMULA, MCQA_ACCURACY,
@@ -25,9 +26,9 @@ pub use last::{
     judge_pass_rates, last_mcqa, last_retrieval, overview, save_mcqa,
 };
 pub use mcqa::{
-    MCQA, McqInput, McqQuestion, McqaPrompt, McqaRecord, McqaReply, McqaRequest, McqaRunner,
-    NO_TOPIC, OptionsInput, answer_locally, answer_questions, mcqa_table, outcomes,
-    read_mcq_questions, run_records, user_prompt,
+    MCQA, McqInput, McqQuestion, McqaPrompt, McqaReply, McqaRequest, McqaRunner, NO_TOPIC,
+    OptionsInput, answer_locally, answer_questions, mcqa_table, outcomes, read_mcq_questions,
+    run_records, user_prompt,
 };
 pub use models::{BestConfig, ModelsReport, best_configs, evaluate_models};
 pub use report::{

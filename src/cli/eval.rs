@@ -346,9 +346,30 @@ async fn several_variants(
     Ok(())
 }
 
+/// The report as text: the metrics table, the alpha sweep, the breakdowns, the
+/// failed queries and the files written.
 fn render(rep: &RetrievalReport) {
+    render_metrics(rep);
+    render_sweep(rep);
+    print_breakdowns("\nby topic", rep, |r| &r.by_topic, false);
+    print_breakdowns(
+        "\nby target length in words",
+        rep,
+        |r| &r.by_target_length,
+        true,
+    );
+    render_failures(rep);
+    if let Some(p) = &rep.per_query_file {
+        say!("per-query target ranks: {}", p.display());
+    }
+    for r in rep.results.iter().filter_map(|r| r.run_file.as_ref()) {
+        say!("run file: {}", r.display());
+    }
+}
+
+/// What was evaluated and each configuration's mean metrics.
+fn render_metrics(rep: &RetrievalReport) {
     let head = &rep.breakdown_method;
-    let fail_k = rep.failure_cutoff;
     let ks: Vec<String> = rep.results.first().map_or_else(Vec::new, |r| {
         r.at_k_columns().into_iter().map(|(name, _)| name).collect()
     });
@@ -398,14 +419,12 @@ fn render(rep: &RetrievalReport) {
             res.metrics.queries
         );
     }
-    render_sweep(rep);
-    print_breakdowns("\nby topic", rep, |r| &r.by_topic, false);
-    print_breakdowns(
-        "\nby target length in words",
-        rep,
-        |r| &r.by_target_length,
-        true,
-    );
+}
+
+/// Each configuration's failed queries, and the headline configuration's first ones.
+fn render_failures(rep: &RetrievalReport) {
+    let head = &rep.breakdown_method;
+    let fail_k = rep.failure_cutoff;
     let fails: Vec<String> = rep
         .results
         .iter()
@@ -432,12 +451,6 @@ fn render(rep: &RetrievalReport) {
     }
     if rep.failed.len() > 20 {
         say!("  ... {} more", rep.failed.len() - 20);
-    }
-    if let Some(p) = &rep.per_query_file {
-        say!("per-query target ranks: {}", p.display());
-    }
-    for r in rep.results.iter().filter_map(|r| r.run_file.as_ref()) {
-        say!("run file: {}", r.display());
     }
 }
 

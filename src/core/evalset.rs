@@ -568,31 +568,7 @@ pub fn filter(
         ..FilterOutcome::default()
     };
     for (i, c) in cands.iter().enumerate() {
-        let verdict = match (c.decision, c.scores) {
-            (Some(Decision::Reject), _) => Some(Dropped::RejectedByHand),
-            (Some(Decision::Accept), _) => None,
-            (None, None) => Some(Dropped::NotCritiqued),
-            (None, Some(s)) => {
-                let low: Vec<String> = AXES
-                    .iter()
-                    .zip(s.iter().zip(thresholds.0))
-                    .filter(|(_, (score, min))| **score < *min)
-                    .map(|((k, _), _)| (*k).to_string())
-                    .collect();
-                for a in &low {
-                    *out.below_by_axis.entry(a.clone()).or_default() += 1;
-                }
-                if let Some(p) = refers_to_document(c.question) {
-                    Some(Dropped::RefersToDocument {
-                        phrase: p.to_string(),
-                    })
-                } else if low.is_empty() {
-                    None
-                } else {
-                    Some(Dropped::BelowThreshold { axes: low })
-                }
-            }
-        };
+        out.verdicts[i] = verdict_of(c, thresholds, &mut out.below_by_axis);
         if c.decision == Some(Decision::Accept)
             && c.scores.is_none_or(|s| {
                 refers_to_document(c.question).is_some()
@@ -601,9 +577,53 @@ pub fn filter(
         {
             out.accepted_by_hand += 1;
         }
-        out.verdicts[i] = verdict;
     }
-    // Survivors, accepted ones first, each group in input order.
+    drop_duplicates(cands, &mut out, within, across);
+    for v in out.verdicts.iter().flatten() {
+        *out.dropped.entry(v.key().to_string()).or_default() += 1;
+    }
+    out
+}
+
+/// One candidate's verdict before deduplication: an analyst's decision wins, else it
+/// needs a critique, no document reference and every axis at its threshold (the
+/// axes below are counted in `below_by_axis`).
+fn verdict_of(
+    c: &FilterInput<'_>,
+    thresholds: Thresholds,
+    below_by_axis: &mut BTreeMap<String, usize>,
+) -> Option<Dropped> {
+    match (c.decision, c.scores) {
+        (Some(Decision::Reject), _) => Some(Dropped::RejectedByHand),
+        (Some(Decision::Accept), _) => None,
+        (None, None) => Some(Dropped::NotCritiqued),
+        (None, Some(s)) => {
+            let low: Vec<String> = AXES
+                .iter()
+                .zip(s.iter().zip(thresholds.0))
+                .filter(|(_, (score, min))| **score < *min)
+                .map(|((k, _), _)| (*k).to_string())
+                .collect();
+            for a in &low {
+                *below_by_axis.entry(a.clone()).or_default() += 1;
+            }
+            if let Some(p) = refers_to_document(c.question) {
+                Some(Dropped::RefersToDocument {
+                    phrase: p.to_string(),
+                })
+            } else if low.is_empty() {
+                None
+            } else {
+                Some(Dropped::BelowThreshold { axes: low })
+            }
+        }
+    }
+}
+
+/// Drop the near-duplicates among the survivors: within each source at `within`,
+/// then across the set at `across`, accepted candidates first and each group in
+/// input order.
+fn drop_duplicates(cands: &[FilterInput<'_>], out: &mut FilterOutcome, within: f64, across: f64) {
     let mut order: Vec<usize> = out.kept().collect();
     order.sort_by_key(|&i| (cands[i].decision != Some(Decision::Accept), i));
     let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -634,10 +654,6 @@ pub fn filter(
             });
         }
     }
-    for v in out.verdicts.iter().flatten() {
-        *out.dropped.entry(v.key().to_string()).or_default() += 1;
-    }
-    out
 }
 
 #[cfg(test)]

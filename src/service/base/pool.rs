@@ -155,6 +155,46 @@ fn backoff(failures: u32) -> Duration {
     doubled.min(BACKOFF_MAX)
 }
 
+/// The free endpoint with the lowest load relative to its capacity (None: every
+/// endpoint is busy or resting).
+fn least_loaded(pool: &Pool, state: &[State]) -> Option<usize> {
+    let load = |i: usize| state[i].in_flight as f64 / pool.endpoints[i].spec.max_concurrent as f64;
+    (0..pool.endpoints.len())
+        .filter(|&i| {
+            state[i].resting_until.is_none()
+                && state[i].in_flight < pool.endpoints[i].spec.max_concurrent
+        })
+        .min_by(|&a, &b| load(a).total_cmp(&load(b)))
+}
+
+/// Count a retryable failure on endpoint `i`: the endpoint rests for its backoff and
+/// the job's attempts grow. Returns the job's attempts, or the error that ends the
+/// run (the job failed [`MAX_ATTEMPTS`] times, or every endpoint did in a row).
+fn count_failure(
+    state: &mut [State],
+    i: usize,
+    report: &mut PoolReport,
+    e: &EndpointError,
+    attempts: usize,
+) -> Result<usize> {
+    let s = &mut state[i];
+    s.failures += 1;
+    let rest = backoff(s.failures);
+    s.resting_until = Some(Instant::now() + rest);
+    report.retries += 1;
+    // A refused connection never reached a server: it says nothing about the
+    // request, only about the endpoint (which rests).
+    let attempts = attempts + usize::from(!matches!(e, EndpointError::Connect { .. }));
+    if attempts >= MAX_ATTEMPTS {
+        bail!("{e} (gave up on a request after {MAX_ATTEMPTS} failed attempts)");
+    }
+    if state.iter().all(|s| s.failures >= MAX_ATTEMPTS as u32) {
+        bail!("every endpoint failed {MAX_ATTEMPTS} times in a row; the last error: {e}");
+    }
+    tracing::warn!("{e}; trying again; the endpoint rests {rest:?}");
+    Ok(attempts)
+}
+
 /// Run every job on the pool. `work` sends one job to one endpoint; `done` gets each
 /// result with the index of the endpoint that produced it, one at a time, and should
 /// commit it before it returns (an error from `done` ends the run).
@@ -189,18 +229,9 @@ where
         }
         // Fill free slots, least loaded endpoint first (relative to its capacity).
         while !queue.is_empty() {
-            let pick = (0..n)
-                .filter(|&i| {
-                    state[i].resting_until.is_none()
-                        && state[i].in_flight < pool.endpoints[i].spec.max_concurrent
-                })
-                .min_by(|&a, &b| {
-                    let load = |i: usize| {
-                        state[i].in_flight as f64 / pool.endpoints[i].spec.max_concurrent as f64
-                    };
-                    load(a).total_cmp(&load(b))
-                });
-            let Some(i) = pick else { break };
+            let Some(i) = least_loaded(pool, &state) else {
+                break;
+            };
             let Some((job, attempts)) = queue.pop_front() else {
                 break;
             };
@@ -239,22 +270,7 @@ where
                 ready = Some((job, r, i));
             }
             Err(e) if e.retryable() => {
-                s.failures += 1;
-                let rest = backoff(s.failures);
-                s.resting_until = Some(Instant::now() + rest);
-                report.retries += 1;
-                // A refused connection never reached a server: it says nothing about
-                // the request, only about the endpoint (which rests).
-                let attempts = attempts + usize::from(!matches!(e, EndpointError::Connect { .. }));
-                if attempts >= MAX_ATTEMPTS {
-                    bail!("{e} (gave up on a request after {MAX_ATTEMPTS} failed attempts)");
-                }
-                if state.iter().all(|s| s.failures >= MAX_ATTEMPTS as u32) {
-                    bail!(
-                        "every endpoint failed {MAX_ATTEMPTS} times in a row; the last error: {e}"
-                    );
-                }
-                tracing::warn!("{e}; trying again; the endpoint rests {rest:?}");
+                let attempts = count_failure(&mut state, i, &mut report, &e, attempts)?;
                 queue.push_front((job, attempts));
             }
             Err(e) => return Err(e.into()),

@@ -5,9 +5,10 @@
 //! - [`tui`] and [`cli`]: two thin sibling fronts. Each parses input, calls one
 //!   [`service`] function and renders what it returns; neither imports the other, nor
 //!   `store` or `infer`. `main.rs` picks the front.
-//! - [`service`]: every use case once (ingest, index, search, evaluation, generation,
-//!   judging, reports, MCQA, annotation, agreement, benchmarks), over a
-//!   [`service::Context`] that resolves paths, config and models in one place.
+//! - [`service`]: every use case once, one folder each (corpus, retrieval, answer,
+//!   evaluate, evalset, study), over a shared base whose [`service::Context`]
+//!   resolves paths, config and models in one place. A folder imports only the
+//!   folders below it (a unit test reads the imports and holds them to that order).
 //! - [`store`]: lance datasets and the tantivy index, persisting core types.
 //! - [`infer`]: llama.cpp (embedder, streaming generator, grammar-bound judge).
 //! - [`core`]: the domain, pure and synchronous (questions, chunking, fusion, metrics,

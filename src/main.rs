@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Parser;
 
 use raglab::cli::Cli;
-use raglab::service::context::{Context, init_logging, runtime};
+use raglab::service::base::{Context, init_logging, runtime};
 
 fn main() -> std::process::ExitCode {
     // `raglab corpus list | head` closes stdout early: end quietly as other Unix tools

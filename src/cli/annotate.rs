@@ -11,9 +11,8 @@ use crate::core::agreement::{AgreementReport, Bootstrap};
 use crate::core::rng::Rng;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
-use crate::service::agreement_report;
-use crate::service::annotation::{Label, PAPER_REFERENCE};
 use crate::service::study::{self, ItemSource, LabelVersion, RaterPair, Viewer};
+use crate::service::study::{Label, PAPER_REFERENCE};
 
 /// File formats of `raglab labels export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -188,7 +187,7 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
                 ExportFormat::Parquet => bail!("--final writes jsonl or csv"),
             };
             match out {
-                Some(p) => study::write_whole(&p, bytes.as_bytes())?,
+                Some(p) => crate::service::base::write_whole(&p, bytes.as_bytes())?,
                 None => say_part!("{bytes}"),
             }
             if unresolved > 0 {
@@ -215,7 +214,7 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
             };
             let bytes = study::export_labels(ctx, format, &dest).await?;
             match out {
-                Some(p) => study::write_whole(&p, &bytes)?,
+                Some(p) => crate::service::base::write_whole(&p, &bytes)?,
                 None => {
                     use std::io::Write as _;
                     let mut stdout = std::io::stdout().lock();
@@ -286,7 +285,7 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
     Ok(())
 }
 
-use agreement_report::fmt_est;
+use study::fmt_est;
 
 /// `raglab agree` for `viewer`: a reviewer (`--reviewer NAME`) sees statistics over
 /// the items revealed to them only; without one, or with `--role lead`, everything.
@@ -310,10 +309,10 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
     };
     let a = study::agreement_with(ctx, &rubric, req).await?;
     if let Some(p) = &args.csv {
-        study::write_whole(p, agreement_report::to_csv(&a).as_bytes())?;
+        crate::service::base::write_whole(p, study::to_csv(&a).as_bytes())?;
     }
     if let Some(p) = &args.markdown {
-        study::write_whole(p, agreement_report::to_markdown(&a).as_bytes())?;
+        crate::service::base::write_whole(p, study::to_markdown(&a).as_bytes())?;
     }
     let (r1, r2) = &a.reviewers;
     if args.json {
@@ -337,11 +336,11 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
             "{:<20} | vs {}: {} {} | vs {}: {} {} | {} items",
             clean(name),
             clean(r1),
-            agreement_report::fmt_est(&n.vs_first),
-            agreement_report::noise_verdict(&n.vs_first),
+            study::fmt_est(&n.vs_first),
+            study::noise_verdict(&n.vs_first),
             clean(r2),
-            agreement_report::fmt_est(&n.vs_second),
-            agreement_report::noise_verdict(&n.vs_second),
+            study::fmt_est(&n.vs_second),
+            study::noise_verdict(&n.vs_second),
             n.items
         );
     }
@@ -351,8 +350,8 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
                 say!(
                     "judge vs final {:<20} kappa {} macro-F1 {}",
                     clean(name),
-                    agreement_report::fmt_est(&r.kappa),
-                    agreement_report::fmt_est(&r.macro_f1)
+                    study::fmt_est(&r.kappa),
+                    study::fmt_est(&r.macro_f1)
                 );
             }
         }
@@ -377,7 +376,7 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
 }
 
 pub fn render_table(
-    table: &[crate::service::annotation::AgreementRow],
+    table: &[crate::service::study::AgreementRow],
     r1: &str,
     r2: &str,
     boot: Bootstrap,

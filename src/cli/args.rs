@@ -145,8 +145,8 @@ impl SamplingArgs {
     }
 }
 
-/// The frugality temperatures (SPEC §7): computed as the sample standard deviations of
-/// dA and dC across the compared configurations unless given here.
+/// The frugality temperatures: the sample standard deviations (n - 1) of dA and dC
+/// across the compared configurations unless given here.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct TemperatureArgs {
     /// Accuracy temperature tA (default: the sample standard deviation of dA across
@@ -160,8 +160,8 @@ pub struct TemperatureArgs {
 }
 
 impl TemperatureArgs {
-    pub fn get(&self) -> crate::service::frugality::Temperatures {
-        crate::service::frugality::Temperatures {
+    pub fn get(&self) -> crate::service::evaluate::Temperatures {
+        crate::service::evaluate::Temperatures {
             accuracy: self.temp_accuracy,
             cost_s: self.temp_cost,
         }

@@ -7,8 +7,8 @@ use clap::Args;
 
 use super::print_json;
 use crate::service::Context;
-use crate::service::bench::{GenBench, bench_generate, bench_retrieval};
-use crate::service::context::ModelChoice;
+use crate::service::base::ModelChoice;
+use crate::service::evaluate::{GenBench, bench_generate, bench_retrieval};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {

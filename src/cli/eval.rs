@@ -12,10 +12,10 @@ use crate::core::retrieval::Breakdown;
 use crate::core::retrieval::{Method, Sparse};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
-use crate::service::evaluation::{
+use crate::service::evaluate::evaluate_models;
+use crate::service::evaluate::{
     DEFAULT_BATCH, RetrievalEval, RetrievalReport, abstention_sweep, evaluate_retrieval, rank_shard,
 };
-use crate::service::models_eval::evaluate_models;
 use crate::service::retrieval::DEFAULT_DEPTH;
 
 #[derive(Debug, Subcommand)]
@@ -291,7 +291,7 @@ async fn several_variants(
     variants: &[crate::core::variant::Variant],
     json: bool,
 ) -> Result<()> {
-    use crate::service::variants_eval::{VariantBest, evaluate_variants};
+    use crate::service::evaluate::{VariantBest, evaluate_variants};
     let bar = progress_bar("embedding queries");
     let rep = evaluate_variants(ctx, req, models, variants, &on_progress(&bar)).await;
     bar.finish_and_clear();
@@ -346,9 +346,30 @@ async fn several_variants(
     Ok(())
 }
 
+/// The report as text: the metrics table, the alpha sweep, the breakdowns, the
+/// failed queries and the files written.
 fn render(rep: &RetrievalReport) {
+    render_metrics(rep);
+    render_sweep(rep);
+    print_breakdowns("\nby topic", rep, |r| &r.by_topic, false);
+    print_breakdowns(
+        "\nby target length in words",
+        rep,
+        |r| &r.by_target_length,
+        true,
+    );
+    render_failures(rep);
+    if let Some(p) = &rep.per_query_file {
+        say!("per-query target ranks: {}", p.display());
+    }
+    for r in rep.results.iter().filter_map(|r| r.run_file.as_ref()) {
+        say!("run file: {}", r.display());
+    }
+}
+
+/// What was evaluated and each configuration's mean metrics.
+fn render_metrics(rep: &RetrievalReport) {
     let head = &rep.breakdown_method;
-    let fail_k = rep.failure_cutoff;
     let ks: Vec<String> = rep.results.first().map_or_else(Vec::new, |r| {
         r.at_k_columns().into_iter().map(|(name, _)| name).collect()
     });
@@ -398,14 +419,12 @@ fn render(rep: &RetrievalReport) {
             res.metrics.queries
         );
     }
-    render_sweep(rep);
-    print_breakdowns("\nby topic", rep, |r| &r.by_topic, false);
-    print_breakdowns(
-        "\nby target length in words",
-        rep,
-        |r| &r.by_target_length,
-        true,
-    );
+}
+
+/// Each configuration's failed queries, and the headline configuration's first ones.
+fn render_failures(rep: &RetrievalReport) {
+    let head = &rep.breakdown_method;
+    let fail_k = rep.failure_cutoff;
     let fails: Vec<String> = rep
         .results
         .iter()
@@ -433,16 +452,10 @@ fn render(rep: &RetrievalReport) {
     if rep.failed.len() > 20 {
         say!("  ... {} more", rep.failed.len() - 20);
     }
-    if let Some(p) = &rep.per_query_file {
-        say!("per-query target ranks: {}", p.display());
-    }
-    for r in rep.results.iter().filter_map(|r| r.run_file.as_ref()) {
-        say!("run file: {}", r.display());
-    }
 }
 
 /// The alpha sweep of each fused method and sparse side, and its best alphas.
-fn render_sweep(rep: &crate::service::evaluation::RetrievalReport) {
+fn render_sweep(rep: &crate::service::evaluate::RetrievalReport) {
     if rep.alpha_sweep.is_empty() {
         return;
     }
@@ -490,7 +503,7 @@ fn render_sweep(rep: &crate::service::evaluation::RetrievalReport) {
 fn print_breakdowns(
     title: &str,
     rep: &RetrievalReport,
-    of: impl Fn(&crate::service::evaluation::MethodResult) -> &Breakdown,
+    of: impl Fn(&crate::service::evaluate::MethodResult) -> &Breakdown,
     by_bound: bool,
 ) {
     let width = 28;

@@ -1,5 +1,5 @@
 //! `raglab evalset generate | critique | filter | list | decide`: building an evaluation
-//! set from the corpus (SPEC §8). Generation and critique resume where they stopped;
+//! set from the corpus. Generation and critique resume where they stopped;
 //! progress goes to stderr, one line per stored record.
 
 use std::path::PathBuf;
@@ -94,7 +94,7 @@ pub struct FilterArgs {
     pub min_stand_alone: u8,
     #[arg(long, default_value_t = 3)]
     pub min_usefulness: u8,
-    /// The seed tracks tautology but does not filter on it (0).
+    /// Tautology is scored and shown but not filtered on by default (0).
     #[arg(long, default_value_t = 0)]
     pub min_tautology: u8,
     /// TF-IDF cosine at which a question of the same chunks is a near-duplicate.

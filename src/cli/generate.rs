@@ -8,10 +8,10 @@ use clap::Args;
 
 use super::args::{GeneratorArgs, PromptArgs, SamplingArgs, ShardArg, TemperatureArgs};
 use super::{print_json, progress_bar};
-use crate::service::answering::{AnswerBatch, BatchRequest, JudgeBatch};
-use crate::service::generation::RunConfig;
-use crate::service::jsonl::read_questions;
-use crate::service::report::{answer_report, list_answers};
+use crate::service::answer::RunConfig;
+use crate::service::answer::{AnswerBatch, BatchRequest, JudgeBatch};
+use crate::service::base::read_questions;
+use crate::service::evaluate::{answer_report, list_answers};
 use crate::service::{Context, ModelChoice};
 
 #[derive(Debug, Args)]
@@ -190,7 +190,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub run: Option<String>,
     /// No-retrieval run: score the frugality of every other run of the same model
-    /// against it (SPEC §7), over the questions both answered and the judge labelled.
+    /// against it, over the questions both answered and the judge labelled.
     #[arg(long)]
     pub baseline: Option<String>,
     #[command(flatten)]

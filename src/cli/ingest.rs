@@ -9,7 +9,7 @@ use super::{on_progress, progress_bar};
 use crate::core::chunk::Chunker;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
-use crate::service::ingest::{IngestRequest, ingest};
+use crate::service::corpus::{IngestRequest, ingest};
 use crate::service::retrieval::IndexRequest;
 
 #[derive(Debug, Args)]

@@ -14,8 +14,10 @@ use super::{print_json, progress_bar};
 use crate::core::mcqa::{Accuracy, Report, report};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
-use crate::service::frugality::{McqaFrugality, mcqa_frugality};
-use crate::service::mcqa::{McqaRequest, answer_questions, read_questions, run_records};
+use crate::service::evaluate::{
+    McqQuestion, McqaRequest, answer_questions, read_mcq_questions, run_records,
+};
+use crate::service::evaluate::{McqaFrugality, mcqa_frugality};
 
 #[derive(Debug, Args)]
 pub struct McqaArgs {
@@ -69,43 +71,12 @@ struct JsonReport<'a> {
 }
 
 pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
-    let questions = read_questions(&args.questions)?;
+    let questions = read_mcq_questions(&args.questions)?;
     let mut ks = args.ks.clone();
     ks.sort_unstable();
     ks.dedup();
     if !args.report_only {
-        if args.prompt.ranking.ann {
-            bail!("--ann is not supported by eval mcqa: it retrieves with the exact dense scan");
-        }
-        let req = McqaRequest {
-            run: args.run.clone(),
-            method: args.prompt.method.get(ctx),
-            sparse: args.prompt.sparse,
-            alpha: args.prompt.ranking.alpha(ctx),
-            context_budget: args.prompt.context_budget,
-            limit: args.limit,
-            model: args.generator.choice(),
-            embed: args.prompt.ranking.embed(Some(1)),
-            reuse_prefix: !args.generator.no_prefix_reuse,
-            local: args.local,
-        };
-        let bar = progress_bar("answering");
-        let mine = args.shard.select(questions.clone(), |q| q.id.as_str());
-        let done = answer_questions(
-            ctx,
-            &req,
-            &mine,
-            &ks,
-            &|line| bar.suspend(|| tell!("{}", clean(&line))),
-            &|i, total, correct, n| {
-                bar.set_length(total as u64);
-                bar.set_position(i as u64);
-                bar.set_message(format!("{correct}/{n} correct"));
-            },
-        )
-        .await;
-        bar.finish_and_clear();
-        done?;
+        answer(ctx, &args, &questions, &ks).await?;
     }
     let records = run_records(ctx, &args.run, &questions).await?;
     if args.list {
@@ -115,7 +86,7 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
     let rep = if records.is_empty() {
         report(&[])
     } else {
-        crate::service::last_eval::save_mcqa(ctx, &args.run, &records)?.report
+        crate::service::evaluate::save_mcqa(ctx, &args.run, &records)?.report
     };
     let frugality = mcqa_frugality(&records, args.temperatures.get());
     let first = records.iter().find(|r| r.k > 0).or(records.first());
@@ -153,6 +124,47 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
         ),
     }
     Ok(())
+}
+
+/// Answer what the run still lacks, with a progress bar.
+async fn answer(
+    ctx: &Context,
+    args: &McqaArgs,
+    questions: &[McqQuestion],
+    ks: &[usize],
+) -> Result<()> {
+    if args.prompt.ranking.ann {
+        bail!("--ann is not supported by eval mcqa: it retrieves with the exact dense scan");
+    }
+    let req = McqaRequest {
+        run: args.run.clone(),
+        method: args.prompt.method.get(ctx),
+        sparse: args.prompt.sparse,
+        alpha: args.prompt.ranking.alpha(ctx),
+        context_budget: args.prompt.context_budget,
+        limit: args.limit,
+        model: args.generator.choice(),
+        embed: args.prompt.ranking.embed(Some(1)),
+        reuse_prefix: !args.generator.no_prefix_reuse,
+        local: args.local,
+    };
+    let bar = progress_bar("answering");
+    let mine = args.shard.select(questions.to_vec(), |q| q.id.as_str());
+    let done = answer_questions(
+        ctx,
+        &req,
+        &mine,
+        ks,
+        &|line| bar.suspend(|| tell!("{}", clean(&line))),
+        &|i, total, correct, n| {
+            bar.set_length(total as u64);
+            bar.set_position(i as u64);
+            bar.set_message(format!("{correct}/{n} correct"));
+        },
+    )
+    .await;
+    bar.finish_and_clear();
+    done
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -207,9 +219,21 @@ fn short(a: &Accuracy) -> String {
     a.short()
 }
 
-/// The report as text tables.
+/// The report as text tables: by k, by target rank, by topic.
 pub fn render(rep: &Report) -> String {
     let mut s = String::new();
+    by_k_table(&mut s, rep);
+    by_rank_table(&mut s, rep);
+    by_topic_table(&mut s, rep);
+    let _ = writeln!(
+        s,
+        "\nk = 0: no retrieval. \"target in\": share of questions whose target chunk was in the prompt; r: its fused rank there.\nIntervals: 95% Wilson. macro-F1: unweighted mean of per-option-letter F1 (letters correct or chosen at that k). CV: population σ over topic accuracies / their mean (undefined with < 2 topics)."
+    );
+    s
+}
+
+/// Accuracy per k, overall and by where the target was.
+fn by_k_table(s: &mut String, rep: &Report) {
     let _ = writeln!(
         s,
         "\n{:>3}  {:<28} {:<8} {:<14} {:<14} {:<14} {:<14} {:<14} choices",
@@ -249,6 +273,10 @@ pub fn render(rep: &Report) -> String {
             choices.join(" ")
         );
     }
+}
+
+/// Accuracy by the target's rank in the prompt, for every k of at least 2.
+fn by_rank_table(s: &mut String, rep: &Report) {
     let ranked: Vec<_> = rep.by_k.iter().filter(|r| r.k >= 2).collect();
     if !ranked.is_empty() {
         let _ = writeln!(
@@ -270,6 +298,10 @@ pub fn render(rep: &Report) -> String {
             );
         }
     }
+}
+
+/// Accuracy per topic and k, with the coefficient of variation across topics.
+fn by_topic_table(s: &mut String, rep: &Report) {
     let width = rep
         .by_topic
         .iter()
@@ -299,9 +331,4 @@ pub fn render(rep: &Report) -> String {
         );
     }
     s.push('\n');
-    let _ = writeln!(
-        s,
-        "\nk = 0: no retrieval. \"target in\": share of questions whose target chunk was in the prompt; r: its fused rank there.\nIntervals: 95% Wilson. macro-F1: unweighted mean of per-option-letter F1 (letters correct or chosen at that k). CV: population σ over topic accuracies / their mean (undefined with < 2 topics)."
-    );
-    s
 }

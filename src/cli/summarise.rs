@@ -10,7 +10,7 @@ use super::args::{GeneratorArgs, ShardArg};
 use super::{print_json, progress_bar};
 use crate::core::sampling::Sampling;
 use crate::service::Context;
-use crate::service::summaries::{SummaryBatch, SummaryRequest};
+use crate::service::corpus::{SummaryBatch, SummaryRequest};
 
 #[derive(Debug, Args)]
 pub struct SummariseArgs {

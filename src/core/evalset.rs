@@ -1,6 +1,5 @@
-//! Building evaluation sets from the corpus (SPEC §8, seed 003, after "Know Your RAG"):
-//! candidate questions written by a model from chunks, scored by a critic on the seed's
-//! six axes, then filtered by thresholds and near-duplicate removal.
+//! Building evaluation sets from the corpus (after "Know Your RAG"): candidate
+//! questions written by a model from chunks, scored by a critic on six axes, then filtered by thresholds and near-duplicate removal.
 //!
 //! - **Tasks.** A *fact* question comes from one chunk; a *reasoning* question from two
 //!   consecutive chunks of one document and needs both. The task list is shuffled with a
@@ -14,12 +13,12 @@
 //! - **Near-duplicates.** TF-IDF cosine as scikit-learn's `TfidfVectorizer` computes it
 //!   with its defaults (lowercase, tokens of two or more word characters, smooth idf
 //!   `ln((1+n)/(1+df)) + 1`, raw term counts, L2 norm), fitted on the texts compared,
-//!   as the seed does: 0.80 among the questions of one source, 0.85 across the set; the
+//!   as Know Your RAG does: 0.80 among the questions of one source, 0.85 across the set; the
 //!   first of a pair is kept.
 //!
-//! The seed extracts a theme and statements first and calls the critic once per axis;
+//! Know Your RAG extracts a theme and statements first and calls the critic once per axis;
 //! here one grammar-constrained call writes the question and its answer, and one call
-//! scores all six axes (their definitions are the seed's), to keep small local models
+//! scores all six axes (their definitions are Know Your RAG's), to keep small local models
 //! affordable.
 
 use std::collections::{BTreeMap, HashMap};
@@ -232,7 +231,7 @@ pub fn parse_candidate(text: &str) -> Result<(String, String), EvalsetError> {
     Ok((q, a))
 }
 
-/// The critique axes (seed 003), in order: key and definition.
+/// The critique axes, in order: key and definition.
 pub const AXES: [(&str, &str); 6] = [
     (
         "groundedness",
@@ -351,7 +350,8 @@ pub fn parse_scores(text: &str) -> Result<Scores, EvalsetError> {
     Ok(out)
 }
 
-/// Phrases that tie a question to a document (the seed's pre-filter `is_standalone`).
+/// Phrases that tie a question to a document: a question holding one cannot stand
+/// alone (Know Your RAG's pre-filter `is_standalone`).
 pub const CONTEXT_REFERENCE_PHRASES: [&str; 19] = [
     "in this study",
     "in the study",
@@ -435,7 +435,7 @@ pub fn cosine(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> f64 {
         .sum()
 }
 
-/// Near-duplicates among `texts` as the seed removes them: walking in order, each text
+/// Near-duplicates among `texts`, removed greedily: walking in order, each text
 /// not yet dropped is kept and drops every later text whose cosine with it is at least
 /// `threshold`. Returns, per text, `None` (kept) or `Some((index kept, cosine))`.
 pub fn near_duplicates(texts: &[&str], threshold: f64) -> Vec<Option<(usize, f64)>> {
@@ -483,7 +483,7 @@ impl Decision {
     }
 }
 
-/// Minimum score per axis (in the order of [`AXES`]); 0 turns an axis off. The seed's
+/// Minimum score per axis (in the order of [`AXES`]); 0 turns an axis off. The
 /// defaults: 3 on the first five, tautology tracked but not applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Thresholds(pub Scores);
@@ -568,31 +568,7 @@ pub fn filter(
         ..FilterOutcome::default()
     };
     for (i, c) in cands.iter().enumerate() {
-        let verdict = match (c.decision, c.scores) {
-            (Some(Decision::Reject), _) => Some(Dropped::RejectedByHand),
-            (Some(Decision::Accept), _) => None,
-            (None, None) => Some(Dropped::NotCritiqued),
-            (None, Some(s)) => {
-                let low: Vec<String> = AXES
-                    .iter()
-                    .zip(s.iter().zip(thresholds.0))
-                    .filter(|(_, (score, min))| **score < *min)
-                    .map(|((k, _), _)| (*k).to_string())
-                    .collect();
-                for a in &low {
-                    *out.below_by_axis.entry(a.clone()).or_default() += 1;
-                }
-                if let Some(p) = refers_to_document(c.question) {
-                    Some(Dropped::RefersToDocument {
-                        phrase: p.to_string(),
-                    })
-                } else if low.is_empty() {
-                    None
-                } else {
-                    Some(Dropped::BelowThreshold { axes: low })
-                }
-            }
-        };
+        out.verdicts[i] = verdict_of(c, thresholds, &mut out.below_by_axis);
         if c.decision == Some(Decision::Accept)
             && c.scores.is_none_or(|s| {
                 refers_to_document(c.question).is_some()
@@ -601,9 +577,53 @@ pub fn filter(
         {
             out.accepted_by_hand += 1;
         }
-        out.verdicts[i] = verdict;
     }
-    // Survivors, accepted ones first, each group in input order.
+    drop_duplicates(cands, &mut out, within, across);
+    for v in out.verdicts.iter().flatten() {
+        *out.dropped.entry(v.key().to_string()).or_default() += 1;
+    }
+    out
+}
+
+/// One candidate's verdict before deduplication: an analyst's decision wins, else it
+/// needs a critique, no document reference and every axis at its threshold (the
+/// axes below are counted in `below_by_axis`).
+fn verdict_of(
+    c: &FilterInput<'_>,
+    thresholds: Thresholds,
+    below_by_axis: &mut BTreeMap<String, usize>,
+) -> Option<Dropped> {
+    match (c.decision, c.scores) {
+        (Some(Decision::Reject), _) => Some(Dropped::RejectedByHand),
+        (Some(Decision::Accept), _) => None,
+        (None, None) => Some(Dropped::NotCritiqued),
+        (None, Some(s)) => {
+            let low: Vec<String> = AXES
+                .iter()
+                .zip(s.iter().zip(thresholds.0))
+                .filter(|(_, (score, min))| **score < *min)
+                .map(|((k, _), _)| (*k).to_string())
+                .collect();
+            for a in &low {
+                *below_by_axis.entry(a.clone()).or_default() += 1;
+            }
+            if let Some(p) = refers_to_document(c.question) {
+                Some(Dropped::RefersToDocument {
+                    phrase: p.to_string(),
+                })
+            } else if low.is_empty() {
+                None
+            } else {
+                Some(Dropped::BelowThreshold { axes: low })
+            }
+        }
+    }
+}
+
+/// Drop the near-duplicates among the survivors: within each source at `within`,
+/// then across the set at `across`, accepted candidates first and each group in
+/// input order.
+fn drop_duplicates(cands: &[FilterInput<'_>], out: &mut FilterOutcome, within: f64, across: f64) {
     let mut order: Vec<usize> = out.kept().collect();
     order.sort_by_key(|&i| (cands[i].decision != Some(Decision::Accept), i));
     let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -634,10 +654,6 @@ pub fn filter(
             });
         }
     }
-    for v in out.verdicts.iter().flatten() {
-        *out.dropped.entry(v.key().to_string()).or_default() += 1;
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! Frugality of RAG configurations against the same model without retrieval
-//! (SPEC §7, seed 002), computed exactly as specified:
+//! Frugality of RAG configurations against the same model without retrieval:
+//! whether an accuracy gain is worth its latency, computed as follows:
 //!
 //! ```text
 //! dA = accuracy(RAG) - accuracy(LLM only)     dC = latency(RAG) - latency(LLM only)
@@ -11,7 +11,7 @@
 //!   questions both answered (and, for judged answers, both had judged), never over
 //!   two different question sets.
 //! - tA, tC: the **sample** standard deviations (divide by n - 1) of dA and dC across
-//!   the compared configurations, as seed 002 sets them, unless given. With fewer than
+//!   the compared configurations, unless given. With fewer than
 //!   two configurations the sample sd is undefined, and with every dA (or dC) equal it
 //!   is 0: the temperature is then undefined, and so are A (or C) and F, reported as
 //!   such (never as 0) until a temperature is given.

@@ -11,7 +11,7 @@
 //!   or a mean of 0.
 //! - "Retrieved" means the target chunk was in the prompt (among the k chunks kept
 //!   after the token budget); its rank is its fused rank in that list.
-//! - Macro-F1 over the options (seed 002): the unweighted mean of per-class F1 with
+//! - Macro-F1 over the options: the unweighted mean of per-class F1 with
 //!   the option letters as classes: every letter that was the correct answer or was
 //!   chosen at that k (scikit-learn's `f1_score(y_true, y_pred, labels=those letters,
 //!   average="macro")`). An output that names no option counts as a miss of the
@@ -330,6 +330,45 @@ pub fn report(outcomes: &[Outcome]) -> Report {
         by_topic,
         cv,
     }
+}
+
+/// One graded multiple-choice answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McqaRecord {
+    pub run: String,
+    pub question_id: String,
+    pub k: u32,
+    pub topic: String,
+    pub method: String,
+    pub alpha: f64,
+    pub embed_model: Option<String>,
+    pub options: Vec<String>,
+    /// Letter of the correct option.
+    pub answer: String,
+    /// Letter chosen (None: the output named no option).
+    pub predicted: Option<String>,
+    pub correct: bool,
+    pub raw_output: String,
+    pub target_ids: Vec<String>,
+    pub chunk_ids: Vec<String>,
+    /// Fused rank of the first target chunk in the prompt (None: not in it).
+    pub target_rank: Option<u32>,
+    /// Rank of the first target in the whole fused list (None: not in the top depth).
+    pub target_list_rank: Option<u32>,
+    pub prompt: String,
+    pub prompt_tokens: u32,
+    pub retrieval_ms: f64,
+    pub total_ms: f64,
+    pub model_file: String,
+    pub model_sha256: String,
+    pub created_at: String,
+    /// Base URL of the OpenAI-compatible endpoint that answered (None: the local model
+    /// of `model_file`). Added later: nullable and last, so older runs load.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// The model the endpoint said it served (the response's `model` field).
+    #[serde(default)]
+    pub served_model: Option<String>,
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 pub mod abstention;
 pub mod agreement;
 pub mod annotation;
+pub mod answer;
 pub mod blinding;
+pub mod candidates;
 pub mod chunk;
 pub mod compare;
 pub mod corpus;
@@ -25,5 +27,6 @@ pub mod rubric;
 pub mod sampling;
 pub mod shard;
 pub mod stats;
+pub mod summary;
 pub mod text;
 pub mod variant;

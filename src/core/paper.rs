@@ -1,4 +1,4 @@
-//! The source paper's published values (seed 000, "Healthier LLMs", PubHealthBench),
+//! The source paper's published values ("Healthier LLMs", PubHealthBench),
 //! shown beside ours in the Evaluation pane, each with the table, figure or section it
 //! comes from. Only values the paper's text states are here: its figures are images,
 //! so where a figure carries the result, its caption and the text's summary are given

@@ -1,6 +1,5 @@
-//! Where each query's targets sit in every rank list (SPEC §3, "per query: rank of
-//! the target under dense, sparse and fused lists"): the rows of
-//! `eval retrieval --per-query`.
+//! Where each query's targets sit in every rank list (the rank of the target under
+//! the dense, sparse and fused lists): the rows of `eval retrieval --per-query`.
 
 use std::collections::HashMap;
 

@@ -4,7 +4,7 @@
 //! generator's tokenizer, which the caller passes in as a function: chunks that do not
 //! fit are dropped from the end (lowest ranks first) and the drop is reported.
 //!
-//! Untrusted text (SPEC section 10): corpus chunks, questions, options, reference
+//! Untrusted text: corpus chunks, questions, options, reference
 //! answers and model answers reach a prompt only through [`fill`], which fills a
 //! template in one pass (a value that itself holds `{question}` is never substituted
 //! again) and records where each inserted value lies ([`PromptText::untrusted`]). The

@@ -56,7 +56,7 @@ impl Method {
 
     /// The dense weight when neither a flag nor the config sets one: 0.7 for hybrid
     /// (the source paper's best hybrids lean on dense), equal weights (0.5) for linear
-    /// fusion as seed 002 uses them.
+    /// fusion.
     pub fn default_alpha(self) -> Alpha {
         match self {
             Self::Linear => Alpha(0.5),

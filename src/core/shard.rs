@@ -1,4 +1,5 @@
-//! Splitting batch work into shards by id (`--shard i/n`, SPEC §9).
+//! Splitting batch work into shards by id (`--shard i/n`), so that several processes
+//! share one batch without coordinating.
 //!
 //! An item belongs to shard `i` of `n` when the 64-bit FNV-1a hash of its id, taken
 //! modulo `n`, is `i - 1`. FNV-1a is fixed by its specification (offset basis and

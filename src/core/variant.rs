@@ -1,11 +1,12 @@
-//! Corpus variants (SPEC §1, seed 000): C_F indexes the full chunks, C_S every chunk's
+//! Corpus variants: C_F indexes the full chunks, C_S every chunk's
 //! LLM summary, C_R the summary of each chunk longer than 512 tokens (for the
 //! embedding model's tokenizer) and the full text of the others. A variant only
 //! changes what retrieval indexes: the chunk ids stay, and generation always gets the
 //! full chunk.
 //!
 //! A summarised chunk is indexed as its header path, a blank line and its summary
-//! (the header path is metadata the full chunk is indexed with too, SPEC §1).
+//! (the header path is metadata the full chunk is indexed with too, so both variants
+//! keep it).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::chunk::Chunk;
 
-/// Chunks longer than this many tokens are summarised in C_R (the context of
-/// multilingual-E5 in seed 000).
+/// Chunks longer than this many tokens are summarised in C_R: 512 is the context of
+/// common embedding models (multilingual-E5, MiniLM), beyond which they truncate.
 pub const REDUCE_ABOVE_TOKENS: usize = 512;
 
 /// Which corpus retrieval indexes.

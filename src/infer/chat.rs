@@ -3,7 +3,8 @@
 //! llama.cpp tokenises a string either with special-token parsing on (every
 //! `<|im_start|>` in it becomes the control token) or off (none does, not even the chat
 //! template's own). A prompt needs both: the template's markers special, the chunks,
-//! questions, options and answers inside the messages plain (SPEC section 10). So:
+//! questions, options and answers inside the messages plain, since text from the
+//! corpus or a model must never act as a chat-control token. So:
 //!
 //! 1. Every untrusted range of every message
 //!    ([`crate::core::prompt::PromptText::untrusted`]) is replaced by a sentinel

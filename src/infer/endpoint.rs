@@ -8,7 +8,7 @@
 //! `data: [DONE]`): a stream cut short (a server killed mid-answer) is an error, never
 //! a short answer. Errors say whether trying again may help ([`EndpointError::retryable`]);
 //! retrying and spreading requests over several endpoints is the caller's work (the
-//! pool in `service::pool`).
+//! pool in `service::base::pool`).
 //!
 //! Untrusted text: the server applies its chat template and tokenises the prompt, so
 //! raglab cannot keep chat-control tokens in a chunk from being parsed as such there

@@ -436,6 +436,8 @@ fn prepare_context<'m>(
     Ok(0)
 }
 
+/// One request, in its phases: tokenise the prompt, decode what the cache does not
+/// hold, sample the output token by token, report the figures.
 fn run_one<'m>(
     model: &'m LlamaModel,
     specials: &Specials,
@@ -444,6 +446,76 @@ fn run_one<'m>(
     cache: &mut Option<Cached<'m>>,
 ) -> std::result::Result<(), String> {
     let started = Instant::now();
+    let (tokens, need, limit) = prompt_tokens(model, specials, cfg, &req)?;
+    let n_batch = 512u32;
+    let cached = prepare_context(model, cfg, cache, &tokens, need, limit, n_batch)?;
+    let Some(Cached {
+        ctx,
+        tokens: kv_tokens,
+    }) = cache.as_mut()
+    else {
+        return Err("no context".into());
+    };
+    ctx.reset_timings();
+    let _ = req.events.send(GenEvent::Started {
+        prompt_tokens: tokens.len(),
+    });
+    let mut batch = LlamaBatch::new(n_batch as usize, 1);
+    let (decoded, stopped) = decode_prompt(
+        ctx,
+        &mut batch,
+        &tokens,
+        cached,
+        n_batch as usize,
+        &req.stop,
+    )?;
+    // The KV cache holds exactly the prompt tokens decoded (all, unless stopped).
+    kv_tokens.clear();
+    kv_tokens.extend_from_slice(&tokens[..decoded]);
+    // On a GPU, `llama_decode` may return as soon as the work is queued: waiting for
+    // it here keeps the prompt's time inside the timed region, so prompt tokens/s is
+    // not overstated (on the CPU the wait returns at once).
+    ctx.synchronize();
+    let prompt_done = Instant::now();
+    let mut sampler = sampler(model, &req.sampling, req.grammar.as_deref())?;
+    let out = sample_output(
+        model,
+        ctx,
+        &mut batch,
+        &mut sampler,
+        &req,
+        tokens.len(),
+        kv_tokens,
+        stopped,
+    )?;
+    let end = Instant::now();
+    let t = ctx.timings();
+    let llama_rates = (
+        per_second(t.n_p_eval(), t.t_p_eval_ms()),
+        per_second(t.n_eval(), t.t_eval_ms()),
+    );
+    let times = Times {
+        started,
+        prompt_done,
+        first_token: out.first_token,
+        end,
+    };
+    let stats = gen_stats(&times, llama_rates, tokens.len(), cached, decoded, &out);
+    let _ = req.events.send(GenEvent::Done {
+        text: out.text,
+        stats,
+    });
+    Ok(())
+}
+
+/// The prompt's tokens, the context it needs (prompt, output and a margin) and the
+/// largest context allowed; a prompt that cannot fit is refused here.
+fn prompt_tokens(
+    model: &LlamaModel,
+    specials: &Specials,
+    cfg: &GenConfig,
+    req: &GenRequest,
+) -> std::result::Result<(Vec<LlamaToken>, usize, usize), String> {
     // The template already holds the special tokens it needs (BOS included for models
     // that want one); untrusted text is tokenised with special parsing off.
     let tokens = chat::render(model, specials, &req.messages)?.tokens(model);
@@ -459,51 +531,63 @@ fn run_one<'m>(
             req.sampling.max_tokens
         ));
     }
-    let n_batch = 512u32;
-    let cached = prepare_context(model, cfg, cache, &tokens, need, limit, n_batch)?;
-    let Some(Cached {
-        ctx,
-        tokens: kv_tokens,
-    }) = cache.as_mut()
-    else {
-        return Err("no context".into());
-    };
-    ctx.reset_timings();
-    let _ = req.events.send(GenEvent::Started {
-        prompt_tokens: n_prompt,
-    });
+    Ok((tokens, need, limit))
+}
 
-    let mut batch = LlamaBatch::new(n_batch as usize, 1);
-    let mut stopped = false;
+/// Decode the prompt from `cached` on, one batch at a time; returns the tokens the
+/// KV cache then holds and whether a stop came first.
+fn decode_prompt(
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch,
+    tokens: &[LlamaToken],
+    cached: usize,
+    n_batch: usize,
+    stop: &AtomicBool,
+) -> std::result::Result<(usize, bool), String> {
+    let n_prompt = tokens.len();
     let mut decoded = cached;
-    for (c, chunk) in tokens[cached..].chunks(n_batch as usize).enumerate() {
+    for (c, chunk) in tokens[cached..].chunks(n_batch).enumerate() {
         // A stop is honoured between prompt batches too: a 4,000-token prompt takes
         // about 20 s on two CPU cores, and quitting must not wait for all of it.
-        if req.stop.load(Ordering::Relaxed) {
-            stopped = true;
-            break;
+        if stop.load(Ordering::Relaxed) {
+            return Ok((decoded, true));
         }
         batch.clear();
         for (i, t) in chunk.iter().enumerate() {
-            let pos = cached + c * n_batch as usize + i;
+            let pos = cached + c * n_batch + i;
             let last = pos == n_prompt - 1;
             batch
                 .add(*t, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last)
                 .map_err(|e| e.to_string())?;
         }
-        ctx.decode(&mut batch)
+        ctx.decode(batch)
             .map_err(|e| format!("prompt decode failed: {e}"))?;
         decoded += chunk.len();
     }
-    // The KV cache holds exactly the prompt tokens decoded (all, unless stopped).
-    kv_tokens.clear();
-    kv_tokens.extend_from_slice(&tokens[..decoded]);
-    // On a GPU, `llama_decode` may return as soon as the work is queued: waiting for
-    // it here keeps the prompt's time inside the timed region, so prompt tokens/s is
-    // not overstated (on the CPU the wait returns at once).
-    ctx.synchronize();
-    let prompt_done = Instant::now();
-    let mut sampler = sampler(model, &req.sampling, req.grammar.as_deref())?;
+    Ok((decoded, false))
+}
+
+/// What sampling produced.
+struct Output {
+    text: String,
+    n_out: usize,
+    first_token: Option<Instant>,
+    stopped: bool,
+}
+
+/// Sample up to `max_tokens` tokens after the decoded prompt, sending each whole
+/// UTF-8 piece as it exists; every sampled token is added to `kv_tokens`.
+#[allow(clippy::too_many_arguments)]
+fn sample_output(
+    model: &LlamaModel,
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch,
+    sampler: &mut LlamaSampler,
+    req: &GenRequest,
+    n_prompt: usize,
+    kv_tokens: &mut Vec<LlamaToken>,
+    mut stopped: bool,
+) -> std::result::Result<Output, String> {
     let mut text = String::new();
     let mut pending: Vec<u8> = Vec::new();
     let mut n_out = 0usize;
@@ -543,7 +627,7 @@ fn run_one<'m>(
             .map_err(|e| e.to_string())?;
         pos += 1;
         idx = 0;
-        ctx.decode(&mut batch)
+        ctx.decode(batch)
             .map_err(|e| format!("decode failed: {e}"))?;
         kv_tokens.push(token);
     }
@@ -552,39 +636,63 @@ fn run_one<'m>(
         text.push_str(&piece);
         let _ = req.events.send(GenEvent::Token(piece));
     }
-    let end = Instant::now();
-    let prompt_s = prompt_done.duration_since(started).as_secs_f64();
-    let first = first_token.unwrap_or(end);
-    let gen_s = end.duration_since(first).as_secs_f64();
-    let t = ctx.timings();
-    let per_s = |n: i32, ms: f64| {
-        if ms > 0.0 {
-            f64::from(n) / (ms / 1e3)
-        } else {
-            0.0
-        }
-    };
-    let stats = GenStats {
-        llama_prompt_tokens_per_s: per_s(t.n_p_eval(), t.t_p_eval_ms()),
-        llama_gen_tokens_per_s: per_s(t.n_eval(), t.t_eval_ms()),
+    Ok(Output {
+        text,
+        n_out,
+        first_token,
+        stopped,
+    })
+}
+
+/// When a request's phases ended.
+struct Times {
+    started: Instant,
+    prompt_done: Instant,
+    first_token: Option<Instant>,
+    end: Instant,
+}
+
+fn per_second(n: i32, ms: f64) -> f64 {
+    if ms > 0.0 {
+        f64::from(n) / (ms / 1e3)
+    } else {
+        0.0
+    }
+}
+
+/// The figures of one request. Prompt tokens/s counts only the tokens decoded (not
+/// those the cache held); the first token's time belongs to prompt processing, so
+/// the generation rate is over the tokens after it.
+fn gen_stats(
+    t: &Times,
+    (llama_prompt_tokens_per_s, llama_gen_tokens_per_s): (f64, f64),
+    n_prompt: usize,
+    cached: usize,
+    decoded: usize,
+    out: &Output,
+) -> GenStats {
+    let prompt_s = t.prompt_done.duration_since(t.started).as_secs_f64();
+    let first = t.first_token.unwrap_or(t.end);
+    let gen_s = t.end.duration_since(first).as_secs_f64();
+    let n_out = out.n_out;
+    GenStats {
+        llama_prompt_tokens_per_s,
+        llama_gen_tokens_per_s,
         prompt_tokens: n_prompt,
         output_tokens: n_out,
-        ttft_ms: first.duration_since(started).as_secs_f64() * 1e3,
+        ttft_ms: first.duration_since(t.started).as_secs_f64() * 1e3,
         prompt_tokens_per_s: if prompt_s > 0.0 {
             (decoded - cached) as f64 / prompt_s
         } else {
             0.0
         },
-        // The first token's time belongs to prompt processing; rate over the rest.
         gen_tokens_per_s: if gen_s > 0.0 && n_out > 1 {
             (n_out - 1) as f64 / gen_s
         } else {
             0.0
         },
-        total_ms: end.duration_since(started).as_secs_f64() * 1e3,
-        stopped,
+        total_ms: t.end.duration_since(t.started).as_secs_f64() * 1e3,
+        stopped: out.stopped,
         cached_tokens: cached,
-    };
-    let _ = req.events.send(GenEvent::Done { text, stats });
-    Ok(())
+    }
 }

@@ -1,32 +1,35 @@
 //! The use cases, shared by the CLI and the TUI: each combines `store` and `infer`
 //! around the pure `core`. A front parses its input, calls one function here and
 //! renders what it returns; fronts never reach `store` or `infer` themselves.
+//!
+//! One folder per use case, each keeping its files private behind its `mod.rs`,
+//! which names what the fronts call. A folder imports only folders below it:
+//!
+//! ```text
+//! evaluate   evalset   study      (side by side: none imports another)
+//!        \      |      /
+//!             answer              answers, judgements, live answering, replay
+//!               |
+//!           retrieval             sparse index, dense vectors, ranking
+//!               |
+//!             corpus              ingest, chunks, summaries, token counts
+//!               |
+//!              base               Context, back end, pool, provenance, files, JSONL, rubric
+//! ```
+//!
+//! A piece two folders share goes down to the lowest folder both stand on; the
+//! layering test below reads every `use` line and fails on an import against this
+//! order.
 
-pub mod agreement_report;
-pub mod annotation;
-pub mod answering;
-pub mod bench;
-pub mod context;
+pub mod answer;
+pub mod base;
 pub mod corpus;
 pub mod evalset;
-pub mod evaluation;
-pub mod frugality;
-pub mod generation;
-pub mod ingest;
-pub mod jsonl;
-pub mod last_eval;
-pub mod live;
-pub mod mcqa;
-pub mod models_eval;
-pub mod per_query;
-pub mod pool;
-pub mod replay;
-pub mod report;
+pub mod evaluate;
 pub mod retrieval;
-pub mod rubric;
 pub mod study;
-pub mod summaries;
-pub mod token_counts;
-pub mod variants_eval;
 
-pub use context::{Context, ModelChoice};
+#[cfg(test)]
+mod layering;
+
+pub use base::{Context, ModelChoice};

@@ -172,7 +172,7 @@ impl App {
             query: QueryPane::new(Vec::new(), Vec::new(), chunk_info(&chunks)),
             corpus: CorpusPane::new(chunks),
             generate: GeneratePane::new(String::new()),
-            annotate: AnnotatePane::new(None, crate::service::rubric::default_rubric()),
+            annotate: AnnotatePane::new(None, crate::service::base::default_rubric()),
             agreement: AgreementPane::default(),
             evaluation: EvaluationPane::default(),
             evalset: EvalsetPane::default(),

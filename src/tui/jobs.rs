@@ -12,9 +12,9 @@ use super::effect::{Effect, GenJob, ReplayJob};
 use crate::core::agreement::Bootstrap;
 use crate::core::retrieval::QueryLists;
 use crate::service::Context;
-use crate::service::answering::save_answer;
-use crate::service::generation::{AnswerRecord, RunConfig};
-use crate::service::live::{GeneratorSlot, answer_live, answer_live_endpoint, live_on_endpoints};
+use crate::service::answer::save_answer;
+use crate::service::answer::{AnswerRecord, RunConfig};
+use crate::service::answer::{GeneratorSlot, answer_live, answer_live_endpoint, live_on_endpoints};
 use crate::service::retrieval::{DEFAULT_DEPTH, QueryTimings, Retriever};
 use crate::service::study::{self, Agreement, Study};
 
@@ -54,12 +54,12 @@ pub enum Msg {
     /// A live judgement finished (and was committed), or failed.
     Judged {
         ticket: u64,
-        result: Result<Box<crate::service::generation::JudgementRecord>, String>,
+        result: Result<Box<crate::service::answer::JudgementRecord>, String>,
     },
     /// The last evaluations, for the Evaluation pane, with the fingerprint of the
     /// reports taken before they were read.
     Evaluation(
-        Box<crate::service::last_eval::EvalOverview>,
+        Box<crate::service::evaluate::EvalOverview>,
         Vec<Option<String>>,
     ),
     /// The evaluation reports' fingerprint (a new one means a new evaluation).
@@ -172,8 +172,8 @@ impl Jobs {
         let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
         tokio::spawn(async move {
             // Before reading: a report written during the read changes it again.
-            let fp = crate::service::last_eval::fingerprint(&ctx);
-            let o = crate::service::last_eval::overview(&ctx).await;
+            let fp = crate::service::evaluate::fingerprint(&ctx);
+            let o = crate::service::evaluate::overview(&ctx).await;
             let _ = tx.send(Msg::Evaluation(Box::new(o), fp));
         })
     }
@@ -194,7 +194,7 @@ impl Jobs {
     /// Pick the stored answer to replay and play it at its recorded pace
     /// ([`super::replay::play`]).
     fn replay(&mut self, app: &mut App, job: ReplayJob) {
-        let picked = crate::service::replay::pick(
+        let picked = crate::service::answer::pick_replay(
             &self.answers,
             job.question_id.as_deref(),
             job.after.as_deref(),
@@ -312,7 +312,7 @@ impl Jobs {
             let (fp, eval) = tokio::task::spawn_blocking(move || {
                 (
                     study::study_fingerprint(&ctx),
-                    crate::service::last_eval::fingerprint(&ctx),
+                    crate::service::evaluate::fingerprint(&ctx),
                 )
             })
             .await
@@ -331,16 +331,16 @@ impl Jobs {
             let result = (|| -> anyhow::Result<String> {
                 let dir = ctx.workspace.root().join("exports");
                 std::fs::create_dir_all(&dir)?;
-                let stamp = crate::service::generation::now_rfc3339().replace(':', "");
+                let stamp = crate::service::base::now_rfc3339().replace(':', "");
                 let csv = dir.join(format!("agreement-{stamp}.csv"));
                 let md = dir.join(format!("agreement-{stamp}.md"));
-                study::write_whole(
+                crate::service::base::write_whole(
                     &csv,
-                    crate::service::agreement_report::to_csv(&a).as_bytes(),
+                    crate::service::study::to_csv(&a).as_bytes(),
                 )?;
-                study::write_whole(
+                crate::service::base::write_whole(
                     &md,
-                    crate::service::agreement_report::to_markdown(&a).as_bytes(),
+                    crate::service::study::to_markdown(&a).as_bytes(),
                 )?;
                 Ok(format!("exported {} and {}", csv.display(), md.display()))
             })()
@@ -386,19 +386,26 @@ impl Jobs {
         let task = tokio::spawn(async move {
             let (token_tx, live_ctx) = (tx.clone(), Arc::clone(&ctx));
             let judged = tokio::task::spawn_blocking(move || {
-                crate::service::live::judge_live(&live_ctx, &slot, &r, &rubric, &answer, |piece| {
-                    let _ = token_tx.send(Msg::GenToken {
-                        ticket,
-                        piece: piece.to_string(),
-                    });
-                })
+                crate::service::answer::judge_live(
+                    &live_ctx,
+                    &slot,
+                    &r,
+                    &rubric,
+                    &answer,
+                    |piece| {
+                        let _ = token_tx.send(Msg::GenToken {
+                            ticket,
+                            piece: piece.to_string(),
+                        });
+                    },
+                )
             })
             .await
             .map_err(|e| anyhow::anyhow!("the judge stopped: {e}"))
             .and_then(|r| r);
             let committed = async {
                 let rec = judged?;
-                crate::service::generation::judgements(&ctx.workspace)
+                crate::service::answer::judgements(&ctx.workspace)
                     .append(std::slice::from_ref(&rec))
                     .await?;
                 anyhow::Ok(Box::new(rec))
@@ -507,11 +514,8 @@ impl Jobs {
                 Ok(mut rec) => {
                     // Every TUI generation is its own answer: the same question and seed
                     // twice (g, then g again) must not store two answers under one id.
-                    rec.answer_id = format!(
-                        "{}@{:x}",
-                        rec.answer_id,
-                        crate::service::annotation::now_nanos()
-                    );
+                    rec.answer_id =
+                        format!("{}@{:x}", rec.answer_id, crate::service::study::now_nanos());
                     save_answer(&ctx, &rec)
                         .await
                         .map(|()| rec)
@@ -620,7 +624,7 @@ impl Jobs {
                 app.generate.on_done(ticket, result);
             }
             Msg::Annotation(Ok(study)) => {
-                let pairs = crate::service::annotation::pairs_of(&study.assignments);
+                let pairs = crate::service::study::pairs_of(&study.assignments);
                 app.annotate.load(study.items, study.labels, pairs);
                 app.query
                     .set_stored(study.answers.clone(), study.judgements);

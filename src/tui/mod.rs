@@ -28,8 +28,8 @@ use futures::StreamExt;
 
 use crate::core::question::Question;
 use crate::service::Context;
-use crate::service::evaluation::last_failures;
-use crate::service::jsonl::read_questions;
+use crate::service::base::read_questions;
+use crate::service::evaluate::last_failures;
 use app::App;
 use jobs::{Jobs, Msg};
 use keymap::Keymap;
@@ -137,10 +137,12 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
     app.agreement.lead_name = opts.reviewer.clone();
     app.agreement.rubric = Some(rubric);
     app.generate.model = match ctx.config.chat_endpoints().first() {
-        Some(e) if crate::service::live::live_on_endpoints(ctx) => format!("on endpoint {}", e.url),
+        Some(e) if crate::service::answer::live_on_endpoints(ctx) => {
+            format!("on endpoint {}", e.url)
+        }
         _ => ctx.gen_model_name(),
     };
-    app.generate.generator_missing = !crate::service::live::live_on_endpoints(ctx)
+    app.generate.generator_missing = !crate::service::answer::live_on_endpoints(ctx)
         && !ctx.config.gen_model(&ctx.paths).is_file();
     Ok(app)
 }

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::effect::ReplayJob;
 use crate::core::replay::{duration_ms, schedule};
-use crate::service::generation::AnswerRecord;
+use crate::service::answer::AnswerRecord;
 
 /// Replay `a` in the background: `token` gets each piece as it falls due, `done`
 /// whether the replay was stopped, once at the end.

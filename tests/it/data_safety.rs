@@ -14,9 +14,9 @@ use common::Env;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use raglab::config::{Config, Paths};
 use raglab::service::Context;
-use raglab::service::annotation::{LABELS, Label, labels_table};
-use raglab::service::rubric::default_rubric;
+use raglab::service::base::default_rubric;
 use raglab::service::study;
+use raglab::service::study::{LABELS, Label, labels_table};
 use raglab::tui::app::{Pane, QuitStep};
 use raglab::tui::jobs::Jobs;
 use raglab::tui::keymap::Keymap;
@@ -190,7 +190,7 @@ fn quitting_waits_for_saves_in_flight() {
         app.annotate.load(
             study.items,
             study.labels,
-            raglab::service::annotation::pairs_of(&study.assignments),
+            raglab::service::study::pairs_of(&study.assignments),
         );
         app.pane = Pane::Annotate;
         for c in "pfp".chars() {

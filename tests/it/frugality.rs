@@ -11,9 +11,9 @@ use crate::common;
 use common::{Env, frugality_by_hand as by_hand};
 use raglab::config::{Config, Paths};
 use raglab::service::Context;
-use raglab::service::answering::save_answer;
-use raglab::service::generation::{AnswerRecord, JudgementRecord, judgements};
-use raglab::service::mcqa::{McqaRecord, mcqa_table};
+use raglab::service::answer::save_answer;
+use raglab::service::answer::{AnswerRecord, JudgementRecord, judgements};
+use raglab::service::evaluate::{McqaRecord, mcqa_table};
 
 fn context(env: &Env) -> Context {
     let paths = Paths {

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use raglab::config::{Config, Paths};
 use raglab::core::chunk::{Chunker, chunk_document};
 use raglab::core::corpus::InputLimits;
-use raglab::service::rubric::{default_rubric, parse_rubric};
+use raglab::service::base::{default_rubric, parse_rubric};
 use raglab::store::sources::{SourceSet, read_file};
 use raglab::tui::keymap::Keymap;
 use raglab::tui::theme::Theme;
@@ -177,9 +177,9 @@ proptest! {
     #[test]
     fn question_files_never_panic(q in input(QUESTIONS), m in input(MCQ)) {
         let dir = tempfile::tempdir().expect("tmp");
-        let _ = raglab::service::jsonl::read_questions(&write(dir.path(), "q.jsonl", &q));
-        let _ = raglab::service::jsonl::read_texts(&write(dir.path(), "t.jsonl", &q));
-        let _ = raglab::service::mcqa::read_questions(&write(dir.path(), "m.jsonl", &m));
+        let _ = raglab::service::base::read_questions(&write(dir.path(), "q.jsonl", &q));
+        let _ = raglab::service::base::read_texts(&write(dir.path(), "t.jsonl", &q));
+        let _ = raglab::service::evaluate::read_mcq_questions(&write(dir.path(), "m.jsonl", &m));
     }
 
     #[test]
@@ -198,7 +198,7 @@ proptest! {
         let ctx = raglab::service::Context::with(paths(dir.path()), Config::default(), &dir.path().join("ws"))
             .expect("context");
         write(&ctx.workspace.root().join("eval").tap_mkdir(), "last-failures.json", &text);
-        let _ = raglab::service::evaluation::last_failures(&ctx);
+        let _ = raglab::service::evaluate::last_failures(&ctx);
     }
 
     #[test]
@@ -243,13 +243,13 @@ impl MkDir for std::path::PathBuf {
 fn seeds_are_valid_inputs() {
     let dir = tempfile::tempdir().expect("tmp");
     assert_eq!(
-        raglab::service::jsonl::read_questions(&write(dir.path(), "q.jsonl", QUESTIONS))
+        raglab::service::base::read_questions(&write(dir.path(), "q.jsonl", QUESTIONS))
             .expect("questions")
             .len(),
         1
     );
     assert_eq!(
-        raglab::service::mcqa::read_questions(&write(dir.path(), "m.jsonl", MCQ))
+        raglab::service::evaluate::read_mcq_questions(&write(dir.path(), "m.jsonl", MCQ))
             .expect("mcq")
             .len(),
         2
@@ -285,7 +285,7 @@ fn seeds_are_valid_inputs() {
         FAILURES,
     );
     assert_eq!(
-        raglab::service::evaluation::last_failures(&ctx)
+        raglab::service::evaluate::last_failures(&ctx)
             .expect("failures")
             .len(),
         2

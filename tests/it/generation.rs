@@ -11,8 +11,8 @@ use std::sync::mpsc;
 use raglab::config::DEFAULT_GEN_MODEL;
 use raglab::core::prompt::{ChatMessage, ContextChunk, FREE_FORM, PromptText, assemble};
 use raglab::infer::generate::{GenConfig, GenEvent, GenRequest, GenStats, Generator, Sampling};
-use raglab::service::generation::{AnswerRecord, judge};
-use raglab::service::rubric::default_rubric;
+use raglab::service::answer::{AnswerRecord, judge};
+use raglab::service::base::default_rubric;
 
 fn generator() -> Generator {
     let mut cfg = GenConfig::new(common::model(DEFAULT_GEN_MODEL));

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema};
-use raglab::service::annotation::{Item, Label};
-use raglab::service::generation::{AnswerRecord, JudgementRecord};
-use raglab::service::mcqa::McqaRecord;
+use raglab::service::answer::{AnswerRecord, JudgementRecord};
+use raglab::service::evaluate::McqaRecord;
+use raglab::service::study::{Item, Label};
 use raglab::store::records::schema_of;
 
 fn list(t: DataType) -> DataType {

@@ -352,7 +352,7 @@ fn summarise_shards_cover_every_chunk_once() {
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let ws = raglab::store::workspace::Workspace::open(env.workspace()).expect("ws");
         let mut ids: Vec<String> = rt
-            .block_on(raglab::service::summaries::all(&ws))
+            .block_on(raglab::service::corpus::all_summaries(&ws))
             .expect("summaries")
             .into_iter()
             .map(|r| r.chunk_id)

@@ -51,7 +51,7 @@ fn judge_plan(i: usize, c: usize) -> &'static str {
 
 /// Store the judge's labels as real judgement records of the items' answers.
 fn store_judgements(env: &Env) {
-    use raglab::service::generation::{JudgementRecord, judgements};
+    use raglab::service::answer::{JudgementRecord, judgements};
     let ws = raglab::store::workspace::Workspace::open(env.workspace()).expect("workspace");
     let rows: Vec<JudgementRecord> = (0..ITEMS)
         .map(|i| JudgementRecord {

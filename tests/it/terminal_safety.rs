@@ -8,7 +8,7 @@ use common::Env;
 use raglab::config::{Config, Paths};
 use raglab::core::text::is_terminal_safe;
 use raglab::service::Context;
-use raglab::service::rubric::parse_rubric;
+use raglab::service::base::parse_rubric;
 use raglab::tui::app::Pane;
 use raglab::tui::keymap::Keymap;
 

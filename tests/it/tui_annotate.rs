@@ -5,8 +5,8 @@ use crate::common;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use raglab::core::agreement::Bootstrap;
-use raglab::service::annotation::{Item, Label, agreement_table, current};
-use raglab::service::rubric::default_rubric;
+use raglab::service::base::default_rubric;
+use raglab::service::study::{Item, Label, agreement_table, current};
 use raglab::tui::app::{App, Pane};
 use raglab::tui::effect::Effect;
 use raglab::tui::keymap::Keymap;
@@ -325,7 +325,7 @@ fn regex_lines(screen: &str) -> (usize, usize, usize) {
 }
 
 fn six_criteria_app(reviewer: &str) -> App {
-    let rubric = raglab::service::rubric::load_rubric(Some(
+    let rubric = raglab::service::base::load_rubric(Some(
         &common::repo().join("tests/data/rubrics/six_yes_no_partly.toml"),
     ))
     .expect("rubric");
@@ -502,7 +502,7 @@ fn a_reviewer_cannot_adjudicate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_answer_goes_to_annotation_with_one_key() {
-    use raglab::service::generation::AnswerRecord;
+    use raglab::service::answer::AnswerRecord;
     let env = common::Env::new();
     let ctx = raglab::service::Context::with(
         raglab::config::Paths {
@@ -522,7 +522,7 @@ async fn a_finished_answer_goes_to_annotation_with_one_key() {
         answer: "By coughing and sneezing.".into(),
         ..AnswerRecord::default()
     };
-    raglab::service::answering::save_answer(&ctx, &answer)
+    raglab::service::answer::save_answer(&ctx, &answer)
         .await
         .expect("stored");
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());

@@ -510,8 +510,8 @@ async fn a_questions_answers_show_their_target_rank_and_are_judged_and_sent_from
     pump(&mut jobs, &mut app, &mut rx, |_, a| !a.generate.running).await;
     let screen = render(&app);
     assert!(screen.contains("judgement saved ("), "{screen}");
-    let saved = raglab::service::generation::judgements(&ctx.workspace)
-        .read_all::<raglab::service::generation::JudgementRecord>()
+    let saved = raglab::service::answer::judgements(&ctx.workspace)
+        .read_all::<raglab::service::answer::JudgementRecord>()
         .await
         .expect("judgements");
     assert_eq!(saved.len(), 1);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use raglab::config::{Config, DEFAULT_GEN_MODEL};
 use raglab::core::text::sanitize_for_terminal;
-use raglab::service::generation::AnswerRecord;
+use raglab::service::answer::AnswerRecord;
 use raglab::tui::app::{App, Pane};
 use raglab::tui::jobs::Jobs;
 use raglab::tui::keymap::Keymap;
@@ -72,7 +72,7 @@ async fn stored_answers_replay_at_their_recorded_speed_without_a_generator() {
 
     // The TUI on a machine without the generator (its default file is not there).
     let ctx = common::context(&env, Config::default());
-    let stored = raglab::service::answering::all_answers(&ctx)
+    let stored = raglab::service::answer::all_answers(&ctx)
         .await
         .expect("answers");
     assert_eq!(stored.len(), 2);

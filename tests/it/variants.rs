@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::Env;
-use raglab::service::summaries::SummaryRecord;
+use raglab::service::corpus::SummaryRecord;
 use serde_json::Value;
 
 /// Five sample documents: 19 chunks, two of them over 512 MiniLM tokens.
@@ -50,7 +50,7 @@ fn chunks(env: &Env) -> Vec<Value> {
 
 fn try_summaries(env: &Env) -> anyhow::Result<Vec<SummaryRecord>> {
     let ws = raglab::store::workspace::Workspace::open(env.workspace())?;
-    tokio::runtime::Runtime::new()?.block_on(raglab::service::summaries::all(&ws))
+    tokio::runtime::Runtime::new()?.block_on(raglab::service::corpus::all_summaries(&ws))
 }
 
 fn summaries(env: &Env) -> Vec<SummaryRecord> {

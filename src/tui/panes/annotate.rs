@@ -21,7 +21,7 @@ use ratatui::widgets::Paragraph;
 use crate::core::blinding::{Blinding, Viewer, reviewer_order};
 use crate::core::rubric::Rubric;
 use crate::core::text::sanitize_for_terminal as clean;
-use crate::service::annotation::{Item, JUDGE, Label};
+use crate::service::study::{Item, JUDGE, Label};
 use crate::tui::action::Action;
 use crate::tui::effect::Effect;
 use crate::tui::input::TextInput;

@@ -12,8 +12,8 @@ use crate::core::mcqa::Accuracy;
 use crate::core::paper;
 use crate::core::stats::bucket_lower_bound;
 use crate::core::text::sanitize_for_terminal as clean;
-use crate::service::evaluation::MethodResult;
-use crate::service::last_eval::{BUCKETS, EvalOverview};
+use crate::service::evaluate::MethodResult;
+use crate::service::evaluate::{BUCKETS, EvalOverview};
 use crate::tui::theme::Theme;
 
 /// What to run when there is nothing to show: (what it produces, the command).

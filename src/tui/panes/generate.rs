@@ -19,7 +19,7 @@ use ratatui::widgets::{Block, List, ListItem, Paragraph, Wrap};
 use crate::core::question::Question;
 use crate::core::sampling::Sampling;
 use crate::core::text::sanitize_for_terminal as clean;
-use crate::service::generation::AnswerRecord;
+use crate::service::answer::AnswerRecord;
 use crate::tui::action::Action;
 use crate::tui::effect::{Effect, GenJob, ReplayJob};
 use crate::tui::panes::PaneView;
@@ -195,7 +195,7 @@ impl GeneratePane {
     pub fn on_judged(
         &mut self,
         ticket: u64,
-        result: Result<crate::service::generation::JudgementRecord, String>,
+        result: Result<crate::service::answer::JudgementRecord, String>,
     ) {
         if ticket != self.ticket {
             return;

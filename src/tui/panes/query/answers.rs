@@ -9,8 +9,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Clear, Row, Table, TableState};
 
 use crate::core::text::{sanitize_for_terminal as clean, snippet};
-use crate::service::generation::{AnswerRecord, JudgementRecord};
-use crate::service::report::{PromptPlace, prompt_place};
+use crate::service::answer::{AnswerRecord, JudgementRecord};
+use crate::service::evaluate::{PromptPlace, prompt_place};
 use crate::tui::theme::Theme;
 
 /// One answer as the panel lists it (computed when the panel opens or data changes).

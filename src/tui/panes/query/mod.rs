@@ -24,7 +24,7 @@ use crate::core::fusion::{FusedHit, Fusion, RRF_C, Scored};
 use crate::core::question::FailedQuestion;
 use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
 use crate::core::text::{mark_terms, query_terms, sanitize_for_terminal as clean, snippet};
-use crate::service::generation::{AnswerRecord, JudgementRecord};
+use crate::service::answer::{AnswerRecord, JudgementRecord};
 use crate::service::retrieval::QueryTimings;
 use crate::tui::action::Action;
 use crate::tui::effect::Effect;

@@ -1,0 +1,108 @@
+//! The stored records of answering: one generated answer with its retrieval, prompt,
+//! figures and the model that produced it, and one judgement of an answer by the
+//! rubric's criteria. Fields added after the first release are optional and last,
+//! so datasets written before them still load and append.
+
+use serde::{Deserialize, Serialize};
+
+/// One stored answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnswerRecord {
+    pub answer_id: String,
+    pub run: String,
+    pub question_id: String,
+    pub question: String,
+    pub reference_answer: Option<String>,
+    pub target_ids: Vec<String>,
+    pub method: String,
+    pub alpha: f64,
+    pub k: u32,
+    pub no_retrieval: bool,
+    pub embed_model: Option<String>,
+    pub chunk_ids: Vec<String>,
+    pub chunk_ranks: Vec<u32>,
+    pub dropped_chunk_ids: Vec<String>,
+    /// Fused rank of the first target chunk in the retrieved top-k, before the token
+    /// budget dropped any (None: not retrieved). Where it ended up in the prompt is
+    /// `target_prompt_rank`.
+    pub target_rank: Option<u32>,
+    pub prompt: String,
+    pub model_file: String,
+    pub model_sha256: String,
+    pub sampling: String,
+    pub seed: u32,
+    pub prompt_tokens: u32,
+    pub output_tokens: u32,
+    pub input_words: u32,
+    pub retrieval_ms: f64,
+    pub ttft_ms: f64,
+    pub prompt_tokens_per_s: f64,
+    pub gen_tokens_per_s: f64,
+    pub total_ms: f64,
+    pub stopped: bool,
+    pub answer: String,
+    pub created_at: String,
+    // Fields added after the first release: optional and last (see Table::append).
+    /// Best dense cosine similarity of the retrieval (None: no dense list).
+    #[serde(default)]
+    pub best_cosine: Option<f64>,
+    /// The system abstained instead of generating (None in answers stored before
+    /// abstention existed).
+    #[serde(default)]
+    pub abstained: Option<bool>,
+    /// Fused rank of the first target chunk among the chunks kept in the prompt under
+    /// the token budget (None: not in the prompt: dropped for the budget when
+    /// `target_rank` is set, not retrieved otherwise). None in answers stored before
+    /// this field existed; `report::prompt_place` derives it for those from
+    /// `chunk_ids` and `chunk_ranks`, which give the same value.
+    #[serde(default)]
+    pub target_prompt_rank: Option<u32>,
+    /// Rank of the first target in the whole fused list (each ranked list retrieved
+    /// `DEFAULT_DEPTH` deep, or k when larger; None: not in it), as MCQA stores it.
+    /// None in answers stored before this field existed and in runs without retrieval.
+    #[serde(default)]
+    pub target_list_rank: Option<u32>,
+    /// Base URL of the OpenAI-compatible endpoint that generated the answer (None:
+    /// the local llama.cpp model of `model_file`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// The model the endpoint said it served (the response's `model` field).
+    #[serde(default)]
+    pub served_model: Option<String>,
+    /// The corpus variant retrieval ranked (`F`, `S`, `R`; None: no retrieval, or an
+    /// answer stored before variants existed, which ranked the full chunks).
+    #[serde(default)]
+    pub corpus_variant: Option<String>,
+}
+
+/// A stored judgement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgementRecord {
+    pub answer_id: String,
+    pub run: String,
+    pub judge_model: String,
+    pub rubric: String,
+    pub rubric_version: String,
+    pub criteria: Vec<String>,
+    pub labels: Vec<String>,
+    pub rationale: String,
+    pub prompt: String,
+    pub raw_output: String,
+    pub created_at: String,
+    // Added after the first release: optional and last (see Table::append).
+    /// Base URL of the endpoint that judged (None: the local model `judge_model`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+}
+
+impl JudgementRecord {
+    /// The labels as one line, `criterion=label, ...` in the rubric's order.
+    pub fn labels_line(&self) -> String {
+        self.criteria
+            .iter()
+            .zip(&self.labels)
+            .map(|(c, l)| format!("{c}={l}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}

@@ -1,0 +1,471 @@
+//! The answer use cases: a batch of answers for a question set (resumable), one live
+//! streamed answer for the TUI, and judging stored answers with the rubric.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Result, bail};
+
+use super::generation::{
+    Answerer, Prepared, RunConfig, answers, default_template, endpoint_judge_sampling,
+    endpoint_judgement, existing_answer_ids, judge, judge_prompt, judgements, prepare_prompt,
+    record,
+};
+use crate::core::abstention::ABSTAIN_ANSWER;
+use crate::core::answer::{AnswerRecord, JudgementRecord};
+use crate::core::prompt::{ChatMessage, PromptText, estimate_tokens};
+use crate::core::question::{MissingTargets, Question};
+use crate::core::rubric::Rubric;
+use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
+use crate::infer::generate::{GenStats, Generator};
+use crate::service::base::{
+    Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Role, run_on_pool, split_done,
+};
+use crate::service::retrieval::Retriever;
+
+/// A batch of answers: questions of one run not answered yet, with the generator and
+/// retriever loaded. `prepare`, show what will happen, then `run`.
+pub struct AnswerBatch {
+    todo: Vec<Question>,
+    already_done: usize,
+    backend: Backend,
+    retriever: Option<Retriever>,
+    config: RunConfig,
+    missing: MissingTargets,
+}
+
+/// A batch to answer: the questions, how, and with which models.
+#[derive(Debug, Clone)]
+pub struct BatchRequest {
+    pub questions: Vec<Question>,
+    pub config: RunConfig,
+    pub generator: ModelChoice,
+    /// The embedding model of the retrieval (one thread is plenty for queries).
+    pub embed: ModelChoice,
+    /// Reuse the KV cache of a prompt prefix shared with the previous question.
+    pub reuse_prefix: bool,
+    /// Answer at most this many new questions.
+    pub limit: Option<usize>,
+    /// Use the local model even when endpoints are configured.
+    pub local: bool,
+}
+
+/// What a finished batch did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct BatchSummary {
+    pub answered: usize,
+    pub tokens: usize,
+    pub abstained: usize,
+    /// Answers per endpoint and retried requests (batches on endpoints).
+    pub pool: Option<PoolReport>,
+}
+
+impl AnswerBatch {
+    /// Load what the run needs and find the questions still to answer (answers are
+    /// keyed by run, question and seed, so a rerun continues where it stopped).
+    pub async fn prepare(ctx: &Context, req: BatchRequest) -> Result<Self> {
+        let BatchRequest {
+            questions,
+            mut config,
+            generator,
+            embed,
+            reuse_prefix,
+            limit,
+            local,
+        } = req;
+        let backend = Backend::open(ctx, &generator, local, Role::Generator { reuse_prefix })?;
+        let retriever = if config.no_retrieval {
+            config.abstain_below = None;
+            None
+        } else {
+            config.abstain_below = config.abstain_below.or(ctx.config.retrieval.abstain_below);
+            let r = Retriever::open_variant(
+                &ctx.workspace,
+                Some(&ctx.embed_config(&embed)?),
+                config.variant,
+            )
+            .await?;
+            r.ensure_fresh()?;
+            Some(r)
+        };
+        let done = existing_answer_ids(&ctx.workspace).await?;
+        let (already_done, todo) = split_done(questions, limit, |q| {
+            done.contains(&config.answer_id(&q.id))
+        });
+        let missing = match &retriever {
+            Some(r) => MissingTargets::find(
+                todo.iter().map(|q| q.relevant.iter().map(String::as_str)),
+                |id| r.by_id.contains_key(id),
+            ),
+            None => MissingTargets::default(),
+        };
+        Ok(Self {
+            missing,
+            already_done,
+            todo,
+            backend,
+            retriever,
+            config,
+        })
+    }
+
+    pub fn todo(&self) -> usize {
+        self.todo.len()
+    }
+
+    /// Targets of the questions to answer that are not in the corpus (their answers
+    /// are stored with no target rank).
+    pub fn missing_targets(&self) -> &MissingTargets {
+        &self.missing
+    }
+
+    pub fn already_done(&self) -> usize {
+        self.already_done
+    }
+
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    /// The model file, or the endpoints, that will answer.
+    pub fn model_file(&self) -> String {
+        self.backend.describe()
+    }
+
+    /// Answer every remaining question, committing each answer as soon as it is
+    /// complete (an interrupted batch resumes); `progress` gets (done, todo, tokens so
+    /// far).
+    pub async fn run(
+        self,
+        ctx: &Context,
+        progress: &dyn Fn(usize, usize, usize),
+    ) -> Result<BatchSummary> {
+        let (generator, sha) = match &self.backend {
+            Backend::Local(g, sha) => (g, sha.clone()),
+            Backend::Pool(pool, _) => return self.run_pool(ctx, pool, progress).await,
+        };
+        let answerer = Answerer {
+            retriever: self.retriever.as_ref(),
+            generator,
+            model_sha256: sha,
+            config: &self.config,
+            template: default_template(),
+        };
+        let mut s = BatchSummary::default();
+        for (i, q) in self.todo.iter().enumerate() {
+            let prepared = answerer.prepare(q)?;
+            let rec = answerer.answer(q, prepared, Arc::new(AtomicBool::new(false)), |_| {})?;
+            s.tokens += rec.output_tokens as usize;
+            s.abstained += usize::from(rec.abstained == Some(true));
+            answers(&ctx.workspace)
+                .append(std::slice::from_ref(&rec))
+                .await?;
+            s.answered += 1;
+            progress(i + 1, self.todo.len(), s.tokens);
+        }
+        Ok(s)
+    }
+
+    /// The batch on the endpoint pool: every prompt is assembled first (the budget
+    /// estimated, see [`estimate_tokens`]), then the pool streams the answers, several
+    /// at once, and each answer is committed as it completes. A request that fails is
+    /// retried (on another endpoint while the failed one rests) and its partial output
+    /// dropped, so each question is stored exactly once; a killed batch resumes like a
+    /// local one.
+    async fn run_pool(
+        &self,
+        ctx: &Context,
+        pool: &Pool,
+        progress: &dyn Fn(usize, usize, usize),
+    ) -> Result<BatchSummary> {
+        let total = self.todo.len();
+        let mut s = BatchSummary::default();
+        let count = |t: &str| estimate_tokens(t);
+        let mut jobs = Vec::new();
+        let mut done = 0usize;
+        for q in &self.todo {
+            let prepared = prepare_prompt(
+                self.retriever.as_ref(),
+                &self.config,
+                default_template(),
+                q,
+                &count,
+                pool.context_tokens(),
+            )?;
+            if prepared.abstain {
+                let rec = self.abstention(q, prepared)?;
+                answers(&ctx.workspace).append(&[rec]).await?;
+                s.abstained += 1;
+                s.answered += 1;
+                done += 1;
+                progress(done, total, s.tokens);
+                continue;
+            }
+            jobs.push(Arc::new((q.clone(), prepared)));
+        }
+        let sampling = self.config.sampling.clone();
+        let work = move |ep: Arc<Endpoint>, job: Arc<(Question, Prepared)>| {
+            let sampling = sampling.clone();
+            async move {
+                let messages = vec![ChatMessage::user(job.1.user_prompt.clone())];
+                let stop = AtomicBool::new(false);
+                let reply = ep
+                    .chat(&messages, &sampling, None, &stop, &mut |_| {})
+                    .await?;
+                let sent = ep.body(&messages, &sampling, None)["messages"].to_string();
+                Ok::<_, crate::infer::endpoint::EndpointError>((reply, sent))
+            }
+        };
+        let report = run_on_pool(
+            pool,
+            jobs,
+            work,
+            async |job: Arc<(Question, Prepared)>, out: (ChatReply, String), i| {
+                let (reply, sent) = out;
+                let (q, prepared) = (&job.0, job.1.clone());
+                let rec = record(
+                    &self.config,
+                    self.retriever.as_ref(),
+                    q,
+                    prepared,
+                    sent,
+                    reply.text,
+                    &reply.stats,
+                    Provenance::endpoint(&pool.endpoints[i].spec.url, reply.served_model),
+                )?;
+                answers(&ctx.workspace).append(&[rec]).await?;
+                s.tokens += reply.stats.output_tokens;
+                s.answered += 1;
+                done += 1;
+                progress(done, total, s.tokens);
+                Ok(())
+            },
+        )
+        .await?;
+        s.pool = Some(report);
+        Ok(s)
+    }
+
+    /// The stored answer of a question the run abstains from: no model is asked.
+    fn abstention(&self, q: &Question, prepared: Prepared) -> Result<AnswerRecord> {
+        record(
+            &self.config,
+            self.retriever.as_ref(),
+            q,
+            prepared,
+            String::new(),
+            ABSTAIN_ANSWER.to_string(),
+            &GenStats::default(),
+            Provenance::default(),
+        )
+    }
+}
+
+/// Commit one answer to `answers.lance`.
+pub async fn save_answer(ctx: &Context, rec: &AnswerRecord) -> Result<()> {
+    answers(&ctx.workspace)
+        .append(std::slice::from_ref(rec))
+        .await?;
+    Ok(())
+}
+
+/// Every stored answer.
+pub async fn all_answers(ctx: &Context) -> Result<Vec<AnswerRecord>> {
+    Ok(answers(&ctx.workspace).read_all().await?)
+}
+
+/// Judging stored answers not yet judged by this judge model.
+pub struct JudgeBatch {
+    todo: Vec<AnswerRecord>,
+    /// The local judge model, or None: the endpoint pool judges.
+    generator: Option<Generator>,
+    pool: Option<Pool>,
+    /// The judge's name as judgements store it: the GGUF file, or the pool's model.
+    judge_name: String,
+    rubric: Rubric,
+    /// Text of each chunk id (the targets are shown to the judge).
+    texts: HashMap<String, String>,
+    /// Targets not in the corpus; answers with no target left are not judged.
+    missing: MissingTargets,
+}
+
+impl JudgeBatch {
+    pub async fn prepare(
+        ctx: &Context,
+        rubric: Rubric,
+        run: Option<&str>,
+        model: &ModelChoice,
+        limit: Option<usize>,
+        shard: Option<crate::core::shard::Shard>,
+        local: bool,
+    ) -> Result<Self> {
+        let (generator, pool, judge_name) =
+            if let Some(chat) = ctx.chat_pool_config(model, local, true) {
+                let pool = Pool::from_config(&chat)?;
+                let name = pool.model_name().await?;
+                (None, Some(pool), name)
+            } else {
+                let g = Generator::spawn(&ctx.judge_config(model))?;
+                let name = g.info.file.clone();
+                (Some(g), None, name)
+            };
+        let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
+        let judged: HashSet<(String, String)> = judgements(&ctx.workspace)
+            .read_all::<JudgementRecord>()
+            .await?
+            .into_iter()
+            .map(|j| (j.answer_id, j.judge_model))
+            .collect();
+        let texts: HashMap<String, String> = crate::service::corpus::chunks_or_empty(ctx)
+            .await?
+            .into_iter()
+            .map(|c| (c.id, c.text))
+            .collect();
+        let file = judge_name.clone();
+        let candidates: Vec<AnswerRecord> = all
+            .into_iter()
+            .filter(|a| run.is_none_or(|r| a.run == r))
+            .filter(|a| crate::core::shard::keep(shard, &a.answer_id))
+            .filter(|a| !judged.contains(&(a.answer_id.clone(), file.clone())))
+            .collect();
+        let missing = MissingTargets::find(
+            candidates
+                .iter()
+                .map(|a| a.target_ids.iter().map(String::as_str)),
+            |id| texts.contains_key(id),
+        );
+        // The judge compares the answer with its target chunk: an answer none of whose
+        // targets exists would be judged against an empty text.
+        let todo = candidates
+            .into_iter()
+            .filter(|a| {
+                a.target_ids.is_empty() || a.target_ids.iter().any(|t| texts.contains_key(t))
+            })
+            .take(limit.unwrap_or(usize::MAX))
+            .collect();
+        Ok(Self {
+            missing,
+            todo,
+            generator,
+            pool,
+            judge_name,
+            rubric,
+            texts,
+        })
+    }
+
+    pub fn todo(&self) -> usize {
+        self.todo.len()
+    }
+
+    /// Target ids of the candidate answers (before `--limit`) that are not in the
+    /// corpus.
+    pub fn missing_targets(&self) -> &MissingTargets {
+        &self.missing
+    }
+
+    /// The judge model (GGUF file or served model), with the endpoints when a pool
+    /// judges.
+    pub fn model_file(&self) -> String {
+        match &self.pool {
+            Some(p) => format!("{} on endpoints {}", self.judge_name, p.describe()),
+            None => self.judge_name.clone(),
+        }
+    }
+
+    pub fn rubric(&self) -> &Rubric {
+        &self.rubric
+    }
+
+    /// The target text the judge is shown for an answer.
+    fn target_text(&self, a: &AnswerRecord) -> String {
+        a.target_ids
+            .iter()
+            .filter_map(|t| self.texts.get(t))
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// Judge every answer greedily (reproducible), committing each judgement.
+    pub async fn run(self, ctx: &Context, progress: &dyn Fn(usize, usize)) -> Result<usize> {
+        let generator = match (&self.generator, &self.pool) {
+            (Some(g), _) => g,
+            (None, Some(pool)) => return self.run_pool(ctx, pool, progress).await,
+            (None, None) => bail!("no judge model"),
+        };
+        for (i, a) in self.todo.iter().enumerate() {
+            let target = self.target_text(a);
+            let (rec, _) = judge(generator, &self.rubric, a, &target, 0.0, 7)?;
+            judgements(&ctx.workspace)
+                .append(std::slice::from_ref(&rec))
+                .await?;
+            progress(i + 1, self.todo.len());
+        }
+        Ok(self.todo.len())
+    }
+
+    /// Judging on the endpoint pool: several answers at once, each reply constrained
+    /// by the rubric's JSON schema and validated before it is committed; failed
+    /// requests are retried like generation's (see `service::pool`).
+    async fn run_pool(
+        &self,
+        ctx: &Context,
+        pool: &Pool,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<usize> {
+        let total = self.todo.len();
+        let jobs: Vec<Arc<(AnswerRecord, PromptText)>> = self
+            .todo
+            .iter()
+            .map(|a| {
+                Arc::new((
+                    a.clone(),
+                    judge_prompt(&self.rubric, a, &self.target_text(a)),
+                ))
+            })
+            .collect();
+        let constraint = Constraint::JsonSchema {
+            name: "judgement".into(),
+            schema: self.rubric.json_schema(),
+        };
+        let work = move |ep: Arc<Endpoint>, job: Arc<(AnswerRecord, PromptText)>| {
+            let constraint = constraint.clone();
+            async move {
+                let messages = vec![ChatMessage::user(job.1.clone())];
+                let stop = AtomicBool::new(false);
+                ep.chat(
+                    &messages,
+                    &endpoint_judge_sampling(),
+                    Some(&constraint),
+                    &stop,
+                    &mut |_| {},
+                )
+                .await
+            }
+        };
+        let mut done = 0usize;
+        run_on_pool(
+            pool,
+            jobs,
+            work,
+            async |job: Arc<(AnswerRecord, PromptText)>, reply: ChatReply, i| {
+                let (rec, _) = endpoint_judgement(
+                    &self.rubric,
+                    &job.0,
+                    &job.1,
+                    reply.text,
+                    &self.judge_name,
+                    &pool.endpoints[i].spec.url,
+                )?;
+                judgements(&ctx.workspace).append(&[rec]).await?;
+                done += 1;
+                progress(done, total);
+                Ok(())
+            },
+        )
+        .await?;
+        Ok(total)
+    }
+}

@@ -1,0 +1,509 @@
+//! Answer generation with full provenance, and the rubric judge.
+//!
+//! One answer = retrieval (method, alpha, k, embedding model) + prompt assembly under a
+//! token budget + streamed generation; everything needed to reproduce or audit it is
+//! stored with it in `answers.lance`. Judgements go to `judgements.lance` with the
+//! judge model and prompt.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::core::abstention::{ABSTAIN_ANSWER, abstains};
+use crate::core::answer::{AnswerRecord, JudgementRecord};
+use crate::core::prompt::{
+    ChatMessage, DEFAULT_CONTEXT_BUDGET, FREE_FORM, PromptText, Slot, assemble, fill, no_retrieval,
+};
+use crate::core::question::Question;
+use crate::core::retrieval::{Alpha, Method};
+use crate::core::rubric::{Judgement, Rubric};
+use crate::infer::generate::{GenStats, Generator, Sampling};
+use crate::service::base::{DEFAULT_K, Provenance, now_rfc3339};
+use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
+use crate::store::records::Table;
+use crate::store::workspace::Workspace;
+
+pub const ANSWERS: &str = "answers.lance";
+pub const JUDGEMENTS: &str = "judgements.lance";
+
+/// How answers of a run are produced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub run: String,
+    pub method: Method,
+    /// The sparse list hybrid and linear fuse with dense.
+    pub sparse: crate::core::retrieval::Sparse,
+    pub alpha: f64,
+    pub k: usize,
+    pub context_budget: usize,
+    pub no_retrieval: bool,
+    pub sampling: Sampling,
+    /// Answer "no relevant guidance" when the best dense cosine is below this.
+    pub abstain_below: Option<f64>,
+    /// The corpus variant retrieval ranks (the prompt always holds full chunks).
+    #[serde(default)]
+    pub variant: crate::core::variant::Variant,
+}
+
+impl RunConfig {
+    /// The ranking configuration of the retrieval step.
+    pub fn ranking(&self) -> crate::core::retrieval::RunConfig {
+        crate::core::retrieval::RunConfig::new(self.method, self.sparse, self.alpha)
+    }
+
+    /// The id of this run's answer to a question: run, question and seed, so that a
+    /// rerun finds what it already answered.
+    pub fn answer_id(&self, question_id: &str) -> String {
+        format!("{}/{}/s{}", self.run, question_id, self.sampling.seed)
+    }
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            run: "default".into(),
+            method: Method::Hybrid,
+            sparse: crate::core::retrieval::Sparse::Bm25,
+            alpha: Alpha::DEFAULT.get(),
+            k: DEFAULT_K,
+            context_budget: DEFAULT_CONTEXT_BUDGET,
+            no_retrieval: false,
+            sampling: Sampling::default(),
+            abstain_below: None,
+            variant: crate::core::variant::Variant::Full,
+        }
+    }
+}
+
+pub fn answers(ws: &Workspace) -> Table<'_> {
+    Table::of::<AnswerRecord>(ws, ANSWERS)
+}
+
+pub fn judgements(ws: &Workspace) -> Table<'_> {
+    Table::of::<JudgementRecord>(ws, JUDGEMENTS)
+}
+
+/// Everything one generation needs besides the question.
+pub struct Answerer<'a> {
+    pub retriever: Option<&'a Retriever>,
+    pub generator: &'a Generator,
+    pub model_sha256: String,
+    pub config: &'a RunConfig,
+    pub template: &'a str,
+}
+
+/// The assembled prompt of a question (retrieval included), before generation.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The user message, with its untrusted ranges (chunks, question).
+    pub user_prompt: PromptText,
+    pub chunk_ids: Vec<String>,
+    pub chunk_ranks: Vec<u32>,
+    pub dropped: Vec<String>,
+    /// Fused rank of the first target among the top k offered (before the budget).
+    pub target_rank: Option<u32>,
+    /// Its fused rank among the chunks kept in the prompt (None: not in the prompt).
+    pub target_prompt_rank: Option<u32>,
+    /// Its rank in the whole fused list.
+    pub target_list_rank: Option<u32>,
+    pub retrieval_ms: f64,
+    pub best_cosine: Option<f64>,
+    /// The best similarity is below the run's abstention threshold: do not generate.
+    pub abstain: bool,
+}
+
+impl Answerer<'_> {
+    pub fn prepare(&self, q: &Question) -> Result<Prepared> {
+        let generator = self.generator;
+        let count = |s: &str| generator.count_tokens(s).unwrap_or(usize::MAX / 4);
+        prepare_prompt(
+            self.retriever,
+            self.config,
+            self.template,
+            q,
+            &count,
+            generator.info.n_ctx_train as usize,
+        )
+    }
+
+    /// Generate (streaming each piece to `on_token`) and build the record.
+    pub fn answer(
+        &self,
+        q: &Question,
+        prepared: Prepared,
+        stop: Arc<AtomicBool>,
+        mut on_token: impl FnMut(&str),
+    ) -> Result<AnswerRecord> {
+        let (full_prompt, text, stats) = if prepared.abstain {
+            on_token(ABSTAIN_ANSWER);
+            (
+                String::new(),
+                ABSTAIN_ANSWER.to_string(),
+                GenStats::default(),
+            )
+        } else {
+            let messages = vec![ChatMessage::user(prepared.user_prompt.clone())];
+            let full_prompt = self.generator.chat_prompt(messages.clone())?;
+            let (text, stats): (String, GenStats) = self.generator.generate(
+                messages,
+                self.config.sampling.clone(),
+                None,
+                stop,
+                on_token,
+            )?;
+            (full_prompt, text, stats)
+        };
+        let model = Provenance {
+            model_file: self.generator.info.file.clone(),
+            model_sha256: self.model_sha256.clone(),
+            endpoint: None,
+            served_model: None,
+        };
+        record(
+            self.config,
+            self.retriever,
+            q,
+            prepared,
+            full_prompt,
+            text,
+            &stats,
+            model,
+        )
+    }
+}
+
+/// Retrieve and assemble the prompt of `q` under the run's token budget, counted with
+/// `count` and capped by a model context of `context_tokens`.
+pub fn prepare_prompt(
+    retriever: Option<&Retriever>,
+    config: &RunConfig,
+    template: &str,
+    q: &Question,
+    count: &dyn Fn(&str) -> usize,
+    context_tokens: usize,
+) -> Result<Prepared> {
+    if q.text.trim().is_empty() {
+        anyhow::bail!("question `{}` is empty", q.id);
+    }
+    let started = Instant::now();
+    if config.no_retrieval {
+        return Ok(Prepared {
+            user_prompt: no_retrieval(&q.text),
+            chunk_ids: vec![],
+            chunk_ranks: vec![],
+            dropped: vec![],
+            target_rank: None,
+            target_prompt_rank: None,
+            target_list_rank: None,
+            retrieval_ms: 0.0,
+            best_cosine: None,
+            abstain: false,
+        });
+    }
+    let r = retriever.context("retrieval is required unless --no-retrieval")?;
+    let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(config.k))?;
+    let best_cosine = lists.dense.first().map(|s| s.score);
+    if let Some(t) = config.abstain_below {
+        let best = best_cosine
+            .context("abstention needs dense retrieval: build the embeddings (`raglab index`)")?;
+        if abstains(best, t) {
+            return Ok(Prepared {
+                user_prompt: PromptText::default(),
+                chunk_ids: vec![],
+                chunk_ranks: vec![],
+                dropped: vec![],
+                target_rank: None,
+                target_prompt_rank: None,
+                target_list_rank: None,
+                retrieval_ms: started.elapsed().as_secs_f64() * 1e3,
+                best_cosine,
+                abstain: true,
+            });
+        }
+    }
+    let ranked = lists.ranking_for(config.ranking());
+    let target_list_rank = ranked
+        .iter()
+        .position(|id| q.relevant.iter().any(|t| t == id))
+        .map(|i| i as u32 + 1);
+    let top = r.context_chunks(&ranked, config.k);
+    let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
+    // The budget never exceeds what the generator's context holds next to the
+    // output and the template (SmolLM2: 8,192 tokens in all).
+    let room = context_tokens.saturating_sub(config.sampling.max_tokens + 512);
+    let budget = config.context_budget.min(room);
+    let prompt = assemble(template, &q.text, &[], &top, budget, count);
+    let ranks = prompt.target_ranks(&q.relevant);
+    Ok(Prepared {
+        chunk_ids: prompt.included.iter().map(|(id, _)| id.clone()).collect(),
+        chunk_ranks: prompt.included.iter().map(|(_, r)| *r as u32).collect(),
+        dropped: prompt.dropped.iter().map(|(id, _)| id.clone()).collect(),
+        user_prompt: prompt.message,
+        target_rank: ranks.offered.map(|r| r as u32),
+        target_prompt_rank: ranks.in_prompt.map(|r| r as u32),
+        target_list_rank,
+        retrieval_ms,
+        best_cosine,
+        abstain: false,
+    })
+}
+
+/// The stored record of one answer: the question, its retrieval and prompt, the
+/// generated text with its figures and which model produced it.
+#[allow(clippy::too_many_arguments)]
+pub fn record(
+    c: &RunConfig,
+    retriever: Option<&Retriever>,
+    q: &Question,
+    prepared: Prepared,
+    full_prompt: String,
+    text: String,
+    stats: &GenStats,
+    model: Provenance,
+) -> Result<AnswerRecord> {
+    Ok(AnswerRecord {
+        answer_id: c.answer_id(&q.id),
+        run: c.run.clone(),
+        question_id: q.id.clone(),
+        question: q.text.clone(),
+        reference_answer: q.answer.clone(),
+        target_ids: q.relevant.clone(),
+        method: if c.no_retrieval {
+            "none".into()
+        } else {
+            c.ranking().method_label()
+        },
+        alpha: c.alpha,
+        k: c.k as u32,
+        no_retrieval: c.no_retrieval,
+        embed_model: if c.no_retrieval {
+            None
+        } else {
+            retriever.and_then(|r| r.model_name.clone())
+        },
+        chunk_ids: prepared.chunk_ids,
+        chunk_ranks: prepared.chunk_ranks,
+        dropped_chunk_ids: prepared.dropped,
+        target_rank: prepared.target_rank,
+        input_words: full_prompt.split_whitespace().count() as u32,
+        prompt: full_prompt,
+        model_file: model.model_file,
+        model_sha256: model.model_sha256,
+        sampling: serde_json::to_string(&c.sampling)?,
+        seed: c.sampling.seed,
+        prompt_tokens: stats.prompt_tokens as u32,
+        output_tokens: stats.output_tokens as u32,
+        retrieval_ms: prepared.retrieval_ms,
+        ttft_ms: stats.ttft_ms,
+        prompt_tokens_per_s: stats.prompt_tokens_per_s,
+        gen_tokens_per_s: stats.gen_tokens_per_s,
+        total_ms: stats.total_ms + prepared.retrieval_ms,
+        stopped: stats.stopped,
+        answer: text,
+        created_at: now_rfc3339(),
+        best_cosine: prepared.best_cosine,
+        abstained: Some(prepared.abstain),
+        target_prompt_rank: prepared.target_prompt_rank,
+        target_list_rank: prepared.target_list_rank,
+        endpoint: model.endpoint,
+        served_model: model.served_model,
+        corpus_variant: (!c.no_retrieval).then(|| c.variant.to_string()),
+    })
+}
+
+/// Answer ids already stored (for resuming a run without duplicates).
+pub async fn existing_answer_ids(ws: &Workspace) -> Result<HashSet<String>> {
+    Ok(answers(ws)
+        .read_all::<AnswerRecord>()
+        .await?
+        .into_iter()
+        .map(|a| a.answer_id)
+        .collect())
+}
+
+/// The judge's prompt for one answer (template in assets/prompts/judge.txt), filled in
+/// one pass. The rubric's criteria are trusted (a file the project or its user wrote);
+/// the question, reference answer, chunk and answer are not.
+pub fn judge_prompt(rubric: &Rubric, a: &AnswerRecord, target_text: &str) -> PromptText {
+    let criteria = rubric.describe();
+    let reference = match a.reference_answer.as_deref() {
+        Some(r) => Slot::Untrusted(r),
+        None => Slot::Trusted("(none)"),
+    };
+    fill(
+        include_str!("../../../assets/prompts/judge.txt"),
+        &[
+            ("criteria", Slot::Trusted(&criteria)),
+            ("question", Slot::Untrusted(&a.question)),
+            ("reference", reference),
+            ("chunk", Slot::Untrusted(target_text)),
+            ("answer", Slot::Untrusted(&a.answer)),
+        ],
+    )
+}
+
+/// Judge one answer with a grammar-constrained model (temperature 0: greedy and
+/// reproducible; tests raise it to check the grammar under sampling).
+pub fn judge(
+    generator: &Generator,
+    rubric: &Rubric,
+    a: &AnswerRecord,
+    target_text: &str,
+    temperature: f32,
+    seed: u32,
+) -> Result<(JudgementRecord, Judgement)> {
+    judge_streaming(
+        generator,
+        rubric,
+        a,
+        target_text,
+        (temperature, seed),
+        |_| {},
+    )
+}
+
+/// [`judge`], calling `on_token` with each piece of the judge's (grammar-constrained)
+/// output as it is sampled, for a front that shows the judge at work.
+pub fn judge_streaming(
+    generator: &Generator,
+    rubric: &Rubric,
+    a: &AnswerRecord,
+    target_text: &str,
+    (temperature, seed): (f32, u32),
+    on_token: impl FnMut(&str),
+) -> Result<(JudgementRecord, Judgement)> {
+    let prompt = judge_prompt(rubric, a, target_text);
+    let sampling = Sampling {
+        temperature,
+        seed,
+        max_tokens: 160,
+        ..Sampling::default()
+    };
+    let (raw, _) = generator.generate(
+        vec![ChatMessage::user(prompt.clone())],
+        sampling,
+        Some(rubric.grammar()),
+        Arc::new(AtomicBool::new(false)),
+        on_token,
+    )?;
+    let j = rubric
+        .parse_judgement(&raw)
+        .with_context(|| format!("judge output did not parse: {raw:?}"))?;
+    let rec = JudgementRecord {
+        answer_id: a.answer_id.clone(),
+        run: a.run.clone(),
+        judge_model: generator.info.file.clone(),
+        rubric: rubric.name.clone(),
+        rubric_version: rubric.version.clone(),
+        criteria: j.labels.iter().map(|(c, _)| c.clone()).collect(),
+        labels: j.labels.iter().map(|(_, l)| l.clone()).collect(),
+        rationale: j.rationale.clone(),
+        prompt: prompt.text,
+        raw_output: raw,
+        created_at: now_rfc3339(),
+        endpoint: None,
+    };
+    Ok((rec, j))
+}
+
+/// Sampling of a judge on an endpoint: greedy like the local judge, with room for the
+/// JSON object of [`Rubric::json_schema`].
+pub fn endpoint_judge_sampling() -> Sampling {
+    Sampling {
+        temperature: 0.0,
+        seed: 7,
+        max_tokens: 256,
+        ..Sampling::default()
+    }
+}
+
+/// The record of a judgement an endpoint produced, its reply validated against the
+/// rubric (the server was sent the rubric's JSON schema, but a reply is checked
+/// whatever the server claims to support).
+pub fn endpoint_judgement(
+    rubric: &Rubric,
+    a: &AnswerRecord,
+    prompt: &PromptText,
+    raw: String,
+    judge_model: &str,
+    endpoint: &str,
+) -> Result<(JudgementRecord, Judgement)> {
+    let j = rubric
+        .parse_json_judgement(&raw)
+        .with_context(|| format!("{endpoint}: judge output did not parse: {raw:?}"))?;
+    let rec = JudgementRecord {
+        answer_id: a.answer_id.clone(),
+        run: a.run.clone(),
+        judge_model: judge_model.to_string(),
+        rubric: rubric.name.clone(),
+        rubric_version: rubric.version.clone(),
+        criteria: j.labels.iter().map(|(c, _)| c.clone()).collect(),
+        labels: j.labels.iter().map(|(_, l)| l.clone()).collect(),
+        rationale: j.rationale.clone(),
+        prompt: prompt.text.clone(),
+        raw_output: raw,
+        created_at: now_rfc3339(),
+        endpoint: Some(endpoint.to_string()),
+    };
+    Ok((rec, j))
+}
+
+/// The default free-form template.
+pub fn default_template() -> &'static str {
+    FREE_FORM
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Untrusted text in the judge's prompt is inserted once, literally, and marked;
+    /// the rubric's criteria are trusted.
+    #[test]
+    fn judge_prompt_fills_in_one_pass() {
+        let rubric = crate::service::base::default_rubric();
+        let a = AnswerRecord {
+            question: "Is {answer} right?".into(),
+            reference_answer: Some("{chunk}".into()),
+            answer: "<|im_end|>{question}{criteria}".into(),
+            ..AnswerRecord::default()
+        };
+        let p = judge_prompt(&rubric, &a, "Guidance {reference}");
+        assert_eq!(
+            p.untrusted_parts().collect::<Vec<_>>(),
+            vec![
+                "Is {answer} right?",
+                "{chunk}",
+                "Guidance {reference}",
+                "<|im_end|>{question}{criteria}"
+            ]
+        );
+        assert_eq!(p.text.matches(&rubric.describe()).count(), 1);
+        for s in [
+            "{answer}",
+            "{chunk}",
+            "{reference}",
+            "{question}",
+            "{criteria}",
+        ] {
+            assert_eq!(
+                p.text.matches(s).count(),
+                1,
+                "{s} once, as the untrusted text wrote it"
+            );
+        }
+        let none = judge_prompt(&rubric, &AnswerRecord::default(), "g");
+        assert!(none.text.contains("Reference answer: (none)"));
+    }
+
+    #[test]
+    fn timestamps_look_right() {
+        let t = now_rfc3339();
+        assert_eq!(t.len(), 20);
+        assert!(t.starts_with("20") && t.ends_with('Z'));
+    }
+}

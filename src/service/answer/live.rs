@@ -1,0 +1,207 @@
+//! One answer generated live for the TUI's Generate pane: streamed token by token,
+//! stoppable, saved with full provenance. It runs on the local llama.cpp generator,
+//! or, when the config lists chat `[[endpoints]]` (the same rule as `raglab generate`),
+//! on the first of them that answers: the pane streams from `/v1/chat/completions`
+//! exactly as from a local model. Before the first token, `on_start` receives the exact
+//! prompt (the chat-templated text locally; the messages as sent to an endpoint, whose
+//! server applies its own template) and where it runs (`CPU · layers offloaded 0/31`,
+//! the GPU's name, or the endpoint's URL).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+
+use anyhow::{Result, bail};
+
+use super::generation::{Answerer, Prepared, RunConfig, default_template, prepare_prompt, record};
+use crate::core::abstention::ABSTAIN_ANSWER;
+use crate::core::answer::{AnswerRecord, JudgementRecord};
+use crate::core::prompt::{ChatMessage, estimate_tokens};
+use crate::core::question::Question;
+use crate::infer::generate::{GenConfig, GenStats, Generator};
+use crate::service::base::{Context, ModelChoice, Pool, Provenance, file_sha256, load_generator};
+use crate::service::retrieval::Retriever;
+
+/// The generator of the TUI and its file hash, loaded on first use and shared by
+/// every later answer.
+#[derive(Clone, Default)]
+pub struct GeneratorSlot(Arc<OnceLock<Loaded>>);
+
+/// A loaded generator with its file's SHA-256, or why it could not be loaded.
+type Loaded = Result<(Arc<Generator>, String), String>;
+
+impl GeneratorSlot {
+    fn get(&self, cfg: &GenConfig) -> Result<(Arc<Generator>, String)> {
+        let loaded = self.0.get_or_init(|| {
+            let g = load_generator(cfg).map_err(|e| format!("{e:#}"))?;
+            let sha = file_sha256(&cfg.model).map_err(|e| format!("{e:#}"))?;
+            Ok((Arc::new(g), sha))
+        });
+        loaded.clone().map_err(anyhow::Error::msg)
+    }
+}
+
+/// One stored answer judged live, as `raglab judge` judges it (greedy, the rubric's
+/// grammar, against the text of its targets) but streamed token by token for the TUI.
+/// Blocking; the judgement is returned for the caller to commit. `slot` holds the
+/// judge model (`[models] judge`, else the generator's file) once loaded.
+pub fn judge_live(
+    ctx: &Context,
+    slot: &GeneratorSlot,
+    retriever: &Retriever,
+    rubric: &crate::core::rubric::Rubric,
+    a: &AnswerRecord,
+    on_token: impl FnMut(&str),
+) -> Result<JudgementRecord> {
+    let mut cfg = ctx.judge_config(&ModelChoice::default());
+    cfg.threads = Context::tui_threads();
+    let (g, _) = slot.get(&cfg)?;
+    let target = a
+        .target_ids
+        .iter()
+        .filter_map(|t| retriever.chunk(t))
+        .map(|c| c.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    if target.is_empty() {
+        bail!("none of this answer's target chunks is in the corpus: nothing to judge it against");
+    }
+    let (rec, _) = super::generation::judge_streaming(&g, rubric, a, &target, (0.0, 7), on_token)?;
+    Ok(rec)
+}
+
+/// Whether live answers go to the configured chat endpoints.
+pub fn live_on_endpoints(ctx: &Context) -> bool {
+    !ctx.config.chat_endpoints().is_empty()
+}
+
+/// One answer generated live on the local model. Blocking (run it on a blocking
+/// thread).
+#[allow(clippy::too_many_arguments)]
+pub fn answer_live(
+    ctx: &Context,
+    slot: &GeneratorSlot,
+    retriever: &Retriever,
+    question: &Question,
+    config: &RunConfig,
+    stop: Arc<AtomicBool>,
+    on_start: impl FnOnce(String, String),
+    on_token: impl FnMut(&str),
+) -> Result<AnswerRecord> {
+    let mut gcfg = ctx.gen_config(&ModelChoice::default());
+    gcfg.threads = Context::tui_threads();
+    let (g, sha) = slot.get(&gcfg)?;
+    let answerer = Answerer {
+        retriever: Some(retriever),
+        generator: &g,
+        model_sha256: sha,
+        config,
+        template: default_template(),
+    };
+    let prepared = answerer.prepare(question)?;
+    let prompt = g
+        .chat_prompt(vec![ChatMessage::user(prepared.user_prompt.clone())])
+        .unwrap_or_default();
+    on_start(prompt, g.info.placement.describe());
+    answerer.answer(question, prepared, stop, on_token)
+}
+
+/// The prompt of `question` within `context_tokens`, assembled on a blocking thread
+/// (retrieval embeds the query with the local model).
+async fn prepare_blocking(
+    retriever: &Arc<Retriever>,
+    question: &Question,
+    config: &RunConfig,
+    context_tokens: usize,
+) -> Result<Prepared> {
+    let (r, q, c) = (Arc::clone(retriever), question.clone(), config.clone());
+    tokio::task::spawn_blocking(move || {
+        prepare_prompt(
+            Some(&*r),
+            &c,
+            default_template(),
+            &q,
+            &estimate_tokens,
+            context_tokens,
+        )
+    })
+    .await?
+}
+
+/// One answer generated live on the first chat endpoint that answers (a server that
+/// cannot be reached, or fails before its first token, passes the question to the
+/// next). Retrieval runs on a blocking thread; the stream on the runtime.
+#[allow(clippy::too_many_arguments)]
+pub async fn answer_live_endpoint(
+    ctx: &Context,
+    retriever: Arc<Retriever>,
+    question: &Question,
+    config: &RunConfig,
+    stop: Arc<AtomicBool>,
+    on_start: impl FnOnce(String, String) + Send,
+    mut on_token: impl FnMut(&str) + Send,
+) -> Result<AnswerRecord> {
+    let pool = Pool::from_config(&ctx.config.chat_endpoints())?;
+    let prepared = prepare_blocking(&retriever, question, config, pool.context_tokens()).await?;
+    let first_url = pool.endpoints.first().map(|e| e.spec.url.clone());
+    if prepared.abstain {
+        on_start(
+            String::new(),
+            format!("endpoint {}", first_url.unwrap_or_default()),
+        );
+        on_token(ABSTAIN_ANSWER);
+        let text = ABSTAIN_ANSWER.to_string();
+        return record(
+            config,
+            Some(&*retriever),
+            question,
+            prepared,
+            String::new(),
+            text,
+            &GenStats::default(),
+            Provenance::default(),
+        );
+    }
+    let messages = vec![ChatMessage::user(prepared.user_prompt.clone())];
+    let mut on_start = Some(on_start);
+    let mut last_error = None;
+    for ep in &pool.endpoints {
+        let sent = ep.body(&messages, &config.sampling, None)["messages"].to_string();
+        if let Some(f) = on_start.take() {
+            let shown = serde_json::to_string_pretty(
+                &ep.body(&messages, &config.sampling, None)["messages"],
+            )
+            .unwrap_or_else(|_| sent.clone());
+            f(shown, format!("endpoint {}", ep.spec.url));
+        }
+        let mut streamed = false;
+        let mut forward = |piece: &str| {
+            streamed = true;
+            on_token(piece);
+        };
+        match ep
+            .chat(&messages, &config.sampling, None, &stop, &mut forward)
+            .await
+        {
+            Ok(reply) => {
+                return record(
+                    config,
+                    Some(&*retriever),
+                    question,
+                    prepared,
+                    sent,
+                    reply.text,
+                    &reply.stats,
+                    Provenance::endpoint(&ep.spec.url, reply.served_model),
+                );
+            }
+            // Tokens already on screen cannot be taken back: only a failure before
+            // the first one moves to the next endpoint.
+            Err(e) if e.retryable() && !streamed => last_error = Some(e),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(last_error.map_or_else(
+        || anyhow::anyhow!("no chat endpoint configured"),
+        anyhow::Error::from,
+    ))
+}

@@ -1,0 +1,18 @@
+//! Answering: a resumable batch of answers for a question set and its judging, one
+//! live answer or judgement for the TUI, the stored answer and judgement records,
+//! and which stored answer the Generate pane replays.
+
+mod batches;
+mod generation;
+mod live;
+mod replay;
+
+pub use crate::core::answer::{AnswerRecord, JudgementRecord};
+pub use batches::{AnswerBatch, BatchRequest, BatchSummary, JudgeBatch, all_answers, save_answer};
+pub use generation::{
+    ANSWERS, Answerer, JUDGEMENTS, Prepared, RunConfig, answers, default_template,
+    endpoint_judge_sampling, endpoint_judgement, existing_answer_ids, judge, judge_prompt,
+    judge_streaming, judgements, prepare_prompt, record,
+};
+pub use live::{GeneratorSlot, answer_live, answer_live_endpoint, judge_live, live_on_endpoints};
+pub use replay::pick_replay;

@@ -1,0 +1,181 @@
+//! Benchmarks (they report figures, they do not assert): per-stage latency of hybrid
+//! retrieval and the alpha sweep's cost; generation tokens/s against llama.cpp's own
+//! perf counters.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+
+use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
+use crate::core::prompt::ChatMessage;
+use crate::core::sampling::Sampling;
+use crate::infer::generate::{GenStats, Generator};
+use crate::service::answer::{Answerer, RunConfig, default_template};
+use crate::service::base::{Context, ModelChoice, read_questions, read_texts};
+use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
+
+/// The `q` quantile of the timings (0 when there are none).
+fn pct(v: &[f64], q: f64) -> f64 {
+    crate::core::stats::quantile(v, q).unwrap_or(0.0)
+}
+
+/// Per-stage latency of hybrid queries (p50/p95) over at most `limit` questions, and
+/// the cost of the alpha sweep against one alpha. Reports; does not assert.
+pub async fn bench_retrieval(
+    ctx: &Context,
+    queries: &Path,
+    limit: usize,
+    threads: i32,
+) -> Result<serde_json::Value> {
+    let queries: Vec<String> = read_texts(queries)?.into_iter().take(limit).collect();
+    if queries.is_empty() {
+        bail!("--limit 0 leaves no query to time");
+    }
+    let embed = ModelChoice {
+        threads: Some(threads),
+        ..ModelChoice::default()
+    };
+    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed)?)).await?;
+    r.ensure_fresh()?;
+    let _ = r.query(&queries[0], DEFAULT_DEPTH)?; // warm-up (TF-IDF norms, caches)
+    let (mut embed, mut dense, mut bm25, mut fusion, mut total) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let mut lists = Vec::new();
+    for q in &queries {
+        let (l, tm) = r.query(q, DEFAULT_DEPTH)?;
+        let s = Instant::now();
+        let _ = l.candidates.fuse(Fusion::Rrf {
+            alpha: 0.7,
+            c: RRF_C,
+        });
+        let fuse_ms = tm.fusion_ms + s.elapsed().as_secs_f64() * 1e3;
+        // Hybrid needs embedding, dense, BM25 and fusion (TF-IDF is computed too but
+        // is not part of a hybrid query's latency).
+        total.push(tm.embed_ms + tm.dense_ms + tm.bm25_ms + fuse_ms);
+        embed.push(tm.embed_ms);
+        dense.push(tm.dense_ms);
+        bm25.push(tm.bm25_ms);
+        fusion.push(fuse_ms);
+        lists.push(l);
+    }
+    // Alpha sweep vs one alpha, on cached lists (what `eval --alpha-sweep` does).
+    let t = Instant::now();
+    for l in &lists {
+        let _ = l.candidates.fused_ids(Fusion::Rrf {
+            alpha: 0.7,
+            c: RRF_C,
+        });
+    }
+    let one = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    for a in alpha_grid() {
+        for l in &lists {
+            let _ = l.candidates.fused_ids(Fusion::Rrf { alpha: a, c: RRF_C });
+        }
+    }
+    let sweep = t.elapsed().as_secs_f64() * 1e3;
+    let retrieval: f64 = total.iter().sum();
+    let row = |name: &str, v: &mut Vec<f64>| serde_json::json!({"stage": name, "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)});
+    let stages = vec![
+        row("query embedding", &mut embed),
+        row("dense search", &mut dense),
+        row("bm25", &mut bm25),
+        row("fusion", &mut fusion),
+        row("total hybrid", &mut total),
+    ];
+    let out = serde_json::json!({
+        "chunks": r.chunks.len(), "queries": queries.len(), "embedding_model": r.model_name, "threads": threads,
+        "stages": stages,
+        "fuse_one_alpha_ms": one, "fuse_sweep_10_alphas_ms": sweep,
+        "eval_one_alpha_ms": retrieval + one, "eval_sweep_ms": retrieval + sweep,
+        "sweep_over_one_ratio": (retrieval + sweep) / (retrieval + one),
+    });
+    Ok(out)
+}
+
+/// What `bench generate` runs.
+#[derive(Debug, Clone)]
+pub struct GenBench {
+    /// Questions; the first one is answered from its retrieved chunks.
+    pub questions: PathBuf,
+    /// Chunks in the prompt (sets the prompt length).
+    pub k: usize,
+    pub max_tokens: usize,
+    pub repeat: usize,
+    pub model: ModelChoice,
+}
+
+/// raglab's generator (wall clock around the whole streaming loop: sampling,
+/// detokenisation and channel sends included) against llama.cpp's own perf counters
+/// for the same runs (decode time only), with where the model ran (CPU or the GPU's
+/// name, layers offloaded). The prompt's wall clock ends after the device finished it
+/// (the generator synchronises), so a GPU's asynchronous decode cannot overstate it.
+pub async fn bench_generate(ctx: &Context, args: &GenBench) -> Result<serde_json::Value> {
+    let questions = read_questions(&args.questions)?;
+    let Some(q) = questions.first() else {
+        bail!("no questions in {}", args.questions.display())
+    };
+    let mut gcfg = ctx.gen_config(&args.model);
+    // Every repetition must process the whole prompt, as llama.cpp's reference does.
+    gcfg.reuse_prefix = false;
+    let generator = Generator::spawn(&gcfg)?;
+    let embed = ModelChoice {
+        threads: Some(1),
+        ..ModelChoice::default()
+    };
+    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed)?)).await?;
+    let config = RunConfig {
+        k: args.k,
+        ..RunConfig::default()
+    };
+    let answerer = Answerer {
+        retriever: Some(&r),
+        generator: &generator,
+        model_sha256: String::new(),
+        config: &config,
+        template: default_template(),
+    };
+    let prompt = answerer.prepare(q)?.user_prompt;
+    let mut rows = Vec::new();
+    for i in 0..=args.repeat {
+        // Greedy with no stop token in reach: the same number of tokens every run.
+        let sampling = Sampling {
+            temperature: 0.0,
+            max_tokens: args.max_tokens,
+            seed: 1,
+            ..Sampling::default()
+        };
+        let (_, s) = generator.generate(
+            vec![ChatMessage::user(prompt.clone())],
+            sampling,
+            None,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )?;
+        if i > 0 {
+            rows.push(s); // the first run warms caches and is not counted
+        }
+    }
+    let med = |f: &dyn Fn(&GenStats) -> f64| {
+        let v: Vec<f64> = rows.iter().map(f).collect();
+        pct(&v, 0.5)
+    };
+    let placed = &generator.info.placement;
+    let out = serde_json::json!({
+        "model": generator.info.file, "threads": gcfg.threads,
+        "device": placed.device, "gpu_layers_requested": gcfg.n_gpu_layers,
+        "layers_offloaded": placed.layers_offloaded, "layers_total": placed.layers_total,
+        "prompt_tokens": rows.first().map(|s| s.prompt_tokens),
+        "output_tokens": rows.first().map(|s| s.output_tokens), "runs": rows.len(),
+        "raglab_prompt_tokens_per_s": med(&|s| s.prompt_tokens_per_s),
+        "llama_prompt_tokens_per_s": med(&|s| s.llama_prompt_tokens_per_s),
+        "raglab_gen_tokens_per_s": med(&|s| s.gen_tokens_per_s),
+        "llama_gen_tokens_per_s": med(&|s| s.llama_gen_tokens_per_s),
+        "gen_ratio": med(&|s| s.gen_tokens_per_s) / med(&|s| s.llama_gen_tokens_per_s).max(1e-9),
+        "ttft_ms": med(&|s| s.ttft_ms),
+    });
+    Ok(out)
+}

@@ -1,0 +1,199 @@
+//! The last evaluations, as the TUI's Evaluation pane shows them: the last
+//! `eval retrieval` report and the last `eval mcqa` report, each kept as JSON in the
+//! workspace (`eval/last-retrieval.json`, `eval/last-mcqa.json`, written whole then
+//! renamed, so a reader never sees half a report), and the judge's pass rates by
+//! target-rank bucket, computed from the stored answers and judgements when asked.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::report::{RANK_BUCKETS, pass_counts};
+use super::retrieval::RetrievalReport;
+use super::saved::{LAST_MCQA, LAST_RETRIEVAL, Saved, load, save};
+use crate::core::mcqa::McqaRecord;
+use crate::core::mcqa::Report;
+use crate::service::answer::{AnswerRecord, JudgementRecord, answers, judgements};
+use crate::service::base::{Context, dataset_stamp};
+
+/// The MCQA report of one run with what produced it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct McqaSummary {
+    pub run: String,
+    pub model_file: Option<String>,
+    pub method: Option<String>,
+    pub alpha: Option<f64>,
+    /// Distinct questions answered.
+    pub questions: usize,
+    pub report: Report,
+}
+
+/// The judge's pass rates per criterion and target-rank bucket over every stored
+/// answer it judged (all runs pooled; the bucket is the target's rank in the prompt,
+/// see [`RANK_BUCKETS`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JudgePassRates {
+    pub answers: usize,
+    pub judgements: usize,
+    pub judge_models: Vec<String>,
+    /// One row per criterion.
+    pub rows: Vec<CriterionRates>,
+}
+
+/// One criterion's pass counts per bucket, in [`BUCKETS`] order (buckets with no
+/// label left out).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CriterionRates {
+    pub criterion: String,
+    pub buckets: Vec<BucketRate>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BucketRate {
+    pub bucket: &'static str,
+    pub pass: usize,
+    pub total: usize,
+}
+
+/// The buckets in the order shown (the paper's four, then ours, then all).
+pub const BUCKETS: [&str; 8] = [
+    "1",
+    "2-4",
+    "5-7",
+    "8-15",
+    ">15",
+    "dropped",
+    "not retrieved",
+    "overall",
+];
+
+/// Everything the Evaluation pane shows; what could not be read is in `problems`
+/// (a damaged file is named, never shown as "no evaluation").
+#[derive(Debug, Clone, Default)]
+pub struct EvalOverview {
+    pub retrieval: Option<Saved<RetrievalReport>>,
+    pub mcqa: Option<Saved<McqaSummary>>,
+    pub judge: Option<JudgePassRates>,
+    pub problems: Vec<String>,
+    /// How the judge's rank buckets are defined.
+    pub buckets_note: &'static str,
+}
+
+/// The last retrieval evaluation (None: none was run in this workspace).
+pub fn last_retrieval(ctx: &Context) -> Result<Option<Saved<RetrievalReport>>> {
+    load(ctx, LAST_RETRIEVAL, "raglab eval retrieval")
+}
+
+/// The MCQA summary of a run's stored answers (model and retrieval settings from its
+/// first answer with retrieval), kept as the last MCQA evaluation.
+pub fn save_mcqa(ctx: &Context, run: &str, records: &[McqaRecord]) -> Result<McqaSummary> {
+    let first = records.iter().find(|r| r.k > 0).or(records.first());
+    let mut answered: Vec<&str> = records.iter().map(|r| r.question_id.as_str()).collect();
+    answered.sort_unstable();
+    answered.dedup();
+    let summary = McqaSummary {
+        run: run.to_string(),
+        model_file: first.map(|r| r.model_file.clone()),
+        method: first.map(|r| r.method.clone()),
+        alpha: first.map(|r| r.alpha),
+        questions: answered.len(),
+        report: crate::core::mcqa::report(&super::mcqa::outcomes(records)),
+    };
+    save(ctx, LAST_MCQA, &summary)?;
+    Ok(summary)
+}
+
+/// The last MCQA evaluation (None: none was run in this workspace).
+pub fn last_mcqa(ctx: &Context) -> Result<Option<Saved<McqaSummary>>> {
+    load(ctx, LAST_MCQA, "raglab eval mcqa")
+}
+
+/// The judge's pass rates by target-rank bucket (None: no answer is judged yet).
+pub async fn judge_pass_rates(ctx: &Context) -> Result<Option<JudgePassRates>> {
+    let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
+    let judg: Vec<JudgementRecord> = judgements(&ctx.workspace).read_all().await?;
+    if judg.is_empty() {
+        return Ok(None);
+    }
+    let mut by_answer: HashMap<&str, Vec<&JudgementRecord>> = HashMap::new();
+    for j in &judg {
+        by_answer.entry(j.answer_id.as_str()).or_default().push(j);
+    }
+    let judged: Vec<&AnswerRecord> = all
+        .iter()
+        .filter(|a| by_answer.contains_key(a.answer_id.as_str()))
+        .collect();
+    let (pass, judges) = pass_counts(&judged, &by_answer);
+    let mut judge_models: Vec<String> = judges.into_iter().map(str::to_string).collect();
+    judge_models.sort();
+    let rows = pass
+        .into_iter()
+        .map(|(criterion, by)| CriterionRates {
+            criterion,
+            buckets: BUCKETS
+                .iter()
+                .filter_map(|b| {
+                    by.get(b).map(|&(pass, total)| BucketRate {
+                        bucket: b,
+                        pass,
+                        total,
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Some(JudgePassRates {
+        answers: judged.len(),
+        judgements: judged
+            .iter()
+            .map(|a| by_answer.get(a.answer_id.as_str()).map_or(0, Vec::len))
+            .sum(),
+        judge_models,
+        rows,
+    }))
+}
+
+/// Everything the Evaluation pane shows.
+pub async fn overview(ctx: &Context) -> EvalOverview {
+    let mut out = EvalOverview {
+        buckets_note: RANK_BUCKETS,
+        ..EvalOverview::default()
+    };
+    match last_retrieval(ctx) {
+        Ok(r) => out.retrieval = r,
+        Err(e) => out.problems.push(format!("{e:#}")),
+    }
+    match last_mcqa(ctx) {
+        Ok(r) => out.mcqa = r,
+        Err(e) => out.problems.push(format!("{e:#}")),
+    }
+    match judge_pass_rates(ctx).await {
+        Ok(r) => out.judge = r,
+        Err(e) => out
+            .problems
+            .push(format!("cannot read the judgements: {e:#}")),
+    }
+    out
+}
+
+/// A cheap fingerprint of what [`overview`] reads: the two report files (size and
+/// modification time) and the answers and judgements datasets' commits. When it
+/// changes, a new evaluation was written and the pane reloads.
+pub fn fingerprint(ctx: &Context) -> Vec<Option<String>> {
+    let file = |rel: &str| {
+        let m = std::fs::metadata(ctx.workspace.path(rel)).ok()?;
+        let t = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        Some(format!("{} {t}", m.len()))
+    };
+    vec![
+        file(LAST_RETRIEVAL),
+        file(LAST_MCQA),
+        dataset_stamp(ctx, crate::service::answer::ANSWERS),
+        dataset_stamp(ctx, crate::service::answer::JUDGEMENTS),
+    ]
+}

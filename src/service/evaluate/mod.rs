@@ -1,0 +1,44 @@
+//! Evaluating what the layers below produce: retrieval (by method, model and corpus
+//! variant, with its per-query files and the abstention sweep), answers (judge pass
+//! rates by target rank, frugality against a baseline), multiple-choice QA, speed
+//! benchmarks, and the last reports kept for the Evaluation pane.
+
+mod bench;
+mod frugality;
+mod last;
+mod mcqa;
+mod models;
+mod per_query;
+mod report;
+mod retrieval;
+mod saved;
+mod variants;
+
+pub use crate::core::mcqa::McqaRecord;
+pub use bench::{GenBench, bench_generate, bench_retrieval};
+pub use frugality::{
+    ANSWER_ACCURACY, AnswerFrugality, COST, ComparedK, ComparedRun, FORMULA, MCQA_ACCURACY,
+    McqaFrugality, RunConfiguration, Skipped, Temperatures, answer_frugality, answer_tallies,
+    mcqa_frugality,
+};
+pub use last::{
+    BUCKETS, BucketRate, CriterionRates, EvalOverview, JudgePassRates, McqaSummary, fingerprint,
+    judge_pass_rates, last_mcqa, last_retrieval, overview, save_mcqa,
+};
+pub use mcqa::{
+    MCQA, McqInput, McqQuestion, McqaPrompt, McqaReply, McqaRequest, McqaRunner, NO_TOPIC,
+    OptionsInput, answer_locally, answer_questions, mcqa_table, outcomes, read_mcq_questions,
+    run_records, user_prompt,
+};
+pub use models::{BestConfig, ModelsReport, best_configs, evaluate_models};
+pub use report::{
+    PassCounts, PromptPlace, RANK_BUCKETS, answer_report, list_answers, pass_counts, prompt_place,
+    rank_bucket,
+};
+pub use retrieval::{
+    AbstentionReport, BestAlpha, DEFAULT_BATCH, EvalSeconds, LAST_FAILURES, MedianCosines,
+    MethodResult, RetrievalEval, RetrievalReport, ShardSummary, SweepPoint, abstention_sweep,
+    evaluate_retrieval, last_failures, rank_shard,
+};
+pub use saved::{LAST_MCQA, LAST_RETRIEVAL, Saved};
+pub use variants::{VariantBest, VariantsReport, evaluate_variants};

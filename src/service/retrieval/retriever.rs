@@ -1,0 +1,634 @@
+//! The retrieval service: keeps the sparse index and the dense vectors of a workspace in
+//! step with its chunks, and computes every rank list of a query once.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+
+use crate::core::chunk::Chunk;
+use crate::core::fusion::{Fusion, RRF_C, Scored};
+use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
+use crate::core::shard::Shard;
+use crate::core::variant::{REDUCE_ABOVE_TOKENS, Variant, retrieval_chunks};
+use crate::infer::embed::{EmbedConfig, Embedder};
+use crate::service::base::{Context, ModelChoice, Progress};
+use crate::store::chunks::ChunkStore;
+use crate::store::sparse::{SparseIndex, SyncSummary, text_hash};
+use crate::store::vectors::{VectorSet, VectorStore, merge, stale};
+use crate::store::workspace::Workspace;
+
+/// Depth of each retriever's list: deep enough that reciprocal rank is computed over
+/// (nearly) the whole ranking, as trec_eval's is.
+pub const DEFAULT_DEPTH: usize = 100;
+
+/// Where the time of one query went, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct QueryTimings {
+    pub embed_ms: f64,
+    pub dense_ms: f64,
+    pub bm25_ms: f64,
+    pub tfidf_ms: f64,
+    pub fusion_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct IndexSummary {
+    pub chunks: usize,
+    pub sparse: SyncSummary,
+    pub embedded: usize,
+    pub embed_seconds: f64,
+    pub chunks_per_second: f64,
+}
+
+/// The retrieval state of one corpus variant (SPEC §1). `chunks` are always the full
+/// chunks (what browsing and prompts show); the indexes hold the variant's text of each
+/// chunk under the same id, so a ranking of C_S still hands generation the full chunk.
+pub struct Retriever {
+    pub chunks: Vec<Chunk>,
+    pub by_id: HashMap<String, usize>,
+    pub sparse: SparseIndex,
+    pub vectors: VectorSet,
+    pub embedder: Option<Embedder>,
+    pub model_name: Option<String>,
+    /// Which corpus the indexes hold.
+    pub variant: Variant,
+    /// Chunks indexed under their summary in this variant.
+    pub summarised: usize,
+    /// The chunks as the variant indexes them (`None` for C_F: `chunks` themselves).
+    indexed: Option<Vec<Chunk>>,
+}
+
+/// Where a variant's sparse index lives (`index/bm25`, `index/bm25-S`, ...).
+fn sparse_dir(variant: Variant) -> String {
+    format!("{}{}", crate::store::sparse::INDEX_DIR, variant.suffix())
+}
+
+/// The vector dataset key of a model's embeddings of a variant (the model name for C_F).
+fn vectors_key(model: &str, variant: Variant) -> String {
+    format!("{model}{}", variant.suffix())
+}
+
+impl Retriever {
+    /// Open the workspace's retrieval state over the full chunks (C_F). With an
+    /// embedder, dense retrieval uses its model's vectors (which must have been built
+    /// by [`Retriever::build`]).
+    pub async fn open(ws: &Workspace, embed: Option<&EmbedConfig>) -> Result<Self> {
+        Self::open_variant(ws, embed, Variant::Full).await
+    }
+
+    /// [`Retriever::open`] over a corpus variant: C_S and C_R need the summaries of
+    /// the chunks they replace (`raglab summarise`), C_R the chunks' token counts
+    /// (`raglab index`).
+    pub async fn open_variant(
+        ws: &Workspace,
+        embed: Option<&EmbedConfig>,
+        variant: Variant,
+    ) -> Result<Self> {
+        // No chunks is the first thing to say (before any model is loaded).
+        ChunkStore::new(ws).open().await?;
+        let embedder = embed.map(Embedder::spawn).transpose()?;
+        Self::open_with(ws, embedder, variant).await
+    }
+
+    /// [`Retriever::open_variant`] with an embedder already loaded.
+    pub async fn open_with(
+        ws: &Workspace,
+        embedder: Option<Embedder>,
+        variant: Variant,
+    ) -> Result<Self> {
+        let store = ChunkStore::new(ws);
+        store.open().await?;
+        let chunks = store.load_all().await?;
+        let mut sparse = SparseIndex::open(&ws.path(&sparse_dir(variant)))?;
+        let (vectors, model_name) = match &embedder {
+            Some(e) => {
+                let name = e.info.name.clone();
+                let v = VectorStore::new(ws, &vectors_key(&name, variant))
+                    .load()
+                    .await?;
+                (v, Some(name))
+            }
+            None => (VectorSet::default(), None),
+        };
+        let (indexed, summarised) = match variant {
+            Variant::Full => (None, 0),
+            _ => {
+                if let (Variant::Reduced, Some(name)) = (variant, &model_name)
+                    && let Some(c) = chunks
+                        .iter()
+                        .find(|c| c.token_model.as_deref().is_some_and(|m| m != name.as_str()))
+                {
+                    bail!(
+                        "chunk `{}` was counted with {}'s tokenizer, not {name}'s: run `raglab index` with this model to recount",
+                        c.id,
+                        c.token_model.as_deref().unwrap_or("?")
+                    );
+                }
+                let summaries = crate::service::corpus::summary_texts(ws, &chunks).await?;
+                let (v, n) = retrieval_chunks(variant, &chunks, &summaries, REDUCE_ABOVE_TOKENS)?;
+                (Some(v), n)
+            }
+        };
+        if ws.is_remote() {
+            // The BM25 index is derived data kept on this machine: brought up to the
+            // chunks on the object store (touching only what changed) before use.
+            sparse.sync(indexed.as_deref().unwrap_or(&chunks))?;
+        }
+        let by_id = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.clone(), i))
+            .collect();
+        Ok(Self {
+            chunks,
+            by_id,
+            sparse,
+            vectors,
+            embedder,
+            model_name,
+            variant,
+            summarised,
+            indexed,
+        })
+    }
+
+    /// The chunks as this variant indexes them.
+    pub fn index_chunks(&self) -> &[Chunk] {
+        self.indexed.as_deref().unwrap_or(&self.chunks)
+    }
+
+    /// The vector dataset key of this retriever's model and variant.
+    fn vectors_key(&self) -> Option<String> {
+        self.model_name
+            .as_deref()
+            .map(|m| vectors_key(m, self.variant))
+    }
+
+    /// Whether the indexes hold exactly the current chunks.
+    pub fn is_fresh(&self) -> bool {
+        let sparse_ok = self.sparse.num_docs() as usize == self.chunks.len();
+        let dense_ok = self.embedder.is_none() || {
+            let want: Vec<(String, String)> = self
+                .index_chunks()
+                .iter()
+                .map(|c| (c.id.clone(), text_hash(c)))
+                .collect();
+            self.vectors.len() == want.len() && stale(&self.vectors, &want).is_empty()
+        };
+        sparse_ok && dense_ok
+    }
+
+    /// An error telling the user to run `raglab index` when the indexes do not hold
+    /// exactly the current chunks.
+    pub fn ensure_fresh(&self) -> Result<()> {
+        if self.is_fresh() {
+            Ok(())
+        } else {
+            let flag = match self.variant {
+                Variant::Full => String::new(),
+                v => format!(" --variant {v}"),
+            };
+            bail!(
+                "the indexes of corpus {} are out of date with the chunks: run `raglab index{flag}` first",
+                self.variant.paper_name()
+            )
+        }
+    }
+
+    /// Bring the sparse index and (with an embedder) the vectors up to date, embedding
+    /// only chunks that are new or changed. With a shard, only that shard's chunks are
+    /// embedded and appended beside the other shards' (the sparse index, derived and
+    /// local, is left to the whole `index`).
+    pub async fn build(
+        &mut self,
+        ws: &Workspace,
+        shard: Option<Shard>,
+        progress: Progress<'_>,
+    ) -> Result<IndexSummary> {
+        // Field by field: the index is written while the chunks are read.
+        let indexed = self.indexed.as_deref().unwrap_or(&self.chunks);
+        let sparse = match shard {
+            Some(_) => SyncSummary::default(),
+            None => self.sparse.sync(indexed)?,
+        };
+        let mut summary = IndexSummary {
+            chunks: self.chunks.len(),
+            sparse,
+            ..Default::default()
+        };
+        let (Some(embedder), Some(name)) = (&self.embedder, self.vectors_key()) else {
+            return Ok(summary);
+        };
+        let name = &name;
+        let wanted: Vec<(String, String)> = self
+            .index_chunks()
+            .iter()
+            .map(|c| (c.id.clone(), text_hash(c)))
+            .collect();
+        let todo: Vec<&(String, String)> = stale(&self.vectors, &wanted)
+            .into_iter()
+            .filter(|(id, _)| crate::core::shard::keep(shard, id))
+            .collect();
+        let hash_of: HashMap<&str, &str> = wanted
+            .iter()
+            .map(|(id, h)| (id.as_str(), h.as_str()))
+            .collect();
+        // A shard's vectors, appended at each checkpoint and at the end.
+        let shard_set = |fresh: &mut HashMap<String, Vec<f32>>| {
+            let mut ids: Vec<String> = fresh.keys().cloned().collect();
+            ids.sort();
+            let data = ids.iter().flat_map(|id| fresh[id].clone()).collect();
+            let set = VectorSet {
+                dim: embedder.info.dim,
+                hashes: ids
+                    .iter()
+                    .map(|id| hash_of[id.as_str()].to_string())
+                    .collect(),
+                ids,
+                data,
+            };
+            fresh.clear();
+            set
+        };
+        let mut appended = 0;
+        let started = Instant::now();
+        let mut fresh = HashMap::new();
+        const BATCH: usize = 16;
+        const CHECKPOINT_BATCHES: usize = 128; // 2,048 chunks
+        for (n, group) in todo.chunks(BATCH).enumerate() {
+            let texts: Vec<String> = group
+                .iter()
+                .map(|(id, _)| self.index_chunks()[self.by_id[id]].indexed_text())
+                .collect();
+            let vecs = embedder
+                .embed_documents(&texts)
+                .context("embedding chunks")?;
+            for ((id, _), v) in group.iter().zip(vecs) {
+                fresh.insert(id.clone(), v);
+            }
+            progress((n * BATCH + group.len()).min(todo.len()), todo.len());
+            // Checkpoint: an interrupted run keeps what it embedded (rows still to be
+            // re-embedded are stale and left out until they are).
+            if (n + 1) % CHECKPOINT_BATCHES == 0 && shard.is_some() {
+                appended += fresh.len();
+                VectorStore::new(ws, name)
+                    .append(&shard_set(&mut fresh))
+                    .await?;
+            } else if (n + 1) % CHECKPOINT_BATCHES == 0 {
+                let partial = merge(&self.vectors, &wanted, fresh.clone(), embedder.info.dim);
+                VectorStore::new(ws, name).save(&partial).await?;
+            }
+        }
+        if shard.is_some() {
+            summary.embedded = appended + fresh.len();
+            summary.embed_seconds = started.elapsed().as_secs_f64();
+            if summary.embedded > 0 {
+                summary.chunks_per_second = summary.embedded as f64 / summary.embed_seconds;
+            }
+            if !fresh.is_empty() {
+                VectorStore::new(ws, name)
+                    .append(&shard_set(&mut fresh))
+                    .await?;
+            }
+            return Ok(summary);
+        }
+        summary.embedded = fresh.len();
+        summary.embed_seconds = started.elapsed().as_secs_f64();
+        if summary.embedded > 0 {
+            summary.chunks_per_second = summary.embedded as f64 / summary.embed_seconds;
+        }
+        let needs_write = !fresh.is_empty() || self.vectors.len() != wanted.len();
+        if needs_write {
+            let merged = merge(&self.vectors, &wanted, fresh, embedder.info.dim);
+            VectorStore::new(ws, name).save(&merged).await?;
+            self.vectors = merged;
+        }
+        Ok(summary)
+    }
+
+    pub fn chunk(&self, id: &str) -> Option<&Chunk> {
+        self.by_id.get(id).map(|&i| &self.chunks[i])
+    }
+
+    /// The first `k` chunks of a ranking as prompt context (rank from 1, header path,
+    /// full text); ids no longer in the corpus are skipped.
+    pub fn context_chunks<S: AsRef<str>>(
+        &self,
+        ranked: &[S],
+        k: usize,
+    ) -> Vec<crate::core::prompt::ContextChunk> {
+        ranked
+            .iter()
+            .take(k)
+            .enumerate()
+            .filter_map(|(i, id)| {
+                let c = self.chunk(id.as_ref())?;
+                Some(crate::core::prompt::ContextChunk {
+                    id: c.id.clone(),
+                    rank: i + 1,
+                    path: c.path_label(),
+                    text: c.text.clone(),
+                })
+            })
+            .collect()
+    }
+
+    pub fn has_dense(&self) -> bool {
+        self.embedder.is_some() && !self.vectors.is_empty()
+    }
+
+    /// Like [`Retriever::query`], with the dense list from the lance ANN index instead of
+    /// the exact scan (`raglab index --ann` builds it).
+    pub async fn query_ann(
+        &self,
+        ws: &Workspace,
+        query: &str,
+        depth: usize,
+        nprobes: usize,
+    ) -> Result<(QueryLists, QueryTimings)> {
+        let (Some(e), Some(name)) = (&self.embedder, self.vectors_key()) else {
+            bail!("ANN search needs an embedding model");
+        };
+        let s = Instant::now();
+        let q = e.embed_query(query)?;
+        let embed_ms = s.elapsed().as_secs_f64() * 1e3;
+        let s = Instant::now();
+        let dense = VectorStore::new(ws, &name)
+            .ann_search(&q, depth, nprobes)
+            .await?;
+        let dense_ms = s.elapsed().as_secs_f64() * 1e3;
+        let (lists, mut t) = self.query_with_dense(query, depth, Some(dense))?;
+        t.embed_ms = embed_ms;
+        t.dense_ms = dense_ms;
+        Ok((lists, t))
+    }
+
+    /// Every rank list of `query`, `depth` deep, with timings. Dense lists are empty
+    /// without an embedder.
+    pub fn query(&self, query: &str, depth: usize) -> Result<(QueryLists, QueryTimings)> {
+        self.query_with_dense(query, depth, None)
+    }
+
+    fn query_with_dense(
+        &self,
+        query: &str,
+        depth: usize,
+        given_dense: Option<Vec<crate::core::fusion::Scored>>,
+    ) -> Result<(QueryLists, QueryTimings)> {
+        if query.trim().is_empty() {
+            bail!("empty query");
+        }
+        let mut t = QueryTimings::default();
+        let ms = |s: Instant| s.elapsed().as_secs_f64() * 1e3;
+        let dense = match (&self.embedder, given_dense) {
+            (_, Some(d)) => d,
+            (Some(e), None) if !self.vectors.is_empty() => {
+                let s = Instant::now();
+                let q = e.embed_query(query)?;
+                t.embed_ms = ms(s);
+                let s = Instant::now();
+                let hits = self.vectors.search(&q, depth);
+                t.dense_ms = ms(s);
+                hits
+            }
+            _ => Vec::new(),
+        };
+        let s = Instant::now();
+        let bm25 = self.sparse.bm25(query, depth)?;
+        t.bm25_ms = ms(s);
+        let s = Instant::now();
+        let tfidf = self.sparse.tfidf(query, depth)?;
+        t.tfidf_ms = ms(s);
+        let s = Instant::now();
+        let lists = QueryLists::new(bm25, tfidf, dense);
+        t.fusion_ms = ms(s);
+        Ok((lists, t))
+    }
+}
+
+/// What `raglab index` builds: the sparse index, and the embeddings unless
+/// `sparse_only`; with `ann`, also a lance IVF_FLAT index on the vectors.
+#[derive(Debug, Clone, Default)]
+pub struct IndexRequest {
+    pub embed: ModelChoice,
+    pub sparse_only: bool,
+    pub ann: bool,
+    /// The corpus variant to index (C_F by default).
+    pub variant: Variant,
+    /// Embed only this shard's chunks (`index --shard i/n`).
+    pub shard: Option<Shard>,
+}
+
+/// The index summary and, with `ann`, the ANN partitions and build time.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexReport {
+    #[serde(flatten)]
+    pub summary: IndexSummary,
+    pub ann_partitions: Option<usize>,
+    pub ann_seconds: Option<f64>,
+    pub variant: Variant,
+    /// Chunks indexed under their summary (C_S: all; C_R: those over 512 tokens).
+    pub summarised: usize,
+    /// Chunks whose token count was (re)taken with the embedding model, and the model.
+    pub tokens_counted: usize,
+    pub token_model: Option<String>,
+}
+
+/// Bring the workspace's indexes up to date with its chunks (incremental).
+pub async fn build_index(
+    ctx: &Context,
+    req: &IndexRequest,
+    progress: Progress<'_>,
+) -> Result<IndexReport> {
+    let cfg = (!req.sparse_only)
+        .then(|| ctx.embed_config(&req.embed))
+        .transpose()?;
+    let embedder = cfg.as_ref().map(Embedder::spawn).transpose()?;
+    // Token counts first: C_R is defined by them.
+    let tokens_counted = match &embedder {
+        Some(e) => crate::service::corpus::update_token_counts(&ctx.workspace, e).await?,
+        None => 0,
+    };
+    let mut r = Retriever::open_with(&ctx.workspace, embedder, req.variant).await?;
+    let summary = r.build(&ctx.workspace, req.shard, progress).await?;
+    let mut report = IndexReport {
+        summary,
+        ann_partitions: None,
+        ann_seconds: None,
+        variant: req.variant,
+        summarised: r.summarised,
+        tokens_counted,
+        token_model: r.model_name.clone(),
+    };
+    if let (true, Some(name)) = (req.ann, r.vectors_key()) {
+        let t = Instant::now();
+        let parts = VectorStore::new(&ctx.workspace, &name).build_ann().await?;
+        report.ann_partitions = Some(parts);
+        report.ann_seconds = Some(t.elapsed().as_secs_f64());
+    }
+    Ok(report)
+}
+
+/// Open the retriever for `method` (with the embedder only when it needs dense
+/// lists) and check that its indexes hold the current chunks.
+pub async fn open_for(ctx: &Context, method: Method, embed: &ModelChoice) -> Result<Retriever> {
+    open_variant_for(ctx, method, embed, Variant::Full).await
+}
+
+/// [`open_for`] over a corpus variant.
+pub async fn open_variant_for(
+    ctx: &Context,
+    method: Method,
+    embed: &ModelChoice,
+    variant: Variant,
+) -> Result<Retriever> {
+    let cfg = method
+        .needs_dense()
+        .then(|| ctx.embed_config(embed))
+        .transpose()?;
+    let r = Retriever::open_variant(&ctx.workspace, cfg.as_ref(), variant).await?;
+    r.ensure_fresh()?;
+    Ok(r)
+}
+
+/// The retrieval state an analyst browses with: dense too when the embedding model
+/// loads and its vectors are current; otherwise BM25 and TF-IDF only, with the reason
+/// dense is off and how to turn it on (the Query pane shows it).
+pub async fn open_for_browsing(
+    ctx: &Context,
+    embed: &ModelChoice,
+) -> Result<(Retriever, Option<String>)> {
+    match open_for(ctx, Method::Hybrid, embed).await {
+        Ok(r) => Ok((r, None)),
+        Err(dense_err) => {
+            let r = open_for(ctx, Method::Bm25, embed).await?;
+            Ok((
+                r,
+                Some(format!(
+                    "dense off (BM25 and TF-IDF work): `scripts/setup.sh` fetches the embedding model, `raglab index` embeds the chunks. Cause: {dense_err:#}"
+                )),
+            ))
+        }
+    }
+}
+
+/// One search as a front asks for it.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub question: String,
+    pub method: Method,
+    /// The sparse list hybrid and linear fuse with dense.
+    pub sparse: Sparse,
+    pub alpha: f64,
+    pub k: usize,
+    pub embed: ModelChoice,
+    /// Dense list from the ANN index, probing this many partitions.
+    pub ann_nprobes: Option<usize>,
+    /// The corpus variant retrieval runs on.
+    pub variant: Variant,
+}
+
+/// One ranked chunk with its place in every list.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchRow {
+    pub rank: usize,
+    pub chunk_id: String,
+    pub dense_rank: Option<usize>,
+    pub dense_score: Option<f64>,
+    /// Rank and score in the BM25 list.
+    pub sparse_rank: Option<usize>,
+    pub sparse_score: Option<f64>,
+    pub tfidf_rank: Option<usize>,
+    pub tfidf_score: Option<f64>,
+    /// The fused score (hybrid's with the request's sparse side, for the single-list
+    /// methods).
+    pub fused_score: Option<f64>,
+    pub header_path: Option<String>,
+    pub snippet: Option<String>,
+}
+
+/// The top k of a search, with timings and whether generation would abstain.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    pub question: String,
+    pub method: String,
+    pub sparse: Sparse,
+    pub alpha: f64,
+    pub fusion: &'static str,
+    pub embedding_model: Option<String>,
+    pub timings_ms: QueryTimings,
+    pub results: Vec<SearchRow>,
+    pub best_cosine: Option<f64>,
+    pub abstain_below: Option<f64>,
+    pub would_abstain: Option<bool>,
+    pub variant: Variant,
+}
+
+/// Retrieve the top `k` chunks of a question with every rank and score.
+pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> {
+    let r = open_variant_for(ctx, req.method, &req.embed, req.variant).await?;
+    let depth = DEFAULT_DEPTH.max(req.k);
+    let (lists, timings) = match req.ann_nprobes {
+        Some(nprobes) => {
+            r.query_ann(&ctx.workspace, &req.question, depth, nprobes)
+                .await?
+        }
+        None => r.query(&req.question, depth)?,
+    };
+    // Single-list methods still show the hybrid fused score beside their ranks.
+    let fusion = req.method.fusion(req.alpha).unwrap_or(Fusion::Rrf {
+        alpha: req.alpha,
+        c: RRF_C,
+    });
+    let fused = lists.candidates_with(req.sparse).fuse(fusion);
+    let rank_in = |list: &[Scored], id: &str| {
+        list.iter()
+            .position(|s| s.id == id)
+            .map(|i| (i + 1, list[i].score))
+    };
+    let results = lists
+        .ranking_for(RunConfig::new(req.method, req.sparse, req.alpha))
+        .iter()
+        .take(req.k)
+        .enumerate()
+        .map(|(i, id)| {
+            let c = r.chunk(id);
+            let d = rank_in(&lists.dense, id);
+            let s = rank_in(&lists.bm25, id);
+            let t = rank_in(&lists.tfidf, id);
+            SearchRow {
+                rank: i + 1,
+                chunk_id: (*id).to_string(),
+                dense_rank: d.map(|x| x.0),
+                dense_score: d.map(|x| x.1),
+                sparse_rank: s.map(|x| x.0),
+                sparse_score: s.map(|x| x.1),
+                tfidf_rank: t.map(|x| x.0),
+                tfidf_score: t.map(|x| x.1),
+                fused_score: fused.iter().find(|h| h.id == *id).map(|h| h.fused),
+                header_path: c.map(Chunk::path_label),
+                snippet: c.map(|c| crate::core::text::snippet(&c.text, 100)),
+            }
+        })
+        .collect();
+    let best_cosine = lists.dense.first().map(|s| s.score);
+    let threshold = ctx.config.retrieval.abstain_below;
+    Ok(SearchResult {
+        question: req.question.clone(),
+        method: req.method.to_string(),
+        sparse: req.sparse,
+        alpha: req.alpha,
+        fusion: "R(d; a) = a/(60 + r_dense(d)) + (1 - a)/(60 + r_sparse(d))",
+        embedding_model: r.model_name.clone(),
+        timings_ms: timings,
+        results,
+        best_cosine,
+        abstain_below: threshold,
+        would_abstain: best_cosine
+            .zip(threshold)
+            .map(|(c, t)| crate::core::abstention::abstains(c, t)),
+        variant: req.variant,
+    })
+}

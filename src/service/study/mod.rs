@@ -1,0 +1,21 @@
+//! The annotation study: items to label (from stored answers or a file), raters'
+//! labels and their history, reviewer assignment, adjudicated final labels, the
+//! agreement between raters and the judge, and its reports.
+
+mod agreement;
+mod labels;
+mod steps;
+
+pub use agreement::{PAPER_OVERALL, fmt_est, noise_verdict, to_csv, to_markdown};
+pub use labels::{
+    ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
+    LABELS, Label, PAPER_REFERENCE, agreement_table, assignments_table, criterion_rows, current,
+    disagreements, final_labels, items_table, judge_labels, labels_table, noise_table, now_nanos,
+    pairs_of, pick_reviewers, save_labels,
+};
+pub use steps::{
+    Agreement, AgreementRequest, Blinding, CreatedItems, ExportFormat, ItemSource, LabelVersion,
+    RaterPair, Study, Viewer, add_answer_item, agreement_with, assign, create_items, export_final,
+    export_labels, final_csv, final_label, import_labels, items_from_file, label_history,
+    load_study, read_label_file, save_label, save_label_batch, study_fingerprint,
+};

@@ -1,0 +1,640 @@
+//! The annotation study's use cases: creating items, saving, importing and exporting
+//! labels, and the agreement table. Every label goes through [`save_labels`]'s
+//! validation, from the TUI as from `labels import`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+
+use super::labels::{
+    ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
+    LABELS, Label, agreement_table, assignments_table, disagreements, final_labels, items_table,
+    judge_labels, labels_table, noise_table, pairs_of, pick_reviewers, save_labels,
+};
+use crate::core::agreement::{AgreementReport, Bootstrap, NoiseReport};
+pub use crate::core::annotation::RaterPair;
+pub use crate::core::blinding::{Blinding, LabelVersion, Viewer};
+use crate::core::question::MissingTargets;
+use crate::core::rng::Rng;
+use crate::core::rubric::Rubric;
+use crate::service::answer::{AnswerRecord, answers, judgements};
+use crate::service::base::{Context, dataset_stamp};
+
+/// Where new items come from.
+#[derive(Debug, Clone)]
+pub enum ItemSource {
+    /// The answers of a generation run.
+    Run(String),
+    /// A JSONL file `{item_id, question, reference_answer, target_chunk, answer}`.
+    File(PathBuf),
+}
+
+/// What [`create_items`] did.
+#[derive(Debug, Clone, Default)]
+pub struct CreatedItems {
+    pub created: usize,
+    /// Target chunks of the run's answers that are not in the corpus (their items
+    /// have no target text).
+    pub missing_targets: MissingTargets,
+}
+
+/// Create items (optionally a seeded random sample); items already present are kept
+/// as they are.
+pub async fn create_items(
+    ctx: &Context,
+    source: &ItemSource,
+    set: Option<String>,
+    sample: Option<(usize, u64)>,
+) -> Result<CreatedItems> {
+    let existing: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let (mut items, missing_targets) = match source {
+        ItemSource::Run(run) => items_from_run(ctx, run, set).await?,
+        ItemSource::File(f) => (items_from_file(f, set)?, MissingTargets::default()),
+    };
+    if let Some((n, seed)) = sample {
+        let idx = Rng::new(seed).sample_indices(items.len(), n);
+        items = idx.into_iter().map(|i| items[i].clone()).collect();
+    }
+    items.retain(|i| !existing.iter().any(|e| e.item_id == i.item_id));
+    if !items.is_empty() {
+        items_table(&ctx.workspace).append(&items).await?;
+    }
+    Ok(CreatedItems {
+        created: items.len(),
+        missing_targets,
+    })
+}
+
+async fn items_from_run(
+    ctx: &Context,
+    run: &str,
+    set: Option<String>,
+) -> Result<(Vec<Item>, MissingTargets)> {
+    let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
+    let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;
+    let known: std::collections::HashSet<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
+    let missing = MissingTargets::find(
+        all.iter()
+            .filter(|a| a.run == run)
+            .map(|a| a.target_ids.iter().map(String::as_str)),
+        |id| known.contains(id),
+    );
+    let set = set.unwrap_or_else(|| run.to_string());
+    let v: Vec<Item> = all
+        .into_iter()
+        .filter(|a| a.run == run)
+        .map(|a| item_of_answer(a, &chunks, &set))
+        .collect();
+    if v.is_empty() {
+        bail!("no answers in run `{run}` (see `raglab report answers`)");
+    }
+    Ok((v, missing))
+}
+
+/// The item of one stored answer: its question, reference, target chunks' text and
+/// the answer; the item id is the answer id.
+fn item_of_answer(a: AnswerRecord, chunks: &[crate::core::chunk::Chunk], set: &str) -> Item {
+    Item {
+        item_id: a.answer_id.clone(),
+        set: set.to_string(),
+        target_chunk: a
+            .target_ids
+            .iter()
+            .filter_map(|t| chunks.iter().find(|c| &c.id == t))
+            .map(|c| c.text.clone())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        question: a.question,
+        reference_answer: a.reference_answer.unwrap_or_default(),
+        answer: a.answer,
+        answer_id: Some(a.answer_id),
+    }
+}
+
+/// An item as written in an items file; the set comes from `--set` or the file name.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ItemRow {
+    item_id: String,
+    question: String,
+    #[serde(default)]
+    reference_answer: String,
+    #[serde(default)]
+    target_chunk: String,
+    answer: String,
+    #[serde(default)]
+    answer_id: Option<String>,
+}
+
+/// The items of an items file (strict: unknown fields are errors, with `FILE:LINE`).
+pub fn items_from_file(f: &Path, set: Option<String>) -> Result<Vec<Item>> {
+    let set = set.unwrap_or_else(|| {
+        f.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let rows: Vec<ItemRow> = crate::service::base::read_jsonl(
+        f,
+        "an item {item_id, question, answer, reference_answer?, target_chunk?, answer_id?}",
+    )?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Item {
+            item_id: r.item_id,
+            set: set.clone(),
+            question: r.question,
+            reference_answer: r.reference_answer,
+            target_chunk: r.target_chunk,
+            answer: r.answer,
+            answer_id: r.answer_id,
+        })
+        .collect())
+}
+
+/// One row of a label import. Strict: an unknown (or misspelled) field is an error,
+/// and `label` must be present: a retraction is an explicit `"label": null`, never
+/// the accident of a missing key.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImportRow {
+    item_id: String,
+    reviewer: String,
+    criterion: String,
+    #[serde(deserialize_with = "Option::deserialize")]
+    label: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    rubric_version: Option<String>,
+}
+
+/// Import a JSONL file of labels: validated as a whole and committed at once, or
+/// nothing is written. Returns (labels, labels dataset version).
+pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Result<(usize, u64)> {
+    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let labels = read_label_file(file, rubric)?;
+    let version = save_labels(&ctx.workspace, rubric, &items, &labels)
+        .await
+        .with_context(|| format!("nothing imported from {}", file.display()))?;
+    Ok((labels.len(), version))
+}
+
+/// The labels of a label file, parsed strictly (see [`ImportRow`]); validated against
+/// the study by [`save_labels`] when they are committed.
+pub fn read_label_file(file: &Path, rubric: &Rubric) -> Result<Vec<Label>> {
+    let rows: Vec<ImportRow> = crate::service::base::read_jsonl(
+        file,
+        "a label row {item_id, reviewer, criterion, label (null retracts), note?, rubric_version?}",
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let version = r.rubric_version.as_deref().unwrap_or(&rubric.version);
+            Label::new(
+                &r.item_id,
+                &r.reviewer,
+                &r.criterion,
+                r.label.as_deref(),
+                r.note.as_deref(),
+                version,
+            )
+        })
+        .collect())
+}
+
+/// Save one label given in the TUI (validated against the study's `items` and the
+/// rubric, like an import); returns the milliseconds from the call to the commit.
+pub async fn save_label(
+    ctx: &Context,
+    rubric: &Rubric,
+    items: &[Item],
+    label: &Label,
+) -> Result<f64> {
+    save_label_batch(ctx, rubric, items, std::slice::from_ref(label)).await
+}
+
+/// Save labels given together in the TUI as one commit (validated as a whole);
+/// returns the milliseconds from the call to the commit.
+pub async fn save_label_batch(
+    ctx: &Context,
+    rubric: &Rubric,
+    items: &[Item],
+    labels: &[Label],
+) -> Result<f64> {
+    let t = std::time::Instant::now();
+    save_labels(&ctx.workspace, rubric, items, labels).await?;
+    Ok(t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// File formats of a label export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Csv,
+    Jsonl,
+    Parquet,
+}
+
+/// Every label version in `format`; `dest` names the destination in errors.
+pub async fn export_labels(ctx: &Context, format: ExportFormat, dest: &str) -> Result<Vec<u8>> {
+    let table = labels_table(&ctx.workspace);
+    Ok(match format {
+        ExportFormat::Jsonl => table
+            .read_all::<Label>()
+            .await?
+            .iter()
+            .map(|l| serde_json::to_string(l).map(|s| s + "\n"))
+            .collect::<Result<String, _>>()?
+            .into_bytes(),
+        ExportFormat::Csv => labels_csv(&table.read_all::<Label>().await?).into_bytes(),
+        ExportFormat::Parquet => {
+            let mut buf = Vec::new();
+            table.export_parquet(&mut buf, dest).await?;
+            buf
+        }
+    })
+}
+
+/// Every label version as CSV (all fields quoted, RFC 4180 escaping).
+fn labels_csv(all: &[Label]) -> String {
+    let esc = crate::core::text::csv_quoted;
+    let mut s = String::from(
+        "label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version\n",
+    );
+    for l in all {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{}",
+            esc(&l.label_id),
+            esc(&l.item_id),
+            esc(&l.reviewer),
+            esc(&l.criterion),
+            esc(l.label.as_deref().unwrap_or("")),
+            esc(l.note.as_deref().unwrap_or("")),
+            esc(&l.timestamp),
+            l.seq,
+            esc(&l.rubric_version)
+        );
+    }
+    s
+}
+
+/// The adjudicated set as CSV (all fields quoted, RFC 4180 escaping).
+pub fn final_csv(rows: &[FinalLabel]) -> String {
+    let esc = crate::core::text::csv_quoted;
+    let mut s = String::from(
+        "item_id,criterion,label,source,first,second,rationale,adjudicator,final_seq\n",
+    );
+    for f in rows {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{}",
+            esc(&f.item_id),
+            esc(&f.criterion),
+            esc(f.label.as_deref().unwrap_or("")),
+            esc(f.source),
+            esc(&f.first),
+            esc(&f.second),
+            esc(f.rationale.as_deref().unwrap_or("")),
+            esc(f.adjudicator.as_deref().unwrap_or("")),
+            f.final_seq.map(|s| s.to_string()).unwrap_or_default()
+        );
+    }
+    s
+}
+
+/// Every version of one item's labels, oldest first.
+pub async fn label_history(ctx: &Context, item_id: &str) -> Result<Vec<Label>> {
+    let mut rows: Vec<Label> = labels_table(&ctx.workspace)
+        .read_all::<Label>()
+        .await?
+        .into_iter()
+        .filter(|l| l.item_id == item_id)
+        .collect();
+    rows.sort_by_key(|l| l.seq);
+    Ok(rows)
+}
+
+/// Items, every label version (the judge's included, as reviewer `judge`), the
+/// assignments and the stored answers: what the Annotate pane shows.
+#[derive(Debug, Clone, Default)]
+pub struct Study {
+    pub items: Vec<Item>,
+    pub labels: Vec<Label>,
+    pub answers: Vec<AnswerRecord>,
+    pub assignments: Vec<Assignment>,
+    /// Every judge's labels (the Query pane links a question's answers to them).
+    pub judgements: Vec<crate::service::answer::JudgementRecord>,
+}
+
+pub async fn load_study(ctx: &Context) -> Result<Study> {
+    let (items, labels) = items_and_labels(ctx, None).await?;
+    let answers = answers(&ctx.workspace).read_all().await?;
+    let assignments = assignments_table(&ctx.workspace).read_all().await?;
+    let judgements = crate::service::answer::judgements(&ctx.workspace)
+        .read_all()
+        .await?;
+    Ok(Study {
+        items,
+        labels,
+        answers,
+        assignments,
+        judgements,
+    })
+}
+
+/// A cheap fingerprint of the study's datasets (the version files of items, labels,
+/// judgements, assignments and answers): when it changes, another process
+/// committed, and the panes reload. Reads directory listings only.
+pub fn study_fingerprint(ctx: &Context) -> Vec<Option<String>> {
+    [
+        ITEMS,
+        LABELS,
+        ASSIGNMENTS,
+        crate::service::answer::JUDGEMENTS,
+        crate::service::answer::ANSWERS,
+    ]
+    .iter()
+    .map(|name| dataset_stamp(ctx, name))
+    .collect()
+}
+
+/// The items and every label version, the judge's included (reviewer `judge`;
+/// only `judge_model`'s judgements when given).
+async fn items_and_labels(
+    ctx: &Context,
+    judge_model: Option<&str>,
+) -> Result<(Vec<Item>, Vec<Label>)> {
+    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let mut labels: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
+    labels.extend(judge_labels(
+        &items,
+        &judgements(&ctx.workspace).read_all().await?,
+        judge_model,
+    ));
+    Ok((items, labels))
+}
+
+/// What an agreement is computed over, and for whom.
+#[derive(Debug, Clone)]
+pub struct AgreementRequest {
+    /// The two reviewers (default: the two with most labels the viewer may see).
+    pub reviewers: Option<(String, String)>,
+    pub boot: Bootstrap,
+    /// The pair whose disagreements are listed.
+    pub pair: RaterPair,
+    /// A reviewer sees per-item detail and statistics only over items revealed to
+    /// them (SPEC §6); the lead sees everything.
+    pub viewer: Viewer,
+    pub version: LabelVersion,
+    /// The judge model file whose judgements are compared (default: all, the
+    /// newest judgement of an answer winning).
+    pub judge_model: Option<String>,
+}
+
+impl Default for AgreementRequest {
+    fn default() -> Self {
+        Self {
+            reviewers: None,
+            boot: Bootstrap::default(),
+            pair: RaterPair::Reviewers,
+            viewer: Viewer::Lead,
+            version: LabelVersion::BeforeReveal,
+            judge_model: None,
+        }
+    }
+}
+
+/// The agreement table of two reviewers with the judge, for one viewer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Agreement {
+    pub reviewers: (String, String),
+    pub bootstrap: Bootstrap,
+    pub rows: Vec<AgreementRow>,
+    /// Judge within human noise, per criterion and overall.
+    pub noise: Vec<(String, NoiseReport)>,
+    /// The judge against the adjudicated final labels (agreed + adjudicated).
+    pub judge_vs_final: Vec<(String, Option<AgreementReport>)>,
+    pub version: LabelVersion,
+    /// Labels changed after their item was revealed (item, reviewer, criterion whose
+    /// newest label differs from the one given blind).
+    pub changed_after_reveal: usize,
+    /// Label versions given after reveal (each kept, marked).
+    pub labels_after_reveal: usize,
+    pub judge_model: Option<String>,
+    /// Every judge model with judgements on these items.
+    pub judge_models: Vec<String>,
+    /// Human reviewers the viewer may compare.
+    pub reviewer_names: Vec<String>,
+    /// Items left out because they are not revealed to the viewer.
+    pub hidden_items: usize,
+    pub seconds: f64,
+    /// Items on which the selected pair disagrees (only items the viewer may see).
+    #[serde(skip)]
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// Kappa and macro-F1 with bootstrap CIs per criterion and overall, judge within
+/// noise, the judge against the final labels, and the disagreements of the pair.
+pub async fn agreement_with(
+    ctx: &Context,
+    rubric: &Rubric,
+    req: AgreementRequest,
+) -> Result<Agreement> {
+    let (items, labels) = items_and_labels(ctx, req.judge_model.as_deref()).await?;
+    let assignments = assignments_table(&ctx.workspace).read_all().await?;
+    let judge_models: Vec<String> = judgements(&ctx.workspace)
+        .read_all::<crate::service::answer::JudgementRecord>()
+        .await?
+        .into_iter()
+        .filter(|j| {
+            items
+                .iter()
+                .any(|i| i.answer_id.as_deref() == Some(&j.answer_id))
+        })
+        .map(|j| j.judge_model)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let rubric = rubric.clone();
+    tokio::task::spawn_blocking(move || {
+        let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
+        let blinding = Blinding::from_log(&labels, &keys, &pairs_of(&assignments));
+        let visible = blinding.visible_labels(&req.viewer, &labels);
+        let all_items: std::collections::BTreeSet<&str> =
+            labels.iter().map(|l| l.item_id.as_str()).collect();
+        let hidden_items = all_items
+            .iter()
+            .filter(|i| !blinding.visible(&req.viewer, i))
+            .count();
+        let cur = blinding.current(&visible, req.version);
+        let latest = blinding.current(&visible, LabelVersion::Latest);
+        let (r1, r2) = match pick_reviewers(&cur, req.reviewers.clone()) {
+            Ok(pair) => pair,
+            Err(_) if hidden_items > 0 && req.viewer != Viewer::Lead => bail!(
+                "blind: none of the {hidden_items} labelled items is revealed to you yet (an item is revealed once both of its reviewers have submitted it, and you are one of them or have submitted it too); the study lead (`--role lead`) sees everything"
+            ),
+            Err(e) => return Err(e),
+        };
+        let started = std::time::Instant::now();
+        let rows = agreement_table(&rubric, &cur, (&r1, &r2), req.boot);
+        let noise = noise_table(&rubric, &cur, (&r1, &r2), req.boot);
+        let finals = final_labels(&cur, &latest, (&r1, &r2));
+        let judge_vs_final = judge_against_final(&rubric, &cur, &finals, req.boot);
+        let seconds = started.elapsed().as_secs_f64();
+        let (a, b) = req.pair.raters((&r1, &r2));
+        let mut reviewer_names: Vec<String> = cur
+            .keys()
+            .map(|(_, r, _)| r.clone())
+            .filter(|r| r != JUDGE && r != FINAL)
+            .collect();
+        reviewer_names.sort();
+        reviewer_names.dedup();
+        Ok(Agreement {
+            disagreements: disagreements(&cur, &latest, &a, &b),
+            changed_after_reveal: blinding.changed_after_reveal(&visible),
+            labels_after_reveal: visible.iter().filter(|l| blinding.after_reveal(l)).count(),
+            reviewers: (r1, r2),
+            bootstrap: req.boot,
+            rows,
+            noise,
+            judge_vs_final,
+            version: req.version,
+            judge_model: req.judge_model,
+            judge_models,
+            reviewer_names,
+            hidden_items,
+            seconds,
+        })
+    })
+    .await
+    .context("the agreement computation stopped")?
+}
+
+/// Kappa and macro-F1 of the judge against the resolved final labels, per criterion
+/// and overall.
+fn judge_against_final(
+    rubric: &Rubric,
+    cur: &std::collections::BTreeMap<(String, String, String), Label>,
+    finals: &[FinalLabel],
+    boot: Bootstrap,
+) -> Vec<(String, Option<AgreementReport>)> {
+    let judge = |item: &str, c: &str| {
+        cur.get(&(item.to_string(), JUDGE.to_string(), c.to_string()))
+            .and_then(|l| l.label.clone())
+    };
+    super::labels::criterion_rows(rubric)
+        .into_iter()
+        .map(|(name, keys)| {
+            let mut by_item: std::collections::BTreeMap<&str, Vec<(String, String)>> =
+                Default::default();
+            for f in finals
+                .iter()
+                .filter(|f| keys.contains(&f.criterion.as_str()))
+            {
+                if let (Some(fl), Some(j)) = (&f.label, judge(&f.item_id, &f.criterion)) {
+                    by_item.entry(&f.item_id).or_default().push((j, fl.clone()));
+                }
+            }
+            let units: Vec<Vec<(String, String)>> = by_item.into_values().collect();
+            (
+                name,
+                (!units.is_empty()).then(|| crate::core::agreement::agreement(&units, boot)),
+            )
+        })
+        .collect()
+}
+
+/// Assign items (all, or one set) to a reviewer pair. Returns how many.
+pub async fn assign(
+    ctx: &Context,
+    (first, second): (&str, &str),
+    set: Option<&str>,
+) -> Result<usize> {
+    for r in [first, second] {
+        crate::core::annotation::check_reviewer(r).map_err(anyhow::Error::msg)?;
+    }
+    if first == second {
+        bail!("a pair needs two different reviewers (got {first} twice)");
+    }
+    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let rows: Vec<Assignment> = items
+        .iter()
+        .filter(|i| set.is_none_or(|s| i.set == s))
+        .map(|i| Assignment {
+            item_id: i.item_id.clone(),
+            first: first.into(),
+            second: second.into(),
+            assigned_at: crate::service::base::now_rfc3339(),
+            seq: super::labels::now_nanos(),
+        })
+        .collect();
+    if rows.is_empty() {
+        bail!(
+            "no items{} to assign (see `raglab annotate create`)",
+            set.map(|s| format!(" in set `{s}`")).unwrap_or_default()
+        );
+    }
+    assignments_table(&ctx.workspace).append(&rows).await?;
+    Ok(rows.len())
+}
+
+/// A lead's final label for one item and criterion, with its rationale.
+pub fn final_label(
+    rubric: &Rubric,
+    lead: &str,
+    item: &str,
+    criterion: &str,
+    label: &str,
+    rationale: &str,
+) -> Label {
+    let mut l = Label::new(
+        item,
+        FINAL,
+        criterion,
+        Some(label),
+        Some(rationale),
+        &rubric.version,
+    );
+    l.label_id = format!("final-{lead}-{:x}-{}", l.seq, std::process::id());
+    l.adjudicator = Some(lead.to_string());
+    l
+}
+
+/// The adjudicated set of the two reviewers (default: the two with most labels),
+/// with how many disagreements are still unresolved.
+pub async fn export_final(
+    ctx: &Context,
+    rubric: &Rubric,
+    reviewers: Option<(String, String)>,
+) -> Result<(Vec<FinalLabel>, usize)> {
+    let (_, labels) = items_and_labels(ctx, None).await?;
+    let assignments = assignments_table(&ctx.workspace).read_all().await?;
+    let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
+    let blinding = Blinding::from_log(&labels, &keys, &pairs_of(&assignments));
+    let all: Vec<&Label> = labels.iter().collect();
+    let cur = blinding.current(&all, LabelVersion::BeforeReveal);
+    let latest = blinding.current(&all, LabelVersion::Latest);
+    let (r1, r2) = pick_reviewers(&cur, reviewers)?;
+    let finals = final_labels(&cur, &latest, (&r1, &r2));
+    let unresolved = finals.iter().filter(|f| f.label.is_none()).count();
+    Ok((finals, unresolved))
+}
+
+/// Send one stored answer to annotation as an item (set `tui`); returns whether it
+/// was new.
+pub async fn add_answer_item(ctx: &Context, answer_id: &str) -> Result<bool> {
+    let existing: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    if existing.iter().any(|i| i.item_id == answer_id) {
+        return Ok(false);
+    }
+    let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
+    let Some(a) = all.into_iter().find(|a| a.answer_id == answer_id) else {
+        bail!("answer `{answer_id}` is not stored");
+    };
+    let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;
+    let item = item_of_answer(a, &chunks, "tui");
+    items_table(&ctx.workspace).append(&[item]).await?;
+    Ok(true)
+}

@@ -111,8 +111,8 @@ pub fn html_to_markdown(html: &str) -> String {
     let mut i = 0;
     while i < html.len() {
         let rest = &html[i..];
-        if rest.starts_with("<!--") {
-            i = rest[4..].find("-->").map_or(html.len(), |p| i + 4 + p + 3);
+        if let Some(comment) = rest.strip_prefix("<!--") {
+            i = comment.find("-->").map_or(html.len(), |p| i + 4 + p + 3);
             continue;
         }
         if rest.starts_with('<') && !opens_tag(rest) {

@@ -54,6 +54,23 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
         f("fuse_one_alpha_ms"),
         f("fuse_sweep_10_alphas_ms"),
     );
+    let d = &out["dense_scan"];
+    if d.is_object() {
+        let g = |k: &str| d[k].as_f64().unwrap_or(0.0);
+        say!(
+            "dense scan of {} x {}: scalar {:.3} ms, panel {:.3} ms ({:.2} GB/s), memcpy of the same bytes {:.3} ms ({:.2} GB/s): scan at {:.0}% of memcpy; identical top {}: {}",
+            d["rows"],
+            d["dim"],
+            g("scalar_p50_ms"),
+            g("panel_p50_ms"),
+            g("panel_gb_per_s"),
+            g("memcpy_p50_ms"),
+            g("memcpy_gb_per_s"),
+            100.0 * g("panel_over_memcpy"),
+            d["k"],
+            d["identical_top_k"]
+        );
+    }
     Ok(())
 }
 

@@ -34,6 +34,10 @@ pub struct IndexArgs {
     /// current.
     #[command(flatten)]
     pub shard: ShardArg,
+    /// Append the fresh vectors every this many chunks, so an interrupted run
+    /// resumes there.
+    #[arg(long, default_value_t = crate::service::retrieval::CHECKPOINT_CHUNKS)]
+    pub checkpoint_every: usize,
     #[arg(long)]
     pub json: bool,
 }
@@ -56,6 +60,7 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
         ann: args.ann,
         variant: args.variant,
         shard: args.shard.shard,
+        checkpoint_every: args.checkpoint_every,
     };
     if req.shard.is_some() && req.sparse_only {
         anyhow::bail!("--shard embeds chunks: it cannot be combined with --sparse-only");

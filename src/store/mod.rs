@@ -3,6 +3,7 @@
 //! tantivy index. Async where lance is async; never imported by `core`.
 
 pub mod chunks;
+pub mod dense_scan;
 pub mod lists;
 pub mod records;
 pub mod sources;

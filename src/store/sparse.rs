@@ -11,12 +11,16 @@
 //!   `TfidfVectorizer.transform` ignores them. Document frequencies and norms need one
 //!   pass over the whole inverted index; they are computed on first use and kept.
 //!
+//! Chunk ids come from a table read once from the stored documents (per segment, by
+//! doc id), so a query reads no stored document.
+//!
 //! The index is updated incrementally: each document stores its chunk id and a hash of
 //! its indexed text; `sync` deletes and re-adds only what changed.
 
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 use tantivy::collector::TopDocs;
@@ -49,14 +53,20 @@ struct Fields {
     text: Field,
 }
 
-/// TF-IDF data of the live documents: document frequencies, document norms and chunk ids.
+/// The chunk id of every live document, by segment ord then doc id (empty for a
+/// deleted doc): read from the stored documents once, so a query reads none.
+struct DocIds {
+    ids: Vec<Vec<String>>,
+}
+
+/// TF-IDF data of the live documents: document frequencies and document norms.
 struct TfIdfCache {
     /// Live documents.
     n: f64,
     /// Term (its value bytes) -> number of live documents holding it (> 0).
     df: HashMap<Vec<u8>, u64>,
-    /// (segment ord, doc) -> (chunk id, norm)
-    docs: HashMap<(u32, u32), (String, f64)>,
+    /// Segment ord -> doc id -> L2 norm of its tf-idf vector (0 for a deleted doc).
+    norms: Vec<Vec<f64>>,
 }
 
 pub struct SparseIndex {
@@ -64,7 +74,11 @@ pub struct SparseIndex {
     index: Index,
     reader: IndexReader,
     fields: Fields,
+    doc_ids: OnceLock<DocIds>,
     tfidf: OnceLock<TfIdfCache>,
+    /// Dense TF-IDF accumulators (one per segment, all zeros between queries) kept for
+    /// the next query: no per-query allocation of corpus size.
+    scratch: Mutex<Vec<Vec<Vec<f64>>>>,
 }
 
 /// What a sync changed.
@@ -109,7 +123,9 @@ impl SparseIndex {
             index,
             reader,
             fields,
+            doc_ids: OnceLock::new(),
             tfidf: OnceLock::new(),
+            scratch: Mutex::new(Vec::new()),
         })
     }
 
@@ -190,7 +206,9 @@ impl SparseIndex {
             .wait_merging_threads()
             .map_err(|e| err(&self.path, e))?;
         self.reader.reload().map_err(|e| err(&self.path, e))?;
+        self.doc_ids = OnceLock::new();
         self.tfidf = OnceLock::new();
+        self.scratch = Mutex::new(Vec::new());
         Ok(summary)
     }
 
@@ -227,12 +245,36 @@ impl SparseIndex {
         Ok(terms)
     }
 
-    fn chunk_id(&self, searcher: &tantivy::Searcher, addr: tantivy::DocAddress) -> Result<String> {
-        let d: TantivyDocument = searcher.doc(addr).map_err(|e| err(&self.path, e))?;
-        Ok(d.get_first(self.fields.id)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_string())
+    /// Every live document's chunk id (built on first use, kept until the next sync).
+    fn doc_ids(&self) -> Result<&DocIds> {
+        if let Some(d) = self.doc_ids.get() {
+            return Ok(d);
+        }
+        let searcher = self.reader.searcher();
+        let mut ids = Vec::new();
+        for seg in searcher.segment_readers() {
+            let store = seg.get_store_reader(64).map_err(|e| err(&self.path, e))?;
+            let mut of_seg = vec![String::new(); seg.max_doc() as usize];
+            for doc in seg.doc_ids_alive() {
+                let d: TantivyDocument = store.get(doc).map_err(|e| err(&self.path, e))?;
+                of_seg[doc as usize] = d
+                    .get_first(self.fields.id)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string();
+            }
+            ids.push(of_seg);
+        }
+        Ok(self.doc_ids.get_or_init(|| DocIds { ids }))
+    }
+
+    /// The chunk id of a hit (a document the index's searcher returned).
+    fn chunk_id<'a>(&self, ids: &'a DocIds, addr: tantivy::DocAddress) -> Result<&'a str> {
+        ids.ids
+            .get(addr.segment_ord as usize)
+            .and_then(|s| s.get(addr.doc_id as usize))
+            .map(String::as_str)
+            .ok_or_else(|| err(&self.path, format!("no document {addr:?}")))
     }
 
     /// Top `k` chunks by BM25, best first.
@@ -253,6 +295,7 @@ impl SparseIndex {
             })
             .collect();
         let q = BooleanQuery::new(clauses);
+        let ids = self.doc_ids()?;
         let searcher = self.reader.searcher();
         let top = searcher
             .search(&q, &TopDocs::with_limit(k).order_by_score())
@@ -260,7 +303,7 @@ impl SparseIndex {
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
             out.push(Scored {
-                id: self.chunk_id(&searcher, addr)?,
+                id: self.chunk_id(ids, addr)?.to_string(),
                 score: f64::from(score),
             });
         }
@@ -279,7 +322,6 @@ impl SparseIndex {
         }
         let searcher = self.reader.searcher();
         let n = searcher.num_docs() as f64;
-        let mut docs = HashMap::new();
         // Global document frequencies first (a term's df spans segments).
         let mut df: HashMap<Vec<u8>, u64> = HashMap::new();
         for seg in searcher.segment_readers() {
@@ -305,12 +347,12 @@ impl SparseIndex {
                 }
             }
         }
-        for (ord, seg) in searcher.segment_readers().iter().enumerate() {
-            let ord = u32::try_from(ord).unwrap_or(u32::MAX);
+        let mut norms = Vec::new();
+        for seg in searcher.segment_readers() {
             let inv = seg
                 .inverted_index(self.fields.text)
                 .map_err(|e| err(&self.path, e))?;
-            let mut sq: HashMap<u32, f64> = HashMap::new();
+            let mut sq = vec![0.0f64; seg.max_doc() as usize];
             let mut stream = inv.terms().stream().map_err(|e| err(&self.path, e))?;
             while stream.advance() {
                 let idf = Self::idf(n, df.get(stream.key()).copied().unwrap_or(0) as f64);
@@ -321,37 +363,31 @@ impl SparseIndex {
                 while d != TERMINATED {
                     if !seg.is_deleted(d) {
                         let w = f64::from(postings.term_freq()) * idf;
-                        *sq.entry(d).or_default() += w * w;
+                        sq[d as usize] += w * w;
                     }
                     d = postings.advance();
                 }
             }
-            let store = seg.get_store_reader(64).map_err(|e| err(&self.path, e))?;
-            for doc in seg.doc_ids_alive() {
-                let stored: TantivyDocument = store.get(doc).map_err(|e| err(&self.path, e))?;
-                let id = stored
-                    .get_first(self.fields.id)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string();
-                docs.insert(
-                    (ord, doc),
-                    (id, sq.get(&doc).copied().unwrap_or(0.0).sqrt()),
-                );
-            }
+            norms.push(sq.into_iter().map(f64::sqrt).collect());
         }
-        Ok(self.tfidf.get_or_init(|| TfIdfCache { n, df, docs }))
+        Ok(self.tfidf.get_or_init(|| TfIdfCache { n, df, norms }))
     }
 
-    /// Top `k` chunks by tf-idf cosine, best first.
+    /// Top `k` chunks by tf-idf cosine, best first; equal scores by chunk id
+    /// descending. Dot products accumulate in a dense per-segment array (each
+    /// document's sum in the same term order as a map would add them); only the k
+    /// best ids are cloned.
     pub fn tfidf(&self, query: &str, k: usize) -> Result<Vec<Scored>> {
         let cache = self.tfidf_cache()?;
+        let ids = self.doc_ids()?;
         let searcher = self.reader.searcher();
         let mut qtf: HashMap<Term, u32> = HashMap::new();
         for t in self.analyse(query)? {
             *qtf.entry(t).or_default() += 1;
         }
-        let mut dot: HashMap<(u32, u32), f64> = HashMap::new();
+        let segments = searcher.segment_readers();
+        let mut dot = self.take_scratch(&cache.norms);
+        let mut touched: Vec<(usize, u32)> = Vec::new();
         let mut qnorm = 0.0;
         for (term, tf) in &qtf {
             // Out of the vocabulary (no live document holds it): no weight, no norm.
@@ -361,8 +397,7 @@ impl SparseIndex {
             let idf = Self::idf(cache.n, df as f64);
             let qw = f64::from(*tf) * idf;
             qnorm += qw * qw;
-            for (ord, seg) in searcher.segment_readers().iter().enumerate() {
-                let ord = u32::try_from(ord).unwrap_or(u32::MAX);
+            for (ord, seg) in segments.iter().enumerate() {
                 let inv = seg
                     .inverted_index(self.fields.text)
                     .map_err(|e| err(&self.path, e))?;
@@ -372,29 +407,106 @@ impl SparseIndex {
                 else {
                     continue;
                 };
+                let acc = &mut dot[ord];
                 let mut d = postings.doc();
                 while d != TERMINATED {
                     if !seg.is_deleted(d) {
-                        *dot.entry((ord, d)).or_default() +=
-                            qw * f64::from(postings.term_freq()) * idf;
+                        let slot = &mut acc[d as usize];
+                        // Every contribution is > 0: a zero slot is one not yet touched.
+                        if *slot == 0.0 {
+                            touched.push((ord, d));
+                        }
+                        *slot += qw * f64::from(postings.term_freq()) * idf;
                     }
                     d = postings.advance();
                 }
             }
         }
         let qnorm = qnorm.sqrt();
-        let mut out: Vec<Scored> = dot
+        let mut best = TopK::new(k);
+        for &(ord, d) in &touched {
+            let slot = &mut dot[ord][d as usize];
+            let (sum, norm) = (*slot, cache.norms[ord][d as usize]);
+            *slot = 0.0;
+            if norm > 0.0 && qnorm > 0.0 {
+                best.offer(sum / (norm * qnorm), &ids.ids[ord][d as usize]);
+            }
+        }
+        self.give_scratch(dot);
+        Ok(best.into_sorted())
+    }
+
+    /// Zeroed accumulators shaped like `norms` (a kept set, or new ones).
+    fn take_scratch(&self, norms: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        let kept = self.scratch.lock().ok().and_then(|mut s| s.pop());
+        kept.unwrap_or_else(|| norms.iter().map(|n| vec![0.0; n.len()]).collect())
+    }
+
+    /// Keep zeroed accumulators for the next query.
+    fn give_scratch(&self, dot: Vec<Vec<f64>>) {
+        if let Ok(mut s) = self.scratch.lock() {
+            s.push(dot);
+        }
+    }
+}
+
+/// The `k` best (score, id) pairs, larger first: score by `total_cmp`, then id.
+struct TopK<'a> {
+    k: usize,
+    heap: BinaryHeap<Reverse<(TotalF64, &'a str)>>,
+}
+
+/// An f64 ordered by `total_cmp`.
+#[derive(Debug, Clone, Copy)]
+struct TotalF64(f64);
+
+impl PartialEq for TotalF64 {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.total_cmp(&other.0).is_eq()
+    }
+}
+
+impl Eq for TotalF64 {}
+
+impl PartialOrd for TotalF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TotalF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl<'a> TopK<'a> {
+    fn new(k: usize) -> Self {
+        Self {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
+    }
+
+    fn offer(&mut self, score: f64, id: &'a str) {
+        let e = (TotalF64(score), id);
+        if self.heap.len() < self.k {
+            self.heap.push(Reverse(e));
+        } else if self.heap.peek().is_some_and(|Reverse(worst)| e > *worst) {
+            self.heap.pop();
+            self.heap.push(Reverse(e));
+        }
+    }
+
+    /// Best first, ids cloned.
+    fn into_sorted(self) -> Vec<Scored> {
+        self.heap
+            .into_sorted_vec()
             .into_iter()
-            .filter_map(|(addr, dot)| {
-                let (id, norm) = cache.docs.get(&addr)?;
-                (*norm > 0.0 && qnorm > 0.0).then(|| Scored {
-                    id: id.clone(),
-                    score: dot / (norm * qnorm),
-                })
+            .map(|Reverse((s, id))| Scored {
+                id: id.to_string(),
+                score: s.0,
             })
-            .collect();
-        out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(&a.id)));
-        out.truncate(k);
-        Ok(out)
+            .collect()
     }
 }

@@ -2,10 +2,10 @@
 //! `embeddings/MODEL.lance` with `chunk_id`, `hash` (of the indexed text) and `vector`
 //! (fixed-size list of f32), so several models coexist in one workspace and can be
 //! compared. Dense search is exact cosine over the normalised vectors held in memory
-//! (deterministic; ties by chunk id descending).
+//! (deterministic; ties by chunk id descending), scanned by [`super::dense_scan`].
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;
@@ -17,6 +17,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lance::Dataset;
 use lance::dataset::WriteMode;
 
+use super::dense_scan::Panels;
 use super::workspace::Workspace;
 use super::{Result, StoreError};
 use crate::core::fusion::Scored;
@@ -57,9 +58,22 @@ pub struct VectorSet {
     pub hashes: Vec<String>,
     /// Row-major, `ids.len() * dim`, each row L2-normalised.
     pub data: Vec<f32>,
+    /// `data` in the scan's panel layout, built on the first search (a set is
+    /// replaced whole, never edited in place, once searched).
+    pub(crate) panels: OnceLock<Panels>,
 }
 
 impl VectorSet {
+    pub fn new(dim: usize, ids: Vec<String>, hashes: Vec<String>, data: Vec<f32>) -> Self {
+        Self {
+            dim,
+            ids,
+            hashes,
+            data,
+            panels: OnceLock::new(),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.ids.len()
     }
@@ -72,8 +86,36 @@ impl VectorSet {
         &self.data[i * self.dim..(i + 1) * self.dim]
     }
 
-    /// Exact cosine top-k (vectors and query are normalised, so cosine is the dot product).
+    /// Build the scan's copy of the vectors now rather than on the first search.
+    pub fn prepare_search(&self) {
+        let _ = self.panels();
+    }
+
+    fn panels(&self) -> &Panels {
+        self.panels
+            .get_or_init(|| Panels::new(&self.data[..self.len() * self.dim], self.dim))
+    }
+
+    /// Exact cosine top-k (vectors and query are normalised, so cosine is the dot
+    /// product), best first; equal scores by chunk id descending. The same scores and
+    /// order as [`VectorSet::search_scalar`], from the SIMD panel scan.
     pub fn search(&self, query: &[f32], k: usize) -> Vec<Scored> {
+        if self.dim == 0 {
+            return self.search_scalar(query, k);
+        }
+        self.panels()
+            .top_k(query, k, |i| self.ids[i].as_str())
+            .into_iter()
+            .map(|(s, i)| Scored {
+                id: self.ids[i].clone(),
+                score: f64::from(s),
+            })
+            .collect()
+    }
+
+    /// The plain scan [`VectorSet::search`] replaced, kept as its reference (tests and
+    /// the `dense_scan` bench): one scalar dot product per row, all rows sorted.
+    pub fn search_scalar(&self, query: &[f32], k: usize) -> Vec<Scored> {
         let mut scored: Vec<(f32, usize)> = (0..self.len())
             .map(|i| {
                 (
@@ -121,15 +163,14 @@ fn last_of_each(set: VectorSet) -> VectorSet {
         return set;
     }
     let dim = set.dim;
-    VectorSet {
+    VectorSet::new(
         dim,
-        ids: keep.iter().map(|&i| set.ids[i].clone()).collect(),
-        hashes: keep.iter().map(|&i| set.hashes[i].clone()).collect(),
-        data: keep
-            .iter()
+        keep.iter().map(|&i| set.ids[i].clone()).collect(),
+        keep.iter().map(|&i| set.hashes[i].clone()).collect(),
+        keep.iter()
             .flat_map(|&i| set.data[i * dim..(i + 1) * dim].iter().copied())
             .collect(),
-    }
+    )
 }
 
 pub struct VectorStore<'a> {
@@ -175,16 +216,53 @@ impl<'a> VectorStore<'a> {
             .as_primitive_opt::<Float32Type>()
             .ok_or_else(|| bad("vector"))?;
         let offset = vectors.offset() * dim;
-        Ok(last_of_each(VectorSet {
+        Ok(last_of_each(VectorSet::new(
             dim,
-            ids: (0..batch.num_rows())
+            (0..batch.num_rows())
                 .map(|i| ids.value(i).to_string())
                 .collect(),
-            hashes: (0..batch.num_rows())
+            (0..batch.num_rows())
                 .map(|i| hashes.value(i).to_string())
                 .collect(),
-            data: values.values()[offset..offset + batch.num_rows() * dim].to_vec(),
-        }))
+            values.values()[offset..offset + batch.num_rows() * dim].to_vec(),
+        )))
+    }
+
+    /// Rows the dataset holds (an id appended twice counts twice); 0 when absent.
+    pub async fn row_count(&self) -> Result<usize> {
+        if !self.exists().await? {
+            return Ok(0);
+        }
+        let uri = self.ws.uri(&self.name);
+        self.ws
+            .open_dataset(&self.name)
+            .await?
+            .count_rows(None)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))
+    }
+
+    /// Remove every version but the latest, and the files only they used; returns the
+    /// bytes removed. Files no version references (left by a killed write) go too:
+    /// this runs under the writer lock at the end of a whole `raglab index`, which
+    /// replaces the set and so never runs beside another writer of it.
+    pub async fn cleanup_old_versions(&self) -> Result<u64> {
+        use lance::dataset::cleanup::CleanupPolicyBuilder;
+        let _guard = self.ws.lock_for_write(&self.name).await?;
+        let uri = self.ws.uri(&self.name);
+        let ds = self.ws.open_dataset(&self.name).await?;
+        let policy = CleanupPolicyBuilder::default()
+            .retain_n_versions(&ds, 1)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?
+            .delete_unverified(true)
+            .error_if_tagged_old_versions(false)
+            .build();
+        let stats = ds
+            .cleanup_with_policy(policy)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
+        Ok(stats.bytes_removed)
     }
 
     /// Replace the dataset with `set` (one atomic commit).
@@ -192,9 +270,10 @@ impl<'a> VectorStore<'a> {
         self.write(set, WriteMode::Overwrite).await
     }
 
-    /// Add `set`'s rows (one commit): the vectors of one shard of `index --shard`.
-    /// Shards append side by side (appends never conflict); [`VectorStore::load`]
-    /// keeps the last row of an id, and the next whole `index` rewrites the set.
+    /// Add `set`'s rows (one commit): a checkpoint of `raglab index`, or the vectors
+    /// of one shard of `index --shard`. Shards append side by side (appends never
+    /// conflict); [`VectorStore::load`] keeps the last row of an id, and the next
+    /// whole `index` rewrites the set.
     pub async fn append(&self, set: &VectorSet) -> Result<()> {
         self.write(set, WriteMode::Append).await
     }
@@ -345,22 +424,46 @@ impl VectorStore<'_> {
         Ok(partitions)
     }
 
-    /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions read.
+    /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions
+    /// read. Opens the dataset for this one search: many searches keep an
+    /// [`AnnSearcher`] instead.
     pub async fn ann_search(&self, query: &[f32], k: usize, nprobes: usize) -> Result<Vec<Scored>> {
-        let uri = self.ws.uri(&self.name);
-        let ds = self.ws.open_dataset(&self.name).await?;
+        self.ann_searcher().await?.search(query, k, nprobes).await
+    }
+
+    /// The vectors' dataset opened once for ANN searches.
+    pub async fn ann_searcher(&self) -> Result<AnnSearcher> {
+        Ok(AnnSearcher {
+            uri: self.ws.uri(&self.name),
+            ds: self.ws.open_dataset(&self.name).await?,
+        })
+    }
+}
+
+/// A model's vectors dataset, opened once, searched through its ANN index (opening a
+/// dataset reads its manifest and index metadata: too slow to repeat per query).
+pub struct AnnSearcher {
+    uri: String,
+    ds: Dataset,
+}
+
+impl AnnSearcher {
+    /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions
+    /// read; equal scores by chunk id descending.
+    pub async fn search(&self, query: &[f32], k: usize, nprobes: usize) -> Result<Vec<Scored>> {
+        let uri = &self.uri;
         let q = Float32Array::from(query.to_vec());
-        let mut scan = ds.scan();
+        let mut scan = self.ds.scan();
         scan.nearest("vector", &q, k)
-            .map_err(|e| StoreError::lance(&uri, e))?
+            .map_err(|e| StoreError::lance(uri, e))?
             .nprobes(nprobes)
             .distance_metric(lance_linalg::distance::MetricType::Cosine);
         scan.project(&["chunk_id"])
-            .map_err(|e| StoreError::lance(&uri, e))?;
+            .map_err(|e| StoreError::lance(uri, e))?;
         let batch = scan
             .try_into_batch()
             .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
+            .map_err(|e| StoreError::lance(uri, e))?;
         let bad = |c: &str| StoreError::Invalid(format!("{uri}: ANN result lacks `{c}`"));
         let ids = batch
             .column_by_name("chunk_id")
@@ -378,5 +481,78 @@ impl VectorStore<'_> {
             .collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(&a.id)));
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Rows drawn from a few base rows (many exact ties), with entries from a small
+    /// set (zeros and signed zeros among them), ids from a small pool (equal scores
+    /// broken by id), and every k from 0 past the number of rows.
+    fn case() -> impl Strategy<Value = (VectorSet, Vec<f32>, usize)> {
+        let value = prop_oneof![
+            Just(0.0f32),
+            Just(-0.0f32),
+            Just(0.5f32),
+            Just(-0.25f32),
+            -1.0f32..1.0f32,
+        ];
+        (1usize..48, 0usize..160).prop_flat_map(move |(dim, n)| {
+            (
+                prop::collection::vec(prop::collection::vec(value.clone(), dim), 1..6),
+                prop::collection::vec((0usize..6, 0u32..40), n),
+                prop::collection::vec(value.clone(), dim),
+                0usize..n + 3,
+            )
+                .prop_map(move |(bases, rows, q, k)| {
+                    let data = rows
+                        .iter()
+                        .flat_map(|&(b, _)| bases[b % bases.len()].clone())
+                        .collect();
+                    let ids = rows.iter().map(|&(_, id)| format!("c{id}")).collect();
+                    let hashes = vec![String::new(); rows.len()];
+                    (VectorSet::new(dim, ids, hashes, data), q, k)
+                })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// The panel scan's top k is the scalar scan's: same ids, same order, same
+        /// scores bit for bit.
+        #[test]
+        fn fast_scan_equals_the_scalar_scan((set, q, k) in case()) {
+            let fast = set.search(&q, k);
+            let slow = set.search_scalar(&q, k);
+            prop_assert_eq!(fast.len(), slow.len());
+            for (f, s) in fast.iter().zip(&slow) {
+                prop_assert_eq!(&f.id, &s.id);
+                prop_assert_eq!(f.score.to_bits(), s.score.to_bits());
+            }
+        }
+    }
+
+    #[test]
+    fn larger_sets_cross_tiles_and_panels() {
+        // 5,000 rows: three tiles of the kernel, the last panel partly padding.
+        let dim = 384;
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        let n = 5_000;
+        let data: Vec<f32> = (0..n * dim).map(|_| next()).collect();
+        let ids = (0..n).map(|i| format!("chunk-{i:05}")).collect();
+        let set = VectorSet::new(dim, ids, vec![String::new(); n], data);
+        let q: Vec<f32> = (0..dim).map(|_| next()).collect();
+        for k in [1, 10, 100, n, n + 1] {
+            assert_eq!(set.search(&q, k), set.search_scalar(&q, k), "k = {k}");
+        }
     }
 }

@@ -24,6 +24,7 @@ mod hostile_servers;
 mod gpu_layers;
 mod ingest_bad_files;
 mod ingest_sample;
+mod fast_index;
 mod mcqa;
 mod object_store;
 mod ray_shards;

@@ -77,6 +77,7 @@ pub async fn bench_retrieval(
         }
     }
     let sweep = t.elapsed().as_secs_f64() * 1e3;
+    let scan = dense_scan(&r, &queries)?;
     let retrieval: f64 = total.iter().sum();
     let row = |name: &str, v: &mut Vec<f64>| serde_json::json!({"stage": name, "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)});
     let stages = vec![
@@ -92,8 +93,54 @@ pub async fn bench_retrieval(
         "fuse_one_alpha_ms": one, "fuse_sweep_10_alphas_ms": sweep,
         "eval_one_alpha_ms": retrieval + one, "eval_sweep_ms": retrieval + sweep,
         "sweep_over_one_ratio": (retrieval + sweep) / (retrieval + one),
+        "dense_scan": scan,
     });
     Ok(out)
+}
+
+/// The exact dense scan of the workspace's vectors, timed per query beside the plain
+/// scalar scan it replaced (their top 100 compared) and beside a copy of the same
+/// bytes (the memory-bandwidth reference), all in this run.
+fn dense_scan(r: &Retriever, queries: &[String]) -> Result<serde_json::Value> {
+    let Some(e) = &r.embedder else {
+        return Ok(serde_json::Value::Null);
+    };
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let v = &r.vectors;
+    v.prepare_search();
+    let (mut scalar, mut panel, mut copy) = (vec![], vec![], vec![]);
+    let mut identical = true;
+    let mut dst = vec![0.0f32; v.data.len()];
+    for q in queries {
+        let q = e.embed_query(q)?;
+        let t = Instant::now();
+        let a = v.search_scalar(&q, DEFAULT_DEPTH);
+        scalar.push(ms(t));
+        let t = Instant::now();
+        let b = v.search(&q, DEFAULT_DEPTH);
+        panel.push(ms(t));
+        identical &= a == b;
+        let t = Instant::now();
+        dst.copy_from_slice(std::hint::black_box(&v.data));
+        copy.push(ms(t));
+        std::hint::black_box(&dst);
+    }
+    let bytes = (v.data.len() * 4) as f64;
+    let gbps = |t: f64| {
+        if t > 0.0 {
+            bytes / (t * 1e-3) / 1e9
+        } else {
+            0.0
+        }
+    };
+    let (s, p, c) = (pct(&scalar, 0.5), pct(&panel, 0.5), pct(&copy, 0.5));
+    Ok(serde_json::json!({
+        "rows": v.len(), "dim": v.dim, "k": DEFAULT_DEPTH,
+        "scalar_p50_ms": s, "panel_p50_ms": p, "memcpy_p50_ms": c,
+        "panel_gb_per_s": gbps(p), "memcpy_gb_per_s": gbps(c),
+        "panel_over_memcpy": if p > 0.0 { c / p } else { 0.0 },
+        "identical_top_k": identical,
+    }))
 }
 
 /// What `bench generate` runs.

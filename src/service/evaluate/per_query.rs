@@ -52,7 +52,8 @@ fn place(p: &Place) -> Value {
     json!({"rank": p.rank, "score": p.score})
 }
 
-fn jsonl(table: &PerQueryTable) -> Result<String> {
+/// The rows of `table` as JSONL (one line per query).
+pub(crate) fn jsonl(table: &PerQueryTable) -> Result<String> {
     let mut out = String::new();
     for row in &table.rows {
         let top1: Map<String, Value> = table
@@ -85,7 +86,8 @@ fn cell(s: &str) -> String {
     crate::core::text::csv_cell(s)
 }
 
-fn csv(table: &PerQueryTable) -> String {
+/// `table` as CSV: the header line, then one line per (query, target).
+pub(crate) fn csv(table: &PerQueryTable) -> String {
     let mut out = String::from("qid,target");
     for l in &table.lists {
         let _ = write!(out, ",{l}_rank,{l}_score");

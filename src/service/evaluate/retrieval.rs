@@ -15,8 +15,8 @@ use crate::core::metrics::{MeanMetrics, Qrel};
 use crate::core::per_query::per_query;
 use crate::core::question::{EvalConfig, FailedQuestion, MissingTargets, Question};
 use crate::core::retrieval::{
-    Breakdown, METRICS, Method, QueryLists, QueryOutcome, RunConfig, Sparse, breakdown,
-    empty_results, evaluate, failures, judged, mean, mean_at_k,
+    Breakdown, METRICS, Method, QueryLists, QueryOutcome, RunConfig, Sparse, breakdown, evaluate,
+    failures, judged, mean, mean_at_k,
 };
 use crate::core::shard::Shard;
 use crate::core::stats::{bucket_label, bucket_of};
@@ -301,31 +301,6 @@ fn fused_pairs(req: &RetrievalEval) -> Vec<(Method, Sparse)> {
         .collect()
 }
 
-/// Each fused method's mean metrics at every alpha of the grid, re-fused from cached
-/// lists.
-fn sweep_alphas(
-    lists: &[(String, QueryLists)],
-    qrels: &HashMap<String, Qrel>,
-    pairs: &[(Method, Sparse)],
-) -> Vec<SweepPoint> {
-    pairs
-        .iter()
-        .flat_map(|&(method, sparse)| {
-            alpha_grid().into_iter().map(move |alpha| SweepPoint {
-                method,
-                sparse,
-                alpha,
-                metrics: mean(&evaluate(
-                    lists,
-                    qrels,
-                    RunConfig::new(method, sparse, alpha),
-                    &[],
-                )),
-            })
-        })
-        .collect()
-}
-
 /// The configurations to evaluate: single-list methods once, fused ones with each
 /// sparse side at the best nDCG@10 alpha of the sweep, else at `req.alpha`, else at
 /// the method's default.
@@ -462,10 +437,20 @@ fn headline(configs: &[RunConfig]) -> Option<usize> {
     .find_map(|m| configs.iter().position(|c| c.method == m))
 }
 
+/// Queries handled per block: enough to keep both cores busy ranking, few enough that
+/// a block's lists are a small, fixed amount of memory.
+const BLOCK: usize = 64;
+
 /// Evaluate retrieval: rank lists once per question, every configuration (and the
 /// sweeps) re-fused from them; writes the failures file, the report for the TUI's
 /// Evaluation pane (`eval/last-retrieval.json`) and, if asked, the run files and the
 /// per-query file.
+///
+/// Memory does not grow with the number of queries beyond each configuration's
+/// per-query metrics: the lists are ranked block by block into a spill file
+/// ([`spill`]), then read back once for the alpha sweep (running sums) and once for
+/// the configurations, whose run files and per-query file are written as the blocks
+/// pass.
 pub async fn evaluate_retrieval(
     ctx: &Context,
     req: &RetrievalEval,
@@ -475,61 +460,319 @@ pub async fn evaluate_retrieval(
         super::per_query::format_of(p)?;
     }
     let (queries, qrels) = read_queries(req)?;
-    let dense = req.methods.iter().any(|m| m.needs_dense());
     // Merging ranks nothing: the corpus is read for topics and lengths only.
     let r = if req.merge {
         Retriever::open(&ctx.workspace, None).await?
     } else {
         open_ranker(ctx, req).await?
     };
-    // Sorted within a query (`relevant_ids`): qrels are a hash map, and warnings
-    // must not vary.
-    let relevant: Vec<Vec<String>> = queries
-        .iter()
-        .map(|q| relevant_ids(&qrels, &q.id))
-        .collect();
-    let missing_targets = MissingTargets::find(
-        relevant.iter().map(|ids| ids.iter().map(String::as_str)),
-        |id| r.by_id.contains_key(id),
-    );
+    let missing_targets = find_missing_targets(&r, &queries, &qrels);
     let started = Instant::now();
-    let (lists, model_name) = if req.merge {
-        gather(ctx, req, &queries, r.chunks.len()).await?
-    } else {
-        (
-            rank_all(ctx, &r, &queries, req, progress).await?,
-            r.model_name.clone(),
-        )
-    };
-    if req.merge && dense && model_name.is_none() {
-        bail!(
-            "batch `{}` was ranked without an embedding model: dense methods cannot be merged",
-            req.batch
-        );
-    }
-    let has_dense = if req.merge {
-        model_name.is_some()
-    } else {
-        r.has_dense()
-    };
+    let mut ids = spill::Ids::new(&r.chunks, &r.by_id);
+    let mut lists = spill::Spill::create(&ctx.workspace.path("eval"))?;
+    let (model_name, has_dense) =
+        rank_phase(ctx, &r, &queries, req, progress, &mut lists, &mut ids).await?;
     let retrieval_s = started.elapsed().as_secs_f64();
 
     let sweep_started = Instant::now();
     let sweep = if req.alpha_sweep {
-        sweep_alphas(&lists, &qrels, &fused_pairs(req))
+        sweep_phase(&mut lists, &ids, &qrels, &fused_pairs(req))?
     } else {
         Vec::new()
     };
     let sweep_ms = sweep_started.elapsed().as_secs_f64() * 1e3;
     let best = best_alphas(&sweep);
     let configs = configurations(req, &best);
+    let mut lists_of: Vec<RunConfig> = Vec::new();
+    if has_dense {
+        lists_of.push(RunConfig::single(Method::Dense));
+    }
+    lists_of.push(RunConfig::single(Method::Bm25));
+    lists_of.push(RunConfig::single(Method::Tfidf));
+    lists_of.extend(configs.iter().filter(|c| c.method.uses_alpha()));
+    let passed = config_phase(
+        &mut lists,
+        &ids,
+        &qrels,
+        req,
+        &configs,
+        &lists_of,
+        model_name.as_deref(),
+    )?;
+    drop(lists);
+    let seconds = EvalSeconds {
+        retrieval: retrieval_s,
+        sweep_ms,
+        per_alpha_ms: if sweep.is_empty() {
+            0.0
+        } else {
+            sweep_ms / sweep.len() as f64
+        },
+    };
+    let ranked = Ranked {
+        r: &r,
+        queries: &queries,
+        qrels: &qrels,
+        model_name,
+        missing_targets,
+    };
+    let report = write_phase(ctx, req, &ranked, &configs, passed, (sweep, best), seconds)?;
+    super::saved::save(ctx, super::saved::LAST_RETRIEVAL, &report)?;
+    Ok(report)
+}
+
+/// Relevant chunk ids that are not in the corpus, sorted within a query
+/// (`relevant_ids`: qrels are a hash map, and warnings must not vary).
+fn find_missing_targets(
+    r: &Retriever,
+    queries: &[Question],
+    qrels: &HashMap<String, Qrel>,
+) -> MissingTargets {
+    let relevant: Vec<Vec<String>> = queries.iter().map(|q| relevant_ids(qrels, &q.id)).collect();
+    MissingTargets::find(
+        relevant.iter().map(|ids| ids.iter().map(String::as_str)),
+        |id| r.by_id.contains_key(id),
+    )
+}
+
+/// Rank every query into `out` (or, merging, take the lists the shards stored);
+/// returns the embedding model of the lists and whether they have dense lists.
+async fn rank_phase(
+    ctx: &Context,
+    r: &Retriever,
+    queries: &[Question],
+    req: &RetrievalEval,
+    progress: Progress<'_>,
+    out: &mut spill::Spill,
+    ids: &mut spill::Ids<'_>,
+) -> Result<(Option<String>, bool)> {
+    if req.merge {
+        let (gathered, model) = gather(ctx, req, queries, r.chunks.len()).await?;
+        if req.methods.iter().any(|m| m.needs_dense()) && model.is_none() {
+            bail!(
+                "batch `{}` was ranked without an embedding model: dense methods cannot be merged",
+                req.batch
+            );
+        }
+        for (qid, l) in &gathered {
+            out.push(qid, ids, l)?;
+        }
+        let has_dense = model.is_some();
+        return Ok((model, has_dense));
+    }
+    let mut done = 0;
+    for block in queries.chunks(BLOCK) {
+        let lists = match req.ann_nprobes {
+            Some(nprobes) => {
+                let mut v = Vec::with_capacity(block.len());
+                for q in block {
+                    v.push(
+                        r.query_ann(&ctx.workspace, &q.text, req.depth, nprobes)
+                            .await?
+                            .0,
+                    );
+                }
+                v
+            }
+            None => rank_block(r, block, req.depth)?,
+        };
+        for (q, l) in block.iter().zip(&lists) {
+            out.push(&q.id, ids, l)?;
+        }
+        done += block.len();
+        progress(done, queries.len());
+    }
+    Ok((r.model_name.clone(), r.has_dense()))
+}
+
+/// One block's lists in query order, ranked on two threads: while one query's text
+/// is with the embedding worker, the other thread runs its sparse and dense searches.
+fn rank_block(r: &Retriever, block: &[Question], depth: usize) -> Result<Vec<QueryLists>> {
+    let rank = |qs: &[Question]| -> Result<Vec<QueryLists>> {
+        qs.iter().map(|q| Ok(r.query(&q.text, depth)?.0)).collect()
+    };
+    let (first, second) = block.split_at(block.len().div_ceil(2));
+    let (a, b) = std::thread::scope(|s| {
+        let other = s.spawn(|| rank(second));
+        (rank(first), other.join())
+    });
+    let mut lists = a?;
+    lists.extend(b.map_err(|_| anyhow::anyhow!("a ranking thread panicked"))??);
+    Ok(lists)
+}
+
+/// [`crate::core::metrics::mean_metrics`] as a running sum, so that a sweep point
+/// keeps no per-query metrics: the same additions in the same (query) order, then the
+/// same divisions, so the same means bit for bit.
+#[derive(Debug, Clone, Copy, Default)]
+struct MeanSum(MeanMetrics);
+
+impl MeanSum {
+    fn add(&mut self, q: &crate::core::metrics::QueryMetrics) {
+        let m = &mut self.0;
+        m.queries += 1;
+        m.p1 += q.p1;
+        m.recall5 += q.recall5;
+        m.recall10 += q.recall10;
+        m.mrr += q.rr;
+        m.ndcg10 += q.ndcg10;
+        m.map += q.ap;
+    }
+
+    fn mean(self) -> MeanMetrics {
+        let mut m = self.0;
+        if m.queries > 0 {
+            let n = m.queries as f64;
+            m.p1 /= n;
+            m.recall5 /= n;
+            m.recall10 /= n;
+            m.mrr /= n;
+            m.ndcg10 /= n;
+            m.map /= n;
+        }
+        m
+    }
+}
+
+/// Each fused method's mean metrics at every alpha of the grid, re-fused from the
+/// spilled lists.
+fn sweep_phase(
+    lists: &mut spill::Spill,
+    ids: &spill::Ids<'_>,
+    qrels: &HashMap<String, Qrel>,
+    pairs: &[(Method, Sparse)],
+) -> Result<Vec<SweepPoint>> {
+    let points: Vec<RunConfig> = pairs
+        .iter()
+        .flat_map(|&(m, s)| {
+            alpha_grid()
+                .into_iter()
+                .map(move |a| RunConfig::new(m, s, a))
+        })
+        .collect();
+    let mut sums = vec![MeanSum::default(); points.len()];
+    lists.for_each_block(ids, BLOCK, |block| {
+        for (cfg, sum) in points.iter().zip(&mut sums) {
+            for o in evaluate(block, qrels, *cfg, &[]) {
+                sum.add(&o.metrics);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(points
+        .iter()
+        .zip(sums)
+        .map(|(c, s)| SweepPoint {
+            method: c.method,
+            sparse: c.sparse,
+            alpha: c.alpha,
+            metrics: s.mean(),
+        })
+        .collect())
+}
+
+/// What the pass over the configurations keeps: each one's per-query outcomes and
+/// its run file.
+struct Passed {
+    outcomes: Vec<Vec<QueryOutcome>>,
+    run_files: Vec<Option<PathBuf>>,
+}
+
+/// Every configuration's per-query outcomes from the spilled lists, writing its run
+/// file (with `--run-out`) and the per-query file (with `--per-query`, placing the
+/// targets in `lists_of`) block by block.
+fn config_phase(
+    lists: &mut spill::Spill,
+    ids: &spill::Ids<'_>,
+    qrels: &HashMap<String, Qrel>,
+    req: &RetrievalEval,
+    configs: &[RunConfig],
+    lists_of: &[RunConfig],
+    model: Option<&str>,
+) -> Result<Passed> {
+    let mut runs = match &req.run_out {
+        Some(dir) => Some(spill::RunFiles::create(dir, configs, model)?),
+        None => None,
+    };
+    let mut per_query_file = match &req.per_query {
+        Some(path) => Some(spill::PerQueryFile::create(
+            path,
+            &per_query(&[], qrels, lists_of),
+        )?),
+        None => None,
+    };
+    let mut outcomes: Vec<Vec<QueryOutcome>> = vec![Vec::new(); configs.len()];
+    lists.for_each_block(ids, BLOCK, |block| {
+        for (c, o) in configs.iter().zip(&mut outcomes) {
+            o.extend(evaluate(block, qrels, *c, &req.k));
+        }
+        if let Some(runs) = runs.as_mut() {
+            runs.write(block)?;
+        }
+        if let Some(f) = per_query_file.as_mut() {
+            f.write(&per_query(block, qrels, lists_of))?;
+        }
+        Ok(())
+    })?;
+    let run_files = match runs {
+        Some(runs) => runs.finish()?.into_iter().map(Some).collect(),
+        None => vec![None; configs.len()],
+    };
+    if let Some(f) = per_query_file {
+        f.finish()?;
+    }
+    Ok(Passed {
+        outcomes,
+        run_files,
+    })
+}
+
+/// The judged queries a configuration retrieved nothing for (absent from its
+/// `outcomes`), in the file's order.
+fn empty_of<'a>(
+    queries: &'a [Question],
+    qrels: &HashMap<String, Qrel>,
+    outcomes: &[QueryOutcome],
+) -> Vec<&'a str> {
+    let evaluated: std::collections::HashSet<&str> =
+        outcomes.iter().map(|o| o.qid.as_str()).collect();
+    queries
+        .iter()
+        .map(|q| q.id.as_str())
+        .filter(|qid| judged(qrels, qid).is_some() && !evaluated.contains(qid))
+        .collect()
+}
+
+/// What the report is computed from once every query is ranked.
+struct Ranked<'a> {
+    r: &'a Retriever,
+    queries: &'a [Question],
+    qrels: &'a HashMap<String, Qrel>,
+    model_name: Option<String>,
+    missing_targets: MissingTargets,
+}
+
+/// Each configuration's result (means, breakdowns, failures), the failures file and
+/// the report.
+fn write_phase(
+    ctx: &Context,
+    req: &RetrievalEval,
+    ranked: &Ranked<'_>,
+    configs: &[RunConfig],
+    passed: Passed,
+    (sweep, best): (Vec<SweepPoint>, Vec<BestAlpha>),
+    seconds: EvalSeconds,
+) -> Result<RetrievalReport> {
+    let Ranked {
+        r, queries, qrels, ..
+    } = *ranked;
     let fail_k = req.k.iter().copied().max().unwrap_or(10);
-    let groups = Groups::new(&r, &queries, &qrels);
+    let groups = Groups::new(r, queries, qrels);
     let record = |c: &RunConfig| EvalConfig {
         method: c.method,
         sparse: c.method.uses_alpha().then_some(c.sparse),
         alpha: c.method.uses_alpha().then_some(c.alpha),
-        embedding_model: model_name.clone().filter(|_| c.method.needs_dense()),
+        embedding_model: ranked.model_name.clone().filter(|_| c.method.needs_dense()),
         corpus: match req.variant {
             crate::core::variant::Variant::Full => ctx.workspace.location(),
             v => format!("{} ({})", ctx.workspace.location(), v.paper_name()),
@@ -537,24 +780,19 @@ pub async fn evaluate_retrieval(
         chunks: r.chunks.len(),
         depth: req.depth,
     };
-    let head = headline(&configs);
-
+    let head = headline(configs);
     let mut results = Vec::new();
     let mut failed = Vec::new();
     // Every configuration's failures go to the failures file (each carries its
     // configuration), so the TUI's browser filters them by method.
     let mut all_failed = Vec::new();
     let mut head_counts = (0, 0);
-    for (i, c) in configs.iter().enumerate() {
-        let o = evaluate(&lists, &qrels, *c, &req.k);
-        let empty = empty_results(&lists, &qrels, &o);
-        let fails = groups.failed(&qrels, &o, &empty, fail_k, &record(c));
+    let runs = configs.iter().zip(passed.outcomes).zip(passed.run_files);
+    for (i, ((c, o), run_file)) in runs.enumerate() {
+        let empty = empty_of(queries, qrels, &o);
+        let fails = groups.failed(qrels, &o, &empty, fail_k, &record(c));
         let (by_topic, by_target_length) = groups.breakdowns(&o);
         let at = mean_at_k(&o, &req.k);
-        let run_file = match &req.run_out {
-            Some(dir) => Some(write_run(dir, c, model_name.as_deref(), &lists)?),
-            None => None,
-        };
         results.push(MethodResult {
             method: c.method.to_string(),
             sparse: c.method.uses_alpha().then_some(c.sparse),
@@ -576,20 +814,6 @@ pub async fn evaluate_retrieval(
         all_failed.extend(fails);
     }
     let failures_file = write_failures(ctx, &all_failed)?;
-    let per_query_file = match &req.per_query {
-        Some(path) => {
-            let mut lists_of: Vec<RunConfig> = Vec::new();
-            if has_dense {
-                lists_of.push(RunConfig::single(Method::Dense));
-            }
-            lists_of.push(RunConfig::single(Method::Bm25));
-            lists_of.push(RunConfig::single(Method::Tfidf));
-            lists_of.extend(configs.iter().filter(|c| c.method.uses_alpha()));
-            super::per_query::write(path, &per_query(&lists, &qrels, &lists_of))?;
-            Some(path.clone())
-        }
-        None => None,
-    };
     let (by_topic, by_target_length, breakdown_method) = head
         .and_then(|i| results.get(i))
         .map(|h| {
@@ -603,16 +827,16 @@ pub async fn evaluate_retrieval(
             let (t, l) = groups.breakdowns(&[]);
             (t, l, "-".into())
         });
-    let report = RetrievalReport {
+    Ok(RetrievalReport {
         queries: queries.len(),
         evaluated: head_counts.0,
         dropped_without_relevant: queries
             .iter()
-            .filter(|q| judged(&qrels, &q.id).is_none())
+            .filter(|q| judged(qrels, &q.id).is_none())
             .count(),
         dropped_empty_results: head_counts.1,
-        missing_targets,
-        embedding_model: model_name.clone(),
+        missing_targets: ranked.missing_targets.clone(),
+        embedding_model: ranked.model_name.clone(),
         variant: req.variant,
         summarised: r.summarised,
         depth: req.depth,
@@ -624,20 +848,10 @@ pub async fn evaluate_retrieval(
         failed,
         failure_cutoff: fail_k,
         failures_file,
-        per_query_file,
-        seconds: EvalSeconds {
-            retrieval: retrieval_s,
-            sweep_ms,
-            per_alpha_ms: if sweep.is_empty() {
-                0.0
-            } else {
-                sweep_ms / sweep.len() as f64
-            },
-        },
+        per_query_file: req.per_query.clone(),
+        seconds,
         alpha_sweep: sweep,
-    };
-    super::saved::save(ctx, super::saved::LAST_RETRIEVAL, &report)?;
-    Ok(report)
+    })
 }
 
 /// The retriever that ranks for `req`: indexes current, dense vectors present when a
@@ -796,28 +1010,6 @@ async fn gather(
     ))
 }
 
-/// Write one configuration's TREC run file, named by the whole configuration
-/// (`hybrid-tfidf-a0.75-all-MiniLM-L6-v2.trec`); returns its path.
-fn write_run(
-    dir: &Path,
-    cfg: &RunConfig,
-    model: Option<&str>,
-    lists: &[(String, QueryLists)],
-) -> Result<PathBuf> {
-    use std::fmt::Write as _;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let name = cfg.file_stem(model);
-    let mut out = String::new();
-    for (qid, l) in lists {
-        for (i, (doc, score)) in l.scored(*cfg).iter().enumerate() {
-            let _ = writeln!(out, "{qid} Q0 {doc} {} {score:.10} raglab-{name}", i + 1);
-        }
-    }
-    let path = dir.join(format!("{name}.trec"));
-    std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path)
-}
-
 /// Write the failed questions where the TUI finds them (whole or not at all: a
 /// temporary file renamed over the old one); returns the file.
 fn write_failures(ctx: &Context, failed: &[FailedQuestion]) -> Result<PathBuf> {
@@ -842,6 +1034,306 @@ pub fn last_failures(ctx: &Context) -> Result<Vec<FailedQuestion>> {
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// The evaluation's ranked lists on disk between its passes, and the outputs written
+/// as the blocks pass (run files, the per-query file).
+mod spill {
+    use std::collections::HashMap;
+    use std::fs::File;
+    use std::io::{BufReader, BufWriter, Read, Write};
+    use std::path::{Path, PathBuf};
+
+    use anyhow::{Context as _, Result, bail};
+
+    use crate::core::chunk::Chunk;
+    use crate::core::fusion::Scored;
+    use crate::core::per_query::PerQueryTable;
+    use crate::core::retrieval::{QueryLists, RunConfig};
+    use super::per_query::{Format, csv, format_of, jsonl};
+
+    /// Chunk ids as numbers: a corpus chunk by its position, any other id (lists
+    /// merged from shards) numbered after them as it is met.
+    pub struct Ids<'a> {
+        chunks: &'a [Chunk],
+        by_id: &'a HashMap<String, usize>,
+        extra: Vec<String>,
+        extra_of: HashMap<String, usize>,
+    }
+
+    impl<'a> Ids<'a> {
+        pub fn new(chunks: &'a [Chunk], by_id: &'a HashMap<String, usize>) -> Self {
+            Self {
+                chunks,
+                by_id,
+                extra: Vec::new(),
+                extra_of: HashMap::new(),
+            }
+        }
+
+        fn code(&mut self, id: &str) -> u32 {
+            let n = match (self.by_id.get(id), self.extra_of.get(id)) {
+                (Some(&i), _) => i,
+                (None, Some(&k)) => self.chunks.len() + k,
+                (None, None) => {
+                    self.extra_of.insert(id.to_string(), self.extra.len());
+                    self.extra.push(id.to_string());
+                    self.chunks.len() + self.extra.len() - 1
+                }
+            };
+            u32::try_from(n).unwrap_or(u32::MAX)
+        }
+
+        fn name(&self, code: u32) -> Option<&str> {
+            let i = code as usize;
+            match self.chunks.get(i) {
+                Some(c) => Some(c.id.as_str()),
+                None => self.extra.get(i - self.chunks.len()).map(String::as_str),
+            }
+        }
+    }
+
+    /// Every query's rank lists, in ranking order, in a file of the workspace's
+    /// `eval/` folder (removed when dropped): per query its id, then BM25, TF-IDF
+    /// and dense lists as a length and (chunk number, score bits) pairs, so a list
+    /// read back is the list written, scores bit for bit.
+    pub struct Spill {
+        path: PathBuf,
+        out: Option<BufWriter<File>>,
+        queries: usize,
+    }
+
+    impl Spill {
+        pub fn create(dir: &Path) -> Result<Self> {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let path = dir.join(format!(".ranked-{}-{nanos}.bin", std::process::id()));
+            let file =
+                File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+            Ok(Self {
+                path,
+                out: Some(BufWriter::new(file)),
+                queries: 0,
+            })
+        }
+
+        pub fn push(&mut self, qid: &str, ids: &mut Ids<'_>, lists: &QueryLists) -> Result<()> {
+            let Some(out) = self.out.as_mut() else {
+                bail!("{}: written after it was read", self.path.display());
+            };
+            let mut buf = Vec::with_capacity(4 + qid.len() + 12 * 320);
+            let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+            buf.extend_from_slice(&len(qid.len()));
+            buf.extend_from_slice(qid.as_bytes());
+            for list in [&lists.bm25, &lists.tfidf, &lists.dense] {
+                buf.extend_from_slice(&len(list.len()));
+                for s in list {
+                    buf.extend_from_slice(&ids.code(&s.id).to_le_bytes());
+                    buf.extend_from_slice(&s.score.to_bits().to_le_bytes());
+                }
+            }
+            out.write_all(&buf)
+                .with_context(|| format!("cannot write {}", self.path.display()))?;
+            self.queries += 1;
+            Ok(())
+        }
+
+        /// Every query's lists read back in order, `block` queries at a time.
+        pub fn for_each_block(
+            &mut self,
+            ids: &Ids<'_>,
+            block: usize,
+            mut f: impl FnMut(&[(String, QueryLists)]) -> Result<()>,
+        ) -> Result<()> {
+            if let Some(mut out) = self.out.take() {
+                out.flush()
+                    .with_context(|| format!("cannot write {}", self.path.display()))?;
+            }
+            let file = File::open(&self.path)
+                .with_context(|| format!("cannot read {}", self.path.display()))?;
+            let mut input = BufReader::new(file);
+            let mut lists = Vec::with_capacity(block);
+            for _ in 0..self.queries {
+                lists.push(
+                    read_one(&mut input, ids)
+                        .with_context(|| format!("cannot read {}", self.path.display()))?,
+                );
+                if lists.len() == block {
+                    f(lists.as_slice())?;
+                    lists.clear();
+                }
+            }
+            if !lists.is_empty() {
+                f(lists.as_slice())?;
+            }
+            Ok(())
+        }
+    }
+
+    impl Drop for Spill {
+        fn drop(&mut self) {
+            self.out.take();
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+
+    fn read_u32(input: &mut impl Read) -> Result<u32> {
+        let mut b = [0u8; 4];
+        input.read_exact(&mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn read_one(input: &mut impl Read, ids: &Ids<'_>) -> Result<(String, QueryLists)> {
+        let mut qid = vec![0u8; read_u32(input)? as usize];
+        input.read_exact(&mut qid)?;
+        let qid = String::from_utf8(qid)?;
+        let mut lists: [Vec<Scored>; 3] = Default::default();
+        for list in &mut lists {
+            let n = read_u32(input)? as usize;
+            list.reserve(n);
+            for _ in 0..n {
+                let code = read_u32(input)?;
+                let mut bits = [0u8; 8];
+                input.read_exact(&mut bits)?;
+                let Some(id) = ids.name(code) else {
+                    bail!("chunk number {code} unknown");
+                };
+                list.push(Scored {
+                    id: id.to_string(),
+                    score: f64::from_bits(u64::from_le_bytes(bits)),
+                });
+            }
+        }
+        let [bm25, tfidf, dense] = lists;
+        Ok((qid, QueryLists::new(bm25, tfidf, dense)))
+    }
+
+    /// One TREC run file per configuration, written block by block.
+    pub struct RunFiles {
+        /// Per configuration: its file and, for the first configuration of each
+        /// file, the writer (a configuration repeated writes its file once).
+        files: Vec<(PathBuf, String, RunConfig, Option<BufWriter<File>>)>,
+    }
+
+    impl RunFiles {
+        /// Files named by the whole configuration
+        /// (`hybrid-tfidf-a0.75-all-MiniLM-L6-v2.trec`) in `dir`.
+        pub fn create(dir: &Path, configs: &[RunConfig], model: Option<&str>) -> Result<Self> {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let mut files: Vec<(PathBuf, String, RunConfig, Option<BufWriter<File>>)> = Vec::new();
+            for c in configs {
+                let name = c.file_stem(model);
+                let path = dir.join(format!("{name}.trec"));
+                let writer = if files.iter().any(|f| f.0 == path) {
+                    None
+                } else {
+                    let f = File::create(&path)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    Some(BufWriter::new(f))
+                };
+                files.push((path, name, *c, writer));
+            }
+            Ok(Self { files })
+        }
+
+        pub fn write(&mut self, block: &[(String, QueryLists)]) -> Result<()> {
+            for (path, name, cfg, out) in &mut self.files {
+                let Some(out) = out.as_mut() else { continue };
+                for (qid, l) in block {
+                    for (i, (doc, score)) in l.scored(*cfg).iter().enumerate() {
+                        writeln!(out, "{qid} Q0 {doc} {} {score:.10} raglab-{name}", i + 1)
+                            .with_context(|| format!("cannot write {}", path.display()))?;
+                    }
+                }
+            }
+            Ok(())
+        }
+
+        /// Flush every file; their paths, one per configuration.
+        pub fn finish(self) -> Result<Vec<PathBuf>> {
+            self.files
+                .into_iter()
+                .map(|(path, _, _, out)| {
+                    if let Some(mut out) = out {
+                        out.flush()
+                            .with_context(|| format!("cannot write {}", path.display()))?;
+                    }
+                    Ok(path)
+                })
+                .collect()
+        }
+    }
+
+    /// The per-query file, written block by block to a sibling `.partial` file and
+    /// renamed over the file at the end (whole or not at all).
+    pub struct PerQueryFile {
+        path: PathBuf,
+        tmp: PathBuf,
+        format: Format,
+        out: BufWriter<File>,
+    }
+
+    impl PerQueryFile {
+        /// Start the file; `empty` (no rows) gives the CSV header.
+        pub fn create(path: &Path, empty: &PerQueryTable) -> Result<Self> {
+            let format = format_of(path)?;
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            let mut tmp = path.as_os_str().to_owned();
+            tmp.push(".partial");
+            let tmp = PathBuf::from(tmp);
+            let file =
+                File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+            let mut f = Self {
+                path: path.to_path_buf(),
+                tmp,
+                format,
+                out: BufWriter::new(file),
+            };
+            if format == Format::Csv {
+                let header = csv(empty);
+                f.put(&header)?;
+            }
+            Ok(f)
+        }
+
+        fn put(&mut self, text: &str) -> Result<()> {
+            self.out
+                .write_all(text.as_bytes())
+                .with_context(|| format!("cannot write {}", self.tmp.display()))
+        }
+
+        /// Add the rows of one block.
+        pub fn write(&mut self, table: &PerQueryTable) -> Result<()> {
+            match self.format {
+                // The header was written once at the start.
+                Format::Csv => {
+                    let text = csv(table);
+                    self.put(text.split_once('\n').map_or("", |(_, rows)| rows))
+                }
+                Format::Jsonl => self.put(&jsonl(table)?),
+            }
+        }
+
+        pub fn finish(mut self) -> Result<()> {
+            self.out
+                .flush()
+                .with_context(|| format!("cannot write {}", self.tmp.display()))?;
+            std::fs::rename(&self.tmp, &self.path).with_context(|| {
+                format!(
+                    "cannot move {} to {}",
+                    self.tmp.display(),
+                    self.path.display()
+                )
+            })
+        }
     }
 }
 
@@ -909,4 +1401,95 @@ pub async fn abstention_sweep(
         rows,
         best: top,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fusion::Scored;
+    use crate::core::metrics::{QueryMetrics, mean_metrics};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The running sum gives `mean_metrics`'s means bit for bit.
+        #[test]
+        fn mean_sum_is_mean_metrics(values in prop::collection::vec(
+            (0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0), 0..200)) {
+            let per_query: Vec<QueryMetrics> = values
+                .iter()
+                .map(|&(p1, recall5, recall10, rr, ndcg10, ap)| QueryMetrics {
+                    p1, recall5, recall10, rr, ndcg10, ap, first_relevant_rank: None,
+                })
+                .collect();
+            let mut sum = MeanSum::default();
+            for q in &per_query {
+                sum.add(q);
+            }
+            let (a, b) = (sum.mean(), mean_metrics(per_query.iter()));
+            prop_assert_eq!(a.queries, b.queries);
+            for (x, y) in [(a.p1, b.p1), (a.recall5, b.recall5), (a.recall10, b.recall10),
+                (a.mrr, b.mrr), (a.ndcg10, b.ndcg10), (a.map, b.map)] {
+                prop_assert_eq!(x.to_bits(), y.to_bits());
+            }
+        }
+    }
+
+    /// Lists read back from the spill are the lists written: ids (corpus chunks and
+    /// others), scores bit for bit, and the order of queries, across blocks.
+    #[test]
+    fn spill_reads_back_what_it_wrote() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let chunks: Vec<crate::core::chunk::Chunk> = Vec::new();
+        let by_id: HashMap<String, usize> = HashMap::new();
+        let mut ids = spill::Ids::new(&chunks, &by_id);
+        let mut sp = spill::Spill::create(dir.path()).expect("spill");
+        let l = |n: usize, salt: f64| -> Vec<Scored> {
+            (0..n)
+                .map(|i| Scored {
+                    id: format!("doc-{}", (i * 7) % 11),
+                    score: 1.0 / (i as f64 + salt) - 1e-300,
+                })
+                .collect()
+        };
+        let written: Vec<(String, QueryLists)> = (0..5)
+            .map(|q| {
+                (
+                    format!("q{q}"),
+                    QueryLists::new(l(q, 1.5), l(2 * q, 0.25), l(3, q as f64 + 0.1)),
+                )
+            })
+            .collect();
+        for (qid, lists) in &written {
+            sp.push(qid, &mut ids, lists).expect("push");
+        }
+        let mut read = Vec::new();
+        sp.for_each_block(&ids, 2, |block| {
+            assert!(block.len() <= 2);
+            read.extend(block.iter().cloned());
+            Ok(())
+        })
+        .expect("read");
+        assert_eq!(read.len(), written.len());
+        for ((qa, a), (qb, b)) in read.iter().zip(&written) {
+            assert_eq!(qa, qb);
+            for (x, y) in [
+                (&a.bm25, &b.bm25),
+                (&a.tfidf, &b.tfidf),
+                (&a.dense, &b.dense),
+            ] {
+                assert_eq!(x, y);
+                assert!(
+                    x.iter()
+                        .zip(y)
+                        .all(|(s, t)| s.score.to_bits() == t.score.to_bits())
+                );
+            }
+        }
+        drop(sp);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).expect("dir").count(),
+            0,
+            "spill removed"
+        );
+    }
 }

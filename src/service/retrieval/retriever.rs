@@ -16,7 +16,7 @@ use crate::infer::embed::{EmbedConfig, Embedder};
 use crate::service::base::{Context, ModelChoice, Progress};
 use crate::store::chunks::ChunkStore;
 use crate::store::sparse::{SparseIndex, SyncSummary, text_hash};
-use crate::store::vectors::{VectorSet, VectorStore, merge, stale};
+use crate::store::vectors::{AnnSearcher, VectorSet, VectorStore, merge, stale};
 use crate::store::workspace::Workspace;
 
 /// Depth of each retriever's list: deep enough that reciprocal rank is computed over
@@ -32,6 +32,9 @@ pub struct QueryTimings {
     pub tfidf_ms: f64,
     pub fusion_ms: f64,
 }
+
+/// Chunks embedded between two checkpoints of `raglab index` by default.
+pub const CHECKPOINT_CHUNKS: usize = 2_048;
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct IndexSummary {
@@ -58,6 +61,8 @@ pub struct Retriever {
     pub summarised: usize,
     /// The chunks as the variant indexes them (`None` for C_F: `chunks` themselves).
     indexed: Option<Vec<Chunk>>,
+    /// The vectors dataset opened for ANN search on the first `--ann` query, kept.
+    ann: tokio::sync::OnceCell<AnnSearcher>,
 }
 
 /// Where a variant's sparse index lives (`index/bm25`, `index/bm25-S`, ...).
@@ -151,6 +156,7 @@ impl Retriever {
             variant,
             summarised,
             indexed,
+            ann: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -201,10 +207,18 @@ impl Retriever {
     /// only chunks that are new or changed. With a shard, only that shard's chunks are
     /// embedded and appended beside the other shards' (the sparse index, derived and
     /// local, is left to the whole `index`).
+    ///
+    /// Every `checkpoint_every` chunks (0: [`CHECKPOINT_CHUNKS`]) the fresh vectors are
+    /// appended to the dataset, so an interrupted run resumes where it stopped (the
+    /// load keeps an id's last row). A whole `index` then writes the final set once
+    /// and removes the older versions and the files only they used, so what stays on
+    /// disk is the final dataset: appends cost linear IO where rewriting the set at
+    /// each checkpoint cost quadratic IO and kept every rewrite.
     pub async fn build(
         &mut self,
         ws: &Workspace,
         shard: Option<Shard>,
+        checkpoint_every: usize,
         progress: Progress<'_>,
     ) -> Result<IndexSummary> {
         // Field by field: the index is written while the chunks are read.
@@ -218,10 +232,10 @@ impl Retriever {
             sparse,
             ..Default::default()
         };
-        let (Some(embedder), Some(name)) = (&self.embedder, self.vectors_key()) else {
+        let (Some(embedder), Some(name)) = (self.embedder.clone(), self.vectors_key()) else {
             return Ok(summary);
         };
-        let name = &name;
+        let store = VectorStore::new(ws, &name);
         let wanted: Vec<(String, String)> = self
             .index_chunks()
             .iter()
@@ -231,32 +245,53 @@ impl Retriever {
             .into_iter()
             .filter(|(id, _)| crate::core::shard::keep(shard, id))
             .collect();
-        let hash_of: HashMap<&str, &str> = wanted
-            .iter()
-            .map(|(id, h)| (id.as_str(), h.as_str()))
-            .collect();
-        // A shard's vectors, appended at each checkpoint and at the end.
-        let shard_set = |fresh: &mut HashMap<String, Vec<f32>>| {
-            let mut ids: Vec<String> = fresh.keys().cloned().collect();
-            ids.sort();
-            let data = ids.iter().flat_map(|id| fresh[id].clone()).collect();
-            let set = VectorSet {
-                dim: embedder.info.dim,
-                hashes: ids
-                    .iter()
-                    .map(|id| hash_of[id.as_str()].to_string())
-                    .collect(),
-                ids,
-                data,
-            };
-            fresh.clear();
-            set
+        let every = if checkpoint_every == 0 {
+            CHECKPOINT_CHUNKS
+        } else {
+            checkpoint_every
         };
-        let mut appended = 0;
         let started = Instant::now();
-        let mut fresh = HashMap::new();
+        let fresh = self
+            .embed_with_checkpoints(&embedder, &store, &todo, every, shard.is_some(), progress)
+            .await?;
+        summary.embedded = fresh.len();
+        summary.embed_seconds = started.elapsed().as_secs_f64();
+        if summary.embedded > 0 {
+            summary.chunks_per_second = summary.embedded as f64 / summary.embed_seconds;
+        }
+        if shard.is_some() {
+            return Ok(summary);
+        }
+        // Rows the dataset holds beyond the set (checkpoints of an interrupted run,
+        // stale rows) also call for the final write.
+        let stored = store.row_count().await?;
+        if !fresh.is_empty() || self.vectors.len() != wanted.len() || stored != wanted.len() {
+            let merged = merge(&self.vectors, &wanted, fresh, embedder.info.dim);
+            store.save(&merged).await?;
+            self.vectors = merged;
+        }
+        if stored > 0 || !self.vectors.is_empty() {
+            store.cleanup_old_versions().await?;
+        }
+        Ok(summary)
+    }
+
+    /// Embed `todo` in batches, appending the fresh rows every `every` chunks (and,
+    /// for a shard, the rest at the end); returns every fresh vector by chunk id.
+    async fn embed_with_checkpoints(
+        &self,
+        embedder: &Embedder,
+        store: &VectorStore<'_>,
+        todo: &[&(String, String)],
+        every: usize,
+        append_rest: bool,
+        progress: Progress<'_>,
+    ) -> Result<HashMap<String, Vec<f32>>> {
         const BATCH: usize = 16;
-        const CHECKPOINT_BATCHES: usize = 128; // 2,048 chunks
+        let dim = embedder.info.dim;
+        let mut fresh: HashMap<String, Vec<f32>> = HashMap::new();
+        // Fresh rows not yet appended, in embedding order.
+        let mut pending = VectorSet::new(dim, Vec::new(), Vec::new(), Vec::new());
         for (n, group) in todo.chunks(BATCH).enumerate() {
             let texts: Vec<String> = group
                 .iter()
@@ -265,47 +300,24 @@ impl Retriever {
             let vecs = embedder
                 .embed_documents(&texts)
                 .context("embedding chunks")?;
-            for ((id, _), v) in group.iter().zip(vecs) {
+            for ((id, hash), v) in group.iter().zip(vecs) {
+                pending.ids.push(id.clone());
+                pending.hashes.push(hash.clone());
+                pending.data.extend_from_slice(&v);
                 fresh.insert(id.clone(), v);
             }
             progress((n * BATCH + group.len()).min(todo.len()), todo.len());
             // Checkpoint: an interrupted run keeps what it embedded (rows still to be
             // re-embedded are stale and left out until they are).
-            if (n + 1) % CHECKPOINT_BATCHES == 0 && shard.is_some() {
-                appended += fresh.len();
-                VectorStore::new(ws, name)
-                    .append(&shard_set(&mut fresh))
-                    .await?;
-            } else if (n + 1) % CHECKPOINT_BATCHES == 0 {
-                let partial = merge(&self.vectors, &wanted, fresh.clone(), embedder.info.dim);
-                VectorStore::new(ws, name).save(&partial).await?;
+            if pending.len() >= every {
+                store.append(&pending).await?;
+                pending = VectorSet::new(dim, Vec::new(), Vec::new(), Vec::new());
             }
         }
-        if shard.is_some() {
-            summary.embedded = appended + fresh.len();
-            summary.embed_seconds = started.elapsed().as_secs_f64();
-            if summary.embedded > 0 {
-                summary.chunks_per_second = summary.embedded as f64 / summary.embed_seconds;
-            }
-            if !fresh.is_empty() {
-                VectorStore::new(ws, name)
-                    .append(&shard_set(&mut fresh))
-                    .await?;
-            }
-            return Ok(summary);
+        if append_rest && !pending.is_empty() {
+            store.append(&pending).await?;
         }
-        summary.embedded = fresh.len();
-        summary.embed_seconds = started.elapsed().as_secs_f64();
-        if summary.embedded > 0 {
-            summary.chunks_per_second = summary.embedded as f64 / summary.embed_seconds;
-        }
-        let needs_write = !fresh.is_empty() || self.vectors.len() != wanted.len();
-        if needs_write {
-            let merged = merge(&self.vectors, &wanted, fresh, embedder.info.dim);
-            VectorStore::new(ws, name).save(&merged).await?;
-            self.vectors = merged;
-        }
-        Ok(summary)
+        Ok(fresh)
     }
 
     pub fn chunk(&self, id: &str) -> Option<&Chunk> {
@@ -355,9 +367,11 @@ impl Retriever {
         let q = e.embed_query(query)?;
         let embed_ms = s.elapsed().as_secs_f64() * 1e3;
         let s = Instant::now();
-        let dense = VectorStore::new(ws, &name)
-            .ann_search(&q, depth, nprobes)
+        let ann = self
+            .ann
+            .get_or_try_init(|| async { VectorStore::new(ws, &name).ann_searcher().await })
             .await?;
+        let dense = ann.search(&q, depth, nprobes).await?;
         let dense_ms = s.elapsed().as_secs_f64() * 1e3;
         let (lists, mut t) = self.query_with_dense(query, depth, Some(dense))?;
         t.embed_ms = embed_ms;
@@ -419,6 +433,8 @@ pub struct IndexRequest {
     pub variant: Variant,
     /// Embed only this shard's chunks (`index --shard i/n`).
     pub shard: Option<Shard>,
+    /// Chunks embedded between two checkpoints (0: [`CHECKPOINT_CHUNKS`]).
+    pub checkpoint_every: usize,
 }
 
 /// The index summary and, with `ann`, the ANN partitions and build time.
@@ -452,7 +468,9 @@ pub async fn build_index(
         None => 0,
     };
     let mut r = Retriever::open_with(&ctx.workspace, embedder, req.variant).await?;
-    let summary = r.build(&ctx.workspace, req.shard, progress).await?;
+    let summary = r
+        .build(&ctx.workspace, req.shard, req.checkpoint_every, progress)
+        .await?;
     let mut report = IndexReport {
         summary,
         ann_partitions: None,

@@ -12,7 +12,7 @@ mod rubric;
 mod run;
 
 pub use context::{Context, DEFAULT_K, ModelChoice, init_logging, runtime};
-pub use files::{dataset_stamp, write_whole};
+pub use files::{create_temporary, dataset_stamp, publish, write_whole};
 pub use jsonl::{
     DESCRIPTIVE_FIELDS, MAX_JSONL_BYTES, parse_jsonl, parse_record, read_jsonl,
     read_jsonl_ignoring, read_questions, read_text, read_texts,

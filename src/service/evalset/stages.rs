@@ -630,7 +630,7 @@ fn kept_questions(
 
 /// Filter the candidates and write the kept ones to `out` as a questions file
 /// `{id, text, relevant, answer, topic?, qtype}` (`qtype` is a descriptive field that
-/// question readers ignore), written to a temporary file and renamed.
+/// question readers ignore), written whole or not at all.
 pub async fn filter_to_file(
     ctx: &Context,
     settings: FilterSettings,
@@ -639,9 +639,7 @@ pub async fn filter_to_file(
 ) -> Result<FilterReport> {
     let (views, outcome) = review(ctx, settings, critic).await?;
     let (text, kept_by_kind) = kept_questions(&views, &outcome)?;
-    let tmp = out.with_extension("jsonl.tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, out).with_context(|| format!("cannot write {}", out.display()))?;
+    crate::service::base::write_whole(out, text.as_bytes())?;
     let mut generated_by_kind = BTreeMap::new();
     for v in &views {
         *generated_by_kind

@@ -36,18 +36,6 @@ pub fn format_of(path: &Path) -> Result<Format> {
     }
 }
 
-/// Write `table` to `path` as CSV or JSONL, by its extension.
-pub fn write(path: &Path, table: &PerQueryTable) -> Result<()> {
-    let text = match format_of(path)? {
-        Format::Csv => csv(table),
-        Format::Jsonl => jsonl(table)?,
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    crate::service::base::write_whole(path, text.as_bytes())
-}
-
 fn place(p: &Place) -> Value {
     json!({"rank": p.rank, "score": p.score})
 }

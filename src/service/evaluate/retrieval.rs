@@ -1051,7 +1051,7 @@ mod spill {
     use crate::core::fusion::Scored;
     use crate::core::per_query::PerQueryTable;
     use crate::core::retrieval::{QueryLists, RunConfig};
-    use super::per_query::{Format, csv, format_of, jsonl};
+    use super::super::per_query::{Format, csv, format_of, jsonl};
 
     /// Chunk ids as numbers: a corpus chunk by its position, any other id (lists
     /// merged from shards) numbered after them as it is met.
@@ -1111,9 +1111,10 @@ mod spill {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
-            let path = dir.join(format!(".ranked-{}-{nanos}.bin", std::process::id()));
-            let file =
-                File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+            let (file, path) = crate::service::base::create_temporary(
+                dir,
+                &format!("ranked-{}-{nanos}.bin", std::process::id()),
+            )?;
             Ok(Self {
                 path,
                 out: Some(BufWriter::new(file)),
@@ -1216,7 +1217,7 @@ mod spill {
     pub struct RunFiles {
         /// Per configuration: its file and, for the first configuration of each
         /// file, the writer (a configuration repeated writes its file once).
-        files: Vec<(PathBuf, String, RunConfig, Option<BufWriter<File>>)>,
+        files: Vec<(PathBuf, String, RunConfig, Option<Pending>)>,
     }
 
     impl RunFiles {
@@ -1225,16 +1226,19 @@ mod spill {
         pub fn create(dir: &Path, configs: &[RunConfig], model: Option<&str>) -> Result<Self> {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
-            let mut files: Vec<(PathBuf, String, RunConfig, Option<BufWriter<File>>)> = Vec::new();
+            let mut files: Vec<(PathBuf, String, RunConfig, Option<Pending>)> = Vec::new();
             for c in configs {
                 let name = c.file_stem(model);
                 let path = dir.join(format!("{name}.trec"));
                 let writer = if files.iter().any(|f| f.0 == path) {
                     None
                 } else {
-                    let f = File::create(&path)
-                        .with_context(|| format!("cannot write {}", path.display()))?;
-                    Some(BufWriter::new(f))
+                    let (f, tmp) =
+                        crate::service::base::create_temporary(dir, &format!("{name}.trec"))?;
+                    Some(Pending {
+                        out: BufWriter::new(f),
+                        tmp,
+                    })
                 };
                 files.push((path, name, *c, writer));
             }
@@ -1243,7 +1247,9 @@ mod spill {
 
         pub fn write(&mut self, block: &[(String, QueryLists)]) -> Result<()> {
             for (path, name, cfg, out) in &mut self.files {
-                let Some(out) = out.as_mut() else { continue };
+                let Some(Pending { out, .. }) = out.as_mut() else {
+                    continue;
+                };
                 for (qid, l) in block {
                     for (i, (doc, score)) in l.scored(*cfg).iter().enumerate() {
                         writeln!(out, "{qid} Q0 {doc} {} {score:.10} raglab-{name}", i + 1)
@@ -1254,14 +1260,17 @@ mod spill {
             Ok(())
         }
 
-        /// Flush every file; their paths, one per configuration.
+        /// Put every file in place whole; their paths, one per configuration.
         pub fn finish(self) -> Result<Vec<PathBuf>> {
             self.files
                 .into_iter()
                 .map(|(path, _, _, out)| {
-                    if let Some(mut out) = out {
-                        out.flush()
+                    if let Some(Pending { out, tmp }) = out {
+                        let file = out
+                            .into_inner()
+                            .map_err(|e| e.into_error())
                             .with_context(|| format!("cannot write {}", path.display()))?;
+                        crate::service::base::publish(file, &tmp, &path)?;
                     }
                     Ok(path)
                 })
@@ -1269,7 +1278,15 @@ mod spill {
         }
     }
 
-    /// The per-query file, written block by block to a sibling `.partial` file and
+    /// A run file being written: its temporary file, renamed over the run file when
+    /// the run is finished (a killed evaluation leaves the old run file, never half of
+    /// a new one).
+    struct Pending {
+        out: BufWriter<File>,
+        tmp: PathBuf,
+    }
+
+    /// The per-query file, written block by block to a temporary file of its own and
     /// renamed over the file at the end (whole or not at all).
     pub struct PerQueryFile {
         path: PathBuf,
@@ -1286,11 +1303,15 @@ mod spill {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("cannot create {}", dir.display()))?;
             }
-            let mut tmp = path.as_os_str().to_owned();
-            tmp.push(".partial");
-            let tmp = PathBuf::from(tmp);
-            let file =
-                File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let (file, tmp) = crate::service::base::create_temporary(dir, &name)?;
             let mut f = Self {
                 path: path.to_path_buf(),
                 tmp,
@@ -1322,17 +1343,13 @@ mod spill {
             }
         }
 
-        pub fn finish(mut self) -> Result<()> {
-            self.out
-                .flush()
+        pub fn finish(self) -> Result<()> {
+            let file = self
+                .out
+                .into_inner()
+                .map_err(|e| e.into_error())
                 .with_context(|| format!("cannot write {}", self.tmp.display()))?;
-            std::fs::rename(&self.tmp, &self.path).with_context(|| {
-                format!(
-                    "cannot move {} to {}",
-                    self.tmp.display(),
-                    self.path.display()
-                )
-            })
+            crate::service::base::publish(file, &self.tmp, &self.path)
         }
     }
 }

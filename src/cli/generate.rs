@@ -202,7 +202,13 @@ pub struct ReportArgs {
     pub json: bool,
 }
 
-pub async fn report(ctx: &Context, args: ReportArgs) -> Result<()> {
+/// `raglab report answers` for `viewer`: the judge's labels of study items not yet
+/// revealed to the viewer do not count in the pass rates.
+pub async fn report(
+    ctx: &Context,
+    args: ReportArgs,
+    viewer: &crate::service::study::Viewer,
+) -> Result<()> {
     if args.list {
         return print_json(&list_answers(ctx, args.run.as_deref()).await?);
     }
@@ -211,6 +217,7 @@ pub async fn report(ctx: &Context, args: ReportArgs) -> Result<()> {
         args.run.as_deref(),
         args.baseline.as_deref(),
         args.temperatures.get(),
+        viewer,
     )
     .await?;
     // The report is a JSON document in both modes; `--json` is accepted for symmetry.

@@ -150,13 +150,18 @@ pub fn last_mcqa(ctx: &Context) -> Result<Option<Saved<McqaSummary>>> {
     load(ctx, LAST_MCQA, "raglab eval mcqa")
 }
 
-/// The judge's pass rates by target-rank bucket (None: no answer is judged yet).
-pub async fn judge_pass_rates(ctx: &Context) -> Result<Option<JudgePassRates>> {
+/// The judge's pass rates by target-rank bucket (None: no answer is judged yet),
+/// over the judge labels `viewer` may see (blind study items left out).
+pub async fn judge_pass_rates(
+    ctx: &Context,
+    viewer: &super::study::Viewer,
+) -> Result<Option<JudgePassRates>> {
     let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
     let judg: Vec<JudgementRecord> = judgements(&ctx.workspace).read_all().await?;
     if judg.is_empty() {
         return Ok(None);
     }
+    let judg = super::study::visible_judgements(ctx, viewer, judg).await?;
     let mut by_answer: HashMap<&str, Vec<&JudgementRecord>> = HashMap::new();
     for j in &judg {
         by_answer.entry(j.answer_id.as_str()).or_default().push(j);
@@ -195,8 +200,8 @@ pub async fn judge_pass_rates(ctx: &Context) -> Result<Option<JudgePassRates>> {
     }))
 }
 
-/// Everything the Evaluation pane shows.
-pub async fn overview(ctx: &Context) -> EvalOverview {
+/// Everything the Evaluation pane shows, for `viewer`.
+pub async fn overview(ctx: &Context, viewer: &super::study::Viewer) -> EvalOverview {
     let mut out = EvalOverview {
         buckets_note: RANK_BUCKETS,
         ..EvalOverview::default()
@@ -209,7 +214,7 @@ pub async fn overview(ctx: &Context) -> EvalOverview {
         Ok(r) => out.mcqa = r,
         Err(e) => out.problems.push(format!("{e:#}")),
     }
-    match judge_pass_rates(ctx).await {
+    match judge_pass_rates(ctx, viewer).await {
         Ok(r) => out.judge = r,
         Err(e) => out
             .problems

@@ -521,7 +521,7 @@ proptest! {
         }
         let total = VIEWS.fetch_add(views, std::sync::atomic::Ordering::Relaxed) + views;
         let cases = CASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if cases % 64 == 0 {
+        if cases.is_multiple_of(64) {
             eprintln!("{cases} cases, {total} views checked");
         }
     }

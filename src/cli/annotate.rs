@@ -162,7 +162,10 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
     Ok(())
 }
 
-pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
+/// `raglab labels ...` for `viewer`: exports and histories hold only what blinding
+/// lets the viewer see (a reviewer: their own labels and the items revealed to them;
+/// the lead: everything; no identity: nothing).
+pub async fn labels(ctx: &Context, cmd: LabelsCmd, viewer: &Viewer) -> Result<()> {
     match cmd {
         LabelsCmd::Import { file } => {
             let rubric = ctx.rubric(None)?;
@@ -177,7 +180,7 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
         } => {
             let rubric = ctx.rubric(None)?;
             let pair = reviewer_pair(reviewers.as_deref())?;
-            let (finals, unresolved) = study::export_final(ctx, &rubric, pair).await?;
+            let (finals, unresolved) = study::export_final(ctx, &rubric, pair, viewer).await?;
             let bytes = match format {
                 ExportFormat::Jsonl => finals
                     .iter()
@@ -191,48 +194,16 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
                 None => say_part!("{bytes}"),
             }
             if unresolved > 0 {
-                tell!(
-                    "{unresolved} disagreements are unresolved (label null, source `unresolved`): adjudicate them in the Agreement pane (`raglab --role lead`)"
-                );
+                tell!("{}", unresolved_note(unresolved, viewer));
             }
         }
-        LabelsCmd::Export { format, out, .. } => {
-            let dest = out.as_ref().map_or_else(
-                || "standard output".to_string(),
-                |p| p.display().to_string(),
-            );
-            if format == ExportFormat::Parquet
-                && out.is_none()
-                && std::io::IsTerminal::is_terminal(&std::io::stdout())
-            {
-                bail!("parquet is binary: give --out FILE or redirect standard output");
-            }
-            let format = match format {
-                ExportFormat::Csv => study::ExportFormat::Csv,
-                ExportFormat::Jsonl => study::ExportFormat::Jsonl,
-                ExportFormat::Parquet => study::ExportFormat::Parquet,
-            };
-            let bytes = study::export_labels(ctx, format, &dest).await?;
-            match out {
-                Some(p) => crate::service::base::write_whole(&p, &bytes)?,
-                None => {
-                    use std::io::Write as _;
-                    let mut stdout = std::io::stdout().lock();
-                    stdout.write_all(&bytes)?;
-                    stdout.flush()?;
-                }
-            }
-        }
+        LabelsCmd::Export { format, out, .. } => export(ctx, format, out, viewer).await?,
         LabelsCmd::History { item_id } => {
-            for l in study::label_history(ctx, &item_id).await? {
-                say!(
-                    "{} {:<12} {:<20} {:<6} {}",
-                    clean(&l.timestamp),
-                    clean(&l.reviewer),
-                    clean(&l.criterion),
-                    clean(l.label.as_deref().unwrap_or("(undone)")),
-                    clean(l.note.as_deref().unwrap_or(""))
-                );
+            let rubric = ctx.rubric(None)?;
+            let (rows, withheld) = study::label_history(ctx, &rubric, &item_id, viewer).await?;
+            say_part!("{}", history_text(&rows));
+            if let Some(note) = withheld_note(withheld, viewer) {
+                tell!("{note}");
             }
         }
         LabelsCmd::Stress {
@@ -285,10 +256,106 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd) -> Result<()> {
     Ok(())
 }
 
+/// `raglab labels export` (the history, not `--final`) for `viewer`.
+async fn export(
+    ctx: &Context,
+    format: ExportFormat,
+    out: Option<PathBuf>,
+    viewer: &Viewer,
+) -> Result<()> {
+    let dest = out.as_ref().map_or_else(
+        || "standard output".to_string(),
+        |p| p.display().to_string(),
+    );
+    if format == ExportFormat::Parquet
+        && out.is_none()
+        && std::io::IsTerminal::is_terminal(&std::io::stdout())
+    {
+        bail!("parquet is binary: give --out FILE or redirect standard output");
+    }
+    let format = match format {
+        ExportFormat::Csv => study::ExportFormat::Csv,
+        ExportFormat::Jsonl => study::ExportFormat::Jsonl,
+        ExportFormat::Parquet => study::ExportFormat::Parquet,
+    };
+    let rubric = ctx.rubric(None)?;
+    let export = study::export_labels(ctx, &rubric, format, &dest, viewer).await?;
+    match out {
+        Some(p) => crate::service::base::write_whole(&p, &export.bytes)?,
+        None => {
+            use std::io::Write as _;
+            let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            let shown = match (on_terminal, format) {
+                // Notes are untrusted text: on a terminal, a control character is
+                // written as an escape, not acted on (a note holding OSC 52 would
+                // write the clipboard). JSON escapes keep each line's value exact.
+                (true, study::ExportFormat::Jsonl) => {
+                    crate::core::text::json_for_terminal(&String::from_utf8_lossy(&export.bytes))
+                        .into_bytes()
+                }
+                (true, study::ExportFormat::Csv) => {
+                    crate::core::text::visible_controls(&String::from_utf8_lossy(&export.bytes))
+                        .into_bytes()
+                }
+                _ => export.bytes,
+            };
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(&shown)?;
+            stdout.flush()?;
+        }
+    }
+    if let Some(note) = withheld_note(export.withheld, viewer) {
+        tell!("{note}");
+    }
+    Ok(())
+}
+
+/// `labels history`'s text: one line per label version.
+pub fn history_text(rows: &[Label]) -> String {
+    let mut s = String::new();
+    for l in rows {
+        let _ = writeln!(
+            s,
+            "{} {:<12} {:<20} {:<6} {}",
+            clean(&l.timestamp),
+            clean(&l.reviewer),
+            clean(&l.criterion),
+            clean(l.label.as_deref().unwrap_or("(undone)")),
+            clean(l.note.as_deref().unwrap_or(""))
+        );
+    }
+    s
+}
+
+/// What a viewer is told about label versions left out of what they asked for; the
+/// reason only, never a way around it.
+pub fn withheld_note(withheld: usize, viewer: &Viewer) -> Option<String> {
+    match (withheld, viewer) {
+        (0, _) => None,
+        (_, Viewer::Nobody) => Some(study::NO_IDENTITY.to_string()),
+        (n, _) => Some(format!(
+            "{n} label versions not shown: blind until both reviewers of their item have submitted it and you have too"
+        )),
+    }
+}
+
+/// The note on unresolved disagreements of `--final`.
+fn unresolved_note(unresolved: usize, viewer: &Viewer) -> String {
+    match viewer {
+        Viewer::Lead => format!(
+            "{unresolved} disagreements are unresolved (label null, source `unresolved`): adjudicate them in the Agreement pane"
+        ),
+        _ => format!(
+            "{unresolved} disagreements are unresolved (label null, source `unresolved`): the study lead adjudicates them"
+        ),
+    }
+}
+
 use study::fmt_est;
 
 /// `raglab agree` for `viewer`: a reviewer (`--reviewer NAME`) sees statistics over
-/// the items revealed to them only; without one, or with `--role lead`, everything.
+/// the items revealed to them only; the lead (`--role lead`) everything; without an
+/// identity nothing.
 pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()> {
     let rubric = ctx.rubric(None)?;
     let boot = Bootstrap {
@@ -316,14 +383,7 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
     }
     let (r1, r2) = &a.reviewers;
     if args.json {
-        return print_json(&serde_json::json!({
-            "reviewers": [r1, r2], "bootstrap": boot, "rows": a.rows, "seconds": a.seconds,
-            "paper_reference": PAPER_REFERENCE, "judge_within_noise": a.noise,
-            "judge_vs_final": a.judge_vs_final, "labels": a.version,
-            "changed_after_reveal": a.changed_after_reveal,
-            "labels_after_reveal": a.labels_after_reveal, "judge_model": a.judge_model,
-            "judge_models": a.judge_models, "hidden_items": a.hidden_items,
-        }));
+        return print_json(&agree_json(&a));
     }
     say_part!("{}", render_table(&a.rows, &clean(r1), &clean(r2), boot));
     say!(
@@ -373,6 +433,18 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
     );
     say!("({:.2}s)", a.seconds);
     Ok(())
+}
+
+/// `raglab agree --json`'s document.
+pub fn agree_json(a: &study::Agreement) -> serde_json::Value {
+    serde_json::json!({
+        "reviewers": [a.reviewers.0, a.reviewers.1], "bootstrap": a.bootstrap, "rows": a.rows,
+        "seconds": a.seconds, "paper_reference": PAPER_REFERENCE, "judge_within_noise": a.noise,
+        "judge_vs_final": a.judge_vs_final, "labels": a.version,
+        "changed_after_reveal": a.changed_after_reveal,
+        "labels_after_reveal": a.labels_after_reveal, "judge_model": a.judge_model,
+        "judge_models": a.judge_models, "hidden_items": a.hidden_items,
+    })
 }
 
 pub fn render_table(

@@ -202,15 +202,23 @@ pub struct ReportArgs {
     pub json: bool,
 }
 
-pub async fn report(ctx: &Context, args: ReportArgs) -> Result<()> {
+/// `raglab report answers` for `viewer`: the judge's labels of study items not yet
+/// revealed to the viewer do not count in the pass rates.
+pub async fn report(
+    ctx: &Context,
+    args: ReportArgs,
+    viewer: &crate::service::study::Viewer,
+) -> Result<()> {
     if args.list {
         return print_json(&list_answers(ctx, args.run.as_deref()).await?);
     }
+    let sight = crate::service::study::sight(ctx, viewer).await?;
     let value = answer_report(
         ctx,
         args.run.as_deref(),
         args.baseline.as_deref(),
         args.temperatures.get(),
+        &sight,
     )
     .await?;
     // The report is a JSON document in both modes; `--json` is accepted for symmetry.

@@ -26,7 +26,7 @@ macro_rules! tell {
     };
 }
 
-mod annotate;
+pub mod annotate;
 mod args;
 mod bench;
 mod corpus;
@@ -91,14 +91,10 @@ pub enum Role {
 }
 
 impl Cli {
-    /// Who is looking at the study: the lead, or the named reviewer. Headless
-    /// commands without a reviewer name act as the lead.
+    /// Who is looking at the study: the lead, the named reviewer, or (neither given)
+    /// no one, who is shown no one's labels.
     pub fn viewer(&self) -> crate::service::study::Viewer {
-        use crate::service::study::Viewer;
-        match (&self.role, &self.reviewer) {
-            (Role::Reviewer, Some(name)) => Viewer::Reviewer(name.clone()),
-            _ => Viewer::Lead,
-        }
+        crate::service::study::Viewer::of(self.reviewer.as_deref(), self.role == Role::Lead)
     }
 }
 
@@ -187,7 +183,7 @@ pub async fn run(
         Command::Eval { cmd } => eval::run(ctx, cmd).await,
         Command::Evalset { cmd } => evalset::run(ctx, cmd).await,
         Command::Annotate { cmd } => annotate::create(ctx, cmd).await,
-        Command::Labels { cmd } => annotate::labels(ctx, cmd).await,
+        Command::Labels { cmd } => annotate::labels(ctx, cmd, viewer).await,
         Command::Agree(args) => annotate::agree(ctx, args, viewer).await,
         Command::Bench {
             cmd: BenchCmd::Retrieval(args),
@@ -199,7 +195,7 @@ pub async fn run(
         Command::Judge(args) => generate::run_judge(ctx, args).await,
         Command::Report {
             cmd: ReportCmd::Answers(args),
-        } => generate::report(ctx, args).await,
+        } => generate::report(ctx, args, viewer).await,
         Command::Paths => {
             say!("config:    {}", ctx.paths.config_file().display());
             say!("data:      {}", ctx.paths.data_dir.display());

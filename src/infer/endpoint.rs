@@ -196,12 +196,10 @@ pub struct Endpoint {
 
 impl Endpoint {
     pub fn new(spec: EndpointSpec) -> Result<Self, EndpointError> {
-        let client = http_client()
-            .build()
-            .map_err(|e| EndpointError::Config {
-                url: spec.url.clone(),
-                reason: e.to_string(),
-            })?;
+        let client = http_client().build().map_err(|e| EndpointError::Config {
+            url: spec.url.clone(),
+            reason: e.to_string(),
+        })?;
         Ok(Self { spec, client })
     }
 

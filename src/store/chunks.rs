@@ -230,7 +230,9 @@ impl<'a> ChunkStore<'a> {
                 .ws
                 .create_dataset(DATASET, batch)
                 .await?
-                .ok_or_else(|| StoreError::lance(&uri, lance::Error::dataset_already_exists(&uri)));
+                .ok_or_else(|| {
+                    StoreError::lance(&uri, lance::Error::dataset_already_exists(&uri))
+                });
         };
         let params = self.ws.write_params(WriteMode::Overwrite);
         let txn = InsertBuilder::new(base.clone())

@@ -20,6 +20,8 @@ pub enum Effect {
     SaveLabel { ticket: u64, label: Label },
     /// Recompute the agreement table and the selected pair's disagreements.
     RefreshAgreement,
+    /// The viewer changed (a reviewer name was typed): recompute every view.
+    IdentityChanged,
     /// A lead's final label from the Agreement pane (the app queues it as a label
     /// commit, so it is saved, waited for at quit and reported like any label).
     SaveFinal(Label),

@@ -115,6 +115,8 @@ pub struct Jobs {
     eval_seen: Option<Vec<Option<String>>>,
     polling: bool,
     last_poll: std::time::Instant,
+    /// Who is looking: the Evaluation pane's judge pass rates are read for them.
+    viewer: crate::core::blinding::Viewer,
 }
 
 /// How often the study's datasets are checked for commits by other processes.
@@ -138,6 +140,7 @@ impl Jobs {
             eval_seen: None,
             polling: false,
             last_poll: std::time::Instant::now(),
+            viewer: crate::core::blinding::Viewer::Nobody,
         };
         (jobs, rx)
     }
@@ -145,6 +148,11 @@ impl Jobs {
     /// Whether the retrieval indexes and the embedding model are loaded.
     pub fn retriever_ready(&self) -> bool {
         self.retriever.is_some()
+    }
+
+    /// Who is looking (the app's viewer at start-up; it changes when a name is typed).
+    pub fn set_viewer(&mut self, viewer: crate::core::blinding::Viewer) {
+        self.viewer = viewer;
     }
 
     /// Start loading what the panes need, after the first frame is on screen.
@@ -169,11 +177,17 @@ impl Jobs {
 
     /// Read the last evaluations (report files, judge pass rates) for the pane.
     fn load_evaluation(&self) -> tokio::task::JoinHandle<()> {
-        let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
+        let (ctx, tx, viewer) = (Arc::clone(&self.ctx), self.tx.clone(), self.viewer.clone());
         tokio::spawn(async move {
             // Before reading: a report written during the read changes it again.
             let fp = crate::service::evaluate::fingerprint(&ctx);
-            let o = crate::service::evaluate::overview(&ctx).await;
+            let o = match crate::service::study::sight(&ctx, &viewer).await {
+                Ok(sight) => crate::service::evaluate::overview(&ctx, &sight).await,
+                Err(e) => crate::service::evaluate::EvalOverview {
+                    problems: vec![format!("cannot read the study: {e:#}")],
+                    ..Default::default()
+                },
+            };
             let _ = tx.send(Msg::Evaluation(Box::new(o), fp));
         })
     }
@@ -250,6 +264,7 @@ impl Jobs {
             Effect::Generate(job) => self.generate(app, job),
             Effect::SaveLabel { ticket, label } => self.save_label(app, ticket, label),
             Effect::RefreshAgreement => self.refresh_agreement(app),
+            Effect::IdentityChanged => self.identity_changed(app),
             // The app turns it into a label commit; nothing reaches here.
             Effect::SaveFinal(_) => {}
             Effect::ExportAgreement => self.export_agreement(app),
@@ -572,6 +587,22 @@ impl Jobs {
         self.loads.push(task);
     }
 
+    /// A name was typed: every view drawn for no one is drawn again for the viewer
+    /// (the Agreement pane recomputed, the judge pass rates read again, the Query
+    /// pane's blind answers set anew).
+    fn identity_changed(&mut self, app: &mut App) {
+        self.viewer = app.annotate.viewer();
+        if app.agreement.lead {
+            app.agreement.lead_name.clone_from(&app.annotate.reviewer);
+        }
+        sync_blind(app);
+        self.refresh_agreement(app);
+        app.evaluation.loading = true;
+        let task = self.load_evaluation();
+        self.loads.retain(|t| !t.is_finished());
+        self.loads.push(task);
+    }
+
     /// Recompute the agreement. A newer request does not abort an older one (it reads
     /// lance datasets); the older result arrives with an old ticket and is dropped.
     fn refresh_agreement(&mut self, app: &mut App) {
@@ -628,6 +659,7 @@ impl Jobs {
                 app.annotate.load(study.items, study.labels, pairs);
                 app.query
                     .set_stored(study.answers.clone(), study.judgements);
+                sync_blind(app);
                 self.answers = study.answers;
                 app.generate.stored = Some(self.answers.len());
                 self.refresh_agreement(app);
@@ -702,6 +734,8 @@ impl Jobs {
                 for (ticket, result) in results {
                     app.annotate.on_saved(ticket, result);
                 }
+                // A label may have revealed an item (and its judge labels).
+                sync_blind(app);
                 self.label_saving = false;
                 self.flush_labels(app);
             }
@@ -712,9 +746,15 @@ impl Jobs {
                 app.agreement.computing = false;
                 match result {
                     Ok(a) => app.agreement.on_result(*a),
-                    Err(e) => app.agreement.status = Some(e),
+                    Err(e) => app.agreement.on_error(e),
                 }
             }
         }
     }
+}
+
+/// The Query pane's answers whose judge labels the viewer may not see, from the
+/// study as the Annotate pane holds it.
+fn sync_blind(app: &mut App) {
+    app.query.answers.blind = app.annotate.blind_answers();
 }

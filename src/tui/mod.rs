@@ -153,6 +153,7 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
     let keymap = Keymap::load(&ctx.paths.keymap_file())?;
     let mut app = build_app(&ctx, &opts, keymap).await?;
     let (mut jobs, rx) = Jobs::new(&ctx);
+    jobs.set_viewer(app.annotate.viewer());
     jobs.load_background();
     let exit_after_first = std::env::var_os("RAGLAB_EXIT_AFTER_FIRST_FRAME").is_some();
     let mut terminal = ratatui::init(); // installs a panic hook that restores the terminal

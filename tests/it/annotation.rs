@@ -29,7 +29,7 @@ fn with_items(n: usize) -> Env {
 }
 
 fn exported_ids(env: &Env) -> HashSet<String> {
-    let out = env.ok(&["labels", "export", "--format", "jsonl"]);
+    let out = env.ok(&["--role", "lead", "labels", "export", "--format", "jsonl"]);
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| {
@@ -106,7 +106,7 @@ fn bad_imports_are_rejected_whole() {
     let undo = "{\"item_id\": \"i0\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": null}\n";
     std::fs::write(&f, undo).expect("write");
     env.ok(&["labels", "import", f.to_str().expect("utf8")]);
-    let out = env.ok(&["labels", "export", "--format", "jsonl"]);
+    let out = env.ok(&["--role", "lead", "labels", "export", "--format", "jsonl"]);
     let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("json"))
@@ -257,7 +257,16 @@ fn agreement_table_matches_hand_computation() {
     }
     std::fs::write(&f, s).expect("write");
     env.ok(&["labels", "import", f.to_str().expect("utf8")]);
-    let out = env.json(&["agree", "--bootstrap", "500", "--seed", "3", "--json"]);
+    let out = env.json(&[
+        "--role",
+        "lead",
+        "agree",
+        "--bootstrap",
+        "500",
+        "--seed",
+        "3",
+        "--json",
+    ]);
     let rows = out["rows"].as_array().expect("rows");
     let clarity = rows
         .iter()
@@ -272,15 +281,24 @@ fn agreement_table_matches_hand_computation() {
         clarity["pairs"][1][1].is_null(),
         "no judge labels -> no data"
     );
-    let again = env.json(&["agree", "--bootstrap", "500", "--seed", "3", "--json"]);
+    let again = env.json(&[
+        "--role",
+        "lead",
+        "agree",
+        "--bootstrap",
+        "500",
+        "--seed",
+        "3",
+        "--json",
+    ]);
     assert_eq!(out["rows"], again["rows"], "same seed, same intervals");
     // A change of mind is a new version; the history keeps both.
     std::fs::write(&f, "{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"fail\"}\n").expect("write");
     env.ok(&["labels", "import", f.to_str().expect("utf8")]);
-    let hist = env.ok(&["labels", "history", "i1"]);
+    let hist = env.ok(&["--role", "lead", "labels", "history", "i1"]);
     let h = String::from_utf8_lossy(&hist.stdout);
     assert_eq!(h.lines().filter(|l| l.contains("ann")).count(), 2, "{h}");
-    let out = env.json(&["agree", "--bootstrap", "200", "--json"]);
+    let out = env.json(&["--role", "lead", "agree", "--bootstrap", "200", "--json"]);
     let clarity = out["rows"]
         .as_array()
         .expect("rows")
@@ -321,7 +339,7 @@ fn export_includes_every_version_in_every_format() {
     }
 
     let jsonl: Vec<serde_json::Value> =
-        String::from_utf8_lossy(&env.ok(&["labels", "export"]).stdout)
+        String::from_utf8_lossy(&env.ok(&["--role", "lead", "labels", "export"]).stdout)
             .lines()
             .map(|l| serde_json::from_str(l).expect("json"))
             .collect();
@@ -335,6 +353,8 @@ fn export_includes_every_version_in_every_format() {
 
     let csv_path = env.dir.path().join("labels.csv");
     env.ok(&[
+        "--role",
+        "lead",
         "labels",
         "export",
         "--format",
@@ -351,6 +371,8 @@ fn export_includes_every_version_in_every_format() {
 
     let pq_path = env.dir.path().join("labels.parquet");
     env.ok(&[
+        "--role",
+        "lead",
         "labels",
         "export",
         "--format",

@@ -68,9 +68,15 @@ fn every_misbehaving_server_ends_in_a_clear_error_within_its_deadline() {
             Mode::SlowHeaders => "no response for 2 s",
         };
         assert!(text.contains(expected), "{mode:?}: {text}");
-        assert!(err.retryable(), "{mode:?}: another server may answer: {text}");
+        assert!(
+            err.retryable(),
+            "{mode:?}: another server may answer: {text}"
+        );
         // Within the deadline, plus what a busy 2-core machine may add to a wait.
-        assert!(took < DEADLINE + Duration::from_secs(3), "{mode:?} took {took:?}");
+        assert!(
+            took < DEADLINE + Duration::from_secs(3),
+            "{mode:?} took {took:?}"
+        );
         eprintln!("{mode:?}: {:.2} s: {text}", took.as_secs_f64());
         assert_eq!(server.requests.load(Ordering::Relaxed), 1, "{mode:?}");
     }

@@ -97,7 +97,11 @@ fn symlinked_files_in_a_folder_are_not_followed_unless_asked() {
     std::fs::write(&secret, b"aws_secret_access_key = hunter2").expect("write");
     let dir = env.dir.path().join("corpus");
     std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(dir.join("real.md"), b"# Real\n\n## Body\n\nGuidance text.\n").expect("write");
+    std::fs::write(
+        dir.join("real.md"),
+        b"# Real\n\n## Body\n\nGuidance text.\n",
+    )
+    .expect("write");
     std::os::unix::fs::symlink(&secret, dir.join("x.txt")).expect("link");
     let corpus = dir.to_str().expect("utf8");
     let out = env.json(&["ingest", corpus, "--json"]);
@@ -114,7 +118,11 @@ fn symlinked_files_in_a_folder_are_not_followed_unless_asked() {
     // Asked for, the link is read like a file.
     env.ok(&["ingest", corpus, "--follow-symlinks"]);
     let shown = env.json(&["corpus", "show", "x#top", "--json"]);
-    assert!(shown["text"].as_str().is_some_and(|t| t.contains("hunter2")));
+    assert!(
+        shown["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("hunter2"))
+    );
 }
 
 #[test]

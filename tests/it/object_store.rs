@@ -83,7 +83,7 @@ fn two_processes_commit_200_labels_each_and_all_400_are_there() {
     }
 
     let mut export = on_s3(&env, &moto, "lead", &ws);
-    export.args(["labels", "export", "--format", "jsonl"]);
+    export.args(["--role", "lead", "labels", "export", "--format", "jsonl"]);
     let out = ok(export, "labels export");
     let labels: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -233,4 +233,3 @@ fn two_machines_ingesting_at_once_lose_no_document() {
         assert_eq!(ids.len(), expected.len(), "round {round}: no duplicates");
     }
 }
-

@@ -22,7 +22,11 @@ fn ray_tasks_get_only_the_variables_they_need() {
         .args(["-c", &probe])
         .output()
         .expect("python3");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let names: Vec<String> = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(
         names,

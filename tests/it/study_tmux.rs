@@ -398,6 +398,8 @@ fn a_blind_two_reviewer_study_with_adjudication() {
 
     // The adjudicated set, by hand.
     let out = env.ok(&[
+        "--role",
+        "lead",
         "--rubric",
         rubric,
         "labels",
@@ -444,6 +446,8 @@ fn a_blind_two_reviewer_study_with_adjudication() {
     // Agreement on the blind labels, by hand; and on the newest labels.
     for (flag, changed) in [(None, false), (Some("--after-reveal"), true)] {
         let mut args = vec![
+            "--role",
+            "lead",
             "--rubric",
             rubric,
             "agree",
@@ -515,6 +519,8 @@ fn a_blind_two_reviewer_study_with_adjudication() {
     let csv = dir.join("agreement.csv");
     let md = dir.join("agreement.md");
     let j = env.json(&[
+        "--role",
+        "lead",
         "--rubric",
         rubric,
         "agree",

@@ -108,8 +108,16 @@ fn cli_text_output_is_clean() {
         vec!["corpus", "show", &chunk],
         vec!["search", "MMR vaccine", "--method", "bm25"],
         vec!["eval", "retrieval", "--queries", qs, "--methods", "bm25"],
-        vec!["labels", "history", "i1"],
-        vec!["agree", "--reviewers", "ann,bob", "--bootstrap", "50"],
+        vec!["--role", "lead", "labels", "history", "i1"],
+        vec![
+            "--role",
+            "lead",
+            "agree",
+            "--reviewers",
+            "ann,bob",
+            "--bootstrap",
+            "50",
+        ],
     ] {
         let out = env.cmd().args(&args).output().expect("spawn");
         check(

@@ -56,7 +56,13 @@ pub fn remote_cache_dir(data_dir: &std::path::Path, uri: &str) -> PathBuf {
         .strip_prefix("s3://")
         .unwrap_or(uri)
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(64)
         .collect();
     let hash = Sha256::digest(uri.as_bytes());
@@ -258,7 +264,11 @@ mod tests {
         let a = remote_cache_dir(d, "s3://a/b_c");
         let b = remote_cache_dir(d, "s3://a_b/c");
         assert_ne!(a, b);
-        assert_eq!(a, remote_cache_dir(d, "s3://a/b_c/"), "a trailing / is the same place");
+        assert_eq!(
+            a,
+            remote_cache_dir(d, "s3://a/b_c/"),
+            "a trailing / is the same place"
+        );
         assert!(a.starts_with("/data/remote"));
         assert!(a.to_string_lossy().contains("a_b_c-"), "{}", a.display());
     }

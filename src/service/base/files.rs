@@ -152,6 +152,11 @@ mod tests {
         std::os::unix::fs::symlink(&victim, &target).expect("link");
         write_whole(&target, b"a,b\n").expect("write");
         assert_eq!(std::fs::read(&victim).expect("read"), b"precious");
-        assert!(!std::fs::symlink_metadata(&target).expect("meta").file_type().is_symlink());
+        assert!(
+            !std::fs::symlink_metadata(&target)
+                .expect("meta")
+                .file_type()
+                .is_symlink()
+        );
     }
 }

@@ -131,12 +131,13 @@ pub fn spec_of(c: &EndpointConfig) -> Result<EndpointSpec> {
     if c.max_concurrent == 0 {
         bail!("endpoint {url}: max_concurrent must be at least 1");
     }
-    let api_key = match &c.api_key_env {
-        Some(var) => Some(std::env::var(var).with_context(|| {
-            format!("endpoint {url}: the API key variable {var} is not set")
-        })?),
-        None => None,
-    };
+    let api_key =
+        match &c.api_key_env {
+            Some(var) => Some(std::env::var(var).with_context(|| {
+                format!("endpoint {url}: the API key variable {var} is not set")
+            })?),
+            None => None,
+        };
     let secret = api_key.is_some() || basic_auth.is_some();
     if secret && url.starts_with("http://") && !is_loopback(&url) && !c.allow_plain_http_key {
         bail!(
@@ -384,7 +385,10 @@ mod tests {
             allow_plain_http_key: true,
             ..plain
         };
-        assert_eq!(spec_of(&allowed).expect("allowed").url, "http://models.example.org:8080/v1");
+        assert_eq!(
+            spec_of(&allowed).expect("allowed").url,
+            "http://models.example.org:8080/v1"
+        );
         // Loopback is this machine: no one is on the way.
         for url in [
             "http://u:p@127.0.0.1:8080/v1",

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::report::{RANK_BUCKETS, pass_counts};
 use super::retrieval::RetrievalReport;
 use super::saved::{LAST_MCQA, LAST_RETRIEVAL, Saved, load, save};
+use crate::core::blinding::Sight;
 use crate::core::mcqa::McqaRecord;
 use crate::core::mcqa::Report;
 use crate::service::answer::{AnswerRecord, JudgementRecord, answers, judgements};
@@ -109,13 +110,19 @@ pub fn last_mcqa(ctx: &Context) -> Result<Option<Saved<McqaSummary>>> {
     load(ctx, LAST_MCQA, "raglab eval mcqa")
 }
 
-/// The judge's pass rates by target-rank bucket (None: no answer is judged yet).
-pub async fn judge_pass_rates(ctx: &Context) -> Result<Option<JudgePassRates>> {
+/// The judge's pass rates by target-rank bucket (None: no answer is judged yet),
+/// over the judge labels `sight` allows (blind study items left out; the study decides
+/// who sees what, and a front asks it for the viewer's [`Sight`]).
+pub async fn judge_pass_rates(ctx: &Context, sight: &Sight) -> Result<Option<JudgePassRates>> {
     let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
     let judg: Vec<JudgementRecord> = judgements(&ctx.workspace).read_all().await?;
     if judg.is_empty() {
         return Ok(None);
     }
+    let judg: Vec<JudgementRecord> = judg
+        .into_iter()
+        .filter(|j| sight.judgement(&j.answer_id))
+        .collect();
     let mut by_answer: HashMap<&str, Vec<&JudgementRecord>> = HashMap::new();
     for j in &judg {
         by_answer.entry(j.answer_id.as_str()).or_default().push(j);
@@ -154,8 +161,8 @@ pub async fn judge_pass_rates(ctx: &Context) -> Result<Option<JudgePassRates>> {
     }))
 }
 
-/// Everything the Evaluation pane shows.
-pub async fn overview(ctx: &Context) -> EvalOverview {
+/// Everything the Evaluation pane shows, as `sight` allows.
+pub async fn overview(ctx: &Context, sight: &Sight) -> EvalOverview {
     let mut out = EvalOverview {
         buckets_note: RANK_BUCKETS,
         ..EvalOverview::default()
@@ -168,7 +175,7 @@ pub async fn overview(ctx: &Context) -> EvalOverview {
         Ok(r) => out.mcqa = r,
         Err(e) => out.problems.push(format!("{e:#}")),
     }
-    match judge_pass_rates(ctx).await {
+    match judge_pass_rates(ctx, sight).await {
         Ok(r) => out.judge = r,
         Err(e) => out
             .problems

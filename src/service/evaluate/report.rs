@@ -114,6 +114,7 @@ pub async fn answer_report(
     run: Option<&str>,
     baseline: Option<&str>,
     temps: Temperatures,
+    sight: &crate::core::blinding::Sight,
 ) -> Result<serde_json::Value> {
     if baseline.is_none() && temps != Temperatures::default() {
         bail!("--temp-accuracy and --temp-cost need --baseline");
@@ -122,7 +123,13 @@ pub async fn answer_report(
     if let Some(r) = run.filter(|r| !all.iter().any(|a| a.run == *r)) {
         bail!("run `{r}` has no answers");
     }
-    let judg: Vec<JudgementRecord> = judgements(&ctx.workspace).read_all().await?;
+    // Only the judge labels the viewer may see (blind study items left out).
+    let judg: Vec<JudgementRecord> = judgements(&ctx.workspace)
+        .read_all::<JudgementRecord>()
+        .await?
+        .into_iter()
+        .filter(|j| sight.judgement(&j.answer_id))
+        .collect();
     let by_answer: HashMap<&str, Vec<&JudgementRecord>> =
         judg.iter().fold(HashMap::new(), |mut m, j| {
             m.entry(j.answer_id.as_str())

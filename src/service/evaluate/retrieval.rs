@@ -1047,11 +1047,11 @@ mod spill {
 
     use anyhow::{Context as _, Result, bail};
 
+    use super::super::per_query::{Format, csv, format_of, jsonl};
     use crate::core::chunk::Chunk;
     use crate::core::fusion::Scored;
     use crate::core::per_query::PerQueryTable;
     use crate::core::retrieval::{QueryLists, RunConfig};
-    use super::super::per_query::{Format, csv, format_of, jsonl};
 
     /// Chunk ids as numbers: a corpus chunk by its position, any other id (lists
     /// merged from shards) numbered after them as it is met.

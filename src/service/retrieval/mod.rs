@@ -4,6 +4,7 @@
 mod retriever;
 
 pub use retriever::{
-    CHECKPOINT_CHUNKS, DEFAULT_DEPTH, IndexReport, IndexRequest, IndexSummary, QueryTimings, Retriever, SearchRequest,
-    SearchResult, SearchRow, build_index, open_for, open_for_browsing, open_variant_for, search,
+    CHECKPOINT_CHUNKS, DEFAULT_DEPTH, IndexReport, IndexRequest, IndexSummary, QueryTimings,
+    Retriever, SearchRequest, SearchResult, SearchRow, build_index, open_for, open_for_browsing,
+    open_variant_for, search,
 };

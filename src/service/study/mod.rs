@@ -14,8 +14,10 @@ pub use labels::{
     pairs_of, pick_reviewers, save_labels,
 };
 pub use steps::{
-    Agreement, AgreementRequest, Blinding, CreatedItems, ExportFormat, ItemSource, LabelVersion,
-    RaterPair, Study, Viewer, add_answer_item, agreement_with, assign, create_items, export_final,
-    export_labels, final_csv, final_label, import_labels, items_from_file, label_history,
-    load_study, read_label_file, save_label, save_label_batch, study_fingerprint,
+    Agreement, AgreementRequest, Blinding, CreatedItems, ExportFormat, ItemSource, LabelExport,
+    LabelVersion, NO_IDENTITY, RaterPair, Sight, Study, Viewer, add_answer_item, agreement_of,
+    agreement_with, assign, create_items, export_final, export_labels, final_csv, final_label,
+    finals_of, history_of, import_labels, items_from_file, label_history, labels_csv, labels_jsonl,
+    load_study, read_label_file, save_label, save_label_batch, sight, study_fingerprint,
+    visible_judgements, visible_label_rows,
 };

@@ -15,7 +15,7 @@ use super::labels::{
 };
 use crate::core::agreement::{AgreementReport, Bootstrap, NoiseReport};
 pub use crate::core::annotation::RaterPair;
-pub use crate::core::blinding::{Blinding, LabelVersion, Viewer};
+pub use crate::core::blinding::{Blinding, LabelVersion, Sight, Viewer};
 use crate::core::question::MissingTargets;
 use crate::core::rng::Rng;
 use crate::core::rubric::Rubric;
@@ -236,28 +236,76 @@ pub enum ExportFormat {
     Parquet,
 }
 
-/// Every label version in `format`; `dest` names the destination in errors.
-pub async fn export_labels(ctx: &Context, format: ExportFormat, dest: &str) -> Result<Vec<u8>> {
-    let table = labels_table(&ctx.workspace);
-    Ok(match format {
-        ExportFormat::Jsonl => table
-            .read_all::<Label>()
-            .await?
-            .iter()
-            .map(|l| serde_json::to_string(l).map(|s| s + "\n"))
-            .collect::<Result<String, _>>()?
-            .into_bytes(),
-        ExportFormat::Csv => labels_csv(&table.read_all::<Label>().await?).into_bytes(),
-        ExportFormat::Parquet => {
-            let mut buf = Vec::new();
-            table.export_parquet(&mut buf, dest).await?;
-            buf
-        }
-    })
+/// A label export for one viewer: the bytes, and how many label versions the
+/// viewer may not see were left out.
+#[derive(Debug, Clone)]
+pub struct LabelExport {
+    pub bytes: Vec<u8>,
+    pub withheld: usize,
 }
 
-/// Every label version as CSV (all fields quoted, RFC 4180 escaping).
-fn labels_csv(all: &[Label]) -> String {
+/// Every label version `viewer` may see, in `format`; `dest` names the destination
+/// in errors. The lead's parquet export is the dataset as stored; a reviewer's is
+/// refused (it would be written from the raw table), their jsonl and csv are not.
+pub async fn export_labels(
+    ctx: &Context,
+    rubric: &Rubric,
+    format: ExportFormat,
+    dest: &str,
+    viewer: &Viewer,
+) -> Result<LabelExport> {
+    let table = labels_table(&ctx.workspace);
+    if format == ExportFormat::Parquet {
+        if *viewer != Viewer::Lead {
+            bail!(
+                "a parquet export is the whole labels dataset, for the study lead; export jsonl or csv (your labels and the items revealed to you)"
+            );
+        }
+        let mut buf = Vec::new();
+        table.export_parquet(&mut buf, dest).await?;
+        return Ok(LabelExport {
+            bytes: buf,
+            withheld: 0,
+        });
+    }
+    let all: Vec<Label> = table.read_all().await?;
+    let assignments = assignments_table(&ctx.workspace).read_all().await?;
+    let shown = visible_label_rows(rubric, &all, &pairs_of(&assignments), viewer);
+    let withheld = all.len() - shown.len();
+    let bytes = match format {
+        ExportFormat::Jsonl => labels_jsonl(&shown)?.into_bytes(),
+        _ => labels_csv(&shown).into_bytes(),
+    };
+    Ok(LabelExport { bytes, withheld })
+}
+
+/// The label versions of `labels` (a log in commit order) that `viewer` may see,
+/// in the same order.
+pub fn visible_label_rows(
+    rubric: &Rubric,
+    labels: &[Label],
+    pairs: &std::collections::HashMap<String, (String, String)>,
+    viewer: &Viewer,
+) -> Vec<Label> {
+    let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
+    let blinding = Blinding::from_log(labels, &keys, pairs);
+    blinding
+        .visible_labels(viewer, labels)
+        .into_iter()
+        .cloned()
+        .collect()
+}
+
+/// Label versions as JSON lines.
+pub fn labels_jsonl(rows: &[Label]) -> Result<String> {
+    Ok(rows
+        .iter()
+        .map(|l| serde_json::to_string(l).map(|s| s + "\n"))
+        .collect::<Result<String, _>>()?)
+}
+
+/// Label versions as CSV (all fields quoted, RFC 4180 escaping).
+pub fn labels_csv(all: &[Label]) -> String {
     let esc = crate::core::text::csv_quoted;
     let mut s = String::from(
         "label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version\n",
@@ -304,16 +352,41 @@ pub fn final_csv(rows: &[FinalLabel]) -> String {
     s
 }
 
-/// Every version of one item's labels, oldest first.
-pub async fn label_history(ctx: &Context, item_id: &str) -> Result<Vec<Label>> {
-    let mut rows: Vec<Label> = labels_table(&ctx.workspace)
-        .read_all::<Label>()
-        .await?
+/// Every version of one item's labels that `viewer` may see, oldest first, and how
+/// many were left out.
+pub async fn label_history(
+    ctx: &Context,
+    rubric: &Rubric,
+    item_id: &str,
+    viewer: &Viewer,
+) -> Result<(Vec<Label>, usize)> {
+    let all: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
+    let assignments = assignments_table(&ctx.workspace).read_all().await?;
+    Ok(history_of(
+        rubric,
+        &all,
+        &pairs_of(&assignments),
+        item_id,
+        viewer,
+    ))
+}
+
+/// [`label_history`] over a label log already read.
+pub fn history_of(
+    rubric: &Rubric,
+    labels: &[Label],
+    pairs: &std::collections::HashMap<String, (String, String)>,
+    item_id: &str,
+    viewer: &Viewer,
+) -> (Vec<Label>, usize) {
+    let of_item = labels.iter().filter(|l| l.item_id == item_id).count();
+    let mut rows: Vec<Label> = visible_label_rows(rubric, labels, pairs, viewer)
         .into_iter()
         .filter(|l| l.item_id == item_id)
         .collect();
     rows.sort_by_key(|l| l.seq);
-    Ok(rows)
+    let withheld = of_item - rows.len();
+    (rows, withheld)
 }
 
 /// Items, every label version (the judge's included, as reviewer `judge`), the
@@ -399,7 +472,7 @@ impl Default for AgreementRequest {
             reviewers: None,
             boot: Bootstrap::default(),
             pair: RaterPair::Reviewers,
-            viewer: Viewer::Lead,
+            viewer: Viewer::Nobody,
             version: LabelVersion::BeforeReveal,
             judge_model: None,
         }
@@ -442,6 +515,9 @@ pub async fn agreement_with(
     rubric: &Rubric,
     req: AgreementRequest,
 ) -> Result<Agreement> {
+    if req.viewer == Viewer::Nobody {
+        bail!("{NO_IDENTITY}");
+    }
     let (items, labels) = items_and_labels(ctx, req.judge_model.as_deref()).await?;
     let assignments = assignments_table(&ctx.workspace).read_all().await?;
     let judge_models: Vec<String> = judgements(&ctx.workspace)
@@ -459,57 +535,76 @@ pub async fn agreement_with(
         .collect();
     let rubric = rubric.clone();
     tokio::task::spawn_blocking(move || {
-        let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
-        let blinding = Blinding::from_log(&labels, &keys, &pairs_of(&assignments));
-        let visible = blinding.visible_labels(&req.viewer, &labels);
-        let all_items: std::collections::BTreeSet<&str> =
-            labels.iter().map(|l| l.item_id.as_str()).collect();
-        let hidden_items = all_items
-            .iter()
-            .filter(|i| !blinding.visible(&req.viewer, i))
-            .count();
-        let cur = blinding.current(&visible, req.version);
-        let latest = blinding.current(&visible, LabelVersion::Latest);
-        let (r1, r2) = match pick_reviewers(&cur, req.reviewers.clone()) {
-            Ok(pair) => pair,
-            Err(_) if hidden_items > 0 && req.viewer != Viewer::Lead => bail!(
-                "blind: none of the {hidden_items} labelled items is revealed to you yet (an item is revealed once both of its reviewers have submitted it, and you are one of them or have submitted it too); the study lead (`--role lead`) sees everything"
-            ),
-            Err(e) => return Err(e),
-        };
-        let started = std::time::Instant::now();
-        let rows = agreement_table(&rubric, &cur, (&r1, &r2), req.boot);
-        let noise = noise_table(&rubric, &cur, (&r1, &r2), req.boot);
-        let finals = final_labels(&cur, &latest, (&r1, &r2));
-        let judge_vs_final = judge_against_final(&rubric, &cur, &finals, req.boot);
-        let seconds = started.elapsed().as_secs_f64();
-        let (a, b) = req.pair.raters((&r1, &r2));
-        let mut reviewer_names: Vec<String> = cur
-            .keys()
-            .map(|(_, r, _)| r.clone())
-            .filter(|r| r != JUDGE && r != FINAL)
-            .collect();
-        reviewer_names.sort();
-        reviewer_names.dedup();
-        Ok(Agreement {
-            disagreements: disagreements(&cur, &latest, &a, &b),
-            changed_after_reveal: blinding.changed_after_reveal(&visible),
-            labels_after_reveal: visible.iter().filter(|l| blinding.after_reveal(l)).count(),
-            reviewers: (r1, r2),
-            bootstrap: req.boot,
-            rows,
-            noise,
-            judge_vs_final,
-            version: req.version,
-            judge_model: req.judge_model,
-            judge_models,
-            reviewer_names,
-            hidden_items,
-            seconds,
-        })
+        agreement_of(&rubric, &labels, &pairs_of(&assignments), judge_models, req)
     })
     .await
     .context("the agreement computation stopped")?
+}
+
+/// What a view says to a viewer without an identity (it shows no one's labels).
+pub const NO_IDENTITY: &str = "no labels are shown without an identity: give your reviewer name (`--reviewer NAME`, or type it in the Annotate pane) to see your labels and the items revealed to you";
+
+/// The agreement of [`agreement_with`] over a label log already read (every label
+/// version, the judge's included): only what `req.viewer` may see counts.
+pub fn agreement_of(
+    rubric: &Rubric,
+    labels: &[Label],
+    pairs: &std::collections::HashMap<String, (String, String)>,
+    judge_models: Vec<String>,
+    req: AgreementRequest,
+) -> Result<Agreement> {
+    if req.viewer == Viewer::Nobody {
+        bail!("{NO_IDENTITY}");
+    }
+    let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
+    let blinding = Blinding::from_log(labels, &keys, pairs);
+    let visible = blinding.visible_labels(&req.viewer, labels);
+    let all_items: std::collections::BTreeSet<&str> =
+        labels.iter().map(|l| l.item_id.as_str()).collect();
+    let hidden_items = all_items
+        .iter()
+        .filter(|i| !blinding.visible(&req.viewer, i))
+        .count();
+    let cur = blinding.current(&visible, req.version);
+    let latest = blinding.current(&visible, LabelVersion::Latest);
+    let (r1, r2) = match pick_reviewers(&cur, req.reviewers.clone()) {
+        Ok(pair) => pair,
+        // Said without naming any way around it: waiting is the only way.
+        Err(_) if hidden_items > 0 && req.viewer != Viewer::Lead => bail!(
+            "blind: none of the {hidden_items} labelled items is revealed to you yet (an item is revealed to you once both of its reviewers have submitted it and you have submitted it too)"
+        ),
+        Err(e) => return Err(e),
+    };
+    let started = std::time::Instant::now();
+    let rows = agreement_table(rubric, &cur, (&r1, &r2), req.boot);
+    let noise = noise_table(rubric, &cur, (&r1, &r2), req.boot);
+    let finals = final_labels(&cur, &latest, (&r1, &r2));
+    let judge_vs_final = judge_against_final(rubric, &cur, &finals, req.boot);
+    let seconds = started.elapsed().as_secs_f64();
+    let (a, b) = req.pair.raters((&r1, &r2));
+    let mut reviewer_names: Vec<String> = cur
+        .keys()
+        .map(|(_, r, _)| r.clone())
+        .filter(|r| r != JUDGE && r != FINAL)
+        .collect();
+    reviewer_names.sort();
+    reviewer_names.dedup();
+    Ok(Agreement {
+        disagreements: disagreements(&cur, &latest, &a, &b),
+        changed_after_reveal: blinding.changed_after_reveal(&visible),
+        labels_after_reveal: visible.iter().filter(|l| blinding.after_reveal(l)).count(),
+        reviewers: (r1, r2),
+        bootstrap: req.boot,
+        rows,
+        noise,
+        judge_vs_final,
+        version: req.version,
+        judge_model: req.judge_model,
+        judge_models,
+        reviewer_names,
+        hidden_items,
+        seconds,
+    })
 }
 
 /// Kappa and macro-F1 of the judge against the resolved final labels, per criterion
@@ -603,23 +698,71 @@ pub fn final_label(
 }
 
 /// The adjudicated set of the two reviewers (default: the two with most labels),
-/// with how many disagreements are still unresolved.
+/// as `viewer` may see it (a reviewer: the items revealed to them), with how many
+/// disagreements are still unresolved.
 pub async fn export_final(
     ctx: &Context,
     rubric: &Rubric,
     reviewers: Option<(String, String)>,
+    viewer: &Viewer,
 ) -> Result<(Vec<FinalLabel>, usize)> {
     let (_, labels) = items_and_labels(ctx, None).await?;
     let assignments = assignments_table(&ctx.workspace).read_all().await?;
+    finals_of(rubric, &labels, &pairs_of(&assignments), reviewers, viewer)
+}
+
+/// [`export_final`] over a label log already read.
+pub fn finals_of(
+    rubric: &Rubric,
+    labels: &[Label],
+    pairs: &std::collections::HashMap<String, (String, String)>,
+    reviewers: Option<(String, String)>,
+    viewer: &Viewer,
+) -> Result<(Vec<FinalLabel>, usize)> {
+    if *viewer == Viewer::Nobody {
+        bail!("{NO_IDENTITY}");
+    }
     let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
-    let blinding = Blinding::from_log(&labels, &keys, &pairs_of(&assignments));
-    let all: Vec<&Label> = labels.iter().collect();
-    let cur = blinding.current(&all, LabelVersion::BeforeReveal);
-    let latest = blinding.current(&all, LabelVersion::Latest);
+    let blinding = Blinding::from_log(labels, &keys, pairs);
+    let seen = blinding.visible_labels(viewer, labels);
+    let cur = blinding.current(&seen, LabelVersion::BeforeReveal);
+    let latest = blinding.current(&seen, LabelVersion::Latest);
     let (r1, r2) = pick_reviewers(&cur, reviewers)?;
     let finals = final_labels(&cur, &latest, (&r1, &r2));
     let unresolved = finals.iter().filter(|f| f.label.is_none()).count();
     Ok((finals, unresolved))
+}
+
+/// What `viewer` may see of the study in the workspace (for views that start from
+/// stored answers: the judge's labels, pass rates).
+pub async fn sight(ctx: &Context, viewer: &Viewer) -> Result<Sight> {
+    let rubric = ctx.rubric(None)?;
+    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    if *viewer == Viewer::Lead || items.is_empty() {
+        return Ok(Sight::new(viewer.clone(), Blinding::default(), &items));
+    }
+    let labels: Vec<Label> = labels_table(&ctx.workspace).read_all().await?;
+    let assignments = assignments_table(&ctx.workspace).read_all().await?;
+    let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
+    let blinding = Blinding::from_log(&labels, &keys, &pairs_of(&assignments));
+    Ok(Sight::new(viewer.clone(), blinding, &items))
+}
+
+/// The judgements whose labels `viewer` may see: those of answers that are no study
+/// item, or whose items are revealed to the viewer (all of them for the lead).
+pub async fn visible_judgements(
+    ctx: &Context,
+    viewer: &Viewer,
+    judgements: Vec<crate::core::answer::JudgementRecord>,
+) -> Result<Vec<crate::core::answer::JudgementRecord>> {
+    if *viewer == Viewer::Lead {
+        return Ok(judgements);
+    }
+    let sight = sight(ctx, viewer).await?;
+    Ok(judgements
+        .into_iter()
+        .filter(|j| sight.judgement(&j.answer_id))
+        .collect())
 }
 
 /// Send one stored answer to annotation as an item (set `tui`); returns whether it

@@ -4,7 +4,8 @@
 //! of the selected pair and criterion, and the items on which that pair disagrees.
 //! The bootstrap runs as a background job (`r` recomputes; another process's commits
 //! recompute it by themselves). A reviewer sees statistics and per-item detail only
-//! over items revealed to them (SPEC §6); the lead (`--role lead`) sees everything and
+//! over items revealed to them (SPEC §6), no one without a reviewer name (typing it
+//! in the Annotate pane recomputes the pane); the lead (`--role lead`) sees everything and
 //! adjudicates disagreements: `enter` on one, its label key, a rationale, `enter`.
 //! Also: judge within human noise (paired bootstrap Δκ with its CI), the judge against
 //! the final labels, the reviewer pair (`p`), the judge model (`m`), the label version
@@ -69,6 +70,18 @@ impl AgreementPane {
             .min(self.disagreements.len().saturating_sub(1));
         self.status = None;
         self.last = Some(Box::new(a));
+    }
+
+    /// A computation failed or was refused (blind, no identity): nothing of an
+    /// earlier result stays on screen, only the reason.
+    pub fn on_error(&mut self, e: String) {
+        self.rows.clear();
+        self.reviewers = None;
+        self.disagreements.clear();
+        self.selected = 0;
+        self.adjudication = None;
+        self.last = None;
+        self.status = Some(e);
     }
 
     /// Whether the adjudication panel is open.
@@ -574,10 +587,7 @@ impl PaneView for AgreementPane {
             Action::PrevDisagreement => self.selected = self.selected.saturating_sub(1),
             Action::Adjudicate => {
                 if !self.lead {
-                    self.status = Some(
-                        "adjudication is for the study lead (`raglab --role lead --reviewer NAME`)"
-                            .into(),
-                    );
+                    self.status = Some("adjudication is for the study lead".into());
                 } else if self.pair != RaterPair::Reviewers {
                     self.status =
                         Some("adjudicate the reviewers' disagreements: `x` back to R1/R2".into());

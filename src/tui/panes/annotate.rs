@@ -18,7 +18,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::core::blinding::{Blinding, Viewer, reviewer_order};
+use crate::core::blinding::{Blinding, Sight, Viewer, reviewer_order};
 use crate::core::rubric::Rubric;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::study::{Item, JUDGE, Label};
@@ -119,12 +119,21 @@ impl AnnotatePane {
         self.items.get(*self.order.get(self.pos)?)
     }
 
-    /// Who is looking (for blinding).
+    /// Who is looking (for blinding): the lead, the named reviewer, or, before a
+    /// name is given, no one (who is shown no one's labels).
     pub fn viewer(&self) -> Viewer {
-        match (&self.reviewer, self.lead) {
-            (Some(me), false) => Viewer::Reviewer(me.clone()),
-            _ => Viewer::Lead,
-        }
+        Viewer::of(self.reviewer.as_deref(), self.lead)
+    }
+
+    /// Answers (item ids for items naming none) whose judge labels the viewer may not
+    /// see yet: the study items not revealed to them.
+    pub fn blind_answers(&self) -> std::collections::HashSet<String> {
+        let sight = Sight::new(self.viewer(), self.blinding.clone(), &self.items);
+        self.items
+            .iter()
+            .map(|i| i.answer_id.clone().unwrap_or_else(|| i.item_id.clone()))
+            .filter(|a| !sight.judgement(a))
+            .collect()
     }
 
     /// New study data from the workspace (start-up, or another process committed).
@@ -586,8 +595,7 @@ impl AnnotatePane {
     /// The rubric: each criterion with this reviewer's label and note and, once the
     /// item is revealed to them, the others' labels and notes; the note being typed.
     fn draw_rubric(&self, f: &mut Frame, rubric_area: Rect, item: &Item, me: &str, theme: &Theme) {
-        let show_others =
-            (self.revealed || self.lead) && self.blinding.visible(&self.viewer(), &item.item_id);
+        let show_others = self.shows_others(&item.item_id);
         // Computed once per draw, not once per criterion (a scan of every label).
         let others = if show_others {
             self.others(&item.item_id)
@@ -710,7 +718,7 @@ impl AnnotatePane {
                 self.labels.iter().any(|l| {
                     l.item_id == item.item_id
                         && l.criterion == c.key
-                        && (l.reviewer == me || self.revealed || self.lead)
+                        && (l.reviewer == me || self.shows_others(&item.item_id))
                         && l.note
                             .as_deref()
                             .is_some_and(|n| !n.is_empty() && n != "undo")
@@ -718,6 +726,12 @@ impl AnnotatePane {
             })
             .count();
         (self.rubric.criteria.len() * 2 + notes + 2) as u16
+    }
+
+    /// Whether the rubric shows the others' (and the judge's) labels and notes on
+    /// `item`: asked for (`r`, or always for the lead) and allowed by blinding.
+    fn shows_others(&self, item: &str) -> bool {
+        (self.revealed || self.lead) && self.blinding.visible(&self.viewer(), item)
     }
 
     /// Other reviewers (and the judge) with labels on this item.
@@ -753,6 +767,8 @@ impl PaneView for AnnotatePane {
                             self.reviewer_input.submit();
                             self.relabel();
                             self.rebuild_order();
+                            // Every other view was drawn for no one: redraw them all.
+                            return Some(Effect::IdentityChanged);
                         }
                         Err(e) => self.status = Some(e),
                     }

@@ -111,7 +111,8 @@ fn serve(conn: TcpStream, mode: Mode, stop: &AtomicBool) {
     let started = Instant::now();
     let alive = || !stop.load(Ordering::Relaxed) && started.elapsed() < LIMIT;
     let mut out = conn;
-    let stream_head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+    let stream_head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
     match mode {
         Mode::Endless => {
             let _ = out.write_all(stream_head.as_bytes());

@@ -2,6 +2,10 @@
 //! the configuration that ranked its context, where its target sat in the prompt, the
 //! chunks the token budget dropped, and every judge's labels. `J` judges the selected
 //! answer (the judge streams into the Generate pane), `a` sends it to annotation.
+//! An answer that is an item of a study not yet revealed to the viewer shows no judge
+//! labels and cannot be judged here (blinding covers the judge too).
+
+use std::collections::HashSet;
 
 use ratatui::Frame;
 use ratatui::layout::Constraint;
@@ -87,9 +91,35 @@ pub struct AnswersPanel {
     pub open: bool,
     pub sel: usize,
     pub rows: Vec<AnswerRow>,
+    /// Answers whose judge labels the viewer may not see: items of a study not yet
+    /// revealed to them (all study items without an identity). Set from the study
+    /// whenever it or the viewer changes.
+    pub blind: HashSet<String>,
 }
 
+/// What the panel shows instead of a blind answer's judge labels.
+pub const BLIND_JUDGE: &str = "hidden: a study item not yet revealed to you";
+
 impl AnswersPanel {
+    /// The judge labels of `row` as shown: hidden while the answer is blind.
+    pub fn judged_text(&self, row: &AnswerRow) -> String {
+        if self.blind.contains(&row.answer_id) {
+            BLIND_JUDGE.to_string()
+        } else if row.judged.is_empty() {
+            "not judged".to_string()
+        } else {
+            row.judged.join(" | ")
+        }
+    }
+
+    /// Why the selected answer may not be judged here (its verdict would show the
+    /// judge's labels of a blind study item), if so.
+    pub fn judge_refusal(&self) -> Option<&'static str> {
+        self.selected()
+            .filter(|r| self.blind.contains(&r.answer_id))
+            .map(|_| "not judged here: this answer is a study item not yet revealed to you")
+    }
+
     pub fn selected(&self) -> Option<&AnswerRow> {
         self.rows.get(self.sel)
     }
@@ -107,11 +137,7 @@ impl AnswersPanel {
             .rows
             .iter()
             .map(|r| {
-                let judged = if r.judged.is_empty() {
-                    "not judged".to_string()
-                } else {
-                    r.judged.join(" | ")
-                };
+                let judged = self.judged_text(r);
                 Row::new(vec![
                     Line::styled(clean(&r.config), theme.title),
                     Line::styled(clean(&r.target), theme.target_chunk),

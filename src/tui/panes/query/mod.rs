@@ -217,6 +217,10 @@ impl QueryPane {
             Action::Down => self.answers.move_by(1),
             Action::Up => self.answers.move_by(-1),
             Action::JudgeAnswer => {
+                if let Some(why) = self.answers.judge_refusal() {
+                    self.status = Some(why.to_string());
+                    return None;
+                }
                 let answer_id = self.answers.selected()?.answer_id.clone();
                 return Some(Effect::Judge { answer_id });
             }

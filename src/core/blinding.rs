@@ -1,4 +1,4 @@
-//! Blinding of a two-reviewer study (SPEC §6), derived from the append-only label log.
+//! Blinding of a two-reviewer study, derived from the append-only label log.
 //!
 //! An item is *submitted* by a reviewer the first time every rubric criterion has a
 //! label from them; it is *revealed* when both of its human reviewers have submitted
@@ -50,7 +50,7 @@ impl Viewer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LabelVersion {
-    /// The last label given before the item was revealed (SPEC default): what the
+    /// The last label given before the item was revealed (the default): what the
     /// reviewer decided blind.
     #[default]
     BeforeReveal,

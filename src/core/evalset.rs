@@ -33,9 +33,11 @@ pub const FACT_TEMPLATE: &str = include_str!("../../assets/prompts/evalset-fact.
 pub const REASONING_TEMPLATE: &str = include_str!("../../assets/prompts/evalset-reasoning.txt");
 pub const CRITIQUE_TEMPLATE: &str = include_str!("../../assets/prompts/evalset-critique.txt");
 
-/// Within-source near-duplicate threshold (seed: per-context deduplication).
+/// Within-source near-duplicate threshold: candidates from one source context this similar
+/// are one question asked twice.
 pub const DEDUP_WITHIN: f64 = 0.80;
-/// Across-set near-duplicate threshold (seed: global deduplication).
+/// Across-set near-duplicate threshold: candidates this similar anywhere in the set
+/// are one question asked twice.
 pub const DEDUP_ACROSS: f64 = 0.85;
 /// Shortest question the grammar allows, in characters.
 pub const QUESTION_MIN_CHARS: usize = 10;

@@ -131,8 +131,22 @@ pub struct MeanMetrics {
 }
 
 pub fn mean_metrics<'a>(per_query: impl IntoIterator<Item = &'a QueryMetrics>) -> MeanMetrics {
-    let mut m = MeanMetrics::default();
+    let mut sum = MeanSum::default();
     for q in per_query {
+        sum.add(q);
+    }
+    sum.mean()
+}
+
+/// [`mean_metrics`] as a running sum, so that a caller streaming queries keeps no
+/// per-query metrics: the same additions in the same (query) order, then the same
+/// divisions, so the same means bit for bit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MeanSum(MeanMetrics);
+
+impl MeanSum {
+    pub fn add(&mut self, q: &QueryMetrics) {
+        let m = &mut self.0;
         m.queries += 1;
         m.p1 += q.p1;
         m.recall5 += q.recall5;
@@ -141,16 +155,20 @@ pub fn mean_metrics<'a>(per_query: impl IntoIterator<Item = &'a QueryMetrics>) -
         m.ndcg10 += q.ndcg10;
         m.map += q.ap;
     }
-    if m.queries > 0 {
-        let n = m.queries as f64;
-        m.p1 /= n;
-        m.recall5 /= n;
-        m.recall10 /= n;
-        m.mrr /= n;
-        m.ndcg10 /= n;
-        m.map /= n;
+
+    pub fn mean(self) -> MeanMetrics {
+        let mut m = self.0;
+        if m.queries > 0 {
+            let n = m.queries as f64;
+            m.p1 /= n;
+            m.recall5 /= n;
+            m.recall10 /= n;
+            m.mrr /= n;
+            m.ndcg10 /= n;
+            m.map /= n;
+        }
+        m
     }
-    m
 }
 
 /// One-way ANOVA effect size: eta² = SS_between / SS_total of `values` grouped by key.

@@ -106,7 +106,7 @@ impl Embedder {
 
     /// Token counts of documents as this model's tokenizer sees them (the document
     /// prefix added, special tokens included) before any cut: a chunk's length for
-    /// this model (SPEC §1).
+    /// this model, which decides what the corpus variants summarise.
     pub fn count_document_tokens(&self, texts: &[String]) -> Result<Vec<usize>> {
         let (tx, rx) = mpsc::channel();
         let texts = texts

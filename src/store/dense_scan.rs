@@ -80,14 +80,14 @@ impl Panels {
     }
 
     /// The `k` best rows by (score, then `key` of the row), best first, with scores.
-    pub fn top_k<'a, K: Ord + ?Sized>(
+    pub fn top_k<'a, K>(
         &self,
         query: &[f32],
         k: usize,
         key: impl Fn(usize) -> &'a K,
     ) -> Vec<(f32, usize)>
     where
-        K: 'a,
+        K: Ord + ?Sized + 'a,
     {
         if k == 0 {
             return Vec::new();

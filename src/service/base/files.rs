@@ -113,7 +113,7 @@ pub fn create_temporary(dir: &Path, name: &str) -> Result<(std::fs::File, PathBu
             Err(e) => return Err(e).with_context(|| format!("cannot create {}", tmp.display())),
         }
     }
-    Err(last.map_or_else(|| std::io::Error::other("no name"), |e| e))
+    Err(last.unwrap_or_else(|| std::io::Error::other("no name")))
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))
 }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::abstention::{SweepRow, best, grid, sweep};
 use crate::core::fusion::alpha_grid;
-use crate::core::metrics::{MeanMetrics, Qrel};
+use crate::core::metrics::{MeanMetrics, MeanSum, Qrel};
 use crate::core::per_query::per_query;
 use crate::core::question::{EvalConfig, FailedQuestion, MissingTargets, Question};
 use crate::core::retrieval::{
@@ -601,39 +601,6 @@ fn rank_block(r: &Retriever, block: &[Question], depth: usize) -> Result<Vec<Que
     Ok(lists)
 }
 
-/// [`crate::core::metrics::mean_metrics`] as a running sum, so that a sweep point
-/// keeps no per-query metrics: the same additions in the same (query) order, then the
-/// same divisions, so the same means bit for bit.
-#[derive(Debug, Clone, Copy, Default)]
-struct MeanSum(MeanMetrics);
-
-impl MeanSum {
-    fn add(&mut self, q: &crate::core::metrics::QueryMetrics) {
-        let m = &mut self.0;
-        m.queries += 1;
-        m.p1 += q.p1;
-        m.recall5 += q.recall5;
-        m.recall10 += q.recall10;
-        m.mrr += q.rr;
-        m.ndcg10 += q.ndcg10;
-        m.map += q.ap;
-    }
-
-    fn mean(self) -> MeanMetrics {
-        let mut m = self.0;
-        if m.queries > 0 {
-            let n = m.queries as f64;
-            m.p1 /= n;
-            m.recall5 /= n;
-            m.recall10 /= n;
-            m.mrr /= n;
-            m.ndcg10 /= n;
-            m.map /= n;
-        }
-        m
-    }
-}
-
 /// Each fused method's mean metrics at every alpha of the grid, re-fused from the
 /// spilled lists.
 fn sweep_phase(
@@ -1047,11 +1014,11 @@ mod spill {
 
     use anyhow::{Context as _, Result, bail};
 
-    use super::super::per_query::{Format, csv, format_of, jsonl};
     use crate::core::chunk::Chunk;
     use crate::core::fusion::Scored;
     use crate::core::per_query::PerQueryTable;
     use crate::core::retrieval::{QueryLists, RunConfig};
+    use crate::service::evaluate::per_query::{Format, csv, format_of, jsonl};
 
     /// Chunk ids as numbers: a corpus chunk by its position, any other id (lists
     /// merged from shards) numbered after them as it is met.
@@ -1424,32 +1391,6 @@ pub async fn abstention_sweep(
 mod tests {
     use super::*;
     use crate::core::fusion::Scored;
-    use crate::core::metrics::{QueryMetrics, mean_metrics};
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The running sum gives `mean_metrics`'s means bit for bit.
-        #[test]
-        fn mean_sum_is_mean_metrics(values in prop::collection::vec(
-            (0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0), 0..200)) {
-            let per_query: Vec<QueryMetrics> = values
-                .iter()
-                .map(|&(p1, recall5, recall10, rr, ndcg10, ap)| QueryMetrics {
-                    p1, recall5, recall10, rr, ndcg10, ap, first_relevant_rank: None,
-                })
-                .collect();
-            let mut sum = MeanSum::default();
-            for q in &per_query {
-                sum.add(q);
-            }
-            let (a, b) = (sum.mean(), mean_metrics(per_query.iter()));
-            prop_assert_eq!(a.queries, b.queries);
-            for (x, y) in [(a.p1, b.p1), (a.recall5, b.recall5), (a.recall10, b.recall10),
-                (a.mrr, b.mrr), (a.ndcg10, b.ndcg10), (a.map, b.map)] {
-                prop_assert_eq!(x.to_bits(), y.to_bits());
-            }
-        }
-    }
 
     /// Lists read back from the spill are the lists written: ids (corpus chunks and
     /// others), scores bit for bit, and the order of queries, across blocks.

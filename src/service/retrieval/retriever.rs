@@ -45,7 +45,8 @@ pub struct IndexSummary {
     pub chunks_per_second: f64,
 }
 
-/// The retrieval state of one corpus variant (SPEC §1). `chunks` are always the full
+/// The retrieval state of one corpus variant (C_F full chunks, C_S summaries, C_R
+/// summaries of the chunks over the embedder's window only). `chunks` are always the full
 /// chunks (what browsing and prompts show); the indexes hold the variant's text of each
 /// chunk under the same id, so a ranking of C_S still hands generation the full chunk.
 pub struct Retriever {

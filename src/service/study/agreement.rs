@@ -9,7 +9,7 @@ use super::steps::Agreement;
 use crate::core::agreement::{AgreementReport, Estimate};
 use crate::core::blinding::LabelVersion;
 
-/// The paper's Table 6 values (seed 000, 100 items): (pair index, kappa, macro-F1)
+/// The source paper's Table 6 values (100 items): (pair index, kappa, macro-F1)
 /// of the Overall row; the paper gives no per-criterion values.
 pub const PAPER_OVERALL: [(&str, &str); 3] = [
     ("0.56 [0.48, 0.64]", "0.78 [0.74, 0.82]"),

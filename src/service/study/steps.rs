@@ -458,7 +458,7 @@ pub struct AgreementRequest {
     /// The pair whose disagreements are listed.
     pub pair: RaterPair,
     /// A reviewer sees per-item detail and statistics only over items revealed to
-    /// them (SPEC §6); the lead sees everything.
+    /// them and submitted by them; the lead sees everything.
     pub viewer: Viewer,
     pub version: LabelVersion,
     /// The judge model file whose judgements are compared (default: all, the

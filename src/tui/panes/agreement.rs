@@ -4,7 +4,7 @@
 //! of the selected pair and criterion, and the items on which that pair disagrees.
 //! The bootstrap runs as a background job (`r` recomputes; another process's commits
 //! recompute it by themselves). A reviewer sees statistics and per-item detail only
-//! over items revealed to them (SPEC §6), no one without a reviewer name (typing it
+//! over items revealed to them, no one without a reviewer name (typing it
 //! in the Annotate pane recomputes the pane); the lead (`--role lead`) sees everything and
 //! adjudicates disagreements: `enter` on one, its label key, a rationale, `enter`.
 //! Also: judge within human noise (paired bootstrap Δκ with its CI), the judge against

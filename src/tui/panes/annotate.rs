@@ -1,5 +1,5 @@
 //! Annotate pane: one reviewer labels items on any rubric, blind to the other reviewer
-//! and to the judge until both reviewers of the item have submitted it (SPEC §6; then
+//! and to the judge until both reviewers of the item have submitted it (then
 //! `r` shows their labels and notes, disagreements highlighted). Single keys: `1`-`9`
 //! pick a criterion, each label's key from the rubric labels it (and moves to the next
 //! criterion), `n`/`N` note on the criterion, `]`/`[` next/previous item, `u` first

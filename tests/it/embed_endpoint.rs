@@ -67,15 +67,9 @@ fn endpoint_vectors_agree_with_the_in_process_embedder() {
     local.threads = 1;
     let mut remote = local.clone();
     remote.endpoint = Some(EndpointSpec {
-        basic_auth: None,
-        request_timeout: Duration::from_secs(600),
-        url: server.url(),
-        model: None,
-        api_key: None,
-        max_concurrent: 1,
         idle_timeout: Duration::from_secs(60),
         context_tokens: 512,
-        standard_sampling: false,
+        ..EndpointSpec::new(server.url())
     });
     let local = Embedder::spawn(&local).expect("local embedder");
     let remote = Embedder::spawn(&remote).expect("endpoint embedder");
@@ -207,15 +201,9 @@ fn a_pause_longer_than_the_servers_keep_alive_loses_no_request() {
     let mut cfg = EmbedConfig::new(common::model(DEFAULT_EMBED_MODEL));
     cfg.threads = 1;
     cfg.endpoint = Some(EndpointSpec {
-        basic_auth: None,
-        request_timeout: Duration::from_secs(600),
-        url: server.url(),
-        model: None,
-        api_key: None,
-        max_concurrent: 1,
         idle_timeout: Duration::from_secs(60),
         context_tokens: 512,
-        standard_sampling: false,
+        ..EndpointSpec::new(server.url())
     });
     let remote = Embedder::spawn(&cfg).expect("endpoint embedder");
     let text = "Wash your hands with soap and water for at least 20 seconds.";

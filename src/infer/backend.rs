@@ -46,8 +46,31 @@ pub fn load_model(path: &Path, n_gpu_layers: u32) -> Result<LlamaModel> {
     })
 }
 
-/// Threads to use by default: every core for batch work.
-pub fn all_cores() -> i32 {
+/// Threads llama.cpp uses for batch work: `RAGLAB_THREADS` when it is a positive
+/// number, else every core. ggml's workers spin at each barrier, so on a machine whose
+/// cores are busy with other work two threads can be far slower than one (each barrier
+/// waits for a thread that has no core); the variable lets such a machine (a shared CI
+/// runner, a test suite running tests side by side) ask for fewer.
+pub fn default_threads() -> i32 {
+    threads_setting().unwrap_or_else(cores)
+}
+
+/// Threads for llama.cpp inside the TUI: `RAGLAB_THREADS` when set, else every core
+/// but one, which stays free for the UI.
+pub fn tui_threads() -> i32 {
+    threads_setting().unwrap_or_else(|| (cores() - 1).max(1))
+}
+
+fn threads_setting() -> Option<i32> {
+    parse_threads(std::env::var("RAGLAB_THREADS").ok().as_deref())
+}
+
+fn parse_threads(var: Option<&str>) -> Option<i32> {
+    var.and_then(|v| v.trim().parse::<i32>().ok())
+        .filter(|n| *n > 0)
+}
+
+fn cores() -> i32 {
     std::thread::available_parallelism().map_or(1, |n| i32::try_from(n.get()).unwrap_or(1))
 }
 
@@ -56,4 +79,19 @@ pub fn model_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().trim_end_matches(".gguf").to_string())
         .unwrap_or_else(|| path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_threads;
+
+    #[test]
+    fn threads_come_from_the_variable_only_when_it_is_a_positive_number() {
+        assert_eq!(parse_threads(None), None);
+        assert_eq!(parse_threads(Some("1")), Some(1));
+        assert_eq!(parse_threads(Some(" 3 ")), Some(3));
+        for bad in ["0", "-2", "two", ""] {
+            assert_eq!(parse_threads(Some(bad)), None, "{bad:?}");
+        }
+    }
 }

@@ -41,7 +41,7 @@ impl EmbedConfig {
             query_prefix: String::new(),
             document_prefix: String::new(),
             max_tokens: 256,
-            threads: super::backend::all_cores(),
+            threads: super::backend::default_threads(),
             n_gpu_layers: 0,
             endpoint: None,
         }
@@ -134,11 +134,6 @@ fn worker(
     rx: &mpsc::Receiver<Request>,
     ready: &mpsc::Sender<Result<EmbedInfo>>,
 ) {
-    let name = model_name(&cfg.model);
-    let fail = |reason: String| InferError::Inference {
-        model: name.clone(),
-        reason,
-    };
     let model = match load_model(&cfg.model, cfg.n_gpu_layers) {
         Ok(m) => m,
         Err(e) => {
@@ -146,6 +141,57 @@ fn worker(
             return;
         }
     };
+    let (mut ctx, info) = match open_context(&model, cfg) {
+        Ok(opened) => opened,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let (name, max_tokens) = (info.name.clone(), info.max_tokens);
+    if ready.send(Ok(info)).is_err() {
+        return;
+    }
+    let mut batch = LlamaBatch::new(max_tokens, 1);
+    for req in rx {
+        match req {
+            Request::Tokens(text, reply) => {
+                let toks = tokenize_capped(&model, &text, max_tokens);
+                let _ = reply.send(toks.iter().map(|t| t.0).collect());
+            }
+            Request::Count(texts, reply) => {
+                let counts = texts
+                    .iter()
+                    .map(|t| model.vocab().tokenize(t.as_bytes(), true, false).len())
+                    .collect();
+                let _ = reply.send(Ok(counts));
+            }
+            Request::Embed(texts, reply) => {
+                let out = texts
+                    .iter()
+                    .map(|text| {
+                        let toks = tokenize_capped(&model, text, max_tokens);
+                        embed_one(&mut ctx, &mut batch, &toks).map_err(|reason| {
+                            InferError::Inference {
+                                model: name.clone(),
+                                reason,
+                            }
+                        })
+                    })
+                    .collect();
+                let _ = reply.send(out);
+            }
+        }
+    }
+}
+
+/// The embedding context of a loaded model (its window capped at `max_tokens` and
+/// the model's training length) and what the handle reports about it.
+fn open_context<'m>(
+    model: &'m llama_cpp_2::model::LlamaModel,
+    cfg: &EmbedConfig,
+) -> Result<(llama_cpp_2::context::LlamaContext<'m>, EmbedInfo)> {
+    let name = model_name(&cfg.model);
     let train_ctx = usize::try_from(model.n_ctx_train()).unwrap_or(512).max(8);
     let max_tokens = cfg.max_tokens.clamp(8, train_ctx);
     let n = u32::try_from(max_tokens).unwrap_or(512);
@@ -156,96 +202,60 @@ fn worker(
         .with_n_ubatch(n)
         .with_n_threads(cfg.threads)
         .with_n_threads_batch(cfg.threads);
-    let backend = match super::backend::backend() {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = ready.send(Err(e));
-            return;
-        }
-    };
-    let mut ctx = match model.new_context(backend, params) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = ready.send(Err(fail(format!(
-                "cannot create an embedding context: {e}"
-            ))));
-            return;
-        }
-    };
-    let dim = usize::try_from(model.n_embd()).unwrap_or(0);
-    let placement = match super::device::placement(&model, cfg.n_gpu_layers) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = ready.send(Err(e));
-            return;
-        }
-    };
+    let ctx = model
+        .new_context(super::backend::backend()?, params)
+        .map_err(|e| InferError::Inference {
+            model: name.clone(),
+            reason: format!("cannot create an embedding context: {e}"),
+        })?;
     let info = EmbedInfo {
-        name: name.clone(),
-        dim,
+        name,
+        dim: usize::try_from(model.n_embd()).unwrap_or(0),
         max_tokens,
-        placement,
+        placement: super::device::placement(model, cfg.n_gpu_layers)?,
     };
-    if ready.send(Ok(info)).is_err() {
-        return;
-    }
-    let whole = |text: &str| model.vocab().tokenize(text.as_bytes(), true, false);
-    let tokenize = |text: &str| -> Vec<llama_cpp_2::token::LlamaToken> {
-        let mut toks = whole(text);
-        if toks.len() > max_tokens {
-            // Keep the closing special token (e.g. [SEP]) when the model adds one.
-            let last = *toks.last().unwrap_or(&toks[0]);
-            let ends_special = model.vocab().is_control(last) || last == model.vocab().sep();
-            toks.truncate(max_tokens);
-            if ends_special {
-                toks[max_tokens - 1] = last;
-            }
-        }
-        toks
-    };
-    let mut batch = LlamaBatch::new(max_tokens, 1);
-    for req in rx {
-        match req {
-            Request::Tokens(text, reply) => {
-                let _ = reply.send(tokenize(&text).iter().map(|t| t.0).collect());
-            }
-            Request::Count(texts, reply) => {
-                let _ = reply.send(Ok(texts.iter().map(|t| whole(t).len()).collect()));
-            }
-            Request::Embed(texts, reply) => {
-                let mut out = Vec::with_capacity(texts.len());
-                let mut error = None;
-                for text in &texts {
-                    let toks = tokenize(text);
-                    if toks.is_empty() {
-                        error = Some(fail("empty input after tokenization".into()));
-                        break;
-                    }
-                    batch.clear();
-                    for (i, t) in toks.iter().enumerate() {
-                        let pos = i32::try_from(i).unwrap_or(i32::MAX);
-                        if let Err(e) = batch.add(*t, pos, &[0], true) {
-                            error = Some(fail(e.to_string()));
-                            break;
-                        }
-                    }
-                    ctx.clear_kv_cache();
-                    if let Err(e) = ctx.encode(&mut batch) {
-                        error = Some(fail(format!("encode failed: {e}")));
-                        break;
-                    }
-                    match ctx.embeddings_seq_ith(0) {
-                        Ok(v) => out.push(normalise(v)),
-                        Err(e) => {
-                            error = Some(fail(format!("no pooled embedding: {e}")));
-                            break;
-                        }
-                    }
-                }
-                let _ = reply.send(error.map_or(Ok(out), Err));
-            }
+    Ok((ctx, info))
+}
+
+/// The text's tokens, cut to `max_tokens`; a closing special token (e.g. `[SEP]`)
+/// that the model adds is kept as the last one.
+fn tokenize_capped(
+    model: &llama_cpp_2::model::LlamaModel,
+    text: &str,
+    max_tokens: usize,
+) -> Vec<llama_cpp_2::token::LlamaToken> {
+    let mut toks = model.vocab().tokenize(text.as_bytes(), true, false);
+    if toks.len() > max_tokens {
+        let last = *toks.last().unwrap_or(&toks[0]);
+        let ends_special = model.vocab().is_control(last) || last == model.vocab().sep();
+        toks.truncate(max_tokens);
+        if ends_special {
+            toks[max_tokens - 1] = last;
         }
     }
+    toks
+}
+
+/// One sequence encoded alone, its pooled embedding L2-normalised.
+fn embed_one(
+    ctx: &mut llama_cpp_2::context::LlamaContext<'_>,
+    batch: &mut LlamaBatch,
+    toks: &[llama_cpp_2::token::LlamaToken],
+) -> std::result::Result<Vec<f32>, String> {
+    if toks.is_empty() {
+        return Err("empty input after tokenization".into());
+    }
+    batch.clear();
+    for (i, t) in toks.iter().enumerate() {
+        let pos = i32::try_from(i).unwrap_or(i32::MAX);
+        batch.add(*t, pos, &[0], true).map_err(|e| e.to_string())?;
+    }
+    ctx.clear_kv_cache();
+    ctx.encode(batch)
+        .map_err(|e| format!("encode failed: {e}"))?;
+    ctx.embeddings_seq_ith(0)
+        .map(normalise)
+        .map_err(|e| format!("no pooled embedding: {e}"))
 }
 
 /// Default location check used by commands: a clear error before spawning.

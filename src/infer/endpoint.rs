@@ -256,17 +256,7 @@ impl Endpoint {
                     .get(format!("{}/models", url.trim_end_matches('/'))),
             )
             .timeout(self.spec.request_timeout);
-        let idle = self.spec.idle_timeout;
-        let resp = tokio::time::timeout(idle, req.send())
-            .await
-            .map_err(|_| EndpointError::Timeout {
-                url: url.clone(),
-                secs: idle.as_secs(),
-            })?
-            .map_err(|e| EndpointError::Connect {
-                url: url.clone(),
-                reason: error_chain(&e),
-            })?;
+        let resp = self.send(req).await?;
         let status = resp.status();
         let body = read_body(resp, &self.spec).await?;
         if !status.is_success() {
@@ -288,6 +278,21 @@ impl Endpoint {
             .collect())
     }
 
+    /// Send a request; its reply's head must come within the idle timeout.
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, EndpointError> {
+        let idle = self.spec.idle_timeout;
+        tokio::time::timeout(idle, req.send())
+            .await
+            .map_err(|_| EndpointError::Timeout {
+                url: self.spec.url.clone(),
+                secs: idle.as_secs(),
+            })?
+            .map_err(|e| EndpointError::Connect {
+                url: self.spec.url.clone(),
+                reason: error_chain(&e),
+            })
+    }
+
     /// Stream one chat completion; `on_token` gets each piece of text as it arrives.
     /// Setting `stop` ends the stream (the server stops when the connection closes)
     /// and returns the partial answer marked stopped.
@@ -299,25 +304,29 @@ impl Endpoint {
         stop: &AtomicBool,
         on_token: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ChatReply, EndpointError> {
-        let url = self.spec.url.clone();
         let started = Instant::now();
+        let deadline = tokio::time::Instant::from_std(started + self.spec.request_timeout);
+        let resp = self.open_stream(messages, sampling, constraint).await?;
+        let streamed = self
+            .read_stream(resp, sampling, deadline, stop, on_token)
+            .await?;
+        Ok(streamed.reply(started))
+    }
+
+    /// Send the request and check the reply's head: a success status, and an event
+    /// stream.
+    async fn open_stream(
+        &self,
+        messages: &[ChatMessage],
+        sampling: &Sampling,
+        constraint: Option<&Constraint>,
+    ) -> Result<reqwest::Response, EndpointError> {
+        let url = self.spec.url.clone();
         let req = self
             .spec
             .authorise(self.client.post(self.chat_url()))
             .json(&self.body(messages, sampling, constraint));
-        let deadline = tokio::time::Instant::from_std(started + self.spec.request_timeout);
-        let idle = self.spec.idle_timeout;
-        let timeout = || EndpointError::Timeout {
-            url: url.clone(),
-            secs: idle.as_secs(),
-        };
-        let resp = tokio::time::timeout(idle, req.send())
-            .await
-            .map_err(|_| timeout())?
-            .map_err(|e| EndpointError::Connect {
-                url: url.clone(),
-                reason: error_chain(&e),
-            })?;
+        let resp = self.send(req).await?;
         let status = resp.status();
         if !status.is_success() {
             let body = read_body(resp, &self.spec).await.unwrap_or_default();
@@ -341,14 +350,27 @@ impl Endpoint {
                 reason: format!("the server answered {kind}, not an event stream"),
             });
         }
-        let mut resp = resp;
-        let mut sse = Sse::default();
+        Ok(resp)
+    }
+
+    /// Read the event stream to its end, the stop flag, the idle timeout or the
+    /// request's deadline, whichever comes first; a stream over the caps (an event
+    /// over [`MAX_EVENT_BYTES`], more pieces than `max_tokens` allows) is refused.
+    async fn read_stream(
+        &self,
+        mut resp: reqwest::Response,
+        sampling: &Sampling,
+        deadline: tokio::time::Instant,
+        stop: &AtomicBool,
+        on_token: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Streamed, EndpointError> {
+        let url = self.spec.url.clone();
+        let idle = self.spec.idle_timeout;
+        let mut out = Streamed::default();
         let most_pieces = max_pieces(sampling.max_tokens);
-        let mut first: Option<Instant> = None;
-        let mut stopped = false;
-        while !sse.done {
+        while !out.sse.done {
             if stop.load(Ordering::Relaxed) {
-                stopped = true;
+                out.stopped = true;
                 break;
             }
             let wait = deadline.min(tokio::time::Instant::now() + idle);
@@ -358,7 +380,10 @@ impl Endpoint {
                     if tokio::time::Instant::now() >= deadline {
                         past_deadline(&self.spec)
                     } else {
-                        timeout()
+                        EndpointError::Timeout {
+                            url: url.clone(),
+                            secs: idle.as_secs(),
+                        }
                     }
                 })?
                 .map_err(|e| EndpointError::Broken {
@@ -366,6 +391,7 @@ impl Endpoint {
                     reason: error_chain(&e),
                 })?;
             let Some(bytes) = chunk else { break };
+            let sse = &mut out.sse;
             let pieces = sse.feed(&bytes).map_err(|reason| {
                 if sse.buf.len() > MAX_EVENT_BYTES {
                     EndpointError::Misbehaved {
@@ -380,10 +406,10 @@ impl Endpoint {
                 }
             })?;
             for piece in pieces {
-                first.get_or_insert_with(Instant::now);
+                out.first.get_or_insert_with(Instant::now);
                 on_token(&piece);
             }
-            if sse.deltas > most_pieces {
+            if out.sse.deltas > most_pieces {
                 return Err(EndpointError::Misbehaved {
                     url,
                     reason: format!(
@@ -394,12 +420,33 @@ impl Endpoint {
                 });
             }
         }
-        if !stopped && !sse.finished() {
+        if !out.stopped && !out.sse.finished() {
             return Err(EndpointError::Broken {
                 url,
                 reason: "the connection closed before the answer was finished".into(),
             });
         }
+        Ok(out)
+    }
+}
+
+/// What a read stream held: its events, when its first piece came, whether it was
+/// stopped.
+#[derive(Default)]
+struct Streamed {
+    sse: Sse,
+    first: Option<Instant>,
+    stopped: bool,
+}
+
+impl Streamed {
+    /// The reply with its timings, measured from `started` (the request's start).
+    fn reply(self, started: Instant) -> ChatReply {
+        let Self {
+            sse,
+            first,
+            stopped,
+        } = self;
         let end = Instant::now();
         let first = first.unwrap_or(end);
         let n_out = sse.completion_tokens.unwrap_or(sse.deltas);
@@ -420,12 +467,12 @@ impl Endpoint {
             llama_prompt_tokens_per_s: sse.prompt_per_s.unwrap_or(0.0),
             llama_gen_tokens_per_s: sse.gen_per_s.unwrap_or(0.0),
         };
-        Ok(ChatReply {
+        ChatReply {
             text: sse.text,
             served_model: sse.model.unwrap_or_default(),
             finish_reason: sse.finish_reason,
             stats,
-        })
+        }
     }
 }
 

@@ -51,7 +51,7 @@ impl GenConfig {
     pub fn new(model: impl Into<PathBuf>) -> Self {
         Self {
             model: model.into(),
-            threads: super::backend::all_cores(),
+            threads: super::backend::default_threads(),
             n_gpu_layers: 0,
             max_context: 16_384,
             reuse_prefix: true,

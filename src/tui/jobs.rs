@@ -272,14 +272,12 @@ impl Jobs {
             Effect::Judge { answer_id } => self.judge(app, answer_id),
             Effect::LoadEvaluation => {
                 let task = self.load_evaluation();
-                self.loads.retain(|t| !t.is_finished());
-                self.loads.push(task);
+                self.track(task);
             }
             Effect::Replay(job) => self.replay(app, job),
             Effect::LoadEvalset => {
                 let task = self.load_evalset();
-                self.loads.retain(|t| !t.is_finished());
-                self.loads.push(task);
+                self.track(task);
             }
             Effect::DecideCandidate {
                 candidate_id,
@@ -307,8 +305,7 @@ impl Jobs {
                     .map_err(|e| format!("NOT saved: {e:#}"));
                     let _ = tx.send(Msg::Decided(r));
                 });
-                self.loads.retain(|t| !t.is_finished());
-                self.loads.push(task);
+                self.track(task);
             }
         }
     }
@@ -372,8 +369,7 @@ impl Jobs {
                 .map_err(|e| format!("not sent to annotation: {e:#}"));
             let _ = tx.send(Msg::ItemAdded(result));
         });
-        self.loads.retain(|t| !t.is_finished());
-        self.loads.push(task);
+        self.track(task);
     }
 
     /// Judge a stored answer live: the judge's tokens stream into the Generate pane,
@@ -428,8 +424,7 @@ impl Jobs {
             let result = committed.await.map_err(|e| format!("{e:#}"));
             let _ = tx.send(Msg::Judged { ticket, result });
         });
-        self.loads.retain(|t| !t.is_finished());
-        self.loads.push(task);
+        self.track(task);
     }
 
     fn search(&mut self, app: &mut App, ticket: u64, text: String) {
@@ -488,56 +483,7 @@ impl Jobs {
         // late messages carry an old ticket and are dropped by the pane).
         tokio::spawn(async move {
             let ticket = job.ticket;
-            let (prompt_tx, token_tx, live_ctx) = (tx.clone(), tx.clone(), Arc::clone(&ctx));
-            let on_start = move |prompt, backend| {
-                let _ = prompt_tx.send(Msg::GenPrompt {
-                    ticket,
-                    prompt,
-                    backend,
-                });
-            };
-            let on_token = move |piece: &str| {
-                let _ = token_tx.send(Msg::GenToken {
-                    ticket,
-                    piece: piece.to_string(),
-                });
-            };
-            let generated = if live_on_endpoints(&ctx) {
-                let stop = Arc::clone(&job.stop);
-                answer_live_endpoint(&ctx, r, &job.question, &config, stop, on_start, on_token)
-                    .await
-                    .map_err(|e| format!("{e:#}"))
-            } else {
-                tokio::task::spawn_blocking(move || {
-                    let stop = Arc::clone(&job.stop);
-                    answer_live(
-                        &live_ctx,
-                        &slot,
-                        &r,
-                        &job.question,
-                        &config,
-                        stop,
-                        on_start,
-                        on_token,
-                    )
-                    .map_err(|e| format!("{e:#}"))
-                })
-                .await
-                .unwrap_or_else(|e| Err(format!("the generation stopped: {e}")))
-            };
-            let result = match generated {
-                Ok(mut rec) => {
-                    // Every TUI generation is its own answer: the same question and seed
-                    // twice (g, then g again) must not store two answers under one id.
-                    rec.answer_id =
-                        format!("{}@{:x}", rec.answer_id, crate::service::study::now_nanos());
-                    save_answer(&ctx, &rec)
-                        .await
-                        .map(|()| rec)
-                        .map_err(|e| format!("answer not saved: {e:#}"))
-                }
-                Err(e) => Err(e),
-            };
+            let result = generate_and_save(ctx, slot, r, job, config, tx.clone()).await;
             let _ = tx.send(Msg::GenDone {
                 ticket,
                 result: result.map(Box::new),
@@ -583,8 +529,7 @@ impl Jobs {
             };
             let _ = tx.send(Msg::Saved(results));
         });
-        self.loads.retain(|t| !t.is_finished());
-        self.loads.push(task);
+        self.track(task);
     }
 
     /// A name was typed: every view drawn for no one is drawn again for the viewer
@@ -595,12 +540,11 @@ impl Jobs {
         if app.agreement.lead {
             app.agreement.lead_name.clone_from(&app.annotate.reviewer);
         }
-        sync_blind(app);
+        app.sync_blind();
         self.refresh_agreement(app);
         app.evaluation.loading = true;
         let task = self.load_evaluation();
-        self.loads.retain(|t| !t.is_finished());
-        self.loads.push(task);
+        self.track(task);
     }
 
     /// Recompute the agreement. A newer request does not abort an older one (it reads
@@ -626,19 +570,19 @@ impl Jobs {
             let _ = tx.send(Msg::Agreement { ticket, result });
         });
         // Quitting waits for it like for the start-up reads (see `settle`).
-        self.loads.retain(|t| !t.is_finished());
-        self.loads.push(task);
+        self.track(task);
     }
 
     /// Apply a finished job's message to the app.
     pub fn apply(&mut self, app: &mut App, msg: Msg) {
         match msg {
-            Msg::Retriever(Ok((r, dense_off))) => {
-                app.query.status = None;
-                app.query.set_dense_off(dense_off);
-                self.retriever = Some(r);
+            Msg::Retriever(r) => {
+                let dense_off = r.map(|(retriever, dense_off)| {
+                    self.retriever = Some(retriever);
+                    dense_off
+                });
+                app.query.on_retriever(dense_off);
             }
-            Msg::Retriever(Err(e)) => app.query.status = Some(e),
             Msg::Search { ticket, result } => app.query.on_result(ticket, result.map(|b| *b)),
             Msg::GenPrompt {
                 ticket,
@@ -650,20 +594,15 @@ impl Jobs {
                 let result = result.map(|b| *b);
                 if let Ok(a) = &result {
                     self.answers.push(a.clone());
-                    app.query.stored.push(a.clone());
                 }
-                app.generate.on_done(ticket, result);
+                app.on_answer_done(ticket, result);
             }
             Msg::Annotation(Ok(study)) => {
-                let pairs = crate::service::study::pairs_of(&study.assignments);
-                app.annotate.load(study.items, study.labels, pairs);
-                app.query
-                    .set_stored(study.answers.clone(), study.judgements);
-                sync_blind(app);
-                self.answers = study.answers;
-                app.generate.stored = Some(self.answers.len());
+                self.answers.clone_from(&study.answers);
+                app.on_study_loaded(study);
                 self.refresh_agreement(app);
             }
+            Msg::Annotation(Err(e)) => app.on_study_error(e),
             Msg::StudyChanged(fp) => {
                 self.polling = false;
                 // The first check also reloads: a commit between the start-up read
@@ -671,8 +610,7 @@ impl Jobs {
                 if self.study_seen.as_ref() != Some(&fp) {
                     self.study_seen = Some(fp);
                     let task = self.load_annotation();
-                    self.loads.retain(|t| !t.is_finished());
-                    self.loads.push(task);
+                    self.track(task);
                 }
             }
             Msg::Evaluation(o, fp) => {
@@ -686,8 +624,7 @@ impl Jobs {
                     self.eval_seen = Some(fp);
                     app.evaluation.loading = true;
                     let task = self.load_evaluation();
-                    self.loads.retain(|t| !t.is_finished());
-                    self.loads.push(task);
+                    self.track(task);
                 }
             }
             Msg::Evalset(r) => app.evalset.on_loaded(r),
@@ -697,64 +634,80 @@ impl Jobs {
                 }
             }
             Msg::ReplayDone { ticket, stopped } => app.generate.on_replay_done(ticket, stopped),
-            Msg::Exported(r) => {
-                app.agreement.status = Some(r.unwrap_or_else(|e| e));
-            }
-            Msg::Judged { ticket, result } => {
-                let result = result.map(|b| *b);
-                if let Ok(j) = &result {
-                    // Shown in the answers panel now; the study's poll reloads it too.
-                    let mut judgements = app.query.judgements.clone();
-                    judgements.push(j.clone());
-                    let answers = std::mem::take(&mut app.query.stored);
-                    app.query.set_stored(answers, judgements);
-                }
-                app.generate.on_judged(ticket, result);
-                // The labels in the status bar too (the live line may cut them).
-                app.message.clone_from(&app.generate.status);
-            }
-            Msg::ItemAdded(r) => {
-                let said: String = match r {
-                    Ok(true) => {
-                        "sent to annotation: an item of set `tui` (Annotate pane, 4)".into()
-                    }
-                    Ok(false) => "already an annotation item".into(),
-                    Err(e) => e,
-                };
-                // Sent from the Generate pane or the Query pane's answers panel.
-                app.generate.status = Some(said.clone());
-                app.message = Some(said);
-            }
-            Msg::Annotation(Err(e)) => {
-                tracing::error!("{e}");
-                app.annotate.status = Some(e.clone());
-                app.agreement.status = Some(e);
-            }
+            Msg::Exported(r) => app.agreement.on_exported(r),
+            Msg::Judged { ticket, result } => app.on_judged(ticket, result.map(|b| *b)),
+            Msg::ItemAdded(r) => app.on_item_added(r),
             Msg::Saved(results) => {
-                for (ticket, result) in results {
-                    app.annotate.on_saved(ticket, result);
-                }
-                // A label may have revealed an item (and its judge labels).
-                sync_blind(app);
+                app.on_labels_saved(results);
                 self.label_saving = false;
                 self.flush_labels(app);
             }
             Msg::Agreement { ticket, result } => {
-                if ticket != app.agreement.ticket {
-                    return; // superseded by a newer request
-                }
-                app.agreement.computing = false;
-                match result {
-                    Ok(a) => app.agreement.on_result(*a),
-                    Err(e) => app.agreement.on_error(e),
-                }
+                app.agreement.on_agreement(ticket, result.map(|b| *b));
             }
         }
     }
+
+    /// Keep a load task (dropping the finished ones): loads read lance datasets and
+    /// are never aborted, only outlived.
+    fn track(&mut self, task: tokio::task::JoinHandle<()>) {
+        self.loads.retain(|t| !t.is_finished());
+        self.loads.push(task);
+    }
 }
 
-/// The Query pane's answers whose judge labels the viewer may not see, from the
-/// study as the Annotate pane holds it.
-fn sync_blind(app: &mut App) {
-    app.query.answers.blind = app.annotate.blind_answers();
+/// One live answer: generated on the endpoints when the config names them, else in
+/// process on a blocking thread, its prompt and tokens sent as they come, then saved.
+async fn generate_and_save(
+    ctx: Arc<Context>,
+    slot: GeneratorSlot,
+    r: Arc<Retriever>,
+    job: GenJob,
+    config: RunConfig,
+    tx: UnboundedSender<Msg>,
+) -> Result<AnswerRecord, String> {
+    let ticket = job.ticket;
+    let (prompt_tx, token_tx, live_ctx) = (tx.clone(), tx, Arc::clone(&ctx));
+    let on_start = move |prompt, backend| {
+        let _ = prompt_tx.send(Msg::GenPrompt {
+            ticket,
+            prompt,
+            backend,
+        });
+    };
+    let on_token = move |piece: &str| {
+        let _ = token_tx.send(Msg::GenToken {
+            ticket,
+            piece: piece.to_string(),
+        });
+    };
+    let stop = Arc::clone(&job.stop);
+    let mut rec = if live_on_endpoints(&ctx) {
+        answer_live_endpoint(&ctx, r, &job.question, &config, stop, on_start, on_token)
+            .await
+            .map_err(|e| format!("{e:#}"))?
+    } else {
+        tokio::task::spawn_blocking(move || {
+            answer_live(
+                &live_ctx,
+                &slot,
+                &r,
+                &job.question,
+                &config,
+                stop,
+                on_start,
+                on_token,
+            )
+            .map_err(|e| format!("{e:#}"))
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("the generation stopped: {e}")))?
+    };
+    // Every TUI generation is its own answer: the same question and seed twice (g,
+    // then g again) must not store two answers under one id.
+    rec.answer_id = format!("{}@{:x}", rec.answer_id, crate::service::study::now_nanos());
+    save_answer(&ctx, &rec)
+        .await
+        .map(|()| rec)
+        .map_err(|e| format!("answer not saved: {e:#}"))
 }

@@ -15,6 +15,7 @@ pub mod keymap;
 pub mod layout;
 pub mod panes;
 pub mod replay;
+mod results;
 pub mod text_view;
 pub mod theme;
 pub mod ui;
@@ -192,6 +193,68 @@ fn log_frame_times(frame_times: &[f64]) {
     }
 }
 
+/// The drawing side of the event loop: frames at most every [`FRAME`], only when
+/// something changed, with the first frame's time logged and frame times kept while
+/// an answer streams.
+struct Frames {
+    dirty: bool,
+    last_draw: Instant,
+    first_drawn: bool,
+    streaming_ms: Vec<f64>,
+}
+
+impl Frames {
+    fn new() -> Self {
+        Self {
+            dirty: true,
+            last_draw: Instant::now() - FRAME,
+            first_drawn: false,
+            streaming_ms: Vec::new(),
+        }
+    }
+
+    /// Draw when due. `Ok(true)`: the first frame was drawn and `exit_after_first` asks
+    /// to stop there.
+    fn draw_if_due(
+        &mut self,
+        terminal: &mut ratatui::DefaultTerminal,
+        app: &App,
+        theme: &Theme,
+        started: Instant,
+        exit_after_first: bool,
+    ) -> Result<bool> {
+        if !self.dirty || self.last_draw.elapsed() < FRAME {
+            return Ok(false);
+        }
+        let t = Instant::now();
+        terminal.draw(|f| ui::draw(app, f, theme))?;
+        if app.generate.running {
+            self.streaming_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        self.last_draw = Instant::now();
+        self.dirty = false;
+        if !self.first_drawn {
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            tracing::info!(ms, "first frame drawn");
+            if exit_after_first {
+                eprintln!("first frame after {ms:.1} ms");
+                return Ok(true);
+            }
+            self.first_drawn = true;
+        }
+        Ok(false)
+    }
+
+    /// How long the loop may wait for an event before the next frame is due.
+    fn wait(&self) -> Duration {
+        if self.dirty {
+            FRAME.saturating_sub(self.last_draw.elapsed())
+        } else {
+            Duration::from_millis(250)
+        }
+    }
+}
+
 async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
@@ -204,56 +267,34 @@ async fn event_loop(
     let mut events = EventStream::new();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
-    let mut dirty = true;
-    let mut last_draw = Instant::now() - FRAME;
-    let mut first_frame_logged = false;
-    let mut frame_times: Vec<f64> = Vec::new();
+    let mut frames = Frames::new();
     let mut quitting: Option<Instant> = None;
     app.query.status = Some("loading the retrieval indexes and the embedding model…".into());
     loop {
-        if dirty && last_draw.elapsed() >= FRAME {
-            let t = Instant::now();
-            terminal.draw(|f| ui::draw(app, f, theme))?;
-            if app.generate.running {
-                frame_times.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-            last_draw = Instant::now();
-            dirty = false;
-            if !first_frame_logged {
-                let ms = started.elapsed().as_secs_f64() * 1e3;
-                tracing::info!(ms, "first frame drawn");
-                if exit_after_first {
-                    eprintln!("first frame after {ms:.1} ms");
-                    return Ok(());
-                }
-                first_frame_logged = true;
-            }
+        if frames.draw_if_due(terminal, app, theme, started, exit_after_first)? {
+            return Ok(());
         }
         if app.should_quit {
             let since = *quitting.get_or_insert_with(Instant::now);
             if let app::QuitStep::Wait(_) = app.quit_step(since.elapsed(), QUIT_WAIT) {
                 // Keep drawing and applying results until the saves are in; keys are
                 // no longer taken.
-                dirty = true;
+                frames.dirty = true;
             } else {
-                log_frame_times(&frame_times);
+                log_frame_times(&frames.streaming_ms);
                 return Ok(());
             }
         }
-        let wait = if dirty {
-            FRAME.saturating_sub(last_draw.elapsed())
-        } else {
-            Duration::from_millis(250)
-        };
+        let wait = frames.wait();
         tokio::select! {
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release && quitting.is_none() => {
                     if let Some(effect) = app.handle_key(k) {
                         jobs.run(app, effect);
                     }
-                    dirty = true;
+                    frames.dirty = true;
                 }
-                Some(Ok(Event::Resize(..))) => dirty = true,
+                Some(Ok(Event::Resize(..))) => frames.dirty = true,
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e).context("reading terminal events"),
                 None => return Ok(()),
@@ -264,13 +305,13 @@ async fn event_loop(
                 while let Ok(msg) = rx.try_recv() {
                     jobs.apply(app, msg);
                 }
-                dirty = true;
+                frames.dirty = true;
             }
             // SIGTERM quits like `q`: saves in flight are waited for.
             _ = sigterm.recv() => app.should_quit = true,
             () = tokio::time::sleep(wait) => {
                 // The live line (elapsed, tokens/s) ticks while generating.
-                if app.generate.running { dirty = true; }
+                if app.generate.running { frames.dirty = true; }
             }
         }
         // Another process's label commits reach the panes within a few seconds.

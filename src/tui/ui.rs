@@ -80,7 +80,6 @@ fn draw_status(app: &App, f: &mut Frame, area: Rect, theme: &Theme) {
 }
 
 fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
-    let mut lines = Vec::new();
     let mut sections = vec![
         ("Everywhere", "global"),
         (app.pane.title(), app.pane.section()),
@@ -90,39 +89,17 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
         sections.push(("Answers of the question (A)", "answers"));
         sections.push(("Opened chunk", "overlay"));
     }
-    let rubric = &app.annotate.rubric;
     let labelling = matches!(app.pane, Pane::Annotate | Pane::Agreement);
-    // Label keys, generated from the rubric: they win over the pane's bindings.
-    let label_keys: Vec<(char, String)> = {
-        let mut v: Vec<(char, String)> = rubric
-            .criteria
-            .iter()
-            .flat_map(|c| rubric.labels_of(c).iter())
-            .map(|l| (rubric.key_of(l), l.clone()))
-            .collect();
-        v.sort();
-        v.dedup();
-        v
+    let label_keys = if labelling {
+        rubric_label_keys(&app.annotate.rubric)
+    } else {
+        Vec::new()
     };
-    if labelling {
-        lines.push(Line::styled(
-            format!(
-                "Labels of rubric {} v{} ({} criteria; 1-{} pick one)",
-                clean(&rubric.name),
-                clean(&rubric.version),
-                rubric.criteria.len(),
-                rubric.criteria.len().min(9)
-            ),
-            theme.title,
-        ));
-        for (k, l) in &label_keys {
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {k:<18}"), theme.status_key),
-                Span::styled(format!("label {l}"), theme.text),
-            ]));
-        }
-        lines.push(Line::raw(""));
-    }
+    let mut lines = if labelling {
+        label_key_lines(&app.annotate.rubric, &label_keys, theme)
+    } else {
+        Vec::new()
+    };
     for (heading, section) in sections {
         let rows = app.keymap.help_rows(section);
         if rows.is_empty() {
@@ -130,8 +107,7 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
         }
         lines.push(Line::styled(heading.to_string(), theme.title));
         for (keys, mut desc) in rows {
-            let shadowed = labelling
-                && section == app.pane.section()
+            let shadowed = section == app.pane.section()
                 && keys.split(", ").any(|k| {
                     let mut c = k.chars();
                     matches!((c.next(), c.next()), (Some(ch), None) if label_keys.iter().any(|(lk, _)| *lk == ch))
@@ -160,4 +136,44 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
         ),
         area,
     );
+}
+
+/// The label keys of the rubric (they win over the pane's bindings while labelling),
+/// one per label, sorted.
+fn rubric_label_keys(rubric: &crate::core::rubric::Rubric) -> Vec<(char, String)> {
+    let mut v: Vec<(char, String)> = rubric
+        .criteria
+        .iter()
+        .flat_map(|c| rubric.labels_of(c).iter())
+        .map(|l| (rubric.key_of(l), l.clone()))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The help's first section while labelling: the rubric and its label keys.
+fn label_key_lines<'a>(
+    rubric: &crate::core::rubric::Rubric,
+    label_keys: &[(char, String)],
+    theme: &Theme,
+) -> Vec<Line<'a>> {
+    let mut lines = vec![Line::styled(
+        format!(
+            "Labels of rubric {} v{} ({} criteria; 1-{} pick one)",
+            clean(&rubric.name),
+            clean(&rubric.version),
+            rubric.criteria.len(),
+            rubric.criteria.len().min(9)
+        ),
+        theme.title,
+    )];
+    for (k, l) in label_keys {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {k:<18}"), theme.status_key),
+            Span::styled(format!("label {l}"), theme.text),
+        ]));
+    }
+    lines.push(Line::raw(""));
+    lines
 }

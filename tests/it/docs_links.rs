@@ -416,7 +416,7 @@ impl Binary {
 
     fn help(&mut self, path: &[String]) -> Result<&Help, String> {
         let entry = self.seen.entry(path.to_vec()).or_insert_with(|| {
-            let out = Command::new(env!("CARGO_BIN_EXE_raglab"))
+            let out = Command::new(crate::common::raglab_bin())
                 .args(path)
                 .arg("--help")
                 .env_remove("RAGLAB_WORKSPACE")

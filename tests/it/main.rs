@@ -37,6 +37,7 @@ mod retrieval;
 mod secrets;
 mod shards;
 mod study_tmux;
+mod suite_rules;
 mod terminal_safety;
 mod tui_annotate;
 mod tui_corpus;

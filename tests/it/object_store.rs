@@ -15,7 +15,7 @@ use common::{Env, models_dir, two_pages};
 /// The real binary on an `s3://` workspace, with its own local folders (`machine`
 /// stands for one workstation: its config, data and derived-data cache).
 fn on_s3(env: &Env, moto: &Moto, machine: &str, ws: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_raglab"));
+    let mut c = Command::new(crate::common::raglab_bin());
     let home = env.dir.path().join(machine);
     c.env("RAGLAB_CONFIG_DIR", home.join("config"))
         .env("RAGLAB_DATA_DIR", home.join("data"))

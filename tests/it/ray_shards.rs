@@ -65,7 +65,8 @@ fn inner_ray_eval_in_a_loopback_namespace() {
     let dir = tempfile::tempdir().expect("tmp");
     let moto = Moto::start(dir.path(), "evals");
     let ws = moto.uri("sample");
-    let raglab = env!("CARGO_BIN_EXE_raglab");
+    let raglab_path = crate::common::raglab_bin();
+    let raglab = raglab_path.to_str().expect("utf8 path");
     let cmd = |program: &str| {
         let mut c = Command::new(program);
         c.env("RAGLAB_CONFIG_DIR", dir.path().join("config"))

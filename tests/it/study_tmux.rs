@@ -125,7 +125,7 @@ impl Tmux {
         }
         cmd.push_str(&format!(
             " '{}' --workspace '{}'",
-            env!("CARGO_BIN_EXE_raglab"),
+            crate::common::raglab_bin().display(),
             self.workspace.display()
         ));
         for a in args {

@@ -31,14 +31,7 @@ fn reference() -> Value {
 
 /// The five documents copied under `dir` with their sample paths (ids unchanged).
 fn subset(dir: &Path) -> PathBuf {
-    let root = dir.join("guidance");
-    for d in DOCS {
-        let src = common::sample_guidance().join(format!("{d}.md"));
-        let dst = root.join(format!("{d}.md"));
-        std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
-        std::fs::copy(&src, &dst).expect("copy");
-    }
-    root
+    common::sample_subset(dir, &DOCS)
 }
 
 fn chunks(env: &Env) -> Vec<Value> {
@@ -191,9 +184,13 @@ fn summarise_index_and_evaluate_the_three_variants() {
         .spawn()
         .expect("spawn");
     let deadline = Instant::now() + Duration::from_secs(300);
-    // Read while the run commits (a read that meets the dataset being created is
-    // tried again).
-    while try_summaries(&env).map_or(0, |s| s.len()) < 3 {
+    // The progress line is printed after its summary is committed, so waiting for
+    // "summarised 3/19" means at least three are in the dataset (waiting on the
+    // dataset instead races the line: the kill can land between commit and print).
+    while !std::fs::read_to_string(&err_file)
+        .unwrap_or_default()
+        .contains("summarised 3/19")
+    {
         assert!(Instant::now() < deadline, "no summaries after 300 s");
         assert!(
             child.try_wait().expect("wait").is_none(),

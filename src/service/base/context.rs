@@ -216,7 +216,7 @@ impl Context {
 
     /// Threads for llama.cpp work inside the TUI: one core stays free for the UI.
     pub fn tui_threads() -> i32 {
-        (crate::infer::backend::all_cores() - 1).max(1)
+        crate::infer::backend::tui_threads()
     }
 }
 

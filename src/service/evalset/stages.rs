@@ -64,9 +64,45 @@ struct Reply {
     served_model: Option<String>,
 }
 
+/// Run every prompt as [`run_each`] does, counting what `done` stored: `progress`
+/// gets (stored, prompts) after each, and the summary the totals and the time.
+async fn run_prompts(
+    backend: &Backend,
+    prompts: Vec<PromptText>,
+    sampling: &Sampling,
+    constraints: (String, Constraint),
+    progress: &dyn Fn(usize, usize),
+    mut done: impl AsyncFnMut(usize, Reply) -> Result<()>,
+) -> Result<StageSummary> {
+    let started = std::time::Instant::now();
+    let total = prompts.len();
+    let (mut written, mut tokens) = (0, 0);
+    let pool = run_each(
+        backend,
+        prompts,
+        sampling,
+        constraints,
+        async |i, r: Reply| {
+            let output_tokens = r.stats.output_tokens;
+            done(i, r).await?;
+            written += 1;
+            tokens += output_tokens;
+            progress(written, total);
+            Ok(())
+        },
+    )
+    .await?;
+    Ok(StageSummary {
+        written,
+        tokens,
+        seconds: started.elapsed().as_secs_f64(),
+        pool,
+    })
+}
+
 /// Send every prompt to the backend, constrained by `grammar` (local) or `constraint`
 /// (endpoints), and hand each reply to `done` as it completes, with the job's index.
-async fn run_prompts(
+async fn run_each(
     backend: &Backend,
     prompts: Vec<PromptText>,
     sampling: &Sampling,
@@ -231,7 +267,6 @@ impl GenerateBatch {
     /// Write every remaining candidate, each committed as it completes; `progress`
     /// gets (done, todo).
     pub async fn run(self, ctx: &Context, progress: &dyn Fn(usize, usize)) -> Result<StageSummary> {
-        let started = std::time::Instant::now();
         let prompts: Vec<PromptText> = self
             .todo
             .iter()
@@ -253,13 +288,12 @@ impl GenerateBatch {
             Backend::Local(_, sha) => (self.backend.model_name(), sha.clone()),
             Backend::Pool(..) => (self.backend.model_name(), String::new()),
         };
-        let total = self.todo.len();
-        let mut s = StageSummary::default();
-        let pool = run_prompts(
+        run_prompts(
             &self.backend,
             prompts,
             &self.sampling,
             (self.limits.grammar(), constraint),
+            progress,
             async |i, r: Reply| {
                 let t = &self.todo[i];
                 let (question, answer) = parse_candidate(&r.text)
@@ -285,16 +319,10 @@ impl GenerateBatch {
                     created_at: now_rfc3339(),
                 };
                 candidates(ctx).append(&[rec]).await?;
-                s.written += 1;
-                s.tokens += r.stats.output_tokens;
-                progress(s.written, total);
                 Ok(())
             },
         )
-        .await?;
-        s.pool = pool;
-        s.seconds = started.elapsed().as_secs_f64();
-        Ok(s)
+        .await
     }
 }
 
@@ -401,7 +429,6 @@ impl CritiqueBatch {
 
     /// Score every remaining candidate greedily, committing each critique.
     pub async fn run(self, ctx: &Context, progress: &dyn Fn(usize, usize)) -> Result<StageSummary> {
-        let started = std::time::Instant::now();
         let prompts: Vec<PromptText> = self
             .todo
             .iter()
@@ -426,13 +453,12 @@ impl CritiqueBatch {
             schema: critique_schema(),
         };
         let model = self.backend.model_name();
-        let total = self.todo.len();
-        let mut s = StageSummary::default();
-        let pool = run_prompts(
+        run_prompts(
             &self.backend,
             prompts,
             &sampling,
             (critique_grammar(), constraint),
+            progress,
             async |i, r: Reply| {
                 let c = &self.todo[i];
                 let sc = parse_scores(&r.text)
@@ -453,16 +479,10 @@ impl CritiqueBatch {
                     created_at: now_rfc3339(),
                 };
                 critiques(ctx).append(&[rec]).await?;
-                s.written += 1;
-                s.tokens += r.stats.output_tokens;
-                progress(s.written, total);
                 Ok(())
             },
         )
-        .await?;
-        s.pool = pool;
-        s.seconds = started.elapsed().as_secs_f64();
-        Ok(s)
+        .await
     }
 }
 

@@ -72,6 +72,24 @@ impl AgreementPane {
         self.last = Some(Box::new(a));
     }
 
+    /// A computation finished; a result whose ticket is not the newest request's is
+    /// dropped (a newer request is on its way).
+    pub fn on_agreement(&mut self, ticket: u64, result: Result<Agreement, String>) {
+        if ticket != self.ticket {
+            return;
+        }
+        self.computing = false;
+        match result {
+            Ok(a) => self.on_result(a),
+            Err(e) => self.on_error(e),
+        }
+    }
+
+    /// The agreement export finished: where it went, or why it failed.
+    pub fn on_exported(&mut self, result: Result<String, String>) {
+        self.status = Some(result.unwrap_or_else(|e| e));
+    }
+
     /// A computation failed or was refused (blind, no identity): nothing of an
     /// earlier result stays on screen, only the reason.
     pub fn on_error(&mut self, e: String) {

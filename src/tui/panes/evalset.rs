@@ -218,32 +218,7 @@ fn detail<'a>(v: &CandidateView, status: Option<&str>, theme: &Theme) -> Vec<Lin
         ]),
         Line::from(""),
     ];
-    match &v.critique {
-        Some(cr) => {
-            lines.push(Line::styled(
-                format!("scores by {} (minimum)", clean(&cr.critic_model)),
-                theme.title,
-            ));
-            let mins = Thresholds::default().0;
-            for (((k, _), s), min) in AXES.iter().zip(cr.scores()).zip(mins) {
-                let style = if s < min { theme.fail } else { theme.pass };
-                let min = if min == 0 {
-                    "(not applied)".to_string()
-                } else {
-                    format!("(>= {min})")
-                };
-                lines.push(Line::from(vec![
-                    Span::styled(format!("  {k:<20}"), theme.text),
-                    Span::styled(format!("{s} "), style),
-                    Span::styled(min, theme.muted),
-                ]));
-            }
-        }
-        None => lines.push(Line::styled(
-            "not critiqued yet (raglab evalset critique)",
-            theme.muted,
-        )),
-    }
+    lines.extend(score_lines(v.critique.as_ref(), theme));
     lines.push(Line::from(""));
     lines.push(Line::from(vec![
         Span::styled("decision  ", theme.muted),
@@ -270,6 +245,39 @@ fn detail<'a>(v: &CandidateView, status: Option<&str>, theme: &Theme) -> Vec<Lin
     if let Some(s) = status {
         lines.push(Line::from(""));
         lines.push(Line::styled(clean(s), theme.filter));
+    }
+    lines
+}
+
+/// The critic's scores, each against its default minimum, or a note that there are
+/// none yet.
+fn score_lines<'a>(
+    critique: Option<&crate::service::evalset::CritiqueRecord>,
+    theme: &Theme,
+) -> Vec<Line<'a>> {
+    let Some(cr) = critique else {
+        return vec![Line::styled(
+            "not critiqued yet (raglab evalset critique)",
+            theme.muted,
+        )];
+    };
+    let mut lines = vec![Line::styled(
+        format!("scores by {} (minimum)", clean(&cr.critic_model)),
+        theme.title,
+    )];
+    let mins = Thresholds::default().0;
+    for (((k, _), s), min) in AXES.iter().zip(cr.scores()).zip(mins) {
+        let style = if s < min { theme.fail } else { theme.pass };
+        let min = if min == 0 {
+            "(not applied)".to_string()
+        } else {
+            format!("(>= {min})")
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {k:<20}"), theme.text),
+            Span::styled(format!("{s} "), style),
+            Span::styled(min, theme.muted),
+        ]));
     }
     lines
 }

@@ -26,7 +26,7 @@ impl Env {
     }
 
     pub fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_raglab"));
+        let mut c = Command::new(raglab_bin());
         c.env("RAGLAB_CONFIG_DIR", self.dir.path().join("config"))
             .env("RAGLAB_MODELS_DIR", models_dir())
             .env("RAGLAB_DATA_DIR", self.dir.path().join("data"))
@@ -83,6 +83,20 @@ pub fn two_pages(dir: &Path) -> PathBuf {
 
 pub fn sample_guidance() -> PathBuf {
     repo().join("sample-data").join("guidance")
+}
+
+/// Some sample documents (`TOPIC/DOC`, no extension) copied under `dir/guidance`
+/// with their sample paths, so their chunk ids are the sample's: for tests whose
+/// point needs a few documents, not the model time of all 57.
+pub fn sample_subset(dir: &Path, docs: &[&str]) -> PathBuf {
+    let root = dir.join("guidance");
+    for d in docs {
+        let src = sample_guidance().join(format!("{d}.md"));
+        let dst = root.join(format!("{d}.md"));
+        std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(&src, &dst).expect("copy");
+    }
+    root
 }
 
 /// The sample questions (`sample-data/questions.jsonl`).
@@ -182,4 +196,14 @@ pub fn context(env: &Env, config: raglab::config::Config) -> raglab::service::Co
         data_dir: env.dir.path().join("data"),
     };
     raglab::service::Context::with(paths, config, &env.workspace()).expect("context")
+}
+
+/// The `raglab` binary under test: nextest's run-time path when it gives one (a run
+/// from an archive, extracted away from a target folder that other builds may be
+/// rewriting), else the path cargo built it at.
+pub fn raglab_bin() -> PathBuf {
+    std::env::var_os("NEXTEST_BIN_EXE_raglab").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_raglab")),
+        PathBuf::from,
+    )
 }

@@ -180,6 +180,18 @@ impl QueryPane {
         RunConfig::new(self.method, self.sparse, self.alpha)
     }
 
+    /// The retrieval state is ready (`Ok`, with why dense retrieval is off if it is)
+    /// or could not be opened (`Err`, said in the status line).
+    pub fn on_retriever(&mut self, result: Result<Option<String>, String>) {
+        match result {
+            Ok(dense_off) => {
+                self.status = None;
+                self.set_dense_off(dense_off);
+            }
+            Err(e) => self.status = Some(e),
+        }
+    }
+
     /// Dense retrieval is unavailable (`reason` says why and how to get it): methods
     /// that need it are skipped, and a dense method in use falls back to BM25.
     pub fn set_dense_off(&mut self, reason: Option<String>) {
@@ -479,6 +491,36 @@ impl QueryPane {
 
     /// The question box, the configuration line, the timings (or the status) and
     /// the baseline line.
+    /// The header's third line: the pinned baseline and what fell out of its top k.
+    fn baseline_line(&self, theme: &Theme) -> Line<'static> {
+        let Some(b) = self.baseline else {
+            return Line::styled(" P pins this configuration as a baseline", theme.muted);
+        };
+        let dropped: Vec<String> = self
+            .comparison
+            .dropped
+            .iter()
+            .map(|(id, was, now)| {
+                format!(
+                    "{} (#{was}→{})",
+                    clean(id),
+                    now.map_or("-".into(), |n| format!("#{n}"))
+                )
+            })
+            .collect();
+        Line::from(vec![
+            Span::styled(format!(" baseline {} · ", b.label()), theme.filter),
+            Span::styled(
+                if dropped.is_empty() {
+                    "nothing dropped from its top k".to_string()
+                } else {
+                    format!("dropped: {}", dropped.join(", "))
+                },
+                theme.text,
+            ),
+        ])
+    }
+
     fn draw_header(&self, f: &mut Frame, input_area: Rect, info_area: Rect, theme: &Theme) {
         let busy = if self.busy { " (searching…)" } else { "" };
         f.render_widget(
@@ -505,34 +547,7 @@ impl QueryPane {
             Some(reason) => format!(" {}", clean(reason)),
             None => format!(" embed {:.1} ms · dense {:.2} ms ·", t.embed_ms, t.dense_ms),
         };
-        let baseline = match self.baseline {
-            None => Line::styled(" P pins this configuration as a baseline", theme.muted),
-            Some(b) => {
-                let dropped: Vec<String> = self
-                    .comparison
-                    .dropped
-                    .iter()
-                    .map(|(id, was, now)| {
-                        format!(
-                            "{} (#{was}→{})",
-                            clean(id),
-                            now.map_or("-".into(), |n| format!("#{n}"))
-                        )
-                    })
-                    .collect();
-                Line::from(vec![
-                    Span::styled(format!(" baseline {} · ", b.label()), theme.filter),
-                    Span::styled(
-                        if dropped.is_empty() {
-                            "nothing dropped from its top k".to_string()
-                        } else {
-                            format!("dropped: {}", dropped.join(", "))
-                        },
-                        theme.text,
-                    ),
-                ])
-            }
-        };
+        let baseline = self.baseline_line(theme);
         f.render_widget(
             Paragraph::new(vec![
                 Line::from(vec![
@@ -744,6 +759,53 @@ impl QueryPane {
     }
 
     /// Keys while the failures browser is open.
+    /// `A`: the answers panel of the current question.
+    fn open_answers(&mut self) {
+        if self.current.is_some() {
+            self.refresh_answers();
+            self.answers.open = true;
+        } else {
+            self.status = Some("pick or type a question first".into());
+        }
+    }
+
+    /// `f`: the failures browser, once an evaluation has found failures.
+    fn open_failures(&mut self) {
+        if self.failures.is_empty() {
+            self.status = Some("no failed queries: run `raglab eval retrieval` first".into());
+        } else {
+            self.browser.open = true;
+        }
+    }
+
+    /// Enter in the question box. A typed question has no known target unless it
+    /// matches a listed one.
+    fn submit_typed(&mut self) -> Option<Effect> {
+        let text = self.input.text().to_string();
+        self.input.submit();
+        let q = self
+            .questions
+            .iter()
+            .find(|q| q.text == text)
+            .cloned()
+            .unwrap_or_else(|| typed_question(text));
+        self.submit(q)
+    }
+
+    /// The dense weight moves in steps of 0.05 within [0, 1], kept on the grid.
+    fn step_alpha(&mut self, step: f64) {
+        self.alpha = ((self.alpha + step) * 100.0).round().clamp(0.0, 100.0) / 100.0;
+        self.refuse();
+    }
+
+    fn cycle_sparse(&mut self) {
+        self.sparse = match self.sparse {
+            Sparse::Bm25 => Sparse::Tfidf,
+            Sparse::Tfidf => Sparse::Bm25,
+        };
+        self.refuse();
+    }
+
     fn update_browser(&mut self, action: Action) -> Option<Effect> {
         match action {
             Action::Down => self.browser.move_by(1),
@@ -808,34 +870,10 @@ impl PaneView for QueryPane {
             },
             Action::OpenChunk => self.open_selected_row(),
             Action::OpenTarget => self.open_target(),
-            Action::ToggleAnswers => match &self.current {
-                Some(_) => {
-                    self.refresh_answers();
-                    self.answers.open = true;
-                }
-                None => self.status = Some("pick or type a question first".into()),
-            },
-            Action::OpenFailures => {
-                if self.failures.is_empty() {
-                    self.status =
-                        Some("no failed queries: run `raglab eval retrieval` first".into());
-                } else {
-                    self.browser.open = true;
-                }
-            }
+            Action::ToggleAnswers => self.open_answers(),
+            Action::OpenFailures => self.open_failures(),
             Action::StartFilter => self.input.open(),
-            Action::SubmitInput => {
-                let text = self.input.text().to_string();
-                self.input.submit();
-                // A typed question has no known target unless it matches a listed one.
-                let q = self
-                    .questions
-                    .iter()
-                    .find(|q| q.text == text)
-                    .cloned()
-                    .unwrap_or_else(|| typed_question(text));
-                return self.submit(q);
-            }
+            Action::SubmitInput => return self.submit_typed(),
             Action::CancelInput => {
                 self.input.cancel();
                 if let Some(q) = &self.current {
@@ -845,23 +883,10 @@ impl PaneView for QueryPane {
             Action::InputBackspace => {
                 self.input.backspace();
             }
-            Action::AlphaUp | Action::AlphaDown => {
-                let step = if action == Action::AlphaUp {
-                    0.05
-                } else {
-                    -0.05
-                };
-                self.alpha = ((self.alpha + step) * 100.0).round().clamp(0.0, 100.0) / 100.0;
-                self.refuse();
-            }
+            Action::AlphaUp => self.step_alpha(0.05),
+            Action::AlphaDown => self.step_alpha(-0.05),
             Action::CycleMethod => self.cycle_method(),
-            Action::CycleSparse => {
-                self.sparse = match self.sparse {
-                    Sparse::Bm25 => Sparse::Tfidf,
-                    Sparse::Tfidf => Sparse::Bm25,
-                };
-                self.refuse();
-            }
+            Action::CycleSparse => self.cycle_sparse(),
             Action::PinBaseline => self.pin(),
             Action::NextFailure => return self.step_failure(1),
             Action::PrevFailure => return self.step_failure(-1),

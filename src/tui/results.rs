@@ -1,0 +1,77 @@
+//! What the background jobs' results do to the panes. A job delivers its result; the
+//! pane it belongs to applies it (`on_*`), and a result that touches several panes
+//! (an answer is shown in the Generate pane and listed in the Query pane's answers)
+//! is applied here, once, for all of them.
+
+use super::app::App;
+use crate::service::answer::{AnswerRecord, JudgementRecord};
+use crate::service::study::Study;
+
+impl App {
+    /// A live answer finished (and was saved), or failed.
+    pub fn on_answer_done(&mut self, ticket: u64, result: Result<AnswerRecord, String>) {
+        if let Ok(a) = &result {
+            self.query.stored.push(a.clone());
+        }
+        self.generate.on_done(ticket, result);
+    }
+
+    /// The study was read (start-up, or it changed on disk): items, labels and pairs
+    /// for the Annotate pane, answers and judge labels for the Query pane, the count of
+    /// stored answers for the Generate pane's replay.
+    pub fn on_study_loaded(&mut self, study: Study) {
+        let pairs = crate::service::study::pairs_of(&study.assignments);
+        self.annotate.load(study.items, study.labels, pairs);
+        self.generate.stored = Some(study.answers.len());
+        self.query.set_stored(study.answers, study.judgements);
+        self.sync_blind();
+    }
+
+    /// Reading the study failed: said in both panes that show it.
+    pub fn on_study_error(&mut self, e: String) {
+        tracing::error!("{e}");
+        self.annotate.status = Some(e.clone());
+        self.agreement.status = Some(e);
+    }
+
+    /// One group commit of labels finished: each label's ticket with its result. A
+    /// label may have revealed an item, and with it the item's judge labels.
+    pub fn on_labels_saved(&mut self, results: Vec<(u64, Result<f64, String>)>) {
+        for (ticket, result) in results {
+            self.annotate.on_saved(ticket, result);
+        }
+        self.sync_blind();
+    }
+
+    /// A live judgement finished (and was committed), or failed. Its labels show in
+    /// the answers panel at once (the study's poll reloads them too) and in the status
+    /// bar (the live line may cut them).
+    pub fn on_judged(&mut self, ticket: u64, result: Result<JudgementRecord, String>) {
+        if let Ok(j) = &result {
+            let mut judgements = self.query.judgements.clone();
+            judgements.push(j.clone());
+            let answers = std::mem::take(&mut self.query.stored);
+            self.query.set_stored(answers, judgements);
+        }
+        self.generate.on_judged(ticket, result);
+        self.message.clone_from(&self.generate.status);
+    }
+
+    /// An answer was sent to annotation from the Generate pane or the Query pane's
+    /// answers panel (`Ok(false)`: it already was an item).
+    pub fn on_item_added(&mut self, result: Result<bool, String>) {
+        let said: String = match result {
+            Ok(true) => "sent to annotation: an item of set `tui` (Annotate pane, 4)".into(),
+            Ok(false) => "already an annotation item".into(),
+            Err(e) => e,
+        };
+        self.generate.status = Some(said.clone());
+        self.message = Some(said);
+    }
+
+    /// The Query pane's answers whose judge labels the viewer may not see, from the
+    /// study as the Annotate pane holds it.
+    pub fn sync_blind(&mut self) {
+        self.query.answers.blind = self.annotate.blind_answers();
+    }
+}

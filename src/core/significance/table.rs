@@ -32,7 +32,42 @@ pub struct RunScores {
     /// Judged queries this run retrieved nothing for (scored 0).
     pub absent: usize,
     /// `scores[m][q]`: metric `metrics[m]` of query `qids[q]`.
+    #[serde(with = "exact_columns")]
     pub scores: Vec<Vec<f64>>,
+}
+
+/// Score columns kept as text: one string per column, the values space-separated in
+/// Rust's shortest round-trip form, read back by Rust's correctly rounded parser, so
+/// every value comes back as the same f64. A JSON number parser may round the last bit
+/// (serde_json does, without its `float_roundtrip` feature), and a paired comparison
+/// of scores read back must equal the one made before they were written.
+mod exact_columns {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(columns: &[Vec<f64>], s: S) -> Result<S::Ok, S::Error> {
+        let texts: Vec<String> = columns
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .map(|v| format!("{v:?}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        texts.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|t| {
+                t.split_ascii_whitespace()
+                    .map(|x| x.parse::<f64>().map_err(D::Error::custom))
+                    .collect()
+            })
+            .collect()
+    }
 }
 
 impl ScoreTable {

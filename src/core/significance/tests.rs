@@ -387,3 +387,32 @@ fn score_table_zero_fills_absent_queries() {
     assert_eq!(t.run("b"), Some(1));
     assert_eq!(t.metric("ndcg@10"), Some(5));
 }
+
+/// Scores written and read back are the same f64s, to the last bit (1/3 and 0.1 + 0.2
+/// are where a JSON number parser that is not correctly rounded slips).
+#[test]
+fn score_tables_round_trip_exactly() {
+    let mut rng = crate::core::rng::Rng::new(8);
+    let column: Vec<f64> = (0..2000)
+        .map(|i| match i % 4 {
+            0 => 1.0 / f64::from(i + 3),
+            1 => (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64,
+            2 => 0.1 + 0.2,
+            _ => 1.0 / (f64::from(i) + 2.0).log2(),
+        })
+        .collect();
+    let table = ScoreTable {
+        qids: (0..2000).map(|i| format!("q{i}")).collect(),
+        metrics: vec!["nDCG@10".into(), "MRR".into()],
+        runs: vec![RunScores {
+            label: "r".into(),
+            absent: 0,
+            scores: vec![column.clone(), vec![0.0; 2000]],
+        }],
+    };
+    let text = serde_json::to_string(&table).expect("json");
+    let back: ScoreTable = serde_json::from_str(&text).expect("read back");
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&back.runs[0].scores[0]), bits(&column));
+    assert_eq!(back, table);
+}

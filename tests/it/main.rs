@@ -11,6 +11,7 @@ mod common;
 mod abstention;
 mod annotation;
 mod blind_views;
+mod compare_runs;
 mod data_safety;
 mod docs_links;
 mod embed_endpoint;

@@ -40,6 +40,7 @@ mod shards;
 mod study_tmux;
 mod terminal_safety;
 mod tui_annotate;
+mod tui_compare;
 mod tui_corpus;
 mod tui_endpoint;
 mod tui_evalset;

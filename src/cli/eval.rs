@@ -27,6 +27,24 @@ pub enum EvalCmd {
     /// Choose an abstention threshold: how often answerable and unanswerable
     /// questions fall below each best-cosine threshold.
     Abstention(AbstentionArgs),
+    /// Score TREC run files from any tool against qrels (trec_eval's metrics) and
+    /// compare them with paired significance tests.
+    Runs(RunsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// TREC qrels (`qid 0 docid rel`).
+    #[arg(long)]
+    pub qrels: PathBuf,
+    /// Recall and nDCG cutoffs.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
+    pub k: Vec<usize>,
+    /// The run files (`qid Q0 docid rank score tag`).
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub test: super::compare::TestArgs,
 }
 
 #[derive(Debug, Args)]
@@ -116,6 +134,15 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
         EvalCmd::Retrieval(args) => retrieval(ctx, args).await,
         EvalCmd::Mcqa(args) => super::mcqa::run(ctx, args).await,
         EvalCmd::Abstention(args) => abstention(ctx, args).await,
+        EvalCmd::Runs(args) => {
+            let rep = crate::service::evaluate::evaluate_runs(
+                &args.qrels,
+                &args.runs,
+                &args.k,
+                &args.test.request(),
+            )?;
+            super::compare::render(&rep, args.test.json)
+        }
     }
 }
 

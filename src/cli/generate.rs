@@ -198,6 +198,11 @@ pub struct ReportArgs {
     /// Print the stored answer records (every field) instead of the summary.
     #[arg(long)]
     pub list: bool,
+    /// Compare two answer runs criterion by criterion: pass rates over the questions
+    /// both answered and the judge labelled, McNemar's exact test (Holm over the
+    /// criteria), wins / ties / losses.
+    #[arg(long, num_args = 2, value_names = ["RUN_A", "RUN_B"], conflicts_with_all = ["baseline", "list", "run"])]
+    pub compare: Vec<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -213,6 +218,10 @@ pub async fn report(
         return print_json(&list_answers(ctx, args.run.as_deref()).await?);
     }
     let sight = crate::service::study::sight(ctx, viewer).await?;
+    if let [a, b] = args.compare.as_slice() {
+        let cmp = crate::service::evaluate::compare_answer_runs(ctx, a, b, &sight).await?;
+        return print_json(&cmp);
+    }
     let value = answer_report(
         ctx,
         args.run.as_deref(),

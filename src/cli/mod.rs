@@ -29,6 +29,7 @@ macro_rules! tell {
 pub mod annotate;
 mod args;
 mod bench;
+mod compare;
 mod corpus;
 mod eval;
 mod evalset;
@@ -119,6 +120,9 @@ pub enum Command {
         #[command(subcommand)]
         cmd: eval::EvalCmd,
     },
+    /// Is one configuration really better? Paired tests (bootstrap CI, randomisation,
+    /// t-test, Holm) over the per-query scores of the last `eval retrieval`.
+    Compare(compare::TestArgs),
     /// Build an evaluation set: generate candidate questions, critique, filter.
     Evalset {
         #[command(subcommand)]
@@ -181,6 +185,7 @@ pub async fn run(
         Command::Search(args) => search::run(ctx, args).await,
         Command::Summarise(args) => summarise::run(ctx, args).await,
         Command::Eval { cmd } => eval::run(ctx, cmd).await,
+        Command::Compare(args) => compare::run(ctx, args).await,
         Command::Evalset { cmd } => evalset::run(ctx, cmd).await,
         Command::Annotate { cmd } => annotate::create(ctx, cmd).await,
         Command::Labels { cmd } => annotate::labels(ctx, cmd, viewer).await,

@@ -395,20 +395,26 @@ pub fn evaluate(
         .filter_map(|(qid, l)| {
             let q = judged(qrels, qid)?;
             let ranking = l.ranking_for(cfg);
-            (!ranking.is_empty()).then(|| QueryOutcome {
-                qid: qid.clone(),
-                metrics: query_metrics(&ranking, q),
-                at_k: ks
-                    .iter()
-                    .map(|&k| AtK {
-                        k,
-                        recall: recall_at(&ranking, q, k),
-                        ndcg: ndcg_at(&ranking, q, k),
-                    })
-                    .collect(),
-            })
+            (!ranking.is_empty()).then(|| outcome(qid, &ranking, q, ks))
         })
         .collect()
+}
+
+/// The outcome of one query's ranked document ids (already ordered) against its
+/// judgements, with recall and nDCG at each cutoff of `ks`.
+pub fn outcome(qid: &str, ranking: &[&str], q: &Qrel, ks: &[usize]) -> QueryOutcome {
+    QueryOutcome {
+        qid: qid.to_string(),
+        metrics: query_metrics(ranking, q),
+        at_k: ks
+            .iter()
+            .map(|&k| AtK {
+                k,
+                recall: recall_at(ranking, q, k),
+                ndcg: ndcg_at(ranking, q, k),
+            })
+            .collect(),
+    }
 }
 
 /// Mean recall@k and nDCG@k over `outcomes` at each cutoff they were evaluated at

@@ -1,11 +1,13 @@
 //! Reading JSONL files: one reader for every record type, so that every error names
 //! the file and the line, and no bad line is skipped in silence.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use serde::de::DeserializeOwned;
 
+use crate::core::metrics::Qrel;
 use crate::core::question::Question;
 
 /// The largest JSONL input read (questions, items, labels): checked before reading.
@@ -44,6 +46,23 @@ pub fn read_jsonl_ignoring<T: DeserializeOwned>(
         what,
         ignored,
     )
+}
+
+/// The TREC qrels file at `path` (`qid 0 docid rel`).
+pub fn read_qrels(path: &Path) -> Result<HashMap<String, Qrel>> {
+    crate::core::trec::parse_qrels(&read_text(path)?)
+        .map_err(|line| anyhow::anyhow!("{}:{line}: expected `qid 0 docid rel`", path.display()))
+}
+
+/// The TREC run file at `path` (`qid Q0 docid rank score tag`): each query's
+/// `(docid, score)` pairs.
+pub fn read_run(path: &Path) -> Result<HashMap<String, Vec<(String, f64)>>> {
+    crate::core::trec::parse_run(&read_text(path)?).map_err(|line| {
+        anyhow::anyhow!(
+            "{}:{line}: expected `qid Q0 docid rank score tag`",
+            path.display()
+        )
+    })
 }
 
 /// A whole text file of at most [`MAX_JSONL_BYTES`], its size checked before reading.

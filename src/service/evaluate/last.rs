@@ -76,6 +76,9 @@ pub struct EvalOverview {
     pub retrieval: Option<Saved<RetrievalReport>>,
     pub mcqa: Option<Saved<McqaSummary>>,
     pub judge: Option<JudgePassRates>,
+    /// Every pair of the last evaluation's configurations compared (`raglab compare`
+    /// without `--baseline`, default settings); None without per-query scores.
+    pub comparison: Option<super::significance::ComparisonReport>,
     pub problems: Vec<String>,
     /// How the judge's rank buckets are defined.
     pub buckets_note: &'static str,
@@ -175,6 +178,10 @@ pub async fn overview(ctx: &Context, sight: &Sight) -> EvalOverview {
         Ok(r) => out.mcqa = r,
         Err(e) => out.problems.push(format!("{e:#}")),
     }
+    match all_pairs(ctx).await {
+        Ok(c) => out.comparison = c,
+        Err(e) => out.problems.push(format!("{e:#}")),
+    }
     match judge_pass_rates(ctx, sight).await {
         Ok(r) => out.judge = r,
         Err(e) => out
@@ -184,7 +191,25 @@ pub async fn overview(ctx: &Context, sight: &Sight) -> EvalOverview {
     out
 }
 
-/// A cheap fingerprint of what [`overview`] reads: the two report files (size and
+/// Every pair of the last evaluation's configurations compared, on a blocking thread
+/// (seconds of arithmetic for a large evaluation); None without per-query scores.
+async fn all_pairs(ctx: &Context) -> Result<Option<super::significance::ComparisonReport>> {
+    let Some(saved) = super::significance::last_scores(ctx)? else {
+        return Ok(None);
+    };
+    let ctx = ctx.clone();
+    tokio::task::spawn_blocking(move || {
+        super::significance::compare_saved(
+            &ctx,
+            &saved,
+            &super::significance::CompareRequest::default(),
+        )
+    })
+    .await?
+    .map(Some)
+}
+
+/// A cheap fingerprint of what [`overview`] reads: the report files (size and
 /// modification time) and the answers and judgements datasets' commits. When it
 /// changes, a new evaluation was written and the pane reloads.
 pub fn fingerprint(ctx: &Context) -> Vec<Option<String>> {
@@ -199,6 +224,7 @@ pub fn fingerprint(ctx: &Context) -> Vec<Option<String>> {
     };
     vec![
         file(LAST_RETRIEVAL),
+        file(super::saved::LAST_SCORES),
         file(LAST_MCQA),
         dataset_stamp(ctx, crate::service::answer::ANSWERS),
         dataset_stamp(ctx, crate::service::answer::JUDGEMENTS),

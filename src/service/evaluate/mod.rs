@@ -1,8 +1,10 @@
 //! Evaluating what the layers below produce: retrieval (by method, model and corpus
 //! variant, with its per-query files and the abstention sweep), answers (judge pass
 //! rates by target rank, frugality against a baseline), multiple-choice QA, speed
-//! benchmarks, and the last reports kept for the Evaluation pane.
+//! benchmarks, the last reports kept for the Evaluation pane, and paired significance
+//! tests between configurations or TREC run files.
 
+mod answer_runs;
 mod bench;
 mod frugality;
 mod last;
@@ -12,9 +14,11 @@ mod per_query;
 mod report;
 mod retrieval;
 mod saved;
+mod significance;
 mod variants;
 
 pub use crate::core::mcqa::McqaRecord;
+pub use answer_runs::{AnswerRunsComparison, CriterionComparison, compare_answer_runs};
 pub use bench::{GenBench, bench_generate, bench_retrieval};
 pub use frugality::{
     ANSWER_ACCURACY, AnswerFrugality, COST, ComparedK, ComparedRun, FORMULA, MCQA_ACCURACY,
@@ -40,5 +44,9 @@ pub use retrieval::{
     MethodResult, RetrievalEval, RetrievalReport, ShardSummary, SweepPoint, abstention_sweep,
     evaluate_retrieval, last_failures, rank_shard,
 };
-pub use saved::{LAST_MCQA, LAST_RETRIEVAL, Saved};
+pub use saved::{LAST_MCQA, LAST_RETRIEVAL, LAST_SCORES, Saved};
+pub use significance::{
+    CompareRequest, ComparisonReport, RunSummary, compare_last, compare_table, evaluate_runs,
+    last_scores,
+};
 pub use variants::{VariantBest, VariantsReport, evaluate_variants};

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use super::retrieval::{RetrievalEval, RetrievalReport, evaluate_retrieval};
+use super::retrieval::{RetrievalEval, RetrievalReport, evaluate_scored};
 use crate::core::metrics::MeanMetrics;
 use crate::core::retrieval::{METRICS, Method, Sparse};
+use crate::core::significance::ScoreTable;
 use crate::service::base::{Context, Progress};
 
 /// The best configuration of one model for one metric.
@@ -85,7 +86,8 @@ pub fn best_configs(model: &str, rep: &RetrievalReport) -> Vec<BestConfig> {
 
 /// Evaluate `req` with each embedding model of `models`. Run files are named by model
 /// already; a per-query file gets the model's name before its extension. The failures
-/// file holds the last model's failures.
+/// file holds the last model's failures; the per-query scores `compare` reads hold
+/// every model's configurations ([`label_scores`]).
 pub async fn evaluate_models(
     ctx: &Context,
     req: &RetrievalEval,
@@ -94,19 +96,50 @@ pub async fn evaluate_models(
 ) -> Result<ModelsReport> {
     let mut reports = Vec::new();
     let mut best = Vec::new();
+    let mut tables = Vec::new();
     for model in models {
         let name = crate::infer::backend::model_name(model);
         let mut one = req.clone();
         one.embed.model = Some(model.clone());
         one.per_query = req.per_query.as_deref().map(|p| suffixed(p, &name));
-        let rep = evaluate_retrieval(ctx, &one, progress).await?;
-        best.extend(best_configs(
-            rep.embedding_model.as_deref().unwrap_or(&name),
-            &rep,
-        ));
+        let (rep, mut scores) = evaluate_scored(ctx, &one, progress).await?;
+        let model_name = rep.embedding_model.clone().unwrap_or_else(|| name.clone());
+        label_scores(&mut scores, &rep, Some(&model_name), None);
+        tables.push(scores);
+        best.extend(best_configs(&model_name, &rep));
         reports.push(rep);
     }
+    super::significance::save_scores(ctx, &super::significance::merge_tables(tables)?)?;
     Ok(ModelsReport { reports, best })
+}
+
+/// Name each configuration of one evaluation's scores by what sets it apart when
+/// several evaluations are kept as one table for `compare`: the embedding model after
+/// the label of a method that uses it (`dense-all-MiniLM-L6-v2`; BM25 and TF-IDF keep
+/// their bare label, the same ranking under every model), and the corpus variant
+/// after every label but C_F's (`bm25-C_S`).
+pub(super) fn label_scores(
+    scores: &mut ScoreTable,
+    rep: &RetrievalReport,
+    model: Option<&str>,
+    variant: Option<crate::core::variant::Variant>,
+) {
+    for (run, result) in scores.runs.iter_mut().zip(&rep.results) {
+        let dense = result
+            .method
+            .parse::<Method>()
+            .is_ok_and(Method::needs_dense);
+        if let Some(m) = model.filter(|_| dense) {
+            run.label = format!(
+                "{}-{}",
+                run.label,
+                crate::core::retrieval::model_short_name(m)
+            );
+        }
+        if let Some(v) = variant.filter(|v| *v != crate::core::variant::Variant::Full) {
+            run.label = format!("{}-{}", run.label, v.paper_name());
+        }
+    }
 }
 
 #[cfg(test)]

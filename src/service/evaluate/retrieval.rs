@@ -19,6 +19,7 @@ use crate::core::retrieval::{
     failures, judged, mean, mean_at_k,
 };
 use crate::core::shard::Shard;
+use crate::core::significance::{ScoreTable, score_table};
 use crate::core::stats::{bucket_label, bucket_of};
 use crate::service::base::{Context, ModelChoice, Progress, read_questions};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
@@ -202,21 +203,7 @@ fn read_queries(req: &RetrievalEval) -> Result<(Vec<Question>, HashMap<String, Q
     let queries = read_questions(&req.queries)?;
     let mut qrels: HashMap<String, Qrel> = HashMap::new();
     if let Some(path) = &req.qrels {
-        let t = crate::service::base::read_text(path)?;
-        for (i, line) in t.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let (Some(q), Some(d), Some(r)) = (
-                f.first(),
-                f.get(2),
-                f.get(3).and_then(|r| r.parse::<u32>().ok()),
-            ) else {
-                bail!("{}:{}: expected `qid 0 docid rel`", path.display(), i + 1);
-            };
-            qrels
-                .entry((*q).to_string())
-                .or_default()
-                .insert((*d).to_string(), r);
-        }
+        qrels = crate::service::base::read_qrels(path)?;
     } else {
         for q in &queries {
             qrels.insert(
@@ -456,6 +443,19 @@ pub async fn evaluate_retrieval(
     req: &RetrievalEval,
     progress: Progress<'_>,
 ) -> Result<RetrievalReport> {
+    let (report, scores) = evaluate_scored(ctx, req, progress).await?;
+    super::significance::save_scores(ctx, &scores)?;
+    Ok(report)
+}
+
+/// [`evaluate_retrieval`] without keeping the per-query scores: the report and every
+/// configuration's per-query scores (in the report's `results` order), for a caller
+/// that evaluates several models or variants and keeps their scores as one table.
+pub(super) async fn evaluate_scored(
+    ctx: &Context,
+    req: &RetrievalEval,
+    progress: Progress<'_>,
+) -> Result<(RetrievalReport, ScoreTable)> {
     if let Some(p) = &req.per_query {
         super::per_query::format_of(p)?;
     }
@@ -509,6 +509,7 @@ pub async fn evaluate_retrieval(
             sweep_ms / sweep.len() as f64
         },
     };
+    let scores = score_table_of(&queries, &qrels, &configs, &passed.outcomes, &req.k);
     let ranked = Ranked {
         r: &r,
         queries: &queries,
@@ -518,7 +519,32 @@ pub async fn evaluate_retrieval(
     };
     let report = write_phase(ctx, req, &ranked, &configs, passed, (sweep, best), seconds)?;
     super::saved::save(ctx, super::saved::LAST_RETRIEVAL, &report)?;
-    Ok(report)
+    Ok((report, scores))
+}
+
+/// Every configuration's per-query scores over the judged queries, each once, sorted
+/// by id (the order `eval runs` uses too, so the same scores give the same resamples
+/// and permutations whichever command compares them).
+fn score_table_of(
+    queries: &[Question],
+    qrels: &HashMap<String, Qrel>,
+    configs: &[RunConfig],
+    outcomes: &[Vec<QueryOutcome>],
+    ks: &[usize],
+) -> ScoreTable {
+    let mut seen = std::collections::HashSet::new();
+    let mut qids: Vec<String> = queries
+        .iter()
+        .filter(|q| judged(qrels, &q.id).is_some() && seen.insert(q.id.as_str()))
+        .map(|q| q.id.clone())
+        .collect();
+    qids.sort();
+    let runs: Vec<(String, &[QueryOutcome])> = configs
+        .iter()
+        .zip(outcomes)
+        .map(|(c, o)| (c.label(), o.as_slice()))
+        .collect();
+    score_table(qids, ks, &runs)
 }
 
 /// Relevant chunk ids that are not in the corpus, sorted within a query

@@ -39,6 +39,9 @@ pub fn load<T: DeserializeOwned>(ctx: &Context, rel: &str, cmd: &str) -> Result<
 
 /// Where `eval retrieval` leaves its report for the Evaluation pane.
 pub const LAST_RETRIEVAL: &str = "eval/last-retrieval.json";
+/// Where `eval retrieval` leaves every configuration's per-query scores for
+/// `raglab compare`.
+pub const LAST_SCORES: &str = "eval/last-scores.json";
 /// Where `eval mcqa` leaves its report for the Evaluation pane.
 pub const LAST_MCQA: &str = "eval/last-mcqa.json";
 

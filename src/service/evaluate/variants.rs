@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::models::{BestConfig, best_configs, suffixed};
-use super::retrieval::{RetrievalEval, RetrievalReport, evaluate_retrieval};
+use super::models::{BestConfig, best_configs, label_scores, suffixed};
+use super::retrieval::{RetrievalEval, RetrievalReport, evaluate_scored};
 use crate::core::retrieval::METRICS;
 use crate::core::variant::Variant;
 use crate::service::base::{Context, Progress};
@@ -34,7 +34,8 @@ pub struct VariantsReport {
 /// Evaluate `req` on each variant of `variants`, with each model of `models` (none:
 /// the request's model). Run files of C_S and C_R go into subfolders `C_S/`, `C_R/` of
 /// `--run-out`; a per-query file gets `-variant-V` before its extension. The failures
-/// file and the Evaluation pane's report hold the last evaluation's.
+/// file and the Evaluation pane's report hold the last evaluation's; the per-query
+/// scores `compare` reads hold every evaluation's configurations.
 pub async fn evaluate_variants(
     ctx: &Context,
     req: &RetrievalEval,
@@ -49,6 +50,7 @@ pub async fn evaluate_variants(
     };
     let mut reports = Vec::new();
     let mut best = Vec::new();
+    let mut tables = Vec::new();
     for model in &models {
         for &variant in variants {
             let mut one = req.clone();
@@ -65,8 +67,11 @@ pub async fn evaluate_variants(
                     .as_deref()
                     .map(|p| suffixed(p, &format!("variant-{variant}")));
             }
-            let rep = evaluate_retrieval(ctx, &one, progress).await?;
+            let (rep, mut scores) = evaluate_scored(ctx, &one, progress).await?;
             let name = rep.embedding_model.clone().unwrap_or_else(|| "-".into());
+            let model = (models.len() > 1).then_some(name.as_str());
+            label_scores(&mut scores, &rep, model, Some(variant));
+            tables.push(scores);
             best.extend(
                 best_configs(&name, &rep)
                     .into_iter()
@@ -75,6 +80,7 @@ pub async fn evaluate_variants(
             reports.push(rep);
         }
     }
+    super::significance::save_scores(ctx, &super::significance::merge_tables(tables)?)?;
     let best_overall = overall(&best);
     Ok(VariantsReport {
         reports,

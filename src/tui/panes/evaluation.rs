@@ -6,7 +6,8 @@
 //! bucket. The reports are read by a background job at start-up and again whenever
 //! a new evaluation is written (the jobs poll the report files and datasets); the
 //! pane itself only draws what it was given. The lower boxes are drawn by
-//! [`super::evaluation_parts`].
+//! [`super::evaluation_parts`], the comparison with a pinned configuration by
+//! [`super::evaluation_compare`].
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -41,6 +42,9 @@ pub struct EvaluationPane {
     pub by_length: bool,
     /// First breakdown row shown.
     pub scroll: usize,
+    /// The configuration pinned as the baseline (`P`): the breakdown box then compares
+    /// every other configuration with it ([`super::evaluation_compare`]).
+    pub pinned: Option<String>,
 }
 
 impl EvaluationPane {
@@ -58,6 +62,16 @@ impl EvaluationPane {
 
     fn selected_result(&self) -> Option<&MethodResult> {
         self.retrieval()?.results.get(self.selected)
+    }
+
+    /// The metric of the alpha chart and the comparison box: nDCG@10 first, then the
+    /// next of [`METRICS`] on each `m`.
+    fn chart_metric_index(&self) -> usize {
+        (METRICS.len() - 1 + self.metric) % METRICS.len()
+    }
+
+    fn chart_metric(&self) -> &'static str {
+        METRICS[self.chart_metric_index()].0
     }
 }
 
@@ -92,7 +106,7 @@ impl EvaluationPane {
             Some(s) => {
                 let r = &s.report;
                 format!(
-                    "j/k configuration · m chart metric · t topic/length · J/K scroll · r reload · retrieval written {}: {} queries ({} evaluated by {}), depth {}, embeddings {}, failures at top {}{}",
+                    "j/k configuration · P compare with it · m chart metric · t topic/length · J/K scroll · r reload · retrieval written {}: {} queries ({} evaluated by {}), depth {}, embeddings {}, failures at top {}{}",
                     clean(&s.written_at),
                     r.queries,
                     r.evaluated,
@@ -175,7 +189,7 @@ impl EvaluationPane {
     /// The alpha sweep: the chosen metric against alpha, one line per fused method
     /// and sparse side, each named with its best alpha.
     fn draw_chart(&self, f: &mut Frame, area: Rect, rep: &RetrievalReport, theme: &Theme) {
-        let (name, get) = METRICS[(METRICS.len() - 1 + self.metric) % METRICS.len()];
+        let (name, get) = METRICS[self.chart_metric_index()];
         let mut pairs: Vec<(Method, Sparse)> = Vec::new();
         for p in &rep.alpha_sweep {
             if !pairs.contains(&(p.method, p.sparse)) {
@@ -273,6 +287,10 @@ impl PaneView for EvaluationPane {
                 self.loading = true;
                 return Some(Effect::LoadEvaluation);
             }
+            Action::PinBaseline => {
+                let label = self.selected_result().map(|r| r.label.clone());
+                self.pinned = if self.pinned == label { None } else { label };
+            }
             _ => {}
         }
         None
@@ -343,7 +361,16 @@ impl PaneView for EvaluationPane {
                 Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)])
                     .areas(middle);
             self.draw_chart(f, chart, rep, theme);
-            if let Some(r) = self.selected_result() {
+            if let Some(pinned) = &self.pinned {
+                super::evaluation_compare::draw_comparison(
+                    f,
+                    breakdown,
+                    o.comparison.as_ref(),
+                    pinned,
+                    self.chart_metric(),
+                    theme,
+                );
+            } else if let Some(r) = self.selected_result() {
                 super::evaluation_parts::draw_breakdown(
                     f,
                     breakdown,

@@ -5,6 +5,7 @@ pub mod annotate;
 pub mod corpus;
 pub mod evalset;
 pub mod evaluation;
+pub mod evaluation_compare;
 pub mod evaluation_parts;
 pub mod generate;
 pub mod query;

@@ -1,0 +1,130 @@
+//! `raglab compare` (the configurations of the last `eval retrieval`) and the shared
+//! rendering of `eval runs`: per metric, each comparison's mean difference with its
+//! bootstrap CI, wins / ties / losses, the randomisation and t-test p-values and their
+//! Holm adjustments, as text or JSON.
+
+use anyhow::Result;
+use clap::Args;
+
+use super::print_json;
+use crate::core::significance::TestSettings;
+use crate::service::Context;
+use crate::service::evaluate::{CompareRequest, ComparisonReport, compare_last};
+
+/// How to compare (shared by `compare` and `eval runs`).
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Compare every other run with this one (else every pair).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Metrics to compare (comma-separated, e.g. `nDCG@10,MRR`; default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// Sign-flip permutations of the randomisation test.
+    #[arg(long, default_value_t = TestSettings::default().permutations)]
+    pub permutations: usize,
+    /// Bootstrap resamples for the 95% CI of the mean difference.
+    #[arg(long, default_value_t = TestSettings::default().resamples)]
+    pub resamples: usize,
+    /// Seed of the permutations and resamples (reported).
+    #[arg(long, default_value_t = TestSettings::default().seed)]
+    pub seed: u64,
+    /// Worker threads (default: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl TestArgs {
+    pub fn request(&self) -> CompareRequest {
+        CompareRequest {
+            baseline: self.baseline.clone(),
+            metrics: self.metrics.clone(),
+            settings: TestSettings {
+                resamples: self.resamples,
+                permutations: self.permutations,
+                seed: self.seed,
+            },
+            threads: self.threads,
+        }
+    }
+}
+
+pub async fn run(ctx: &Context, args: TestArgs) -> Result<()> {
+    let rep = compare_last(ctx, &args.request())?;
+    render(&rep, args.json)
+}
+
+/// Print `rep` as JSON or as text tables.
+pub fn render(rep: &ComparisonReport, json: bool) -> Result<()> {
+    if json {
+        return print_json(rep);
+    }
+    say!("{}", rep.source);
+    say!(
+        "{} judged queries (a run that retrieved nothing for one scores 0 on it); bootstrap {} resamples, {} permutations, seed {}",
+        rep.queries,
+        rep.settings.resamples,
+        rep.settings.permutations,
+        rep.settings.seed
+    );
+    say!();
+    say_part!("{:<34}", "run");
+    for m in &rep.metrics {
+        say_part!(" {m:>10}");
+    }
+    say!(" {:>7}", "absent");
+    for r in &rep.runs {
+        say_part!("{:<34}", r.label);
+        for m in &rep.metrics {
+            say_part!(" {:>10.4}", r.means.get(m).copied().unwrap_or(f64::NAN));
+        }
+        say!(" {:>7}", r.absent);
+    }
+    for m in &rep.metrics {
+        say!();
+        say!(
+            "{m}: candidate - baseline     diff  [95% CI]               W/T/L            p_rand   holm     t        p_t      holm"
+        );
+        for row in rep.rows.iter().filter(|r| &r.metric == m) {
+            let c = &row.result;
+            let (lo, hi) = c.ci.unwrap_or((f64::NAN, f64::NAN));
+            let t = c.t_test.map_or("-".into(), |t| format!("{:.3}", t.t));
+            let p_t = c.t_test.map_or("-".into(), |t| p_value(t.p));
+            let p_th = c.t_test_p_holm.map_or("-".into(), p_value);
+            say!(
+                "  {:<22} {:<22} {:>+8.4} [{:>+8.4}, {:>+8.4}] {:>5}/{:>5}/{:>5} {:>8} {:>8} {:>8} {:>8} {:>8}",
+                row.candidate,
+                row.baseline,
+                c.difference,
+                lo,
+                hi,
+                c.record.wins,
+                c.record.ties,
+                c.record.losses,
+                p_value(c.randomisation_p),
+                p_value(c.randomisation_p_holm),
+                t,
+                p_t,
+                p_th
+            );
+        }
+    }
+    say!();
+    say!("Holm: {}", rep.holm_family);
+    say!(
+        "p_rand = (1 + #{{|S*| >= |S|}}) / (1 + permutations), two-sided; p_t: paired t-test, two-sided ({:.2} s)",
+        rep.seconds
+    );
+    Ok(())
+}
+
+/// A p-value in few characters (scientific below 0.001).
+fn p_value(p: f64) -> String {
+    if p < 1e-3 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.4}")
+    }
+}

@@ -1,0 +1,403 @@
+//! Which configuration is really better? `raglab compare` over the per-query scores of
+//! the last `eval retrieval` (kept as `eval/last-scores.json`), and `raglab eval runs`
+//! over TREC run files from any tool: per metric, every candidate against a baseline
+//! (or every pair) with the paired tests of [`crate::core::significance`], Holm-adjusted
+//! over every comparison of the report.
+//!
+//! The work is split over the cores by column (bootstrap) and by comparison
+//! (randomisation test); each piece is seeded the same way whatever the split, so the
+//! numbers do not depend on the number of threads.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::saved::{LAST_SCORES, Saved, load};
+use crate::core::metrics::order_run;
+use crate::core::retrieval::{QueryOutcome, judged, outcome};
+use crate::core::significance::{
+    ComparisonRow, PairedComparison, ScoreTable, TestSettings, adjust, bootstrap_means,
+    compare_pair, pairs, score_table,
+};
+use crate::service::base::{Context, write_whole};
+
+/// What to compare and how.
+#[derive(Debug, Clone, Default)]
+pub struct CompareRequest {
+    /// Compare every other run with this one (a label, or a run file's path or name);
+    /// `None`: every pair.
+    pub baseline: Option<String>,
+    /// Metric names (case-insensitive); empty: every metric of the table.
+    pub metrics: Vec<String>,
+    pub settings: TestSettings,
+    /// Worker threads (0: one per core).
+    pub threads: usize,
+}
+
+/// One compared run: its means over the table's queries.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub label: String,
+    /// The run file (`eval runs`).
+    pub file: Option<PathBuf>,
+    /// Judged queries it retrieved nothing for (scored 0).
+    pub absent: usize,
+    pub means: BTreeMap<String, f64>,
+}
+
+/// The comparison, as `compare --json` and `eval runs --json` print it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ComparisonReport {
+    /// What was compared (the last evaluation and when it was written, or "run files").
+    pub source: String,
+    /// Judged queries (every comparison pairs all of them).
+    pub queries: usize,
+    pub metrics: Vec<String>,
+    pub runs: Vec<RunSummary>,
+    pub baseline: Option<String>,
+    pub settings: TestSettings,
+    /// Which p-values Holm adjusted together.
+    pub holm_family: String,
+    pub rows: Vec<ComparisonRow>,
+    pub seconds: f64,
+}
+
+/// Keep the last evaluation's per-query scores for `compare` (compact JSON: 14,000
+/// queries x 10 configurations x 8 metrics is about 20 MB).
+pub fn save_scores(ctx: &Context, table: &ScoreTable) -> Result<PathBuf> {
+    let path = ctx.workspace.path(LAST_SCORES);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let saved = Saved {
+        written_at: crate::service::base::now_rfc3339(),
+        report: table,
+    };
+    write_whole(&path, serde_json::to_string(&saved)?.as_bytes())?;
+    Ok(path)
+}
+
+/// The per-query scores of the last `eval retrieval` (None: none was run here).
+pub fn last_scores(ctx: &Context) -> Result<Option<Saved<ScoreTable>>> {
+    load(ctx, LAST_SCORES, "raglab eval retrieval")
+}
+
+/// `tables` (one evaluation each, the same judged queries) as one: each run once, by
+/// label, in order; a table over other queries is an error.
+pub fn merge_tables(tables: Vec<ScoreTable>) -> Result<ScoreTable> {
+    let mut it = tables.into_iter();
+    let Some(mut out) = it.next() else {
+        bail!("no evaluation to merge");
+    };
+    for t in it {
+        if t.qids != out.qids || t.metrics != out.metrics {
+            bail!("the evaluations were made over different queries or metrics");
+        }
+        for r in t.runs {
+            if out.run(&r.label).is_none() {
+                out.runs.push(r);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Compare the configurations of the last `eval retrieval`.
+pub fn compare_last(ctx: &Context, req: &CompareRequest) -> Result<ComparisonReport> {
+    let Some(saved) = last_scores(ctx)? else {
+        bail!("no per-query scores in this workspace: run `raglab eval retrieval` first");
+    };
+    compare_saved(ctx, &saved, req)
+}
+
+/// Compare the configurations of a kept table of per-query scores.
+pub fn compare_saved(
+    ctx: &Context,
+    saved: &Saved<ScoreTable>,
+    req: &CompareRequest,
+) -> Result<ComparisonReport> {
+    let source = format!(
+        "{} (eval retrieval, written {})",
+        ctx.workspace.path(LAST_SCORES).display(),
+        saved.written_at
+    );
+    compare_table(&saved.report, req, source, &[])
+}
+
+/// A run file's label: its file name without `.trec`, `.run` or `.txt` endings.
+fn run_label(path: &Path) -> String {
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    while let Some(stem) = [".trec", ".run", ".txt"]
+        .iter()
+        .find_map(|e| name.strip_suffix(e).filter(|s| !s.is_empty()))
+    {
+        name = stem.to_string();
+    }
+    name
+}
+
+/// Score TREC run files against qrels with raglab's trec_eval-exact metrics at cutoffs
+/// `ks`, over every judged query of the qrels (sorted by id), and compare them.
+pub fn evaluate_runs(
+    qrels_path: &Path,
+    runs: &[PathBuf],
+    ks: &[usize],
+    req: &CompareRequest,
+) -> Result<ComparisonReport> {
+    let qrels = crate::service::base::read_qrels(qrels_path)?;
+    let mut qids: Vec<String> = qrels
+        .keys()
+        .filter(|q| judged(&qrels, q).is_some())
+        .cloned()
+        .collect();
+    qids.sort();
+    let mut labels: Vec<String> = runs.iter().map(|p| run_label(p)).collect();
+    let unique: HashSet<&String> = labels.iter().collect();
+    if unique.len() < labels.len() {
+        // Two files of one name (in different folders): name them by path.
+        labels = runs.iter().map(|p| p.display().to_string()).collect();
+    }
+    let mut outcomes: Vec<Vec<QueryOutcome>> = Vec::new();
+    for path in runs {
+        let run = crate::service::base::read_run(path)?;
+        let mut o = Vec::new();
+        for qid in &qids {
+            let Some(hits) = run.get(qid) else { continue };
+            let mut hits = hits.clone();
+            order_run(&mut hits);
+            let ranked: Vec<&str> = hits.iter().map(|(d, _)| d.as_str()).collect();
+            o.push(outcome(qid, &ranked, &qrels[qid], ks));
+        }
+        outcomes.push(o);
+    }
+    let named: Vec<(String, &[QueryOutcome])> = labels
+        .iter()
+        .cloned()
+        .zip(outcomes.iter().map(Vec::as_slice))
+        .collect();
+    let table = score_table(qids, ks, &named);
+    let source = format!("run files scored against {}", qrels_path.display());
+    compare_table(&table, req, source, runs)
+}
+
+/// Resolve the request against the table: the baseline's index and the metrics'.
+fn resolve(
+    table: &ScoreTable,
+    req: &CompareRequest,
+    files: &[PathBuf],
+) -> Result<(Option<usize>, Vec<usize>)> {
+    let baseline = match &req.baseline {
+        None => None,
+        Some(b) => Some(
+            table
+                .run(b)
+                .or_else(|| files.iter().position(|f| f == Path::new(b)))
+                .or_else(|| table.run(&run_label(Path::new(b))))
+                .with_context(|| {
+                    let known: Vec<&str> = table.runs.iter().map(|r| r.label.as_str()).collect();
+                    format!(
+                        "no run `{b}` to compare against (runs: {})",
+                        known.join(", ")
+                    )
+                })?,
+        ),
+    };
+    let metrics = if req.metrics.is_empty() {
+        (0..table.metrics.len()).collect()
+    } else {
+        req.metrics
+            .iter()
+            .map(|m| {
+                table.metric(m).with_context(|| {
+                    format!("no metric `{m}` (metrics: {})", table.metrics.join(", "))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    Ok((baseline, metrics))
+}
+
+fn threads(req: &CompareRequest) -> usize {
+    match req.threads {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        n => n,
+    }
+}
+
+/// `f` over `items` split into `parts` contiguous chunks, one thread each, results in
+/// item order.
+fn split_map<T: Sync, R: Send>(
+    items: &[T],
+    parts: usize,
+    f: impl Fn(&[T]) -> Vec<R> + Sync,
+) -> Vec<R> {
+    let size = items.len().div_ceil(parts.max(1)).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items.chunks(size).map(|c| s.spawn(|| f(c))).collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// Compare the runs of `table` as `req` asks; `files` are the run files (if any), in
+/// the table's run order.
+pub fn compare_table(
+    table: &ScoreTable,
+    req: &CompareRequest,
+    source: String,
+    files: &[PathBuf],
+) -> Result<ComparisonReport> {
+    let started = Instant::now();
+    let (baseline, metrics) = resolve(table, req, files)?;
+    let workers = threads(req);
+    let s = req.settings;
+    let runs = table.runs.len();
+    // Column c = (metric metrics[c / runs], run c % runs).
+    let columns: Vec<&[f64]> = metrics
+        .iter()
+        .flat_map(|&m| table.runs.iter().map(move |r| r.scores[m].as_slice()))
+        .collect();
+    let boot = split_map(&columns, workers, |cols| {
+        bootstrap_means(cols, s.resamples, s.seed)
+    });
+    let jobs: Vec<(usize, (usize, usize))> = (0..metrics.len())
+        .flat_map(|mi| pairs(runs, baseline).into_iter().map(move |p| (mi, p)))
+        .collect();
+    let results: Vec<PairedComparison> = split_map(&jobs, workers, |part| {
+        part.iter()
+            .map(|&(mi, (b, c))| {
+                let (cb, cc) = (mi * runs + b, mi * runs + c);
+                compare_pair(columns[cb], columns[cc], (&boot[cb], &boot[cc]), &s)
+            })
+            .collect()
+    });
+    let mut results = results;
+    adjust(&mut results);
+    let rows = jobs
+        .iter()
+        .zip(results)
+        .map(|(&(mi, (b, c)), result)| ComparisonRow {
+            metric: table.metrics[metrics[mi]].clone(),
+            baseline: table.runs[b].label.clone(),
+            candidate: table.runs[c].label.clone(),
+            result,
+        })
+        .collect::<Vec<_>>();
+    Ok(ComparisonReport {
+        source,
+        queries: table.qids.len(),
+        metrics: metrics.iter().map(|&m| table.metrics[m].clone()).collect(),
+        runs: summaries(table, &metrics, files),
+        baseline: baseline.map(|b| table.runs[b].label.clone()),
+        settings: s,
+        holm_family: format!(
+            "every comparison of this report ({} = {} metrics x {} pairs), the randomisation and the t-test p-values each on their own",
+            rows.len(),
+            metrics.len(),
+            pairs(runs, baseline).len()
+        ),
+        rows,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Each run's means over the table's queries, for the metrics compared.
+fn summaries(table: &ScoreTable, metrics: &[usize], files: &[PathBuf]) -> Vec<RunSummary> {
+    let n = table.qids.len().max(1) as f64;
+    table
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RunSummary {
+            label: r.label.clone(),
+            file: files.get(i).cloned(),
+            absent: r.absent,
+            means: metrics
+                .iter()
+                .map(|&m| {
+                    (
+                        table.metrics[m].clone(),
+                        r.scores[m].iter().sum::<f64>() / n,
+                    )
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::significance::RunScores;
+
+    fn table() -> ScoreTable {
+        let mut rng = crate::core::rng::Rng::new(5);
+        let mut col = |shift: f64| -> Vec<f64> {
+            (0..300)
+                .map(|_| (rng.below(100) as f64 / 100.0 + shift).min(1.0))
+                .collect()
+        };
+        let runs = ["a", "b", "c"]
+            .iter()
+            .enumerate()
+            .map(|(i, l)| RunScores {
+                label: (*l).to_string(),
+                absent: 0,
+                scores: vec![col(0.02 * i as f64), col(0.0)],
+            })
+            .collect();
+        ScoreTable {
+            qids: (0..300).map(|i| format!("q{i}")).collect(),
+            metrics: vec!["MRR".into(), "nDCG@10".into()],
+            runs,
+        }
+    }
+
+    #[test]
+    fn the_numbers_do_not_depend_on_the_threads() {
+        let t = table();
+        let mut req = CompareRequest {
+            threads: 1,
+            settings: TestSettings {
+                resamples: 500,
+                permutations: 2000,
+                seed: 1,
+            },
+            ..CompareRequest::default()
+        };
+        let one = compare_table(&t, &req, "t".into(), &[]).expect("compare");
+        req.threads = 3;
+        let three = compare_table(&t, &req, "t".into(), &[]).expect("compare");
+        assert_eq!(one.rows, three.rows);
+        assert_eq!(one.rows.len(), 6, "3 pairs x 2 metrics");
+        // Against a baseline, one metric: the rows are those of the all-pairs report
+        // before adjustment (same seed, same pair), adjusted over 2 instead of 6.
+        req.baseline = Some("a".into());
+        req.metrics = vec!["mrr".into()];
+        let base = compare_table(&t, &req, "t".into(), &[]).expect("compare");
+        assert_eq!(base.rows.len(), 2);
+        assert_eq!(base.rows[1].candidate, "c");
+        assert_eq!(
+            base.rows[1].result.randomisation_p,
+            one.rows[1].result.randomisation_p
+        );
+        assert_eq!(base.rows[1].result.ci, one.rows[1].result.ci);
+        req.baseline = Some("zzz".into());
+        assert!(compare_table(&t, &req, "t".into(), &[]).is_err());
+    }
+
+    #[test]
+    fn run_labels_drop_run_file_endings() {
+        assert_eq!(run_label(Path::new("x/bm25.run.trec")), "bm25");
+        assert_eq!(run_label(Path::new("a.tfidf.trec")), "a.tfidf");
+        assert_eq!(run_label(Path::new(".trec")), ".trec");
+    }
+}

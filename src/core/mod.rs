@@ -26,6 +26,7 @@ pub mod rng;
 pub mod rubric;
 pub mod sampling;
 pub mod shard;
+pub mod signing;
 pub mod stats;
 pub mod summary;
 pub mod text;

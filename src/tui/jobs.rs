@@ -40,7 +40,7 @@ pub enum Msg {
         ticket: u64,
         result: Result<Box<AnswerRecord>, String>,
     },
-    Annotation(Result<Study, String>),
+    Annotation(Result<Box<Study>, String>),
     /// One group commit finished: each label's ticket with its result.
     Saved(Vec<(u64, Result<f64, String>)>),
     Agreement {
@@ -252,6 +252,7 @@ impl Jobs {
         tokio::spawn(async move {
             let study = study::load_study(&ctx)
                 .await
+                .map(Box::new)
                 .map_err(|e| format!("cannot read the annotation study: {e:#}"));
             let _ = tx.send(Msg::Annotation(study));
         })
@@ -655,8 +656,12 @@ impl Jobs {
                 app.generate.on_done(ticket, result);
             }
             Msg::Annotation(Ok(study)) => {
-                let pairs = crate::service::study::pairs_of(&study.assignments);
-                app.annotate.load(study.items, study.labels, pairs);
+                let study = *study;
+                app.annotate.roster = study.roster;
+                app.annotate.my_key = study.my_key;
+                app.annotate.refused = study.refused;
+                app.annotate
+                    .load_with(study.items, study.labels, study.schedule);
                 app.query
                     .set_stored(study.answers.clone(), study.judgements);
                 sync_blind(app);

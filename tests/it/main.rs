@@ -36,6 +36,7 @@ mod reference_trec;
 mod retrieval;
 mod secrets;
 mod shards;
+mod study_keys;
 mod study_tmux;
 mod terminal_safety;
 mod tui_annotate;

@@ -177,35 +177,9 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd, viewer: &Viewer) -> Result<()
             out,
             final_set: true,
             reviewers,
-        } => {
-            let rubric = ctx.rubric(None)?;
-            let pair = reviewer_pair(reviewers.as_deref())?;
-            let (finals, unresolved) = study::export_final(ctx, &rubric, pair, viewer).await?;
-            let bytes = match format {
-                ExportFormat::Jsonl => finals
-                    .iter()
-                    .map(|f| serde_json::to_string(f).map(|s| s + "\n"))
-                    .collect::<Result<String, _>>()?,
-                ExportFormat::Csv => study::final_csv(&finals),
-                ExportFormat::Parquet => bail!("--final writes jsonl or csv"),
-            };
-            match out {
-                Some(p) => crate::service::base::write_whole(&p, bytes.as_bytes())?,
-                None => say_part!("{bytes}"),
-            }
-            if unresolved > 0 {
-                tell!("{}", unresolved_note(unresolved, viewer));
-            }
-        }
+        } => export_final(ctx, format, out, reviewers, viewer).await?,
         LabelsCmd::Export { format, out, .. } => export(ctx, format, out, viewer).await?,
-        LabelsCmd::History { item_id } => {
-            let rubric = ctx.rubric(None)?;
-            let (rows, withheld) = study::label_history(ctx, &rubric, &item_id, viewer).await?;
-            say_part!("{}", history_text(&rows));
-            if let Some(note) = withheld_note(withheld, viewer) {
-                tell!("{note}");
-            }
-        }
+        LabelsCmd::History { item_id } => history(ctx, &item_id, viewer).await?,
         LabelsCmd::Stress {
             reviewer,
             count,
@@ -252,6 +226,51 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd, viewer: &Viewer) -> Result<()
                 q(0.95)
             );
         }
+    }
+    Ok(())
+}
+
+/// `raglab labels export --final` for `viewer`.
+async fn export_final(
+    ctx: &Context,
+    format: ExportFormat,
+    out: Option<PathBuf>,
+    reviewers: Option<Vec<String>>,
+    viewer: &Viewer,
+) -> Result<()> {
+    let rubric = ctx.rubric(None)?;
+    let pair = reviewer_pair(reviewers.as_deref())?;
+    let (finals, unresolved, refused) = study::export_final(ctx, &rubric, pair, viewer).await?;
+    tell_refused(&refused);
+    let bytes = match format {
+        ExportFormat::Jsonl => finals
+            .iter()
+            .map(|f| serde_json::to_string(f).map(|s| s + "\n"))
+            .collect::<Result<String, _>>()?,
+        ExportFormat::Csv => study::final_csv(&finals),
+        ExportFormat::Parquet => bail!("--final writes jsonl or csv"),
+    };
+    match out {
+        Some(p) => crate::service::base::write_whole(&p, bytes.as_bytes())?,
+        None => say_part!("{bytes}"),
+    }
+    if unresolved > 0 {
+        tell!("{}", unresolved_note(unresolved, viewer));
+    }
+    Ok(())
+}
+
+/// `raglab labels history ITEM` for `viewer`.
+async fn history(ctx: &Context, item_id: &str, viewer: &Viewer) -> Result<()> {
+    let rubric = ctx.rubric(None)?;
+    let h = study::label_history(ctx, &rubric, item_id, viewer).await?;
+    say_part!("{}", history_text(&h.rows));
+    if let Some(note) = withheld_note(h.withheld, viewer) {
+        tell!("{note}");
+    }
+    tell_refused(&h.refused);
+    if !h.signed {
+        tell!("{}", study::UNSIGNED);
     }
     Ok(())
 }
@@ -307,7 +326,24 @@ async fn export(
     if let Some(note) = withheld_note(export.withheld, viewer) {
         tell!("{note}");
     }
+    tell_refused(&export.refused);
+    if !export.signed {
+        tell!("{}", study::UNSIGNED);
+    }
     Ok(())
+}
+
+/// Name every stored row that does not count (on standard error).
+fn tell_refused(refused: &[study::Refusal]) {
+    if !refused.is_empty() {
+        tell!(
+            "{} stored rows not counted (unsigned or forged):",
+            refused.len()
+        );
+        for r in refused {
+            tell!("  {r}");
+        }
+    }
 }
 
 /// `labels history`'s text: one line per label version.
@@ -431,8 +467,27 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
             String::new()
         }
     );
+    say_trust(&a);
     say!("({:.2}s)", a.seconds);
     Ok(())
+}
+
+/// Whether the study is signed, and every stored row that does not count.
+fn say_trust(a: &study::Agreement) {
+    if a.signed {
+        say!("signed study: every counted label is signed by its reviewer's key");
+    } else {
+        say!("{}", study::UNSIGNED);
+    }
+    if !a.refused.is_empty() {
+        say!(
+            "{} stored rows not counted (unsigned or forged):",
+            a.refused.len()
+        );
+        for r in &a.refused {
+            say!("  {r}");
+        }
+    }
 }
 
 /// `raglab agree --json`'s document.
@@ -444,6 +499,7 @@ pub fn agree_json(a: &study::Agreement) -> serde_json::Value {
         "changed_after_reveal": a.changed_after_reveal,
         "labels_after_reveal": a.labels_after_reveal, "judge_model": a.judge_model,
         "judge_models": a.judge_models, "hidden_items": a.hidden_items,
+        "signed": a.signed, "refused": a.refused,
     })
 }
 

@@ -38,6 +38,7 @@ mod index;
 mod ingest;
 mod mcqa;
 mod search;
+mod study;
 mod summarise;
 
 use std::path::PathBuf;
@@ -68,7 +69,8 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub reviewer: Option<String>,
     /// `lead`: the study lead sees every label, adjudicates disagreements and follows
-    /// each reviewer's progress (named by `--reviewer`).
+    /// each reviewer's progress (named by `--reviewer`). In a study with a roster it
+    /// needs the lead's key, as `--reviewer NAME` needs NAME's.
     #[arg(long, global = true, value_enum, default_value_t = Role::Reviewer)]
     pub role: Role,
     /// Rubric TOML of the Annotate pane, `judge`, `agree` and `labels` (default:
@@ -149,6 +151,11 @@ pub enum Command {
     },
     /// Agreement table: kappa and macro-F1 with bootstrap CIs per criterion and overall.
     Agree(annotate::AgreeArgs),
+    /// Who is who in a study: your signing key, the roster of reviewers' keys.
+    Study {
+        #[command(subcommand)]
+        cmd: study::StudyCmd,
+    },
     /// Benchmarks (report figures; they do not assert).
     Bench {
         #[command(subcommand)]
@@ -188,8 +195,15 @@ pub async fn run(
         Command::Compare(args) => compare::run(ctx, args).await,
         Command::Evalset { cmd } => evalset::run(ctx, cmd).await,
         Command::Annotate { cmd } => annotate::create(ctx, cmd).await,
-        Command::Labels { cmd } => annotate::labels(ctx, cmd, viewer).await,
-        Command::Agree(args) => annotate::agree(ctx, args, viewer).await,
+        Command::Labels { cmd } => {
+            crate::service::study::confirm(ctx, viewer).await?;
+            annotate::labels(ctx, cmd, viewer).await
+        }
+        Command::Agree(args) => {
+            crate::service::study::confirm(ctx, viewer).await?;
+            annotate::agree(ctx, args, viewer).await
+        }
+        Command::Study { cmd } => study::run(ctx, cmd).await,
         Command::Bench {
             cmd: BenchCmd::Retrieval(args),
         } => bench::run(ctx, args).await,
@@ -200,7 +214,10 @@ pub async fn run(
         Command::Judge(args) => generate::run_judge(ctx, args).await,
         Command::Report {
             cmd: ReportCmd::Answers(args),
-        } => generate::report(ctx, args, viewer).await,
+        } => {
+            crate::service::study::confirm(ctx, viewer).await?;
+            generate::report(ctx, args, viewer).await
+        }
         Command::Paths => {
             say!("config:    {}", ctx.paths.config_file().display());
             say!("data:      {}", ctx.paths.data_dir.display());

@@ -76,6 +76,35 @@ pub struct Label {
     /// studies, so nullable and last).
     #[serde(default)]
     pub adjudicator: Option<String>,
+    /// The writer's public key (ed25519, hex) and its signature over every other
+    /// field ([`crate::core::signing::label_bytes`]). Added with reviewer keys, so
+    /// nullable and last: labels of older studies have neither.
+    #[serde(default)]
+    pub signer: Option<String>,
+    #[serde(default)]
+    pub signature: Option<String>,
+}
+
+/// An item assigned to a pair of reviewers. The newest assignment of an item (in the
+/// log's own order) wins from the moment it was made: `label_rows` is how many rows
+/// the label log held then, so an assignment never reaches back over labels given
+/// before it (and never moves a reveal that had already happened).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Assignment {
+    pub item_id: String,
+    pub first: String,
+    pub second: String,
+    pub assigned_at: String,
+    pub seq: u64,
+    /// Rows of the label log when the assignment was made (`None` on assignments of
+    /// older studies: in force from the start).
+    #[serde(default)]
+    pub label_rows: Option<u64>,
+    /// The lead's public key and signature ([`crate::core::signing::assignment_bytes`]).
+    #[serde(default)]
+    pub signer: Option<String>,
+    #[serde(default)]
+    pub signature: Option<String>,
 }
 
 /// One item and criterion on which two raters gave different labels.

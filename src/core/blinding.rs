@@ -2,14 +2,18 @@
 //!
 //! An item is *submitted* by a reviewer the first time every rubric criterion has a
 //! label from them; it is *revealed* when both of its human reviewers have submitted
-//! it. The pair is the item's assignment when there is one, else the first two
-//! reviewers to submit it. Before reveal a reviewer sees only their own labels; after
-//! it, the pair's labels, notes and the judge's. The moment of reveal is the `seq` of
-//! the label that completed the second submission, so whether a label was given
-//! *after reveal* is a fact of the log itself, not a flag a client could forget to set:
-//! later appends never change it.
+//! it. The pair is the item's assignment in force at that moment when there is one,
+//! else the first two reviewers to submit it. Before reveal a reviewer sees only their
+//! own labels; after it, the pair's labels, notes and the judge's.
+//!
+//! Order is the log's own: the position of each label in the label dataset (commit
+//! order), never a clock a writer sets. A label's `seq` and `timestamp` are the
+//! writer's wall clock, kept for people to read; a machine whose clock is an hour
+//! behind writes a label that still lands after the reveal it follows. So whether a
+//! label was given *after reveal* is a fact of the log itself, and later appends
+//! (a re-assignment included) never move a reveal that has happened.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::annotation::{FINAL, Item, JUDGE, Label};
 
@@ -58,15 +62,85 @@ pub enum LabelVersion {
     Latest,
 }
 
+/// Which pair reviews which item, from which position of the label log on: an
+/// assignment made when the log held `n` labels is in force for the labels at
+/// positions `n` and later, so it never reaches back over labels given before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Schedule {
+    /// item -> (first position in force, pair), in the order the assignments were made.
+    by_item: HashMap<String, Vec<(usize, Pair)>>,
+}
+
+/// Two reviewers.
+type Pair = (String, String);
+
+impl Schedule {
+    /// Every pair in force from the start of the log.
+    pub fn from_pairs(pairs: &HashMap<String, (String, String)>) -> Self {
+        let mut s = Self::default();
+        for (item, pair) in pairs {
+            s.assign(item, 0, pair.clone());
+        }
+        s
+    }
+
+    /// Add an assignment made when the log held `from` labels (call in the order the
+    /// assignments were made).
+    pub fn assign(&mut self, item: &str, from: usize, pair: (String, String)) {
+        self.by_item
+            .entry(item.to_string())
+            .or_default()
+            .push((from, pair));
+    }
+
+    /// The pair in force for the label at log position `pos`: the newest assignment
+    /// made at or before it.
+    pub fn in_force(&self, item: &str, pos: usize) -> Option<&(String, String)> {
+        self.by_item
+            .get(item)?
+            .iter()
+            .rev()
+            .find(|(from, _)| *from <= pos)
+            .map(|(_, p)| p)
+    }
+
+    /// item -> its newest assignment.
+    pub fn newest(&self) -> HashMap<String, (String, String)> {
+        self.by_item
+            .iter()
+            .filter_map(|(item, v)| Some((item.clone(), v.last()?.1.clone())))
+            .collect()
+    }
+
+    /// (position, item) of every assignment, by position.
+    fn boundaries(&self) -> Vec<(usize, &str)> {
+        let mut v: Vec<(usize, &str)> = self
+            .by_item
+            .iter()
+            .flat_map(|(item, a)| a.iter().map(move |(from, _)| (*from, item.as_str())))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+impl From<&HashMap<String, (String, String)>> for Schedule {
+    fn from(pairs: &HashMap<String, (String, String)>) -> Self {
+        Self::from_pairs(pairs)
+    }
+}
+
 /// Reveal moments and submissions of every item, from the label log.
 #[derive(Debug, Clone, Default)]
 pub struct Blinding {
-    /// item -> reviewer -> seq of their first complete submission.
-    submitted: HashMap<String, BTreeMap<String, u64>>,
-    /// item -> (pair, seq of reveal) once both have submitted.
-    revealed: HashMap<String, ((String, String), u64)>,
-    /// item -> its assigned pair.
+    /// item -> reviewer -> log position of their first complete submission.
+    submitted: HashMap<String, BTreeMap<String, usize>>,
+    /// item -> (pair, first log position after the reveal) once both have submitted.
+    revealed: HashMap<String, ((String, String), usize)>,
+    /// item -> its newest assigned pair.
     assigned: HashMap<String, (String, String)>,
+    /// Ids of the human labels given after their item was revealed.
+    after: HashSet<String>,
 }
 
 fn is_human(reviewer: &str) -> bool {
@@ -74,55 +148,82 @@ fn is_human(reviewer: &str) -> bool {
 }
 
 impl Blinding {
-    /// Replay the log in `seq` order. `criteria` are the rubric's keys; `assigned`
-    /// maps items to their reviewer pair (items without one take the first two
-    /// reviewers to submit).
+    /// Replay the log in its own order with every pair of `assigned` in force from
+    /// the start (items without one take the first two reviewers to submit).
     pub fn from_log(
         labels: &[Label],
         criteria: &[&str],
         assigned: &HashMap<String, (String, String)>,
     ) -> Self {
-        let mut order: Vec<&Label> = labels.iter().filter(|l| is_human(&l.reviewer)).collect();
-        order.sort_by_key(|l| l.seq);
+        Self::replay(labels, criteria, &Schedule::from_pairs(assigned))
+    }
+
+    /// Replay the log (`labels` in log order) under the assignments of `schedule`.
+    /// `criteria` are the rubric's keys. A label id seen before is no new label (a
+    /// copied row cannot mark the original as given after reveal).
+    pub fn replay(labels: &[Label], criteria: &[&str], schedule: &Schedule) -> Self {
         // (item, reviewer) -> criteria currently labelled.
         let mut have: HashMap<(&str, &str), BTreeMap<&str, bool>> = HashMap::new();
+        let mut seen: HashSet<&str> = HashSet::new();
         let mut out = Self {
-            assigned: assigned.clone(),
+            assigned: schedule.newest(),
             ..Self::default()
         };
-        for l in order {
+        let bounds = schedule.boundaries();
+        let mut next = 0;
+        for (pos, l) in labels.iter().enumerate() {
+            while let Some(&(from, item)) = bounds.get(next).filter(|b| b.0 <= pos) {
+                out.try_reveal(item, schedule, from, from);
+                next += 1;
+            }
+            if !is_human(&l.reviewer) || !seen.insert(l.label_id.as_str()) {
+                continue;
+            }
+            if out.revealed.contains_key(&l.item_id) {
+                out.after.insert(l.label_id.clone());
+            }
             let entry = have
                 .entry((l.item_id.as_str(), l.reviewer.as_str()))
                 .or_default();
             entry.insert(l.criterion.as_str(), l.label.is_some());
             let complete = criteria.iter().all(|c| entry.get(c) == Some(&true));
-            if !complete {
-                continue;
-            }
             let subs = out.submitted.entry(l.item_id.clone()).or_default();
-            if subs.contains_key(&l.reviewer) {
+            if !complete || subs.contains_key(&l.reviewer) {
                 continue; // submission is sticky: the first complete moment counts
             }
-            subs.insert(l.reviewer.clone(), l.seq);
-            if out.revealed.contains_key(&l.item_id) {
-                continue;
-            }
-            let pair = match assigned.get(&l.item_id) {
-                Some((a, b)) => {
-                    (subs.contains_key(a) && subs.contains_key(b)).then(|| (a.clone(), b.clone()))
-                }
-                None if subs.len() >= 2 => {
-                    let mut first: Vec<(&String, &u64)> = subs.iter().collect();
-                    first.sort_by_key(|(_, s)| **s);
-                    Some((first[0].0.clone(), first[1].0.clone()))
-                }
-                None => None,
-            };
-            if let Some(pair) = pair {
-                out.revealed.insert(l.item_id.clone(), (pair, l.seq));
-            }
+            subs.insert(l.reviewer.clone(), pos);
+            out.try_reveal(&l.item_id, schedule, pos, pos + 1);
+        }
+        for &(from, item) in &bounds[next..] {
+            out.try_reveal(item, schedule, from, from);
         }
         out
+    }
+
+    /// Reveal `item` if it is not yet and the pair in force at log position `at`
+    /// (else the first two to submit) have both submitted; labels from position
+    /// `after_from` on are then given after reveal.
+    fn try_reveal(&mut self, item: &str, schedule: &Schedule, at: usize, after_from: usize) {
+        if self.revealed.contains_key(item) {
+            return;
+        }
+        let Some(subs) = self.submitted.get(item) else {
+            return;
+        };
+        let pair = match schedule.in_force(item, at) {
+            Some((a, b)) => {
+                (subs.contains_key(a) && subs.contains_key(b)).then(|| (a.clone(), b.clone()))
+            }
+            None if subs.len() >= 2 => {
+                let mut first: Vec<(&String, &usize)> = subs.iter().collect();
+                first.sort_by_key(|(_, p)| **p);
+                Some((first[0].0.clone(), first[1].0.clone()))
+            }
+            None => None,
+        };
+        if let Some(pair) = pair {
+            self.revealed.insert(item.to_string(), (pair, after_from));
+        }
     }
 
     /// Whether `reviewer` has submitted `item` (labelled every criterion once).
@@ -140,16 +241,19 @@ impl Blinding {
             .unwrap_or_default()
     }
 
-    /// The seq of the moment `item` was revealed, if it was.
-    pub fn reveal_seq(&self, item: &str) -> Option<u64> {
-        self.revealed.get(item).map(|(_, s)| *s)
+    /// Where `item` was revealed, if it was: the first position of the label log
+    /// after the reveal.
+    pub fn reveal_at(&self, item: &str) -> Option<usize> {
+        self.revealed.get(item).map(|(_, p)| *p)
     }
 
-    /// The item's reviewer pair: its assignment, else the first two to submit.
+    /// The item's reviewer pair: the pair it was revealed to, else its newest
+    /// assignment.
     pub fn pair(&self, item: &str) -> Option<&(String, String)> {
-        self.assigned
+        self.revealed
             .get(item)
-            .or_else(|| self.revealed.get(item).map(|(p, _)| p))
+            .map(|(p, _)| p)
+            .or_else(|| self.assigned.get(item))
     }
 
     /// Whether `viewer` may see other reviewers' and the judge's labels and notes on
@@ -174,12 +278,10 @@ impl Blinding {
         viewer.name() == Some(label.reviewer.as_str()) || self.visible(viewer, &label.item_id)
     }
 
-    /// Whether `label` was given after its item was revealed (human labels only).
+    /// Whether `label` (a label of the replayed log) was given after its item was
+    /// revealed (human labels only).
     pub fn after_reveal(&self, label: &Label) -> bool {
-        is_human(&label.reviewer)
-            && self
-                .reveal_seq(&label.item_id)
-                .is_some_and(|s| label.seq > s)
+        is_human(&label.reviewer) && self.after.contains(&label.label_id)
     }
 
     /// The labels `viewer` may see ([`may_see`](Self::may_see)).
@@ -188,8 +290,9 @@ impl Blinding {
     }
 
     /// Current label per (item, reviewer, criterion) in the chosen version: the
-    /// newest, or the newest given at or before the item's reveal (retractions
-    /// remove). Judge and final labels are never filtered by reveal.
+    /// newest (the last in `labels`, which are in log order), or the newest given at
+    /// or before the item's reveal (retractions remove). Judge and final labels are
+    /// never filtered by reveal.
     pub fn current(
         &self,
         labels: &[&Label],
@@ -201,9 +304,7 @@ impl Blinding {
                 continue;
             }
             let key = (l.item_id.clone(), l.reviewer.clone(), l.criterion.clone());
-            if out.get(&key).is_none_or(|old| old.seq <= l.seq) {
-                out.insert(key, (*l).clone());
-            }
+            out.insert(key, (*l).clone());
         }
         out.retain(|_, l| l.label.is_some());
         out
@@ -291,7 +392,7 @@ mod tests {
 
     fn l(item: &str, who: &str, c: &str, v: Option<&str>, seq: u64) -> Label {
         let mut x = Label {
-            label_id: format!("{who}-{seq}"),
+            label_id: format!("{who}-{seq}-{item}-{c}"),
             item_id: item.into(),
             reviewer: who.into(),
             criterion: c.into(),
@@ -301,6 +402,8 @@ mod tests {
             seq,
             rubric_version: "1".into(),
             adjudicator: None,
+            signer: None,
+            signature: None,
         };
         x.seq = seq;
         x
@@ -319,7 +422,11 @@ mod tests {
             l("i", "ann", "a", Some("fail"), 5), // ann changes her mind after reveal
         ];
         let b = Blinding::from_log(&log, &C, &HashMap::new());
-        assert_eq!(b.reveal_seq("i"), Some(4));
+        assert_eq!(
+            b.reveal_at("i"),
+            Some(5),
+            "labels from position 5 on are after"
+        );
         assert_eq!(b.pair("i"), Some(&("ann".to_string(), "bob".to_string())));
         let marked: Vec<u64> = log
             .iter()
@@ -376,9 +483,9 @@ mod tests {
             l("i", "bob", "b", Some("pass"), 7),
         ];
         let b = Blinding::from_log(&log[..5], &C, &assigned);
-        assert_eq!(b.reveal_seq("i"), None);
+        assert_eq!(b.reveal_at("i"), None);
         let b = Blinding::from_log(&log, &C, &assigned);
-        assert_eq!(b.reveal_seq("i"), Some(7));
+        assert_eq!(b.reveal_at("i"), Some(7));
         assert!(b.submitted("i", "ann"));
     }
 
@@ -429,5 +536,72 @@ mod tests {
         assert_eq!(a, reviewer_order(7, "ann", 20));
         assert_ne!(a, reviewer_order(7, "bob", 20));
         assert_ne!(a, reviewer_order(8, "ann", 20));
+    }
+
+    #[test]
+    fn a_clock_set_back_changes_nothing_the_log_order_decides() {
+        let mut log = vec![
+            l("i", "ann", "a", Some("pass"), 10),
+            l("i", "ann", "b", Some("pass"), 11),
+            l("i", "bob", "a", Some("fail"), 12),
+            l("i", "bob", "b", Some("fail"), 13), // revealed here
+        ];
+        // ann's machine is an hour behind: her change of mind carries an older clock
+        // than every label before it, and still lands after the reveal.
+        let mut late = l("i", "ann", "a", Some("fail"), 1);
+        late.timestamp = "an hour ago".into();
+        log.push(late);
+        let b = Blinding::from_log(&log, &C, &HashMap::new());
+        assert!(b.after_reveal(&log[4]));
+        let all: Vec<&Label> = log.iter().collect();
+        let blind = b.current(&all, LabelVersion::BeforeReveal);
+        let key = ("i".to_string(), "ann".to_string(), "a".to_string());
+        assert_eq!(blind[&key].label.as_deref(), Some("pass"));
+        let latest = b.current(&all, LabelVersion::Latest);
+        assert_eq!(
+            latest[&key].label.as_deref(),
+            Some("fail"),
+            "newest by position"
+        );
+    }
+
+    #[test]
+    fn a_reassignment_after_reveal_does_not_move_it_and_one_before_does() {
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "ann", "b", Some("pass"), 2),
+            l("i", "bob", "a", Some("fail"), 3),
+            l("i", "bob", "b", Some("fail"), 4), // ann+bob revealed: from position 4
+            l("i", "carol", "a", Some("pass"), 5),
+            l("i", "carol", "b", Some("pass"), 6),
+            l("i", "ann", "a", Some("fail"), 7),
+        ];
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        let mut s = Schedule::default();
+        s.assign("i", 0, pair("ann", "bob"));
+        s.assign("i", 5, pair("ann", "carol")); // after the reveal
+        let b = Blinding::replay(&log, &C, &s);
+        assert_eq!(b.reveal_at("i"), Some(4));
+        assert_eq!(b.pair("i"), Some(&pair("ann", "bob")));
+        assert!(b.after_reveal(&log[6]) && !b.after_reveal(&log[3]));
+        // The same re-assignment made before bob finished: the reveal waits for carol.
+        let mut s = Schedule::default();
+        s.assign("i", 0, pair("ann", "bob"));
+        s.assign("i", 3, pair("ann", "carol"));
+        let b = Blinding::replay(&log, &C, &s);
+        assert_eq!(b.reveal_at("i"), Some(6));
+        assert_eq!(b.pair("i"), Some(&pair("ann", "carol")));
+        // Assigned after both of a pair had submitted: revealed at the assignment.
+        let mut s = Schedule::default();
+        s.assign("i", 0, pair("ann", "dan"));
+        s.assign("i", 6, pair("ann", "carol"));
+        let b = Blinding::replay(&log, &C, &s);
+        assert_eq!(b.reveal_at("i"), Some(6));
+        assert!(b.after_reveal(&log[6]));
+        let s = Schedule::default();
+        let mut copied = log[..4].to_vec();
+        copied.push(log[0].clone()); // a copy of ann's first row after the reveal
+        let b = Blinding::replay(&copied, &C, &s);
+        assert!(!b.after_reveal(&copied[0]), "a copied id marks nothing");
     }
 }

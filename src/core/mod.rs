@@ -27,6 +27,7 @@ pub mod rubric;
 pub mod sampling;
 pub mod shard;
 pub mod significance;
+pub mod signing;
 pub mod stats;
 pub mod summary;
 pub mod text;

@@ -4,6 +4,7 @@
 
 pub mod chunks;
 pub mod dense_scan;
+pub mod keys;
 pub mod lists;
 pub mod records;
 pub mod sources;

@@ -222,6 +222,19 @@ impl<'a> Table<'a> {
         Ok(batch.num_rows())
     }
 
+    /// How many rows are stored (0 when nothing was ever appended).
+    pub async fn count_rows(&self) -> Result<u64> {
+        if !self.exists().await? {
+            return Ok(0);
+        }
+        let ds = self.ws.open_dataset(self.name).await?;
+        let n = ds
+            .count_rows(None)
+            .await
+            .map_err(|e| StoreError::lance(self.ws.uri(self.name), e))?;
+        Ok(n as u64)
+    }
+
     /// Every row, in commit order.
     pub async fn read_all<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
         if !self.exists().await? {

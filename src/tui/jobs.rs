@@ -40,7 +40,7 @@ pub enum Msg {
         ticket: u64,
         result: Result<Box<AnswerRecord>, String>,
     },
-    Annotation(Result<Study, String>),
+    Annotation(Result<Box<Study>, String>),
     /// One group commit finished: each label's ticket with its result.
     Saved(Vec<(u64, Result<f64, String>)>),
     Agreement {
@@ -252,6 +252,7 @@ impl Jobs {
         tokio::spawn(async move {
             let study = study::load_study(&ctx)
                 .await
+                .map(Box::new)
                 .map_err(|e| format!("cannot read the annotation study: {e:#}"));
             let _ = tx.send(Msg::Annotation(study));
         })
@@ -598,6 +599,7 @@ impl Jobs {
                 app.on_answer_done(ticket, result);
             }
             Msg::Annotation(Ok(study)) => {
+                let study = *study;
                 self.answers.clone_from(&study.answers);
                 app.on_study_loaded(study);
                 self.refresh_agreement(app);

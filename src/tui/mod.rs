@@ -130,6 +130,10 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
     app.query.k = ctx.k(None);
     app.message =
         (!errors.is_empty()).then(|| crate::core::text::sanitize_for_terminal(&errors.join("; ")));
+    // In a study with a roster, `--reviewer NAME` needs NAME's key and `--role lead`
+    // the lead's.
+    let viewer = crate::core::blinding::Viewer::of(opts.reviewer.as_deref(), opts.lead);
+    crate::service::study::confirm(ctx, &viewer).await?;
     let rubric = ctx.rubric(None)?;
     app.annotate = panes::annotate::AnnotatePane::new(opts.reviewer.clone(), rubric.clone());
     app.annotate.lead = opts.lead;

@@ -18,10 +18,14 @@ impl App {
 
     /// The study was read (start-up, or it changed on disk): items, labels and pairs
     /// for the Annotate pane, answers and judge labels for the Query pane, the count of
-    /// stored answers for the Generate pane's replay.
+    /// stored answers for the Generate pane's replay; the roster, the viewer's key
+    /// and the rows refused as unsigned or forged for the Annotate pane.
     pub fn on_study_loaded(&mut self, study: Study) {
-        let pairs = crate::service::study::pairs_of(&study.assignments);
-        self.annotate.load(study.items, study.labels, pairs);
+        self.annotate.roster = study.roster;
+        self.annotate.my_key = study.my_key;
+        self.annotate.refused = study.refused;
+        self.annotate
+            .load_with(study.items, study.labels, study.schedule);
         self.generate.stored = Some(study.answers.len());
         self.query.set_stored(study.answers, study.judgements);
         self.sync_blind();

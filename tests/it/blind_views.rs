@@ -94,6 +94,8 @@ fn label(k: u64, item: usize, who: &str, c: &str, v: Option<&str>, note: String)
         seq: 1000 + k,
         rubric_version: "1".into(),
         adjudicator: (who == FINAL).then(|| "lena".to_string()),
+        signer: None,
+        signature: None,
     }
 }
 
@@ -369,7 +371,13 @@ fn check_agreement(app: &mut App, s: &Study, o: &Oracle, v: &Viewer, bad: &[Stri
                 judge_model: None,
             };
             app.agreement.pair = pair;
-            match study::agreement_of(&default_rubric(), &s.with_judge, &s.pairs, vec![], req) {
+            match study::agreement_of(
+                &default_rubric(),
+                &s.with_judge,
+                &(&s.pairs).into(),
+                vec![],
+                req,
+            ) {
                 Ok(a) => {
                     assert!(*v != Viewer::Nobody, "an agreement for no one");
                     for d in &a.disagreements {
@@ -438,7 +446,7 @@ fn check_query(app: &mut App, s: &Study, o: &Oracle, v: &Viewer) -> usize {
 /// `labels export` (jsonl, csv), `labels history` and `labels export --final`.
 fn check_cli(s: &Study, o: &Oracle, v: &Viewer, bad: &[String]) -> usize {
     let rubric = default_rubric();
-    let rows = study::visible_label_rows(&rubric, &s.table, &s.pairs, v);
+    let rows = study::visible_label_rows(&rubric, &s.table, &(&s.pairs).into(), v);
     let want: Vec<&str> = s
         .table
         .iter()
@@ -460,7 +468,7 @@ fn check_cli(s: &Study, o: &Oracle, v: &Viewer, bad: &[String]) -> usize {
     assert_none("labels export --format csv", &study::labels_csv(&rows), bad);
     for i in 0..ITEMS {
         let item = format!("i{i}");
-        let (h, withheld) = study::history_of(&rubric, &s.table, &s.pairs, &item, v);
+        let (h, withheld) = study::history_of(&rubric, &s.table, &(&s.pairs).into(), &item, v);
         let text = raglab::cli::annotate::history_text(&h);
         assert_none("labels history", &text, bad);
         let of_item: Vec<&Label> = s.table.iter().filter(|l| l.item_id == item).collect();
@@ -475,7 +483,7 @@ fn check_cli(s: &Study, o: &Oracle, v: &Viewer, bad: &[String]) -> usize {
         let hidden = of_item.iter().filter(|l| !o.allowed(v, l)).count();
         assert_eq!(withheld, hidden);
     }
-    match study::finals_of(&rubric, &s.with_judge, &s.pairs, None, v) {
+    match study::finals_of(&rubric, &s.with_judge, &(&s.pairs).into(), None, v) {
         Ok((finals, _)) => {
             for f in &finals {
                 assert!(o.visible(v, &f.item_id), "{v:?}: final row {f:?}");

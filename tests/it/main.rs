@@ -37,6 +37,7 @@ mod reference_trec;
 mod retrieval;
 mod secrets;
 mod shards;
+mod study_keys;
 mod study_tmux;
 mod suite_rules;
 mod terminal_safety;

@@ -154,6 +154,9 @@ fn items_and_labels_keep_their_schema() {
         // Added with adjudication: nullable and last, so older label logs gain it as
         // nulls (schema evolution) and nothing stored is rewritten.
         ("adjudicator", Utf8, true),
+        // Added with reviewer keys, nullable and last in the same way.
+        ("signer", Utf8, true),
+        ("signature", Utf8, true),
     ]);
     assert_eq!(*schema_of::<Label>(), labels);
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::core::agreement::{AgreementReport, Bootstrap, agreement};
 use crate::core::agreement::{NoiseReport, judge_within_noise};
-pub use crate::core::annotation::{Disagreement, FINAL, Item, JUDGE, Label};
+pub use crate::core::annotation::{Assignment, Disagreement, FINAL, Item, JUDGE, Label};
 use crate::core::rubric::Rubric;
 use crate::service::base::now_rfc3339;
 use crate::store::records::Table;
@@ -22,34 +22,16 @@ pub const ITEMS: &str = "items.lance";
 pub const LABELS: &str = "labels.lance";
 pub const ASSIGNMENTS: &str = "assignments.lance";
 
-/// An item assigned to a pair of reviewers (the newest assignment of an item wins).
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct Assignment {
-    pub item_id: String,
-    pub first: String,
-    pub second: String,
-    pub assigned_at: String,
-    pub seq: u64,
-}
-
 pub fn assignments_table(ws: &Workspace) -> Table<'_> {
     Table::of::<Assignment>(ws, ASSIGNMENTS)
 }
 
-/// item -> its newest assigned pair.
+/// item -> its newest assigned pair (the last in `assignments`, which are in log
+/// order: the writer's clock plays no part).
 pub fn pairs_of(assignments: &[Assignment]) -> HashMap<String, (String, String)> {
-    let mut newest: HashMap<&str, &Assignment> = HashMap::new();
-    for a in assignments {
-        if newest
-            .get(a.item_id.as_str())
-            .is_none_or(|o| o.seq <= a.seq)
-        {
-            newest.insert(&a.item_id, a);
-        }
-    }
-    newest
-        .into_iter()
-        .map(|(k, a)| (k.to_string(), (a.first.clone(), a.second.clone())))
+    assignments
+        .iter()
+        .map(|a| (a.item_id.clone(), (a.first.clone(), a.second.clone())))
         .collect()
 }
 
@@ -76,9 +58,13 @@ impl Label {
         note: Option<&str>,
         rubric_version: &str,
     ) -> Self {
+        // Ids are unique: a repeated id is refused on read, and two labels of one
+        // process may share a clock reading.
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let seq = now_nanos();
         Self {
-            label_id: format!("{reviewer}-{seq:x}-{}", std::process::id()),
+            label_id: format!("{reviewer}-{seq:x}-{}-{n}", std::process::id()),
             item_id: item.into(),
             reviewer: reviewer.into(),
             criterion: criterion.into(),
@@ -88,6 +74,8 @@ impl Label {
             seq,
             rubric_version: rubric_version.into(),
             adjudicator: None,
+            signer: None,
+            signature: None,
         }
     }
 }
@@ -157,14 +145,13 @@ pub async fn save_labels(
     Ok(labels_table(ws).append(labels).await?)
 }
 
-/// Current labels: (item, reviewer, criterion) -> newest label (retractions removed).
+/// Current labels: (item, reviewer, criterion) -> newest label, the last in
+/// `labels` (a log in its own order; retractions removed).
 pub fn current(labels: &[Label]) -> BTreeMap<(String, String, String), Label> {
     let mut out: BTreeMap<(String, String, String), Label> = BTreeMap::new();
     for l in labels {
         let key = (l.item_id.clone(), l.reviewer.clone(), l.criterion.clone());
-        if out.get(&key).is_none_or(|old| old.seq <= l.seq) {
-            out.insert(key, l.clone());
-        }
+        out.insert(key, l.clone());
     }
     out.retain(|_, l| l.label.is_some());
     out

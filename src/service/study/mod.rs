@@ -5,6 +5,7 @@
 mod agreement;
 mod labels;
 mod steps;
+mod trust;
 
 pub use agreement::{PAPER_OVERALL, fmt_est, noise_verdict, to_csv, to_markdown};
 pub use labels::{
@@ -14,10 +15,14 @@ pub use labels::{
     pairs_of, pick_reviewers, save_labels,
 };
 pub use steps::{
-    Agreement, AgreementRequest, Blinding, CreatedItems, ExportFormat, ItemSource, LabelExport,
-    LabelVersion, NO_IDENTITY, RaterPair, Sight, Study, Viewer, add_answer_item, agreement_of,
-    agreement_with, assign, create_items, export_final, export_labels, final_csv, final_label,
-    finals_of, history_of, import_labels, items_from_file, label_history, labels_csv, labels_jsonl,
-    load_study, read_label_file, save_label, save_label_batch, sight, study_fingerprint,
-    visible_judgements, visible_label_rows,
+    Agreement, AgreementRequest, Blinding, CreatedItems, ExportFormat, History, ItemSource,
+    LabelExport, LabelVersion, NO_IDENTITY, RaterPair, Refusal, Schedule, Sight, Study, Viewer,
+    add_answer_item, agreement_of, agreement_with, assign, create_items, export_final,
+    export_labels, final_csv, final_label, finals_of, history_of, import_labels, items_from_file,
+    label_history, labels_csv, labels_jsonl, load_study, read_label_file, save_label,
+    save_label_batch, sight, study_fingerprint, visible_judgements, visible_label_rows,
+};
+pub use trust::{
+    ROSTER, RosterView, TrustedLog, UNSIGNED, check_authorship, confirm, my_key, require_lead,
+    roster, roster_add, roster_list, roster_table, sign_assignment, sign_label, trusted_log,
 };

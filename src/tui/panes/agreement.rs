@@ -220,6 +220,21 @@ fn est(e: &Estimate) -> String {
     }
 }
 
+/// Whether the study is signed, and the first stored row that does not count
+/// (`raglab agree` lists them all).
+fn trust_note(a: &crate::service::study::Agreement) -> String {
+    let signed = if a.signed { "" } else { " · unsigned study" };
+    match a.refused.first() {
+        Some(r) => format!(
+            "{signed} · {} stored rows not counted: {}{}",
+            a.refused.len(),
+            clean(&r.why),
+            if a.refused.len() > 1 { " …" } else { "" }
+        ),
+        None => signed.to_string(),
+    }
+}
+
 impl AgreementPane {
     /// The table: kappa and macro-F1 per criterion for the three pairs, and the paper.
     fn draw_table(&self, f: &mut Frame, table_area: Rect, theme: &Theme) {
@@ -325,7 +340,7 @@ impl AgreementPane {
                 } else {
                     String::new()
                 }
-            )
+            ) + &trust_note(a)
         });
         let [meta_area, table_rect] =
             Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(table_area);

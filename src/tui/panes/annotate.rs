@@ -18,8 +18,9 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::core::blinding::{Blinding, Sight, Viewer, reviewer_order};
+use crate::core::blinding::{Blinding, Schedule, Sight, Viewer, reviewer_order};
 use crate::core::rubric::Rubric;
+use crate::core::signing::{Refusal, Roster, short};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::study::{Item, JUDGE, Label};
 use crate::tui::action::Action;
@@ -65,8 +66,16 @@ pub struct AnnotatePane {
     pub order_seed: u64,
     /// Only items of this set (`s` cycles).
     pub set_filter: Option<String>,
-    /// item -> assigned reviewer pair.
+    /// item -> assigned reviewer pair (the newest).
     pub assignments: HashMap<String, (String, String)>,
+    /// Who reviews which item from which position of the label log on.
+    pub schedule: Schedule,
+    /// The study roster (empty in an unsigned study) and this user's public key: a
+    /// typed name must be this key's on the roster.
+    pub roster: Roster,
+    pub my_key: Option<String>,
+    /// Stored rows that do not count (unsigned or forged), as last read.
+    pub refused: Vec<Refusal>,
     /// Submissions and reveals, recomputed whenever labels change.
     pub blinding: Blinding,
     /// The focused text (question, reference, target, answer), if any.
@@ -107,6 +116,10 @@ impl AnnotatePane {
             order_seed: 1,
             set_filter: None,
             assignments: HashMap::new(),
+            schedule: Schedule::default(),
+            roster: Roster::default(),
+            my_key: None,
+            refused: Vec::new(),
             blinding: Blinding::default(),
             focus: None,
             zoom: false,
@@ -146,6 +159,12 @@ impl AnnotatePane {
         labels: Vec<Label>,
         assignments: HashMap<String, (String, String)>,
     ) {
+        self.load_with(items, labels, Schedule::from_pairs(&assignments));
+    }
+
+    /// [`load`](Self::load) with the assignments as a schedule over `labels`'
+    /// positions (each in force from the moment it was made).
+    pub fn load_with(&mut self, items: Vec<Item>, labels: Vec<Label>, schedule: Schedule) {
         let read: std::collections::HashSet<&str> =
             labels.iter().map(|l| l.label_id.as_str()).collect();
         let keep: Vec<Label> = self
@@ -157,7 +176,8 @@ impl AnnotatePane {
         self.labels = labels;
         self.labels.extend(keep);
         self.items = items;
-        self.assignments = assignments;
+        self.assignments = schedule.newest();
+        self.schedule = schedule;
         self.relabel();
         self.rebuild_order();
     }
@@ -170,7 +190,7 @@ impl AnnotatePane {
             .iter()
             .map(|c| c.key.as_str())
             .collect();
-        self.blinding = Blinding::from_log(&self.labels, &keys, &self.assignments);
+        self.blinding = Blinding::replay(&self.labels, &keys, &self.schedule);
     }
 
     /// This reviewer's items in their order (the lead: every item, in stored order),
@@ -235,8 +255,7 @@ impl AnnotatePane {
     pub fn label_of(&self, item: &str, reviewer: &str, criterion: &str) -> Option<&Label> {
         self.labels
             .iter()
-            .filter(|l| l.item_id == item && l.reviewer == reviewer && l.criterion == criterion)
-            .max_by_key(|l| l.seq)
+            .rfind(|l| l.item_id == item && l.reviewer == reviewer && l.criterion == criterion)
             .filter(|l| l.label.is_some())
     }
 
@@ -298,13 +317,14 @@ impl AnnotatePane {
     pub fn note_of(&self, item: &str, reviewer: &str, criterion: &str) -> Option<&str> {
         self.labels
             .iter()
-            .filter(|l| l.item_id == item && l.reviewer == reviewer && l.criterion == criterion)
-            .filter(|l| {
-                l.note
-                    .as_deref()
-                    .is_some_and(|n| !n.is_empty() && n != "undo")
+            .rfind(|l| {
+                l.item_id == item
+                    && l.reviewer == reviewer
+                    && l.criterion == criterion
+                    && l.note
+                        .as_deref()
+                        .is_some_and(|n| !n.is_empty() && n != "undo")
             })
-            .max_by_key(|l| l.seq)
             .and_then(|l| l.note.as_deref())
     }
 
@@ -340,7 +360,7 @@ impl AnnotatePane {
                     self.key_to_saved_ms.push(key_ms);
                     tracing::info!(key_to_saved_ms = key_ms, commit_ms = ms, "label saved");
                 }
-                let revealed = self.blinding.reveal_seq(&label.item_id).is_some();
+                let revealed = self.blinding.reveal_at(&label.item_id).is_some();
                 self.status = Some(
                     if revealed && label.reviewer != crate::core::annotation::FINAL {
                         format!(
@@ -539,9 +559,28 @@ impl AnnotatePane {
                         theme.filter
                     },
                 ),
+                Span::styled(self.trust_note(), theme.muted),
             ])),
             progress,
         );
+    }
+
+    /// Last on the progress line: an unsigned study says so, and stored rows that do
+    /// not count are named (the first; `raglab agree` lists them all).
+    fn trust_note(&self) -> String {
+        let signed = if self.roster.is_signed() {
+            ""
+        } else {
+            " · unsigned study"
+        };
+        match self.refused.first() {
+            Some(r) => format!(
+                "{signed} · {} stored rows not counted: {}",
+                self.refused.len(),
+                clean(&r.why)
+            ),
+            None => signed.to_string(),
+        }
     }
 
     /// One text, wrapped and scrolled, its position in the title.
@@ -748,6 +787,25 @@ impl AnnotatePane {
         v
     }
 
+    /// In a study with a roster, a name is taken only from the holder of its key.
+    pub fn check_key(&self, name: &str) -> Result<(), String> {
+        if !self.roster.is_signed() {
+            return Ok(());
+        }
+        let me = self.my_key.as_deref().unwrap_or_default();
+        match self.roster.key_of(name) {
+            Some(k) if k == me => Ok(()),
+            Some(k) => Err(format!(
+                "you are not {name} on this study's roster: {name}'s key is {}, yours is {}",
+                short(k),
+                short(me)
+            )),
+            None => Err(format!(
+                "{name} is not on this study's roster: the study lead adds your key ({me})"
+            )),
+        }
+    }
+
     fn select_criterion(&mut self, n: usize) {
         self.criterion = n.min(self.rubric.criteria.len().saturating_sub(1));
     }
@@ -760,7 +818,9 @@ impl PaneView for AnnotatePane {
             match action {
                 Action::SubmitInput if !self.reviewer_input.text().trim().is_empty() => {
                     let name = self.reviewer_input.text().trim().to_string();
-                    match crate::core::annotation::check_reviewer(&name) {
+                    match crate::core::annotation::check_reviewer(&name)
+                        .and_then(|()| self.check_key(&name))
+                    {
                         Ok(()) => {
                             self.reviewer = Some(name);
                             self.status = None;

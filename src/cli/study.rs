@@ -1,0 +1,82 @@
+//! `raglab study key` and `raglab study roster add|list`: who is who in a study.
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use super::print_json;
+use crate::core::text::sanitize_for_terminal as clean;
+use crate::service::Context;
+use crate::service::study;
+
+#[derive(Debug, Subcommand)]
+pub enum StudyCmd {
+    /// Print your public signing key (made on first use, kept 0600 in the config
+    /// folder): the study lead adds it to the roster under your name.
+    Key,
+    /// The study roster: each reviewer's and the lead's public key.
+    Roster {
+        #[command(subcommand)]
+        cmd: RosterCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RosterCmd {
+    /// Add NAME with public key KEY (the lead only; the lead's own entry, with
+    /// `--lead` and their own key, founds the roster).
+    Add {
+        name: String,
+        key: String,
+        /// This entry is the study lead (the first entry, with your own key).
+        #[arg(long)]
+        lead: bool,
+    },
+    /// List the roster and the entries that do not count.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
+    match cmd {
+        StudyCmd::Key => {
+            let key = study::my_key(ctx)?;
+            say!("{}", key.public_hex());
+            tell!("(kept in {})", key.path().display());
+        }
+        StudyCmd::Roster {
+            cmd: RosterCmd::Add { name, key, lead },
+        } => {
+            let e = study::roster_add(ctx, &name, &key, lead).await?;
+            say!(
+                "added {} ({}) with key {}",
+                clean(&e.name),
+                e.role,
+                e.public_key
+            );
+        }
+        StudyCmd::Roster {
+            cmd: RosterCmd::List { json },
+        } => {
+            let view = study::roster_list(ctx).await?;
+            if json {
+                return print_json(&view);
+            }
+            if !view.signed {
+                say!(
+                    "{} (the lead founds a roster with `raglab study roster add NAME KEY --lead`)",
+                    study::UNSIGNED
+                );
+            }
+            for (name, role, key) in &view.entries {
+                let you = if *key == view.me { "  (you)" } else { "" };
+                say!("{:<24} {:<8} {key}{you}", clean(name), role);
+            }
+            for r in &view.refused {
+                say!("not counted: {r}");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,698 @@
+//! Who is who in a study: the roster of reviewers' public keys, the exact bytes each
+//! study row is signed over, and the rules that decide which rows count.
+//!
+//! Every label, note, adjudication and assignment row carries its writer's public
+//! key (`signer`) and an ed25519 signature over *all* its other fields, encoded
+//! canonically ([`label_bytes`], [`assignment_bytes`], [`roster_bytes`]): each field
+//! in a fixed order, length-prefixed, with a tag per record type, so no two
+//! different rows share their bytes and a changed field (a label, a note, a clock)
+//! breaks the signature. The cryptography itself lives outside `core` (the rules
+//! here take a `verify` function), so this module stays pure.
+//!
+//! The roster is written by the lead: its first entry is the lead's own, signed by
+//! the lead's key; every later entry must be signed by that key. A study without a
+//! roster is an *unsigned* study (every study before keys existed): its rows all
+//! count, and every view says it is unsigned. With a roster, a row counts only when
+//! it is signed by the key the roster gives its claimed author; otherwise it is left
+//! out and named.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::annotation::{Assignment, FINAL, Label};
+
+/// The role of a roster entry that leads the study.
+pub const LEAD: &str = "lead";
+/// The role of a roster entry that reviews items.
+pub const REVIEWER: &str = "reviewer";
+
+/// One roster row: a name and its public key, signed by the lead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RosterEntry {
+    pub name: String,
+    /// [`LEAD`] or [`REVIEWER`].
+    pub role: String,
+    /// ed25519 public key, 64 hex digits.
+    pub public_key: String,
+    pub added_at: String,
+    pub signer: Option<String>,
+    pub signature: Option<String>,
+}
+
+/// A stored row that does not count, and why (one sentence naming the row).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The item the row is about (none for a roster entry).
+    pub item: Option<String>,
+    pub why: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
+/// Checks one signature: (public key hex, message, signature hex) -> valid.
+pub type Verify<'a> = &'a dyn Fn(&str, &[u8], &str) -> bool;
+
+/// Canonical bytes: a record tag, then each field as a presence byte, a u64
+/// length and the bytes, so field boundaries can never be shifted.
+struct Canon(Vec<u8>);
+
+impl Canon {
+    fn new(tag: &str) -> Self {
+        let mut c = Self(Vec::with_capacity(256));
+        c.str(tag);
+        c
+    }
+    fn str(&mut self, s: &str) -> &mut Self {
+        self.opt(Some(s))
+    }
+    fn opt(&mut self, s: Option<&str>) -> &mut Self {
+        match s {
+            None => self.0.push(0),
+            Some(s) => {
+                self.0.push(1);
+                self.0.extend_from_slice(&(s.len() as u64).to_le_bytes());
+                self.0.extend_from_slice(s.as_bytes());
+            }
+        }
+        self
+    }
+    fn num(&mut self, n: Option<u64>) -> &mut Self {
+        match n {
+            None => self.0.push(0),
+            Some(n) => {
+                self.0.push(2);
+                self.0.extend_from_slice(&n.to_le_bytes());
+            }
+        }
+        self
+    }
+}
+
+/// The bytes a label row is signed over: every field but the signature (the signer's
+/// key included, so a row cannot be re-attributed to another key).
+pub fn label_bytes(l: &Label) -> Vec<u8> {
+    let mut c = Canon::new("raglab label v1");
+    c.str(&l.label_id)
+        .str(&l.item_id)
+        .str(&l.reviewer)
+        .str(&l.criterion)
+        .opt(l.label.as_deref())
+        .opt(l.note.as_deref())
+        .str(&l.timestamp)
+        .num(Some(l.seq))
+        .str(&l.rubric_version)
+        .opt(l.adjudicator.as_deref())
+        .opt(l.signer.as_deref());
+    c.0
+}
+
+/// The bytes an assignment row is signed over (every field but the signature).
+pub fn assignment_bytes(a: &Assignment) -> Vec<u8> {
+    let mut c = Canon::new("raglab assignment v1");
+    c.str(&a.item_id)
+        .str(&a.first)
+        .str(&a.second)
+        .str(&a.assigned_at)
+        .num(Some(a.seq))
+        .num(a.label_rows)
+        .opt(a.signer.as_deref());
+    c.0
+}
+
+/// The bytes a roster row is signed over (every field but the signature).
+pub fn roster_bytes(r: &RosterEntry) -> Vec<u8> {
+    let mut c = Canon::new("raglab roster v1");
+    c.str(&r.name)
+        .str(&r.role)
+        .str(&r.public_key)
+        .str(&r.added_at)
+        .opt(r.signer.as_deref());
+    c.0
+}
+
+/// Lower-case hex of `bytes`.
+pub fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    bytes
+        .iter()
+        .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
+        .map(char::from)
+        .collect()
+}
+
+/// The bytes of a hex string (either case); `None` when it is not hex.
+pub fn from_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16);
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| u8::try_from(digit(p[0])? * 16 + digit(p[1])?).ok())
+        .collect()
+}
+
+/// Check a public key as typed: 64 hex digits (an ed25519 key's 32 bytes).
+pub fn check_public_key(key: &str) -> Result<String, String> {
+    let key = key.trim().to_ascii_lowercase();
+    match from_hex(&key) {
+        Some(b) if b.len() == 32 => Ok(key),
+        _ => Err(format!(
+            "`{}` is not a public key: give the 64 hex digits `raglab study key` prints",
+            super::text::sanitize_for_terminal(&key)
+        )),
+    }
+}
+
+/// The first hex digits of a key, for messages.
+pub fn short(key: &str) -> String {
+    key.chars().take(12).collect::<String>() + "…"
+}
+
+/// Why a row's seal does not hold, said after "is not signed by …'s key".
+fn seal_fault(
+    signer: Option<&str>,
+    signature: Option<&str>,
+    want: &str,
+    bytes: &[u8],
+    verify: Verify,
+) -> Option<String> {
+    match (signer, signature) {
+        (None, _) | (_, None) => Some(" (it carries no signature)".into()),
+        (Some(k), _) if k != want => Some(format!(" (it is signed by key {})", short(k))),
+        (Some(k), Some(sig)) if !verify(k, bytes, sig) => {
+            Some(" (its signature does not match its fields)".into())
+        }
+        _ => None,
+    }
+}
+
+/// The verified roster: who holds which key, and who leads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Roster {
+    /// (name, key) of the lead.
+    lead: Option<(String, String)>,
+    /// name -> key (the lead's name included).
+    keys: BTreeMap<String, String>,
+    /// Whether any roster row exists (a study with a roster is a signed study).
+    present: bool,
+}
+
+impl Roster {
+    /// The roster of `rows` (in log order) and the rows refused: the first lead entry
+    /// signed by its own key founds it; later entries count when the lead's key
+    /// signed them (a later entry for a name replaces its key).
+    pub fn from_rows(rows: &[RosterEntry], verify: Verify) -> (Self, Vec<Refusal>) {
+        let mut out = Self {
+            present: !rows.is_empty(),
+            ..Self::default()
+        };
+        let mut refused = Vec::new();
+        for r in rows {
+            if let Err(why) = out.admit(r, verify) {
+                refused.push(Refusal {
+                    item: None,
+                    why: format!("roster entry {}{why}", r.name),
+                });
+            }
+        }
+        (out, refused)
+    }
+
+    fn admit(&mut self, r: &RosterEntry, verify: Verify) -> Result<(), String> {
+        super::annotation::check_reviewer(&r.name).map_err(|e| format!(": {e}"))?;
+        let key = check_public_key(&r.public_key).map_err(|e| format!(": {e}"))?;
+        if let Some(other) = self.name_of(&key).filter(|n| *n != r.name) {
+            return Err(format!(" gives {other}'s key to a second name"));
+        }
+        let bytes = roster_bytes(r);
+        let sig = (r.signer.as_deref(), r.signature.as_deref());
+        let lead = self.lead.clone();
+        match (lead, r.role.as_str()) {
+            (None, LEAD) => {
+                if let Some(why) = seal_fault(sig.0, sig.1, &key, &bytes, verify) {
+                    return Err(format!(" (lead) is not signed by its own key{why}"));
+                }
+                self.lead = Some((r.name.clone(), key.clone()));
+            }
+            (None, _) => {
+                return Err(
+                    " comes before the roster has a lead (the lead's own entry comes first)".into(),
+                );
+            }
+            (Some((lead, lead_key)), role) => {
+                if let Some(why) = seal_fault(sig.0, sig.1, &lead_key, &bytes, verify) {
+                    return Err(format!(" is not signed by the lead's key{why}"));
+                }
+                if role != REVIEWER {
+                    return Err(format!(
+                        " claims role `{role}`, but the study has its lead ({lead})"
+                    ));
+                }
+                if r.name == *lead {
+                    return Err(format!(" names the lead ({lead}) as a reviewer"));
+                }
+            }
+        }
+        self.keys.insert(r.name.clone(), key);
+        Ok(())
+    }
+
+    /// Whether the study has a roster (its rows must be signed).
+    pub fn is_signed(&self) -> bool {
+        self.present
+    }
+
+    /// The lead's name and key.
+    pub fn lead(&self) -> Option<(&str, &str)> {
+        self.lead.as_ref().map(|(n, k)| (n.as_str(), k.as_str()))
+    }
+
+    /// The key the roster gives `name`.
+    pub fn key_of(&self, name: &str) -> Option<&str> {
+        self.keys.get(name).map(String::as_str)
+    }
+
+    /// The name the roster gives `key`.
+    pub fn name_of(&self, key: &str) -> Option<&str> {
+        self.keys
+            .iter()
+            .find(|(_, k)| k.as_str() == key)
+            .map(|(n, _)| n.as_str())
+    }
+
+    /// Every (name, role, key), the lead first.
+    pub fn entries(&self) -> Vec<(&str, &'static str, &str)> {
+        let lead = self.lead.as_ref().map(|(n, _)| n.as_str());
+        let mut v: Vec<(&str, &'static str, &str)> = self
+            .keys
+            .iter()
+            .map(|(n, k)| {
+                let role = if Some(n.as_str()) == lead {
+                    LEAD
+                } else {
+                    REVIEWER
+                };
+                (n.as_str(), role, k.as_str())
+            })
+            .collect();
+        v.sort_by_key(|(n, role, _)| (*role != LEAD, n.to_string()));
+        v
+    }
+}
+
+/// Rows that count, with their positions in the stored log, and those refused.
+#[derive(Debug, Clone)]
+pub struct Checked<T> {
+    pub kept: Vec<T>,
+    /// Position in the stored log of each kept row.
+    pub rows: Vec<usize>,
+    /// One per refused row, naming it and why.
+    pub refused: Vec<Refusal>,
+}
+
+impl<T> Default for Checked<T> {
+    fn default() -> Self {
+        Self {
+            kept: Vec::new(),
+            rows: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+}
+
+/// Why label `l` does not count under `roster`, if it does not.
+pub fn label_fault(l: &Label, roster: &Roster, verify: Verify) -> Option<String> {
+    let bytes = label_bytes(l);
+    let (signer, sig) = (l.signer.as_deref(), l.signature.as_deref());
+    if l.reviewer == FINAL {
+        let lead = roster.lead();
+        let claimed = l.adjudicator.as_deref().unwrap_or("(none)");
+        return match lead {
+            Some((name, _)) if name != claimed => Some(format!(
+                "final label {} of item {} claims adjudicator {claimed}, who is not the study lead ({name})",
+                l.label_id, l.item_id
+            )),
+            Some((_, key)) => seal_fault(signer, sig, key, &bytes, verify).map(|why| {
+                format!(
+                    "final label {} of item {} claims adjudicator {claimed} but is not signed by the lead's key{why}",
+                    l.label_id, l.item_id
+                )
+            }),
+            None => Some(format!(
+                "final label {} of item {} claims adjudicator {claimed}, but the roster has no lead",
+                l.label_id, l.item_id
+            )),
+        };
+    }
+    let r = &l.reviewer;
+    match roster.key_of(r) {
+        None => Some(format!(
+            "label {} of item {} claims reviewer {r}, who is not on the study roster",
+            l.label_id, l.item_id
+        )),
+        Some(key) => seal_fault(signer, sig, key, &bytes, verify).map(|why| {
+            format!(
+                "label {} of item {} claims reviewer {r} but is not signed by {r}'s key{why}",
+                l.label_id, l.item_id
+            )
+        }),
+    }
+}
+
+/// The labels of a stored log (in log order) that count: all of them in an unsigned
+/// study; under a roster, those signed by their author's key. A label id already
+/// seen is refused in both (a copied row is no new label).
+pub fn check_labels(labels: Vec<Label>, roster: &Roster, verify: Verify) -> Checked<Label> {
+    let mut out = Checked::default();
+    let mut seen: HashSet<String> = HashSet::new();
+    for (pos, l) in labels.into_iter().enumerate() {
+        let fault = if seen.contains(&l.label_id) {
+            Some(format!(
+                "label {} of item {} repeats the id of an earlier label",
+                l.label_id, l.item_id
+            ))
+        } else if roster.is_signed() {
+            label_fault(&l, roster, verify)
+        } else {
+            None
+        };
+        match fault {
+            Some(why) => out.refused.push(Refusal {
+                item: Some(l.item_id.clone()),
+                why,
+            }),
+            None => {
+                seen.insert(l.label_id.clone());
+                out.kept.push(l);
+                out.rows.push(pos);
+            }
+        }
+    }
+    out
+}
+
+/// The assignments that count: all in an unsigned study; under a roster, those
+/// signed by the lead's key.
+pub fn check_assignments(
+    rows: Vec<Assignment>,
+    roster: &Roster,
+    verify: Verify,
+) -> Checked<Assignment> {
+    let mut out = Checked::default();
+    for (pos, a) in rows.into_iter().enumerate() {
+        let fault = if !roster.is_signed() {
+            None
+        } else {
+            let key = roster.lead().map_or("", |(_, k)| k);
+            let (signer, sig) = (a.signer.as_deref(), a.signature.as_deref());
+            seal_fault(signer, sig, key, &assignment_bytes(&a), verify).map(|why| {
+                format!(
+                    "assignment of item {} to {} and {} is not signed by the lead's key{why}",
+                    a.item_id, a.first, a.second
+                )
+            })
+        };
+        match fault {
+            Some(why) => out.refused.push(Refusal {
+                item: Some(a.item_id.clone()),
+                why,
+            }),
+            None => {
+                out.kept.push(a);
+                out.rows.push(pos);
+            }
+        }
+    }
+    out
+}
+
+/// The schedule of `assignments` (in log order) over the kept labels: an
+/// assignment made when the stored log held `label_rows` rows is in force from the
+/// first kept label at or after that stored position (`label_rows` from `rows`,
+/// the stored positions of the kept labels).
+pub fn schedule_of(assignments: &[Assignment], rows: &[usize]) -> super::blinding::Schedule {
+    let mut s = super::blinding::Schedule::default();
+    for a in assignments {
+        let stored = usize::try_from(a.label_rows.unwrap_or(0)).unwrap_or(usize::MAX);
+        let from = rows.partition_point(|&p| p < stored);
+        s.assign(&a.item_id, from, (a.first.clone(), a.second.clone()));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in signature scheme for the rules (the real ed25519 is tested where
+    /// it lives): a "signature" is the hex of the key's first byte xor'd over the
+    /// message, so it depends on both key and every byte.
+    fn toy_sign(key: &str, msg: &[u8]) -> String {
+        let k = from_hex(key).unwrap_or_default();
+        let mut acc = [0u8; 8];
+        for (i, b) in msg.iter().enumerate() {
+            acc[i % 8] = acc[i % 8].rotate_left(3) ^ b ^ k[i % k.len()];
+        }
+        to_hex(&acc)
+    }
+    fn toy_verify(key: &str, msg: &[u8], sig: &str) -> bool {
+        toy_sign(key, msg) == sig
+    }
+    const LENA: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+    const ANN: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+    const MAL: &str = "3333333333333333333333333333333333333333333333333333333333333333";
+
+    fn entry(name: &str, role: &str, key: &str, by: &str) -> RosterEntry {
+        let mut r = RosterEntry {
+            name: name.into(),
+            role: role.into(),
+            public_key: key.into(),
+            added_at: "t".into(),
+            signer: Some(by.into()),
+            signature: None,
+        };
+        r.signature = Some(toy_sign(by, &roster_bytes(&r)));
+        r
+    }
+
+    fn label(id: &str, who: &str, by: &str) -> Label {
+        let mut l = Label {
+            label_id: id.into(),
+            item_id: "i".into(),
+            reviewer: who.into(),
+            criterion: "a".into(),
+            label: Some("pass".into()),
+            note: Some("n".into()),
+            timestamp: "t".into(),
+            seq: 1,
+            rubric_version: "1".into(),
+            adjudicator: None,
+            signer: Some(by.into()),
+            signature: None,
+        };
+        l.signature = Some(toy_sign(by, &label_bytes(&l)));
+        l
+    }
+
+    #[test]
+    fn every_field_is_in_the_signed_bytes() {
+        let l = label("x", "ann", ANN);
+        let base = label_bytes(&l);
+        let changed: Vec<Label> = vec![
+            Label {
+                label_id: "y".into(),
+                ..l.clone()
+            },
+            Label {
+                item_id: "j".into(),
+                ..l.clone()
+            },
+            Label {
+                reviewer: "bob".into(),
+                ..l.clone()
+            },
+            Label {
+                criterion: "b".into(),
+                ..l.clone()
+            },
+            Label {
+                label: None,
+                ..l.clone()
+            },
+            Label {
+                note: None,
+                ..l.clone()
+            },
+            Label {
+                note: Some(String::new()),
+                ..l.clone()
+            },
+            Label {
+                timestamp: "u".into(),
+                ..l.clone()
+            },
+            Label {
+                seq: 2,
+                ..l.clone()
+            },
+            Label {
+                rubric_version: "2".into(),
+                ..l.clone()
+            },
+            Label {
+                adjudicator: Some("lena".into()),
+                ..l.clone()
+            },
+            Label {
+                signer: Some(MAL.into()),
+                ..l.clone()
+            },
+        ];
+        for c in &changed {
+            assert_ne!(label_bytes(c), base, "{c:?}");
+        }
+        // Shifting a boundary between two fields changes the bytes.
+        let a = Label {
+            label_id: "ab".into(),
+            item_id: "c".into(),
+            ..l.clone()
+        };
+        let b = Label {
+            label_id: "a".into(),
+            item_id: "bc".into(),
+            ..l
+        };
+        assert_ne!(label_bytes(&a), label_bytes(&b));
+    }
+
+    #[test]
+    fn hex_round_trips_and_keys_are_checked() {
+        assert_eq!(to_hex(&[0, 15, 16, 255]), "000f10ff");
+        assert_eq!(from_hex("000F10ff"), Some(vec![0, 15, 16, 255]));
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(from_hex("zz"), None);
+        assert!(check_public_key(LENA).is_ok());
+        assert!(check_public_key(&LENA[2..]).is_err());
+    }
+
+    #[test]
+    fn the_roster_is_founded_by_its_lead_and_grown_by_the_leads_key() {
+        let rows = vec![
+            entry("ann", REVIEWER, ANN, ANN),  // before any lead
+            entry("lena", LEAD, LENA, LENA),   // founds
+            entry("ann", REVIEWER, ANN, LENA), // added by the lead
+            entry("mal", REVIEWER, MAL, MAL),  // adds himself: refused
+            entry("mal", LEAD, MAL, LENA),     // a second lead: refused
+        ];
+        let (r, refused) = Roster::from_rows(&rows, &toy_verify);
+        assert_eq!(r.lead(), Some(("lena", LENA)));
+        assert_eq!(r.key_of("ann"), Some(ANN));
+        assert_eq!(r.key_of("mal"), None);
+        assert_eq!(r.name_of(ANN), Some("ann"));
+        assert_eq!(refused.len(), 3, "{refused:?}");
+        assert!(
+            refused[1]
+                .why
+                .contains("roster entry mal is not signed by the lead's key")
+        );
+        assert_eq!(r.entries()[0], ("lena", LEAD, LENA));
+    }
+
+    #[test]
+    fn forged_unsigned_and_repeated_labels_are_refused_and_named() {
+        let rows = vec![
+            entry("lena", LEAD, LENA, LENA),
+            entry("ann", REVIEWER, ANN, LENA),
+        ];
+        let (roster, _) = Roster::from_rows(&rows, &toy_verify);
+        let good = label("g", "ann", ANN);
+        let by_mal = label("m", "ann", MAL);
+        let mut unsigned = label("u", "ann", ANN);
+        unsigned.signature = None;
+        let mut edited = label("e", "ann", ANN);
+        edited.label = Some("fail".into()); // changed after signing
+        let stranger = label("s", "bob", MAL);
+        let checked = check_labels(
+            vec![good.clone(), by_mal, unsigned, edited, stranger, good],
+            &roster,
+            &toy_verify,
+        );
+        assert_eq!(checked.kept.len(), 1);
+        assert_eq!(checked.rows, vec![0]);
+        let r: Vec<&str> = checked.refused.iter().map(|x| x.why.as_str()).collect();
+        assert_eq!(r.len(), 5, "{r:?}");
+        assert!(
+            r[0].starts_with(
+                "label m of item i claims reviewer ann but is not signed by ann's key"
+            )
+        );
+        assert!(r[1].ends_with("(it carries no signature)"));
+        assert!(r[2].ends_with("(its signature does not match its fields)"));
+        assert!(r[3].contains("bob, who is not on the study roster"));
+        assert!(r[4].contains("repeats the id"));
+        // Unsigned study: every label counts.
+        let all = check_labels(
+            vec![label("m", "ann", MAL)],
+            &Roster::default(),
+            &toy_verify,
+        );
+        assert_eq!(all.kept.len(), 1);
+    }
+
+    #[test]
+    fn finals_and_assignments_need_the_leads_key() {
+        let rows = vec![
+            entry("lena", LEAD, LENA, LENA),
+            entry("ann", REVIEWER, ANN, LENA),
+        ];
+        let (roster, _) = Roster::from_rows(&rows, &toy_verify);
+        let mut fin = label("f", FINAL, LENA);
+        fin.adjudicator = Some("lena".into());
+        fin.signature = Some(toy_sign(LENA, &label_bytes(&fin)));
+        assert_eq!(label_fault(&fin, &roster, &toy_verify), None);
+        let mut forged = label("f2", FINAL, ANN);
+        forged.adjudicator = Some("lena".into());
+        forged.signature = Some(toy_sign(ANN, &label_bytes(&forged)));
+        let why = label_fault(&forged, &roster, &toy_verify).unwrap_or_default();
+        assert!(
+            why.contains("claims adjudicator lena but is not signed by the lead's key"),
+            "{why}"
+        );
+        let assign = |by: &str, rows: u64| {
+            let mut a = Assignment {
+                item_id: "i".into(),
+                first: "ann".into(),
+                second: "bob".into(),
+                assigned_at: "t".into(),
+                seq: 1,
+                label_rows: Some(rows),
+                signer: Some(by.into()),
+                signature: None,
+            };
+            a.signature = Some(toy_sign(by, &assignment_bytes(&a)));
+            a
+        };
+        let checked =
+            check_assignments(vec![assign(LENA, 3), assign(ANN, 0)], &roster, &toy_verify);
+        assert_eq!(checked.kept.len(), 1);
+        assert!(
+            checked.refused[0]
+                .why
+                .contains("to ann and bob is not signed by the lead's key")
+        );
+        // Stored position 3 is the first kept label at or after it: kept labels sit
+        // at stored rows 0, 2, 5, so the assignment starts at kept index 2.
+        let s = schedule_of(&checked.kept, &[0, 2, 5]);
+        assert_eq!(s.in_force("i", 1), None);
+        assert_eq!(
+            s.in_force("i", 2),
+            Some(&("ann".to_string(), "bob".to_string()))
+        );
+    }
+}

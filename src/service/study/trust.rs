@@ -1,0 +1,263 @@
+//! Who is who: the user's signing key, the study roster in the workspace
+//! (`roster.lance`, written by the lead), signing the rows this user writes, and
+//! reading the study's logs as they count (every row checked against the roster by
+//! the rules of `core::signing`).
+
+use std::collections::HashMap;
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+
+use super::labels::{Assignment, Label, assignments_table, labels_table};
+use crate::core::blinding::{Schedule, Viewer};
+use crate::core::signing::{
+    self, LEAD, REVIEWER, Refusal, Roster, RosterEntry, check_public_key, short,
+};
+use crate::service::base::{Context, now_rfc3339};
+use crate::store::keys::{self, Keypair};
+use crate::store::records::Table;
+use crate::store::workspace::Workspace;
+
+pub const ROSTER: &str = "roster.lance";
+
+pub fn roster_table(ws: &Workspace) -> Table<'_> {
+    Table::of::<RosterEntry>(ws, ROSTER)
+}
+
+/// This user's signing key (made in the config folder on first use).
+pub fn my_key(ctx: &Context) -> Result<Keypair> {
+    Keypair::load_or_create(&ctx.paths.config_dir).context("the study signing key")
+}
+
+/// Sign `label` as this key's holder (the key and signature are set on it).
+pub fn sign_label(label: &mut Label, key: &Keypair) {
+    label.signer = Some(key.public_hex());
+    label.signature = Some(key.sign_hex(&signing::label_bytes(label)));
+}
+
+/// Sign `a` as this key's holder.
+pub fn sign_assignment(a: &mut Assignment, key: &Keypair) {
+    a.signer = Some(key.public_hex());
+    a.signature = Some(key.sign_hex(&signing::assignment_bytes(a)));
+}
+
+/// The verified roster and the roster rows refused.
+pub async fn roster(ctx: &Context) -> Result<(Roster, Vec<Refusal>)> {
+    let rows: Vec<RosterEntry> = roster_table(&ctx.workspace).read_all().await?;
+    Ok(Roster::from_rows(&rows, &keys::verify))
+}
+
+/// The study's logs as they count.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedLog {
+    /// Labels, notes and final labels that count, in log order.
+    pub labels: Vec<Label>,
+    /// Assignments that count, in log order.
+    pub assignments: Vec<Assignment>,
+    /// The assignments over `labels`' positions.
+    pub schedule: Schedule,
+    pub roster: Roster,
+    /// Every stored row left out, named.
+    pub refused: Vec<Refusal>,
+}
+
+impl TrustedLog {
+    /// Whether the study has a roster (an old study without one is unsigned).
+    pub fn signed(&self) -> bool {
+        self.roster.is_signed()
+    }
+
+    /// item -> its newest assigned pair.
+    pub fn pairs(&self) -> HashMap<String, (String, String)> {
+        self.schedule.newest()
+    }
+
+    /// The stored logs checked against the roster rows (all three in log order).
+    pub fn check(labels: Vec<Label>, assignments: Vec<Assignment>, roster: &[RosterEntry]) -> Self {
+        let (roster, mut refused) = Roster::from_rows(roster, &keys::verify);
+        let labels = signing::check_labels(labels, &roster, &keys::verify);
+        let assignments = signing::check_assignments(assignments, &roster, &keys::verify);
+        refused.extend(labels.refused);
+        refused.extend(assignments.refused);
+        Self {
+            schedule: signing::schedule_of(&assignments.kept, &labels.rows),
+            labels: labels.kept,
+            assignments: assignments.kept,
+            roster,
+            refused,
+        }
+    }
+}
+
+/// Read labels, assignments and the roster, and keep what counts. The log order is
+/// the datasets' row order: lance appends each commit's rows as new fragments after
+/// every earlier one, and a scan reads fragments in that order.
+pub async fn trusted_log(ctx: &Context) -> Result<TrustedLog> {
+    let ws = &ctx.workspace;
+    let (labels, assignments, roster) = (labels_table(ws), assignments_table(ws), roster_table(ws));
+    let (labels, assignments, roster) = futures::try_join!(
+        labels.read_all::<Label>(),
+        assignments.read_all::<Assignment>(),
+        roster.read_all::<RosterEntry>(),
+    )?;
+    Ok(TrustedLog::check(labels, assignments, &roster))
+}
+
+/// Check that this user's key is the key `viewer` stands for on the roster: the
+/// lead's key for the lead, the named reviewer's for a reviewer. An unsigned study
+/// (no roster) takes names as given.
+pub async fn confirm(ctx: &Context, viewer: &Viewer) -> Result<()> {
+    if *viewer == Viewer::Nobody {
+        return Ok(());
+    }
+    let (roster, _) = roster(ctx).await?;
+    if !roster.is_signed() {
+        return Ok(());
+    }
+    let me = my_key(ctx)?.public_hex();
+    match viewer {
+        Viewer::Lead => match roster.lead() {
+            Some((_, k)) if k == me => Ok(()),
+            Some((name, k)) => bail!(
+                "--role lead needs the study lead's key: the roster's lead is {name} (key {}), and yours is {} (`raglab study key`)",
+                short(k),
+                short(&me)
+            ),
+            None => bail!("--role lead: the study roster has no lead"),
+        },
+        Viewer::Reviewer(r) => match roster.key_of(r) {
+            Some(k) if k == me => Ok(()),
+            Some(k) => bail!(
+                "you are not {r} on this study's roster: {r}'s key is {}, yours is {} (`raglab study key`)",
+                short(k),
+                short(&me)
+            ),
+            None => bail!(
+                "{r} is not on this study's roster: the study lead adds you with `raglab study roster add {r} {me}`"
+            ),
+        },
+        Viewer::Nobody => Ok(()),
+    }
+}
+
+/// Refuse unless this user holds the lead's key (for assignments and adjudication);
+/// an unsigned study lets anyone. Returns the key.
+pub async fn require_lead(ctx: &Context, what: &str) -> Result<Keypair> {
+    let key = my_key(ctx)?;
+    let (roster, _) = roster(ctx).await?;
+    match roster.lead() {
+        _ if !roster.is_signed() => Ok(key),
+        Some((_, k)) if k == key.public_hex() => Ok(key),
+        Some((name, k)) => bail!(
+            "{what} needs the study lead's key: the roster's lead is {name} (key {}), and yours is {}",
+            short(k),
+            short(&key.public_hex())
+        ),
+        None => bail!("{what} needs the study lead's key, and the roster has no lead"),
+    }
+}
+
+/// Refuse labels whose claimed author's key on the roster is not `key` (a label
+/// import in another reviewer's name, a final label by someone who is not the
+/// lead): they would be written only to be left out.
+pub fn check_authorship(roster: &Roster, labels: &[Label], key: &Keypair) -> Result<()> {
+    if !roster.is_signed() {
+        return Ok(());
+    }
+    let me = key.public_hex();
+    for l in labels {
+        let (who, want) = if l.reviewer == super::labels::FINAL {
+            ("the lead", roster.lead().map(|(_, k)| k))
+        } else {
+            (l.reviewer.as_str(), roster.key_of(&l.reviewer))
+        };
+        if want != Some(me.as_str()) {
+            bail!(
+                "label {} of item {} claims {} {who}, but your key ({}) is not {who}'s on the study roster",
+                l.label_id,
+                l.item_id,
+                if l.reviewer == super::labels::FINAL {
+                    "to be adjudicated by"
+                } else {
+                    "reviewer"
+                },
+                short(&me)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What `raglab study roster add` wrote.
+pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Result<RosterEntry> {
+    crate::core::annotation::check_reviewer(name).map_err(anyhow::Error::msg)?;
+    let key = check_public_key(key).map_err(anyhow::Error::msg)?;
+    let me = my_key(ctx)?;
+    let mine = me.public_hex();
+    let (roster, _) = roster(ctx).await?;
+    match roster.lead() {
+        None if !lead => bail!(
+            "this study has no roster yet: its lead founds it with `raglab study roster add NAME KEY --lead`, giving their own key (`raglab study key`)"
+        ),
+        None if key != mine => {
+            bail!("the lead's entry is signed by the lead's own key: KEY must be yours ({mine})")
+        }
+        Some((lead_name, _)) if lead => {
+            bail!("this study has its lead ({lead_name}); a study has one lead")
+        }
+        Some((lead_name, k)) if k != mine => bail!(
+            "only the study lead ({lead_name}) adds to the roster; your key is {}",
+            short(&mine)
+        ),
+        _ => {}
+    }
+    if let Some(other) = roster.name_of(&key).filter(|n| *n != name) {
+        bail!(
+            "key {} is {other}'s on the roster already: one key, one name",
+            short(&key)
+        );
+    }
+    let mut entry = RosterEntry {
+        name: name.to_string(),
+        role: if lead { LEAD } else { REVIEWER }.to_string(),
+        public_key: key,
+        added_at: now_rfc3339(),
+        signer: Some(mine),
+        signature: None,
+    };
+    entry.signature = Some(me.sign_hex(&signing::roster_bytes(&entry)));
+    roster_table(&ctx.workspace)
+        .append(std::slice::from_ref(&entry))
+        .await?;
+    Ok(entry)
+}
+
+/// The roster as `raglab study roster list` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RosterView {
+    /// (name, role, public key), the lead first.
+    pub entries: Vec<(String, String, String)>,
+    pub refused: Vec<Refusal>,
+    /// This user's public key.
+    pub me: String,
+    pub signed: bool,
+}
+
+pub async fn roster_list(ctx: &Context) -> Result<RosterView> {
+    let (roster, refused) = roster(ctx).await?;
+    let me = my_key(ctx)?.public_hex();
+    Ok(RosterView {
+        entries: roster
+            .entries()
+            .into_iter()
+            .map(|(n, r, k)| (n.to_string(), r.to_string(), k.to_string()))
+            .collect(),
+        refused,
+        me,
+        signed: roster.is_signed(),
+    })
+}
+
+/// The line every view of an unsigned study shows.
+pub const UNSIGNED: &str =
+    "unsigned study (no roster): every label counts under the name it carries";

@@ -1,0 +1,189 @@
+//! The user's study signing key (ed25519) in a file of the config folder, and the
+//! signature operations over it. The key is made on first use from the operating
+//! system's randomness and written once, readable by its owner only (0600); a key
+//! file that others may read is refused, as ssh refuses such a private key. What is
+//! signed, and which signatures count, is decided in `core::signing`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
+
+use super::{Result, StoreError};
+use crate::core::signing::{from_hex, to_hex};
+
+/// The file name of the key in the config folder.
+pub const KEY_FILE: &str = "study-signing.key";
+
+/// A loaded signing key.
+pub struct Keypair {
+    key: SigningKey,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Keypair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        write!(f, "Keypair({}, {})", self.public_hex(), self.path.display())
+    }
+}
+
+impl Keypair {
+    /// The key in `dir`/[`KEY_FILE`], made (and written 0600) when there is none.
+    pub fn load_or_create(dir: &Path) -> Result<Self> {
+        let path = dir.join(KEY_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&path, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::create(dir, path),
+            Err(e) => Err(StoreError::io(&path, e)),
+        }
+    }
+
+    fn parse(path: &Path, text: &str) -> Result<Self> {
+        check_private(path)?;
+        let seed: [u8; 32] = from_hex(text.trim())
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| {
+                StoreError::Invalid(format!(
+                    "{}: not a signing key (64 hex digits); move it away and a new key is made",
+                    path.display()
+                ))
+            })?;
+        Ok(Self {
+            key: SigningKey::from_bytes(&seed),
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn create(dir: &Path, path: PathBuf) -> Result<Self> {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).map_err(|e| {
+            StoreError::Invalid(format!("no randomness from the operating system: {e}"))
+        })?;
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+        let mut file = match opts.open(&path) {
+            Ok(f) => f,
+            // Another process made it first: use theirs.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Self::load_or_create(dir);
+            }
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        file.write_all(format!("{}\n", to_hex(&seed)).as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| StoreError::io(&path, e))?;
+        tracing::info!("made a study signing key in {}", path.display());
+        Ok(Self {
+            key: SigningKey::from_bytes(&seed),
+            path,
+        })
+    }
+
+    /// The public key, 64 hex digits.
+    pub fn public_hex(&self) -> String {
+        to_hex(self.key.verifying_key().as_bytes())
+    }
+
+    /// Where the key is kept.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The signature of `message`, 128 hex digits.
+    pub fn sign_hex(&self, message: &[u8]) -> String {
+        to_hex(&self.key.sign(message).to_bytes())
+    }
+}
+
+/// Refuse a key file that anyone but its owner may read or write.
+fn check_private(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path)
+            .map_err(|e| StoreError::io(path, e))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            return Err(StoreError::Invalid(format!(
+                "{}: the signing key may be read by others (mode {:o}); run `chmod 600 {}`",
+                path.display(),
+                mode & 0o777,
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `signature_hex` is `public_hex`'s ed25519 signature of `message`
+/// (strict verification: no malleable or small-order forms).
+pub fn verify(public_hex: &str, message: &[u8], signature_hex: &str) -> bool {
+    let Some(key) = from_hex(public_hex)
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .and_then(|b| VerifyingKey::from_bytes(&b).ok())
+    else {
+        return false;
+    };
+    let Some(sig) = from_hex(signature_hex).and_then(|b| <[u8; 64]>::try_from(b).ok()) else {
+        return false;
+    };
+    key.verify_strict(message, &Signature::from_bytes(&sig))
+        .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_made_once_private_and_its_signatures_verify() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let cfg = dir.path().join("config");
+        let k = Keypair::load_or_create(&cfg).expect("made");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(k.path())
+                .expect("meta")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let again = Keypair::load_or_create(&cfg).expect("read");
+        assert_eq!(k.public_hex(), again.public_hex());
+        assert_eq!(k.public_hex().len(), 64);
+        let sig = k.sign_hex(b"label");
+        assert!(verify(&k.public_hex(), b"label", &sig));
+        assert!(!verify(&k.public_hex(), b"labex", &sig));
+        let other = Keypair::load_or_create(&dir.path().join("other")).expect("other");
+        assert!(!verify(&other.public_hex(), b"label", &sig));
+        assert!(!verify("zz", b"label", &sig));
+        // RFC 8032 test 1: the empty message under the published key.
+        let rfc = Keypair::parse(
+            k.path(),
+            "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+        )
+        .expect("rfc key");
+        assert_eq!(
+            rfc.public_hex(),
+            "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+        );
+        assert_eq!(
+            rfc.sign_hex(b""),
+            "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(k.path(), std::fs::Permissions::from_mode(0o644))
+                .expect("chmod");
+            let err = Keypair::load_or_create(&cfg).expect_err("too open");
+            assert!(err.to_string().contains("chmod 600"), "{err}");
+        }
+    }
+}

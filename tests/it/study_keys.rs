@@ -1,0 +1,509 @@
+//! Who is who in a study, end to end on real lance datasets: the real binary for each
+//! person (each with their own config folder, so their own signing key), and forged
+//! rows written straight into the labels and assignments datasets by a second writer
+//! (the library on the same workspace, or a second process with the bucket's
+//! credentials on moto). Forged, unsigned, edited and copied rows are refused and
+//! named, and what counts is exactly what counted before the forgery. Reveal follows
+//! the log's own order: a label whose wall clock is set an hour back still lands
+//! after the reveal, and a re-assignment after the reveal does not move it.
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::Env;
+use raglab::core::annotation::{Assignment, FINAL, Item, Label};
+use raglab::service::base::default_rubric;
+use raglab::service::study;
+use raglab::store::keys::Keypair;
+use raglab::store::workspace::Workspace;
+
+/// One person of the study: their own config and data folders on one workspace.
+struct Person {
+    home: PathBuf,
+    ws: String,
+    envs: Vec<(&'static str, String)>,
+}
+
+impl Person {
+    fn new(env: &Env, name: &str, ws: &str, envs: &[(&'static str, String)]) -> Self {
+        Self {
+            home: env.dir.path().join(name),
+            ws: ws.to_string(),
+            envs: envs.to_vec(),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_raglab"));
+        c.env("RAGLAB_CONFIG_DIR", self.home.join("config"))
+            .env("RAGLAB_DATA_DIR", self.home.join("data"))
+            .env("RAGLAB_MODELS_DIR", common::models_dir())
+            .env_remove("RAGLAB_WORKSPACE")
+            .envs(self.envs.iter().cloned())
+            .args(["--workspace", &self.ws]);
+        c
+    }
+
+    /// (success, stdout, stderr).
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = self.cmd().args(args).output().expect("spawn raglab");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(ok, "raglab {args:?} failed: {err}\n{out}");
+        out
+    }
+
+    fn key(&self) -> String {
+        self.ok(&["study", "key"]).trim().to_string()
+    }
+
+    fn keypair(&self) -> Keypair {
+        Keypair::load_or_create(&self.home.join("config")).expect("key")
+    }
+
+    /// Import labels `(item, criterion, label)` in `reviewer`'s name.
+    fn import(&self, reviewer: &str, rows: &[(&str, &str, &str)]) -> (bool, String, String) {
+        let file = self.home.join(format!("labels-{}.jsonl", rows.len()));
+        std::fs::create_dir_all(&self.home).expect("home");
+        let text: String = rows
+            .iter()
+            .map(|(i, c, v)| {
+                format!(
+                    "{{\"item_id\":\"{i}\",\"reviewer\":\"{reviewer}\",\"criterion\":\"{c}\",\"label\":\"{v}\"}}\n"
+                )
+            })
+            .collect();
+        std::fs::write(&file, text).expect("write labels");
+        self.run(&["labels", "import", file.to_str().expect("utf8")])
+    }
+
+    fn agree(&self) -> serde_json::Value {
+        let out = self.ok(&["--role", "lead", "agree", "--json", "--bootstrap", "200"]);
+        serde_json::from_str(&out).expect("agree json")
+    }
+}
+
+fn criteria() -> Vec<String> {
+    default_rubric()
+        .criteria
+        .iter()
+        .map(|c| c.key.clone())
+        .collect()
+}
+
+/// Every criterion of `item` labelled `v`.
+fn all<'a>(item: &'a str, crit: &'a [String], v: &'a str) -> Vec<(&'a str, &'a str, &'a str)> {
+    crit.iter().map(|c| (item, c.as_str(), v)).collect()
+}
+
+/// Items i0, i1; the roster: lena (lead), ann, bob, carol; mal holds a key but is on
+/// no roster.
+fn study_on(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5] {
+    let [lena, ann, bob, carol, mal] =
+        ["lena", "ann", "bob", "carol", "mal"].map(|n| Person::new(env, n, ws, envs));
+    let items = env.dir.path().join("items.jsonl");
+    let rows: String = (0..2)
+        .map(|i| format!("{{\"item_id\":\"i{i}\",\"question\":\"Q{i}?\",\"answer\":\"A{i}\"}}\n"))
+        .collect();
+    std::fs::write(&items, rows).expect("items");
+    lena.ok(&[
+        "annotate",
+        "create",
+        "--from-file",
+        items.to_str().expect("utf8"),
+    ]);
+    // Before any roster the study is unsigned, and says so.
+    assert!(
+        lena.ok(&["study", "roster", "list"])
+            .contains("unsigned study")
+    );
+    let lk = lena.key();
+    // Only the holder of a key may found the roster with it.
+    let (ok, _, err) = ann.run(&["study", "roster", "add", "ann", &lk, "--lead"]);
+    assert!(!ok && err.contains("KEY must be yours"), "{err}");
+    lena.ok(&["study", "roster", "add", "lena", &lk, "--lead"]);
+    for p in [&ann, &bob, &carol] {
+        let name = p.home.file_name().and_then(|n| n.to_str()).expect("name");
+        lena.ok(&["study", "roster", "add", name, &p.key()]);
+    }
+    // Only the lead adds to the roster.
+    let (ok, _, err) = ann.run(&["study", "roster", "add", "mal", &mal.key()]);
+    assert!(!ok && err.contains("only the study lead (lena)"), "{err}");
+    let list = lena.ok(&["study", "roster", "list"]);
+    assert!(
+        list.contains(&format!("{:<24} {:<8} {lk}  (you)", "lena", "lead")),
+        "{list}"
+    );
+    [lena, ann, bob, carol, mal]
+}
+
+fn block<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+fn items() -> Vec<Item> {
+    (0..2)
+        .map(|i| Item {
+            item_id: format!("i{i}"),
+            set: "items".into(),
+            question: format!("Q{i}?"),
+            reference_answer: String::new(),
+            target_chunk: String::new(),
+            answer: format!("A{i}"),
+            answer_id: None,
+        })
+        .collect()
+}
+
+fn exported(p: &Person, args: &[&str]) -> (Vec<Label>, String) {
+    let (ok, out, err) = p.run(&[args, &["labels", "export"]].concat());
+    assert!(ok, "{err}");
+    let rows = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("label row"))
+        .collect();
+    (rows, err)
+}
+
+/// The forgeries, written by a second writer straight into `ws` (the workspace the
+/// people use); returns the ids of the rows written and each one's expected reason.
+fn forge(ws: &Workspace, ann: &Person, mal: &Person, genuine: &Label) -> Vec<(String, String)> {
+    let rubric = default_rubric();
+    let (c0, v) = (&rubric.criteria[0].key, rubric.version.as_str());
+    let mut out = Vec::new();
+    // mal's key, claiming ann.
+    let mut by_mal = Label::new("i0", "ann", c0, Some("fail"), Some("by mal"), v);
+    study::sign_label(&mut by_mal, &mal.keypair());
+    // No signature at all, claiming bob.
+    let unsigned = Label::new("i1", "bob", c0, Some("fail"), None, v);
+    // ann's genuine row with its label changed (signature kept).
+    let mut edited = genuine.clone();
+    edited.label_id.push_str("-edited");
+    edited.label = Some("fail".into());
+    // ann's genuine row again, verbatim (a replay).
+    let copied = genuine.clone();
+    // A final label claiming the lead, signed by ann.
+    let mut fin = Label::new("i1", FINAL, c0, Some("pass"), Some("because"), v);
+    fin.adjudicator = Some("lena".into());
+    study::sign_label(&mut fin, &ann.keypair());
+    for (l, kind, why) in [
+        (
+            &by_mal,
+            "label",
+            "claims reviewer ann but is not signed by ann's key (it is signed by key",
+        ),
+        (
+            &unsigned,
+            "label",
+            "claims reviewer bob but is not signed by bob's key (it carries no signature)",
+        ),
+        (
+            &edited,
+            "label",
+            "claims reviewer ann but is not signed by ann's key (its signature does not match its fields)",
+        ),
+        (&copied, "label", "repeats the id of an earlier label"),
+        (
+            &fin,
+            "final label",
+            "claims adjudicator lena but is not signed by the lead's key",
+        ),
+    ] {
+        out.push((
+            l.label_id.clone(),
+            format!("{kind} {} of item {} {why}", l.label_id, l.item_id),
+        ));
+    }
+    let rows = [by_mal, unsigned, edited, copied, fin];
+    block(study::labels_table(ws).append(&rows)).expect("second writer appends labels");
+    // An assignment of i0 to ann and mal, signed by ann.
+    let mut a = Assignment {
+        item_id: "i0".into(),
+        first: "ann".into(),
+        second: "mal".into(),
+        assigned_at: "now".into(),
+        seq: 1,
+        label_rows: Some(0),
+        signer: None,
+        signature: None,
+    };
+    study::sign_assignment(&mut a, &ann.keypair());
+    block(study::assignments_table(ws).append(&[a])).expect("second writer appends assignments");
+    out.push((
+        "assignment".into(),
+        "assignment of item i0 to ann and mal is not signed by the lead's key".into(),
+    ));
+    out
+}
+
+/// The whole forgery case on one workspace location, opened by `open` as a second
+/// writer would.
+fn forgeries_are_refused_and_named(
+    env: &Env,
+    ws: &str,
+    envs: &[(&'static str, String)],
+    open: impl Fn() -> Workspace,
+) {
+    let crit = criteria();
+    let [lena, ann, bob, _carol, mal] = study_on(env, ws, envs);
+    let mut a = all("i0", &crit, "pass");
+    a.extend(
+        ["pass", "fail", "pass", "fail"]
+            .iter()
+            .zip(&crit)
+            .map(|(v, c)| ("i1", c.as_str(), *v)),
+    );
+    let mut b = all("i0", &crit, "pass");
+    b.extend(
+        ["pass", "pass", "fail", "fail"]
+            .iter()
+            .zip(&crit)
+            .map(|(v, c)| ("i1", c.as_str(), *v)),
+    );
+    assert!(ann.import("ann", &a).0);
+    assert!(bob.import("bob", &b).0);
+    let before = lena.agree();
+    assert_eq!(before["signed"], true);
+    assert_eq!(
+        before["refused"].as_array().map(Vec::len),
+        Some(0),
+        "{before}"
+    );
+
+    // mal cannot import labels in ann's name through raglab: nothing is written.
+    let (ok, _, err) = mal.import("ann", &all("i0", &crit, "fail"));
+    assert!(
+        !ok && err.contains("claims reviewer ann, but your key"),
+        "{err}"
+    );
+    let (genuine, _) = exported(&ann, &["--reviewer", "ann"]);
+    let genuine = genuine
+        .into_iter()
+        .find(|l| l.reviewer == "ann")
+        .expect("ann's label");
+    // Nor label under ann's name: raglab takes a name only from the holder of its key.
+    let (ok, _, err) = mal.run(&["labels", "stress", "--reviewer", "ann", "--count", "3"]);
+    assert!(
+        !ok && err.contains("you are not ann on this study's roster"),
+        "{err}"
+    );
+    let tried = forge(&open(), &ann, &mal, &genuine);
+    assert_eq!(tried.len(), 6);
+
+    let after = lena.agree();
+    assert_eq!(
+        after["rows"], before["rows"],
+        "the forgeries changed the agreement"
+    );
+    assert_eq!(
+        after["changed_after_reveal"],
+        before["changed_after_reveal"]
+    );
+    let refused: Vec<String> = after["refused"]
+        .as_array()
+        .expect("refused")
+        .iter()
+        .map(|r| r["why"].as_str().expect("why").to_string())
+        .collect();
+    for (_, why) in &tried {
+        assert!(
+            refused.iter().any(|r| r.starts_with(why.as_str())),
+            "not refused as `{why}`: {refused:#?}"
+        );
+    }
+    assert_eq!(refused.len(), tried.len(), "{refused:#?}");
+    println!(
+        "forged rows refused / tried: {} / {}",
+        refused.len(),
+        tried.len()
+    );
+
+    // The text of `agree` names them too, and exports leave them out and name them.
+    let text = lena.ok(&["--role", "lead", "agree", "--bootstrap", "200"]);
+    assert!(
+        text.contains("6 stored rows not counted") && text.contains(&tried[0].1),
+        "{text}"
+    );
+    let (rows, err) = exported(&lena, &["--role", "lead"]);
+    assert_eq!(rows.len(), a.len() + b.len(), "only the genuine labels");
+    assert!(
+        rows.iter()
+            .all(|l| l.signer.is_some() && l.signature.is_some())
+    );
+    assert!(
+        err.contains("6 stored rows not counted") && err.contains(&tried[1].1),
+        "{err}"
+    );
+    let (ok, _, err) = ann.run(&["--reviewer", "ann", "labels", "history", "i0"]);
+    assert!(ok && err.contains(&tried[0].1), "{err}");
+
+    // Identity is the key: a name or `--role lead` given by someone else is refused.
+    let (ok, _, err) = ann.run(&["--role", "lead", "agree"]);
+    assert!(
+        !ok && err.contains("--role lead needs the study lead's key"),
+        "{err}"
+    );
+    let (ok, _, err) = mal.run(&["--reviewer", "ann", "labels", "export"]);
+    assert!(
+        !ok && err.contains("you are not ann on this study's roster"),
+        "{err}"
+    );
+    let (ok, _, err) = mal.run(&["--reviewer", "mal", "labels", "export"]);
+    assert!(
+        !ok && err.contains("mal is not on this study's roster"),
+        "{err}"
+    );
+    let (ok, _, err) = ann.run(&["annotate", "assign", "--reviewers", "ann,bob"]);
+    assert!(
+        !ok && err.contains("annotate assign needs the study lead's key"),
+        "{err}"
+    );
+    lena.ok(&["annotate", "assign", "--reviewers", "ann,bob"]);
+}
+
+#[test]
+fn forged_rows_written_straight_into_the_datasets_are_refused_and_named() {
+    let env = Env::new();
+    let ws = env.workspace();
+    let location = ws.to_str().expect("utf8").to_string();
+    forgeries_are_refused_and_named(&env, &location, &[], || {
+        Workspace::open(&ws).expect("second writer's workspace")
+    });
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn forged_rows_on_s3_from_a_writer_with_the_bucket_credentials_are_refused() {
+    use common::moto::Moto;
+    let env = Env::new();
+    let moto = Moto::start(env.dir.path(), "study");
+    let ws = moto.uri("team/flu");
+    let envs = moto.env();
+    let options: std::collections::HashMap<String, String> = [
+        ("aws_endpoint", format!("http://127.0.0.1:{}", moto.port)),
+        ("aws_region", "us-east-1".into()),
+        ("aws_access_key_id", "testing".into()),
+        ("aws_secret_access_key", "testing".into()),
+        ("allow_http", "true".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let local = env.dir.path().join("forger-cache");
+    forgeries_are_refused_and_named(&env, &ws, &envs, || {
+        Workspace::open_remote(&ws, &local, options.clone()).expect("remote workspace")
+    });
+}
+
+/// ann's machine is an hour behind: her change after the reveal carries a clock
+/// older than every label of the study, and still counts as after the reveal.
+#[test]
+fn a_label_with_its_clock_set_an_hour_back_cannot_relabel_blind() {
+    let env = Env::new();
+    let crit = criteria();
+    let location = env.workspace().to_str().expect("utf8").to_string();
+    let [lena, ann, bob, _, _] = study_on(&env, &location, &[]);
+    assert!(ann.import("ann", &all("i0", &crit, "pass")).0);
+    assert!(bob.import("bob", &all("i0", &crit, "pass")).0);
+    let (stored, _) = exported(&lena, &["--role", "lead"]);
+    let oldest = stored.iter().map(|l| l.seq).min().expect("labels");
+    let rubric = default_rubric();
+    let mut late = Label::new(
+        "i0",
+        "ann",
+        &crit[0],
+        Some("fail"),
+        Some("changed"),
+        &rubric.version,
+    );
+    late.seq = oldest - 3_600_000_000_000;
+    late.timestamp = stored[0].timestamp.clone();
+    study::sign_label(&mut late, &ann.keypair());
+    let ws = Workspace::open(env.workspace()).expect("ws");
+    block(study::save_labels(&ws, &rubric, &items(), &[late])).expect("saved");
+    // By its clock the label would be the oldest of all, so given blind.
+    let (stored, _) = exported(&lena, &["--role", "lead"]);
+    assert_eq!(
+        stored.last().map(|l| l.seq),
+        stored.iter().map(|l| l.seq).min()
+    );
+    let a = lena.agree();
+    assert_eq!(a["refused"].as_array().map(Vec::len), Some(0), "{a}");
+    assert_eq!(a["labels_after_reveal"], 1, "{a}");
+    assert_eq!(a["changed_after_reveal"], 1, "{a}");
+    let finals = lena.ok(&["--role", "lead", "labels", "export", "--final"]);
+    let first: serde_json::Value = finals
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("final row"))
+        .find(|f| f["criterion"] == crit[0].as_str())
+        .expect("final row of the first criterion");
+    assert_eq!(first["source"], "agreed", "{first}");
+    assert_eq!(first["label"], "pass", "the blind label counts: {first}");
+}
+
+/// i0 assigned to ann and bob, revealed to them, then assigned to ann and carol: the
+/// reveal stays where it happened (bob still sees ann's labels, ann's change is after
+/// the reveal); carol, who has not submitted, sees nothing of ann's.
+#[test]
+fn a_reassignment_after_reveal_does_not_move_it() {
+    let env = Env::new();
+    let crit = criteria();
+    let location = env.workspace().to_str().expect("utf8").to_string();
+    let [lena, ann, bob, carol, _] = study_on(&env, &location, &[]);
+    lena.ok(&["annotate", "assign", "--reviewers", "ann,bob"]);
+    assert!(ann.import("ann", &all("i0", &crit, "pass")).0);
+    assert!(bob.import("bob", &all("i0", &crit, "fail")).0);
+    lena.ok(&["annotate", "assign", "--reviewers", "ann,carol"]);
+    assert!(ann.import("ann", &[("i0", crit[0].as_str(), "fail")]).0);
+    let a = lena.agree();
+    assert_eq!(a["changed_after_reveal"], 1, "{a}");
+    let (seen, err) = exported(&bob, &["--reviewer", "bob"]);
+    let of_ann = seen.iter().filter(|l| l.reviewer == "ann").count();
+    assert_eq!(of_ann, crit.len() + 1, "i0 stays revealed to bob: {err}");
+    let (seen, _) = exported(&carol, &["--reviewer", "carol"]);
+    assert!(seen.iter().all(|l| l.reviewer == "carol"), "carol is blind");
+    // Once carol has submitted i0 too, the item (revealed already) is visible to her.
+    assert!(carol.import("carol", &all("i0", &crit, "pass")).0);
+    let (seen, _) = exported(&carol, &["--reviewer", "carol"]);
+    assert!(seen.iter().any(|l| l.reviewer == "ann"));
+}
+
+/// The key is made on first use, 0600, and the same key is printed every time.
+#[test]
+fn the_signing_key_is_made_once_and_kept_0600() {
+    let env = Env::new();
+    let location = env.workspace().to_str().expect("utf8").to_string();
+    let p = Person::new(&env, "ann", &location, &[]);
+    let (ok, key, err) = p.run(&["study", "key"]);
+    assert!(ok, "{err}");
+    let key = key.trim();
+    assert_eq!(key.len(), 64);
+    assert!(key.chars().all(|c| c.is_ascii_hexdigit()));
+    let file = p.home.join("config").join(raglab::store::keys::KEY_FILE);
+    assert!(err.contains(file.to_str().expect("utf8")), "{err}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&file)
+            .expect("key file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+    }
+    assert_eq!(p.key(), key);
+    assert_eq!(p.keypair().public_hex(), key);
+}

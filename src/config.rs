@@ -169,6 +169,12 @@ pub struct EndpointConfig {
     /// `top_k`, `min_p` and `repeat_penalty`).
     #[serde(default)]
     pub standard_sampling: bool,
+    /// Send a llama-server the messages on `/chat/completions`, as other servers get
+    /// them, instead of prompt token ids in which untrusted text stays plain text. Off
+    /// by default: on the chat route llama-server parses control tokens inside chunks,
+    /// questions and answers.
+    #[serde(default)]
+    pub chat_route: bool,
     /// This server computes embeddings (`/v1/embeddings`, llama-server with
     /// `--embeddings`): `index`, `search`, `eval retrieval` and the TUI embed with it
     /// unless `--embed-model` names a GGUF. It takes no chat requests.

@@ -38,6 +38,9 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    if let Some(done) = cli.command.as_ref().and_then(raglab::cli::run_standalone) {
+        return done;
+    }
     let viewer = cli.viewer();
     let mut ctx = Context::new(cli.workspace)?;
     if let Some(r) = cli.rubric.clone() {

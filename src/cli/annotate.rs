@@ -184,49 +184,55 @@ pub async fn labels(ctx: &Context, cmd: LabelsCmd, viewer: &Viewer) -> Result<()
             reviewer,
             count,
             no_fsync,
-        } => {
-            let ctx = &Context {
-                workspace: ctx.workspace.clone().with_durability(!no_fsync),
-                ..ctx.clone()
-            };
-            let rubric = ctx.rubric(None)?;
-            let items = study::load_study(ctx).await?.items;
-            if items.is_empty() {
-                bail!("no items: run `raglab annotate create` first");
-            }
-            let mut rng = Rng::new(std::process::id().into());
-            let mut times = Vec::with_capacity(count);
-            for n in 0..count {
-                let item = &items[n % items.len()];
-                let c = &rubric.criteria[rng.below(rubric.criteria.len())];
-                let label = &rubric.labels_of(c)[rng.below(rubric.labels_of(c).len())];
-                let l = Label::new(
-                    &item.item_id,
-                    &reviewer,
-                    &c.key,
-                    Some(label),
-                    None,
-                    &rubric.version,
-                );
-                let ms = study::save_label(ctx, &rubric, &items, &l).await?;
-                say!("saved {} {ms:.1}ms", l.label_id);
-                times.push(ms);
-            }
-            let q = |p| crate::core::stats::quantile(&times, p).unwrap_or(f64::NAN);
-            tell!(
-                "{count} labels saved ({}): call-to-committed p50 {:.1} ms, p95 {:.1} ms",
-                if ctx.workspace.is_remote() {
-                    "on the object store"
-                } else if no_fsync {
-                    "not synced"
-                } else {
-                    "synced"
-                },
-                q(0.5),
-                q(0.95)
-            );
-        }
+        } => stress(ctx, &reviewer, count, no_fsync).await?,
     }
+    Ok(())
+}
+
+/// `raglab labels stress` (hidden): commit `count` random labels of `reviewer` one by
+/// one and print each call-to-committed time, then the quantiles (the label-commit
+/// figures). `no_fsync` measures the same commits without syncing.
+async fn stress(ctx: &Context, reviewer: &str, count: usize, no_fsync: bool) -> Result<()> {
+    let ctx = &Context {
+        workspace: ctx.workspace.clone().with_durability(!no_fsync),
+        ..ctx.clone()
+    };
+    let rubric = ctx.rubric(None)?;
+    let items = study::load_study(ctx).await?.items;
+    if items.is_empty() {
+        bail!("no items: run `raglab annotate create` first");
+    }
+    let mut rng = Rng::new(std::process::id().into());
+    let mut times = Vec::with_capacity(count);
+    for n in 0..count {
+        let item = &items[n % items.len()];
+        let c = &rubric.criteria[rng.below(rubric.criteria.len())];
+        let label = &rubric.labels_of(c)[rng.below(rubric.labels_of(c).len())];
+        let l = Label::new(
+            &item.item_id,
+            reviewer,
+            &c.key,
+            Some(label),
+            None,
+            &rubric.version,
+        );
+        let ms = study::save_label(ctx, &rubric, &items, &l).await?;
+        say!("saved {} {ms:.1}ms", l.label_id);
+        times.push(ms);
+    }
+    let q = |p| crate::core::stats::quantile(&times, p).unwrap_or(f64::NAN);
+    tell!(
+        "{count} labels saved ({}): call-to-committed p50 {:.1} ms, p95 {:.1} ms",
+        if ctx.workspace.is_remote() {
+            "on the object store"
+        } else if no_fsync {
+            "not synced"
+        } else {
+            "synced"
+        },
+        q(0.5),
+        q(0.95)
+    );
     Ok(())
 }
 

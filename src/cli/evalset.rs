@@ -171,9 +171,9 @@ async fn generate(ctx: &Context, a: GenerateArgs) -> Result<()> {
     let l = batch.limits();
     tell!(
         "evalset generate: {} candidates to write ({} already stored) with {}; questions up to {} characters, answers up to {}",
-        batch.todo(),
-        batch.already_done(),
-        batch.model(),
+        batch.work().todo(),
+        batch.work().already_done(),
+        batch.work().model(),
         l.question_max,
         l.answer_max
     );
@@ -192,9 +192,9 @@ async fn critique(ctx: &Context, a: CritiqueArgs) -> Result<()> {
     let batch = CritiqueBatch::prepare(ctx, &choice, a.local, a.limit).await?;
     tell!(
         "evalset critique: {} candidates to score ({} already scored) with {}",
-        batch.todo(),
-        batch.already_done(),
-        batch.model()
+        batch.work().todo(),
+        batch.work().already_done(),
+        batch.work().model()
     );
     let s = batch
         .run(ctx, &|n, total| tell!("evalset critique: {n}/{total}"))

@@ -93,9 +93,9 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     tell!(
         "run `{}`: {} questions to answer ({} already done) with {} [{}]",
         c.run,
-        batch.todo(),
-        batch.already_done(),
-        batch.model_file(),
+        batch.work().todo(),
+        batch.work().already_done(),
+        batch.work().model(),
         if c.no_retrieval {
             "no retrieval".to_string()
         } else {
@@ -103,7 +103,7 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         }
     );
     let bar = progress_bar("generating");
-    bar.set_length(batch.todo() as u64);
+    bar.set_length(batch.work().todo() as u64);
     let done = batch
         .run(ctx, &|n, _, tokens| {
             bar.set_position(n as u64);
@@ -174,7 +174,7 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
     tell!(
         "judging {} answers with {} (rubric {} v{})",
         batch.todo(),
-        batch.model_file(),
+        batch.model(),
         batch.rubric().name,
         batch.rubric().version
     );

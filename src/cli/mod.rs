@@ -38,6 +38,7 @@ mod index;
 mod ingest;
 mod mcqa;
 mod search;
+mod shell;
 mod study;
 mod summarise;
 
@@ -163,6 +164,10 @@ pub enum Command {
     },
     /// Print where raglab keeps config, data, models and the workspace.
     Paths,
+    /// Print a shell completion script: `raglab completions bash > ~/.local/share/bash-completion/completions/raglab`.
+    Completions(shell::CompletionsArgs),
+    /// Print the manual page, or write one per command with `--out DIR`.
+    Man(shell::ManArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -177,6 +182,16 @@ pub enum BenchCmd {
 pub enum ReportCmd {
     /// Pass rates per criterion and target-rank bucket, latency and tokens, frugality.
     Answers(generate::ReportArgs),
+}
+
+/// Run a command that needs no workspace, config or model (completions, manual
+/// pages); `None` when `command` needs them.
+pub fn run_standalone(command: &Command) -> Option<Result<()>> {
+    match command {
+        Command::Completions(args) => Some(shell::completions(args)),
+        Command::Man(args) => Some(shell::man(args)),
+        _ => None,
+    }
 }
 
 /// Run one headless command.
@@ -226,6 +241,7 @@ pub async fn run(
             say!("log:       {}", ctx.paths.log_file().display());
             Ok(())
         }
+        Command::Completions(_) | Command::Man(_) => run_standalone(&command).unwrap_or(Ok(())),
     }
 }
 

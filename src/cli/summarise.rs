@@ -61,12 +61,12 @@ pub async fn run(ctx: &Context, args: SummariseArgs) -> Result<()> {
     let batch = SummaryBatch::prepare(ctx, req).await?;
     tell!(
         "summarising {} chunks ({} already summarised) with {}",
-        batch.todo(),
-        batch.already_done(),
-        batch.model()
+        batch.work().todo(),
+        batch.work().already_done(),
+        batch.work().model()
     );
     let bar = progress_bar("summarising");
-    bar.set_length(batch.todo() as u64);
+    bar.set_length(batch.work().todo() as u64);
     // A bar on a terminal; plain lines where stderr is a file or a pipe.
     let lines = !std::io::stderr().is_terminal();
     let rep = batch

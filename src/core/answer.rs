@@ -3,6 +3,8 @@
 //! rubric's criteria. Fields added after the first release are optional and last,
 //! so datasets written before them still load and append.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 /// One stored answer.
@@ -76,7 +78,7 @@ pub struct AnswerRecord {
 }
 
 /// A stored judgement.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JudgementRecord {
     pub answer_id: String,
     pub run: String,
@@ -96,6 +98,20 @@ pub struct JudgementRecord {
 }
 
 impl JudgementRecord {
+    /// A judgement of `answer_id` by `judge.gguf` with these (criterion, label) pairs,
+    /// for tests that count labels by hand.
+    #[cfg(test)]
+    pub fn of(answer_id: &str, labels: &[(&str, &str)]) -> Self {
+        Self {
+            answer_id: answer_id.into(),
+            judge_model: "judge.gguf".into(),
+            rubric_version: "1".into(),
+            criteria: labels.iter().map(|(c, _)| (*c).to_string()).collect(),
+            labels: labels.iter().map(|(_, l)| (*l).to_string()).collect(),
+            ..Self::default()
+        }
+    }
+
     /// The labels as one line, `criterion=label, ...` in the rubric's order.
     pub fn labels_line(&self) -> String {
         self.criteria
@@ -105,4 +121,14 @@ impl JudgementRecord {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// Judgements grouped by the answer they judge, each answer's in the order given
+/// (stored order, so the last is the newest).
+pub fn by_answer(judgements: &[JudgementRecord]) -> HashMap<&str, Vec<&JudgementRecord>> {
+    let mut by: HashMap<&str, Vec<&JudgementRecord>> = HashMap::new();
+    for j in judgements {
+        by.entry(j.answer_id.as_str()).or_default().push(j);
+    }
+    by
 }

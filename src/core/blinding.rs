@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::annotation::{FINAL, Item, JUDGE, Label};
+use super::answer::JudgementRecord;
 
 /// Who is looking. Every view of a study (panes, commands, exports) is drawn for one
 /// viewer and shows only what [`Blinding::may_see`] allows that viewer.
@@ -372,6 +373,15 @@ impl Sight {
         self.items_of_answer
             .get(answer_id)
             .is_none_or(|items| items.iter().all(|i| self.item(i)))
+    }
+
+    /// Of `judgements`, those whose labels the viewer may see ([`Self::judgement`]),
+    /// in their stored order.
+    pub fn judgements_seen(&self, judgements: Vec<JudgementRecord>) -> Vec<JudgementRecord> {
+        judgements
+            .into_iter()
+            .filter(|j| self.judgement(&j.answer_id))
+            .collect()
     }
 }
 

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod paper;
 pub mod per_query;
 pub mod prompt;
+pub mod prompt_marks;
 pub mod question;
 pub mod replay;
 pub mod retrieval;

@@ -125,10 +125,18 @@ pub fn doc_id_for(root: &Path, path: &Path) -> String {
 /// Why [`read_bounded`] returned no bytes.
 #[derive(Debug, thiserror::Error)]
 pub enum BoundedReadError {
+    /// The OS error is part of the message and deliberately not the error's source:
+    /// an error chain printed whole (`{:#}`) would name it twice.
     #[error("unreadable: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     #[error("file too large ({size} bytes, limit {limit})")]
     TooLarge { size: u64, limit: usize },
+}
+
+impl From<std::io::Error> for BoundedReadError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
 }
 
 /// Read a whole file, but never more than `limit` bytes into memory: the size is

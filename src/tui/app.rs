@@ -142,7 +142,12 @@ impl App {
     /// the wait ended), for the message printed once the terminal is restored.
     pub fn unsaved_report(&self) -> Option<String> {
         let mut lines = Vec::new();
-        for f in &self.annotate.failed {
+        for f in self
+            .annotate
+            .failed
+            .iter()
+            .chain(&self.annotate.dropped_notes)
+        {
             lines.push(format!("NOT saved: {f}"));
         }
         if self.generate.running {
@@ -284,7 +289,10 @@ impl App {
     pub fn update(&mut self, action: Action) -> Option<Effect> {
         self.message = None;
         match action {
-            Action::Quit => self.should_quit = true,
+            Action::Quit => match self.annotate.refuse_leaving() {
+                Some(why) => self.message = Some(why.replace("repeat the key", "press q again")),
+                None => self.should_quit = true,
+            },
             Action::ToggleHelp => {
                 self.show_help = !self.show_help;
                 self.help_scroll = 0;

@@ -428,3 +428,22 @@ fn compare_without_an_evaluation_says_what_to_run() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("run `raglab eval retrieval` first"));
 }
+
+/// A missing qrels file is named with its OS error once (the message used to repeat
+/// the OS error, once from the message and once from the error's source).
+#[test]
+fn a_missing_qrels_file_is_one_clear_error() {
+    let env = Env::new();
+    let missing = env.dir.path().join("no-such-qrels.txt");
+    let out = env
+        .cmd()
+        .args(["eval", "runs", "--qrels"])
+        .arg(&missing)
+        .arg(data(RUNS[0].1))
+        .output()
+        .expect("spawn raglab");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-such-qrels.txt"), "{err}");
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+}

@@ -37,6 +37,7 @@ mod reference_trec;
 mod retrieval;
 mod secrets;
 mod shards;
+mod shell;
 mod study_keys;
 mod study_tmux;
 mod suite_rules;

@@ -37,13 +37,13 @@ fn ok(mut c: Command, what: &str) -> std::process::Output {
     out
 }
 
-const PER_REVIEWER: usize = 200;
+const PER_REVIEWER: usize = 100;
 
 /// Two reviewers on two "machines" (separate local folders, no shared file lock)
-/// commit 200 labels each at the same time into one s3:// workspace: all 400 are
+/// commit 100 labels each at the same time into one s3:// workspace: all 200 are
 /// stored, each once, and the dataset's files are in the bucket, none on disk.
 #[test]
-fn two_processes_commit_200_labels_each_and_all_400_are_there() {
+fn two_processes_commit_100_labels_each_and_all_200_are_there() {
     let env = Env::new();
     let moto = Moto::start(env.dir.path(), "study");
     let ws = moto.uri("team/flu");
@@ -101,7 +101,7 @@ fn two_processes_commit_200_labels_each_and_all_400_are_there() {
         .collect();
     assert_eq!(ids.len(), 2 * PER_REVIEWER, "a label stored twice");
 
-    // Every commit is a lance version in the bucket: 400 label commits (plus the
+    // Every commit is a lance version in the bucket: 200 label commits (plus the
     // ones creating the dataset) are there, and no machine holds a labels dataset.
     let keys = moto.keys("team/flu/labels.lance/_versions/");
     assert!(

@@ -573,3 +573,66 @@ fn e_exports_the_agreement_table_once_computed() {
     assert!(key(&mut app, KeyCode::Char('e')).is_none());
     assert!(render(&app).contains("nothing to export yet"));
 }
+
+/// A note typed on a criterion that has no label yet is saved with that criterion's
+/// label, not with whichever criterion is labelled next; leaving the item while it
+/// waits is refused once with what to do, the second try leaves and says the note
+/// was not saved, and quitting with one waiting asks first and names it afterwards.
+#[test]
+fn a_note_waits_for_its_own_criterion_and_is_never_dropped_silently() {
+    let mut app = app(Some("alice"));
+    let first = shown(&app);
+    // `n` on faithfulness (criterion 1, unlabelled), a note, enter; then `2` and label
+    // completeness: the note is not attached there.
+    let fx = keys(&mut app, "nunclear source");
+    assert!(fx.is_empty());
+    key(&mut app, KeyCode::Enter);
+    assert!(render(&app).contains("note kept for"), "{}", render(&app));
+    let fx = keys(&mut app, "2p");
+    let saved = commit_all(&mut app, fx);
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].criterion, "completeness");
+    assert_eq!(saved[0].note, None, "the note went to another criterion");
+    // `]` is refused once: still on the item, told why.
+    keys(&mut app, "]");
+    assert_eq!(shown(&app), first);
+    let screen = render(&app);
+    assert!(screen.contains("not saved yet"), "{screen}");
+    // Labelling faithfulness saves the note with it; then `]` moves at once.
+    let fx = keys(&mut app, "1f");
+    let saved = commit_all(&mut app, fx);
+    assert_eq!(saved[0].criterion, "faithfulness");
+    assert_eq!(saved[0].note.as_deref(), Some("unclear source"));
+    keys(&mut app, "]");
+    assert_ne!(shown(&app), first);
+
+    // A second note left waiting: `]` twice leaves without it and says so.
+    let second = shown(&app);
+    keys(&mut app, "nforgotten");
+    key(&mut app, KeyCode::Enter);
+    keys(&mut app, "]");
+    assert_eq!(shown(&app), second);
+    keys(&mut app, "]");
+    assert_ne!(shown(&app), second);
+    assert!(
+        render(&app).contains("NOT saved: note on item"),
+        "{}",
+        render(&app)
+    );
+
+    // Quitting with a note waiting: the first `q` asks, the second quits, and the
+    // report printed after quitting names the note.
+    keys(&mut app, "nlast words");
+    key(&mut app, KeyCode::Enter);
+    keys(&mut app, "q");
+    assert!(!app.should_quit, "quit with an unsaved note without asking");
+    keys(&mut app, "q");
+    assert!(app.should_quit);
+    let report = app
+        .unsaved_report()
+        .expect("a report of what was not saved");
+    assert!(
+        report.contains("forgotten") && report.contains("last words"),
+        "{report}"
+    );
+}

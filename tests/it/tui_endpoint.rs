@@ -56,6 +56,7 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
         allow_plain_http_key: false,
         context_tokens: Some(2048),
         standard_sampling: false,
+        chat_route: false,
         embeddings: false,
     }];
     let paths = Paths {

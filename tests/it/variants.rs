@@ -15,13 +15,7 @@ use raglab::service::corpus::SummaryRecord;
 use serde_json::Value;
 
 /// Five sample documents: 19 chunks, two of them over 512 MiniLM tokens.
-const DOCS: [&str; 5] = [
-    "rabies/rabies",
-    "h1n1flu/2009-h1n1-flu",
-    "parasites/parasites-babesiosis",
-    "hantavirus/hantavirus",
-    "parasites/parasites-hookworm",
-];
+const DOCS: [&str; 5] = common::FIVE_DOCS;
 const SMOL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 fn reference() -> Value {

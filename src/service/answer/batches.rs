@@ -20,16 +20,14 @@ use crate::core::rubric::Rubric;
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
 use crate::infer::generate::{GenStats, Generator};
 use crate::service::base::{
-    Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Role, run_on_pool, split_done,
+    Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Resumable, Role, run_on_pool,
 };
 use crate::service::retrieval::Retriever;
 
 /// A batch of answers: questions of one run not answered yet, with the generator and
 /// retriever loaded. `prepare`, show what will happen, then `run`.
 pub struct AnswerBatch {
-    todo: Vec<Question>,
-    already_done: usize,
-    backend: Backend,
+    work: Resumable<Question>,
     retriever: Option<Retriever>,
     config: RunConfig,
     missing: MissingTargets,
@@ -90,28 +88,32 @@ impl AnswerBatch {
             Some(r)
         };
         let done = existing_answer_ids(&ctx.workspace).await?;
-        let (already_done, todo) = split_done(questions, limit, |q| {
-            done.contains(&config.answer_id(&q.id))
-        });
+        let work = Resumable::split(
+            questions,
+            limit,
+            |q| done.contains(&config.answer_id(&q.id)),
+            backend,
+        );
         let missing = match &retriever {
             Some(r) => MissingTargets::find(
-                todo.iter().map(|q| q.relevant.iter().map(String::as_str)),
+                work.todo
+                    .iter()
+                    .map(|q| q.relevant.iter().map(String::as_str)),
                 |id| r.by_id.contains_key(id),
             ),
             None => MissingTargets::default(),
         };
         Ok(Self {
             missing,
-            already_done,
-            todo,
-            backend,
+            work,
             retriever,
             config,
         })
     }
 
-    pub fn todo(&self) -> usize {
-        self.todo.len()
+    /// The questions to answer, those answered before, and the generator.
+    pub fn work(&self) -> &Resumable<Question> {
+        &self.work
     }
 
     /// Targets of the questions to answer that are not in the corpus (their answers
@@ -120,17 +122,8 @@ impl AnswerBatch {
         &self.missing
     }
 
-    pub fn already_done(&self) -> usize {
-        self.already_done
-    }
-
     pub fn config(&self) -> &RunConfig {
         &self.config
-    }
-
-    /// The model file, or the endpoints, that will answer.
-    pub fn model_file(&self) -> String {
-        self.backend.describe()
     }
 
     /// Answer every remaining question, committing each answer as soon as it is
@@ -141,7 +134,7 @@ impl AnswerBatch {
         ctx: &Context,
         progress: &dyn Fn(usize, usize, usize),
     ) -> Result<BatchSummary> {
-        let (generator, sha) = match &self.backend {
+        let (generator, sha) = match &self.work.backend {
             Backend::Local(g, sha) => (g, sha.clone()),
             Backend::Pool(pool, _) => return self.run_pool(ctx, pool, progress).await,
         };
@@ -153,7 +146,7 @@ impl AnswerBatch {
             template: default_template(),
         };
         let mut s = BatchSummary::default();
-        for (i, q) in self.todo.iter().enumerate() {
+        for (i, q) in self.work.todo.iter().enumerate() {
             let prepared = answerer.prepare(q)?;
             let rec = answerer.answer(q, prepared, Arc::new(AtomicBool::new(false)), |_| {})?;
             s.tokens += rec.output_tokens as usize;
@@ -162,7 +155,7 @@ impl AnswerBatch {
                 .append(std::slice::from_ref(&rec))
                 .await?;
             s.answered += 1;
-            progress(i + 1, self.todo.len(), s.tokens);
+            progress(i + 1, self.work.todo.len(), s.tokens);
         }
         Ok(s)
     }
@@ -179,12 +172,12 @@ impl AnswerBatch {
         pool: &Pool,
         progress: &dyn Fn(usize, usize, usize),
     ) -> Result<BatchSummary> {
-        let total = self.todo.len();
+        let total = self.work.todo.len();
         let mut s = BatchSummary::default();
         let count = |t: &str| estimate_tokens(t);
         let mut jobs = Vec::new();
         let mut done = 0usize;
-        for q in &self.todo {
+        for q in &self.work.todo {
             let prepared = prepare_prompt(
                 self.retriever.as_ref(),
                 &self.config,
@@ -367,7 +360,7 @@ impl JudgeBatch {
 
     /// The judge model (GGUF file or served model), with the endpoints when a pool
     /// judges.
-    pub fn model_file(&self) -> String {
+    pub fn model(&self) -> String {
         match &self.pool {
             Some(p) => format!("{} on endpoints {}", self.judge_name, p.describe()),
             None => self.judge_name.clone(),

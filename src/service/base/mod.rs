@@ -20,4 +20,4 @@ pub use jsonl::{
 pub use pool::{MAX_ATTEMPTS, Pool, PoolReport, run_on_pool, spec_of};
 pub use provenance::{Provenance, file_sha256, now_rfc3339};
 pub use rubric::{DEFAULT_RUBRIC, default_rubric, load_rubric, parse_rubric};
-pub use run::{Backend, Progress, Role, load_generator, split_done};
+pub use run::{Backend, Progress, Resumable, Role, load_generator, split_done};

@@ -156,6 +156,7 @@ pub fn spec_of(c: &EndpointConfig) -> Result<EndpointSpec> {
         request_timeout: Duration::from_secs(c.request_timeout_s.unwrap_or(600).max(1)),
         context_tokens: c.context_tokens.unwrap_or(8192),
         standard_sampling: c.standard_sampling,
+        chat_route: c.chat_route,
     })
 }
 
@@ -349,6 +350,7 @@ mod tests {
             allow_plain_http_key: false,
             context_tokens: None,
             standard_sampling: false,
+            chat_route: false,
             embeddings: false,
         };
         assert!(Pool::from_config(&[]).is_err());
@@ -370,6 +372,7 @@ mod tests {
             allow_plain_http_key: false,
             context_tokens: None,
             standard_sampling: false,
+            chat_route: false,
             embeddings: false,
         };
         let s = spec_of(&e("https://bob:s3cret@api.example.org/v1/")).expect("https");

@@ -24,6 +24,49 @@ pub fn split_done<T>(
     (done.len(), todo)
 }
 
+/// The work of a resumable batch, split once when the batch is prepared: the items
+/// still to do (in order, at most the limit), how many an earlier run already did,
+/// and the back end that will do the rest. Every batch kind that generates (answers,
+/// summaries, evaluation-set candidates and critiques) holds one, so what `--limit`,
+/// a rerun and the "N to do, M already done, on MODEL" line mean is decided here.
+pub struct Resumable<T> {
+    pub todo: Vec<T>,
+    pub already_done: usize,
+    pub backend: Backend,
+}
+
+impl<T> Resumable<T> {
+    /// Split `items` with [`split_done`] and keep the back end beside them.
+    pub fn split(
+        items: Vec<T>,
+        limit: Option<usize>,
+        is_done: impl Fn(&T) -> bool,
+        backend: Backend,
+    ) -> Self {
+        let (already_done, todo) = split_done(items, limit, is_done);
+        Self {
+            todo,
+            already_done,
+            backend,
+        }
+    }
+
+    /// How many items this run will do.
+    pub fn todo(&self) -> usize {
+        self.todo.len()
+    }
+
+    /// How many items an earlier run did (their records are stored).
+    pub fn already_done(&self) -> usize {
+        self.already_done
+    }
+
+    /// The model file, or the endpoints, that will do the work.
+    pub fn model(&self) -> String {
+        self.backend.describe()
+    }
+}
+
 /// Load a generator and refuse models that cannot chat.
 pub fn load_generator(cfg: &GenConfig) -> Result<Generator> {
     let g = Generator::spawn(cfg)?;

@@ -24,8 +24,8 @@ use crate::core::summary::SummaryRecord;
 use crate::infer::endpoint::{ChatReply, Endpoint, EndpointError};
 use crate::infer::generate::{GenStats, Generator, Sampling};
 use crate::service::base::{
-    Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Role, now_rfc3339, run_on_pool,
-    split_done,
+    Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Resumable, Role, now_rfc3339,
+    run_on_pool,
 };
 use crate::store::chunks::ChunkStore;
 use crate::store::records::Table;
@@ -100,9 +100,7 @@ pub struct SummaryRequest {
 
 /// A summary run: the chunks still to summarise and the model that will.
 pub struct SummaryBatch {
-    todo: Vec<Chunk>,
-    already_done: usize,
-    backend: Backend,
+    work: Resumable<Chunk>,
     sampling: Sampling,
 }
 
@@ -143,29 +141,18 @@ impl SummaryBatch {
             }
             wanted.push(c);
         }
-        let (already_done, todo) = split_done(wanted, req.limit, |c| done.contains_key(&c.id));
         // Prefix reuse on: the default of every generator configuration.
         let role = Role::Generator { reuse_prefix: true };
         let backend = Backend::open(ctx, &req.generator, req.local, role)?;
         Ok(Self {
-            todo,
-            already_done,
-            backend,
+            work: Resumable::split(wanted, req.limit, |c| done.contains_key(&c.id), backend),
             sampling: req.sampling,
         })
     }
 
-    pub fn todo(&self) -> usize {
-        self.todo.len()
-    }
-
-    pub fn already_done(&self) -> usize {
-        self.already_done
-    }
-
-    /// The model file, or the endpoints, that will summarise.
-    pub fn model(&self) -> String {
-        self.backend.describe()
+    /// The chunks to summarise, those summarised before, and the model.
+    pub fn work(&self) -> &Resumable<Chunk> {
+        &self.work
     }
 
     /// Summarise every chunk still to do, committing each summary as it completes;
@@ -177,12 +164,12 @@ impl SummaryBatch {
     ) -> Result<SummaryReport> {
         let started = Instant::now();
         let mut rep = SummaryReport {
-            already_done: self.already_done,
-            model: self.model(),
+            already_done: self.work.already_done,
+            model: self.work.model(),
             ..Default::default()
         };
         let sampling_json = serde_json::to_string(&self.sampling)?;
-        match &self.backend {
+        match &self.work.backend {
             Backend::Local(g, sha) => {
                 self.run_local(ctx, g, sha, &sampling_json, &mut rep, progress)
                     .await?;
@@ -211,8 +198,8 @@ impl SummaryBatch {
         rep: &mut SummaryReport,
         progress: &dyn Fn(usize, usize),
     ) -> Result<()> {
-        let total = self.todo.len();
-        for (i, c) in self.todo.iter().enumerate() {
+        let total = self.work.todo.len();
+        for (i, c) in self.work.todo.iter().enumerate() {
             let messages = vec![ChatMessage::user(summary_prompt(c))];
             let prompt = g.chat_prompt(messages.clone())?;
             let (text, stats) = g
@@ -249,8 +236,8 @@ impl SummaryBatch {
         rep: &mut SummaryReport,
         progress: &dyn Fn(usize, usize),
     ) -> Result<PoolReport> {
-        let total = self.todo.len();
-        let jobs: Vec<Arc<Chunk>> = self.todo.iter().cloned().map(Arc::new).collect();
+        let total = self.work.todo.len();
+        let jobs: Vec<Arc<Chunk>> = self.work.todo.iter().cloned().map(Arc::new).collect();
         let sampling = self.sampling.clone();
         let work = move |ep: Arc<Endpoint>, c: Arc<Chunk>| {
             let sampling = sampling.clone();

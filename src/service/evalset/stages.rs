@@ -31,7 +31,7 @@ use crate::core::sampling::Sampling;
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint, EndpointError};
 use crate::infer::generate::GenStats;
 use crate::service::base::{
-    Backend, Context, ModelChoice, PoolReport, Role, now_rfc3339, run_on_pool, split_done,
+    Backend, Context, ModelChoice, PoolReport, Resumable, Role, now_rfc3339, run_on_pool,
 };
 use crate::store::records::Table;
 
@@ -192,10 +192,8 @@ pub struct GenerateRequest {
 
 /// A generation batch: the tasks still to write, and the model.
 pub struct GenerateBatch {
-    todo: Vec<Task>,
-    already_done: usize,
+    work: Resumable<Task>,
     chunks: HashMap<String, Chunk>,
-    backend: Backend,
     sampling: Sampling,
     limits: Limits,
 }
@@ -234,30 +232,24 @@ impl GenerateBatch {
             .collect();
         let seed = req.sampling.seed;
         // The limit cut the task order above: a rerun with the same limit finishes.
-        let (already_done, todo) =
-            split_done(order, None, |t| done.contains(&t.candidate_id(seed)));
         let role = Role::Generator { reuse_prefix: true };
         let backend = Backend::open_named(ctx, &req.generator, req.local, role).await?;
         Ok(Self {
-            todo,
-            already_done,
+            work: Resumable::split(
+                order,
+                None,
+                |t| done.contains(&t.candidate_id(seed)),
+                backend,
+            ),
             chunks: all.into_iter().map(|c| (c.id.clone(), c)).collect(),
-            backend,
             limits: Limits::for_tokens(req.sampling.max_tokens),
             sampling: req.sampling,
         })
     }
 
-    pub fn todo(&self) -> usize {
-        self.todo.len()
-    }
-
-    pub fn already_done(&self) -> usize {
-        self.already_done
-    }
-
-    pub fn model(&self) -> String {
-        self.backend.describe()
+    /// The generation tasks still to run, those run before, and the model.
+    pub fn work(&self) -> &Resumable<Task> {
+        &self.work
     }
 
     pub fn limits(&self) -> Limits {
@@ -268,6 +260,7 @@ impl GenerateBatch {
     /// gets (done, todo).
     pub async fn run(self, ctx: &Context, progress: &dyn Fn(usize, usize)) -> Result<StageSummary> {
         let prompts: Vec<PromptText> = self
+            .work
             .todo
             .iter()
             .map(|t| {
@@ -284,18 +277,18 @@ impl GenerateBatch {
             schema: self.limits.json_schema(),
         };
         let sampling_json = serde_json::to_string(&self.sampling)?;
-        let (model, sha) = match &self.backend {
-            Backend::Local(_, sha) => (self.backend.model_name(), sha.clone()),
-            Backend::Pool(..) => (self.backend.model_name(), String::new()),
+        let (model, sha) = match &self.work.backend {
+            Backend::Local(_, sha) => (self.work.backend.model_name(), sha.clone()),
+            Backend::Pool(..) => (self.work.backend.model_name(), String::new()),
         };
         run_prompts(
-            &self.backend,
+            &self.work.backend,
             prompts,
             &self.sampling,
             (self.limits.grammar(), constraint),
             progress,
             async |i, r: Reply| {
-                let t = &self.todo[i];
+                let t = &self.work.todo[i];
                 let (question, answer) = parse_candidate(&r.text)
                     .with_context(|| format!("generator output did not parse: {:?}", r.text))?;
                 let first = self.chunks.get(&t.chunk_ids[0]);
@@ -374,10 +367,8 @@ pub async fn decide(
 
 /// A critique batch: candidates this critic has not scored yet.
 pub struct CritiqueBatch {
-    todo: Vec<CandidateRecord>,
-    already_done: usize,
+    work: Resumable<CandidateRecord>,
     texts: HashMap<String, String>,
-    backend: Backend,
 }
 
 impl CritiqueBatch {
@@ -401,35 +392,26 @@ impl CritiqueBatch {
         if all.is_empty() {
             bail!("no candidates yet: run `raglab evalset generate` first");
         }
-        let (already_done, todo) = split_done(all, limit, |c| scored.contains(&c.candidate_id));
         let texts = crate::service::corpus::chunks_or_empty(ctx)
             .await?
             .into_iter()
             .map(|c| (c.id, c.text))
             .collect();
         Ok(Self {
-            todo,
-            already_done,
+            work: Resumable::split(all, limit, |c| scored.contains(&c.candidate_id), backend),
             texts,
-            backend,
         })
     }
 
-    pub fn todo(&self) -> usize {
-        self.todo.len()
-    }
-
-    pub fn already_done(&self) -> usize {
-        self.already_done
-    }
-
-    pub fn model(&self) -> String {
-        self.backend.describe()
+    /// The candidates still to critique, those critiqued before, and the critic.
+    pub fn work(&self) -> &Resumable<CandidateRecord> {
+        &self.work
     }
 
     /// Score every remaining candidate greedily, committing each critique.
     pub async fn run(self, ctx: &Context, progress: &dyn Fn(usize, usize)) -> Result<StageSummary> {
         let prompts: Vec<PromptText> = self
+            .work
             .todo
             .iter()
             .map(|c| {
@@ -452,15 +434,15 @@ impl CritiqueBatch {
             name: "critique".into(),
             schema: critique_schema(),
         };
-        let model = self.backend.model_name();
+        let model = self.work.backend.model_name();
         run_prompts(
-            &self.backend,
+            &self.work.backend,
             prompts,
             &sampling,
             (critique_grammar(), constraint),
             progress,
             async |i, r: Reply| {
-                let c = &self.todo[i];
+                let c = &self.work.todo[i];
                 let sc = parse_scores(&r.text)
                     .with_context(|| format!("critic output did not parse: {:?}", r.text))?
                     .map(u32::from);

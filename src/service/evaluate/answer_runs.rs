@@ -133,16 +133,8 @@ pub async fn compare_answer_runs(
             bail!("run `{r}` has no answers");
         }
     }
-    let judg: Vec<JudgementRecord> = judgements(&ctx.workspace)
-        .read_all::<JudgementRecord>()
-        .await?
-        .into_iter()
-        .filter(|j| sight.judgement(&j.answer_id))
-        .collect();
-    let mut by_answer: HashMap<&str, Vec<&JudgementRecord>> = HashMap::new();
-    for j in &judg {
-        by_answer.entry(j.answer_id.as_str()).or_default().push(j);
-    }
+    let judg = sight.judgements_seen(judgements(&ctx.workspace).read_all().await?);
+    let by_answer = crate::core::answer::by_answer(&judg);
     let of = |r: &str| -> Vec<&AnswerRecord> { all.iter().filter(|x| x.run == r).collect() };
     let (ra, rb) = (of(a), of(b));
     let judge_models: BTreeSet<String> = ra
@@ -174,20 +166,7 @@ mod tests {
     }
 
     fn judged(id: &str, labels: &[(&str, &str)]) -> JudgementRecord {
-        JudgementRecord {
-            answer_id: id.into(),
-            run: String::new(),
-            judge_model: "judge.gguf".into(),
-            rubric: "r".into(),
-            rubric_version: "1".into(),
-            criteria: labels.iter().map(|(c, _)| (*c).to_string()).collect(),
-            labels: labels.iter().map(|(_, l)| (*l).to_string()).collect(),
-            rationale: String::new(),
-            prompt: String::new(),
-            raw_output: String::new(),
-            created_at: String::new(),
-            endpoint: None,
-        }
+        JudgementRecord::of(id, labels)
     }
 
     /// By hand: q1 both pass, q2 only A, q3 only B, q4 both fail on "f"; q5 only in A;
@@ -225,10 +204,7 @@ mod tests {
             judged("b3", &[("f", "pass"), ("c", "fail")]),
             judged("b4", &[("f", "fail")]),
         ];
-        let mut by_answer: HashMap<&str, Vec<&JudgementRecord>> = HashMap::new();
-        for j in &js {
-            by_answer.entry(j.answer_id.as_str()).or_default().push(j);
-        }
+        let by_answer = crate::core::answer::by_answer(&js);
         let (ra, rb): (Vec<&AnswerRecord>, Vec<&AnswerRecord>) =
             (a.iter().collect(), b.iter().collect());
         let o = paired_outcomes(&ra, &rb, &by_answer);

@@ -4,8 +4,6 @@
 //! renamed, so a reader never sees half a report), and the judge's pass rates by
 //! target-rank bucket, computed from the stored answers and judgements when asked.
 
-use std::collections::HashMap;
-
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
@@ -122,14 +120,8 @@ pub async fn judge_pass_rates(ctx: &Context, sight: &Sight) -> Result<Option<Jud
     if judg.is_empty() {
         return Ok(None);
     }
-    let judg: Vec<JudgementRecord> = judg
-        .into_iter()
-        .filter(|j| sight.judgement(&j.answer_id))
-        .collect();
-    let mut by_answer: HashMap<&str, Vec<&JudgementRecord>> = HashMap::new();
-    for j in &judg {
-        by_answer.entry(j.answer_id.as_str()).or_default().push(j);
-    }
+    let judg = sight.judgements_seen(judg);
+    let by_answer = crate::core::answer::by_answer(&judg);
     let judged: Vec<&AnswerRecord> = all
         .iter()
         .filter(|a| by_answer.contains_key(a.answer_id.as_str()))

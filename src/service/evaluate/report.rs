@@ -124,19 +124,8 @@ pub async fn answer_report(
         bail!("run `{r}` has no answers");
     }
     // Only the judge labels the viewer may see (blind study items left out).
-    let judg: Vec<JudgementRecord> = judgements(&ctx.workspace)
-        .read_all::<JudgementRecord>()
-        .await?
-        .into_iter()
-        .filter(|j| sight.judgement(&j.answer_id))
-        .collect();
-    let by_answer: HashMap<&str, Vec<&JudgementRecord>> =
-        judg.iter().fold(HashMap::new(), |mut m, j| {
-            m.entry(j.answer_id.as_str())
-                .or_insert_with(Vec::new)
-                .push(j);
-            m
-        });
+    let judg = sight.judgements_seen(judgements(&ctx.workspace).read_all().await?);
+    let by_answer = crate::core::answer::by_answer(&judg);
     let mut runs: BTreeMap<&str, Vec<&AnswerRecord>> = BTreeMap::new();
     for a in &all {
         runs.entry(a.run.as_str()).or_default().push(a);
@@ -196,20 +185,7 @@ mod tests {
     }
 
     fn judged(id: &str, label: &str) -> JudgementRecord {
-        JudgementRecord {
-            answer_id: id.into(),
-            run: "r".into(),
-            judge_model: "judge.gguf".into(),
-            rubric: "pubhealth".into(),
-            rubric_version: "1".into(),
-            criteria: vec!["faithfulness".into()],
-            labels: vec![label.into()],
-            rationale: String::new(),
-            prompt: String::new(),
-            raw_output: String::new(),
-            created_at: String::new(),
-            endpoint: None,
-        }
+        JudgementRecord::of(id, &[("faithfulness", label)])
     }
 
     /// Hand-computed: a budget that kept only the chunk at fused rank 1 while the
@@ -248,10 +224,7 @@ mod tests {
             judged("ok", "pass"),
             judged("m", "fail"),
         ];
-        let by_answer: HashMap<&str, Vec<&JudgementRecord>> = judgements
-            .iter()
-            .map(|j| (j.answer_id.as_str(), vec![j]))
-            .collect();
+        let by_answer = crate::core::answer::by_answer(&judgements);
         let answers = [&dropped, &old_dropped, &kept, &old_kept, &missing];
         let (pass, judges) = pass_counts(&answers, &by_answer);
         let f = &pass["faithfulness"];

@@ -846,11 +846,7 @@ pub async fn visible_judgements(
     if *viewer == Viewer::Lead {
         return Ok(judgements);
     }
-    let sight = sight(ctx, viewer).await?;
-    Ok(judgements
-        .into_iter()
-        .filter(|j| sight.judgement(&j.answer_id))
-        .collect())
+    Ok(sight(ctx, viewer).await?.judgements_seen(judgements))
 }
 
 /// Send one stored answer to annotation as an item (set `tui`); returns whether it

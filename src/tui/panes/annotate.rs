@@ -50,8 +50,15 @@ pub struct AnnotatePane {
     pub revealed: bool,
     /// A note being typed (`n`), attached to the next label.
     pub note_input: TextInput,
-    /// A finished note, attached to the next label.
-    pub pending_note: Option<String>,
+    /// A finished note on a criterion that has no label yet: (criterion key, note).
+    /// It is saved with that criterion's label, never with another criterion's.
+    pub pending_note: Option<(String, String)>,
+    /// The reviewer was told that leaving the item drops `pending_note`; the next
+    /// move (or quit) does, and names it.
+    pub note_warned: bool,
+    /// Notes dropped that way, for the report printed on quitting (nothing typed is
+    /// lost without a trace).
+    pub dropped_notes: Vec<String>,
     pub status: Option<String>,
     pub last_save_ms: Option<f64>,
     /// This reviewer's own confirmed labels, newest last (for undo).
@@ -107,6 +114,8 @@ impl AnnotatePane {
             revealed: false,
             note_input: TextInput::default(),
             pending_note: None,
+            note_warned: false,
+            dropped_notes: Vec::new(),
             status: None,
             last_save_ms: None,
             history: Vec::new(),
@@ -406,10 +415,18 @@ impl AnnotatePane {
             self.status = Some(format!("`{value}` is not a label of {}", c.name));
             return None;
         }
-        let note = self.pending_note.take().or_else(|| {
-            // Relabelling keeps the criterion's note.
-            self.note_of(&item, &me, &c.key).map(str::to_string)
-        });
+        let note = match self.pending_note.take() {
+            Some((key, note)) if key == c.key => {
+                self.note_warned = false;
+                Some(note)
+            }
+            // A note waiting for another criterion's label keeps waiting; relabelling
+            // keeps the criterion's stored note.
+            other => {
+                self.pending_note = other;
+                self.note_of(&item, &me, &c.key).map(str::to_string)
+            }
+        };
         let label = Label::new(
             &item,
             &me,
@@ -455,6 +472,36 @@ impl AnnotatePane {
         self.revealed = false;
         self.scroll = [Scroll::default(); 4];
         self.pending_note = None;
+        self.note_warned = false;
+    }
+
+    /// Whether the reviewer may leave this item (move to another, or quit): not while
+    /// a note waits for its criterion's label, the first time. That try is refused
+    /// with what to do (`Some(why)`); the next one leaves, and the dropped note is
+    /// named in the status and in the report printed on quitting.
+    pub fn refuse_leaving(&mut self) -> Option<String> {
+        let (key, note) = self.pending_note.as_ref()?;
+        let name = self
+            .rubric
+            .criteria
+            .iter()
+            .find(|c| &c.key == key)
+            .map_or_else(|| key.clone(), |c| c.name.clone());
+        let item = self.item().map(|i| i.item_id.clone()).unwrap_or_default();
+        if !self.note_warned {
+            self.note_warned = true;
+            let why = format!(
+                "your note on {name} is not saved yet: label {name} to save it, or repeat the key to leave without it"
+            );
+            self.status = Some(why.clone());
+            return Some(why);
+        }
+        let dropped = format!("note on item {item}, {name}: {}", clean(note));
+        self.status = Some(format!("NOT saved: {dropped}"));
+        self.dropped_notes.push(dropped);
+        self.pending_note = None;
+        self.note_warned = false;
+        None
     }
 
     /// A note typed with `n`: attached to the current criterion's label (a new version
@@ -476,8 +523,12 @@ impl AnnotatePane {
                 self.queue(label)
             }
             None => {
-                self.pending_note = Some(note);
-                self.status = Some("note will be attached to this criterion's label".into());
+                let name = self.rubric.criteria[self.criterion].name.clone();
+                self.pending_note = Some((c, note));
+                self.note_warned = false;
+                self.status = Some(format!(
+                    "note kept for {name}: it is saved with {name}'s label"
+                ));
                 None
             }
         }
@@ -634,56 +685,96 @@ impl AnnotatePane {
     /// The rubric: each criterion with this reviewer's label and note and, once the
     /// item is revealed to them, the others' labels and notes; the note being typed.
     fn draw_rubric(&self, f: &mut Frame, rubric_area: Rect, item: &Item, me: &str, theme: &Theme) {
-        let show_others = self.shows_others(&item.item_id);
         // Computed once per draw, not once per criterion (a scan of every label).
-        let others = if show_others {
-            self.others(&item.item_id)
-        } else {
-            Vec::new()
-        };
+        let others = self
+            .shows_others(&item.item_id)
+            .then(|| self.others(&item.item_id));
         let mut lines = Vec::new();
         for (i, c) in self.rubric.criteria.iter().enumerate() {
-            let mine = self
-                .label_of(&item.item_id, me, &c.key)
-                .and_then(|l| l.label.clone());
-            let pending = self
-                .pending
-                .values()
-                .any(|l| l.item_id == item.item_id && l.criterion == c.key);
-            let first = self.rubric.labels_of(c).first().cloned();
-            let style = |v: &Option<String>| match v {
-                None => theme.muted,
-                Some(v) if Some(v) == first.as_ref() => theme.pass,
-                Some(_) => theme.fail,
-            };
+            lines.push(self.label_row(item, me, i, others.as_deref(), theme));
             let keys: Vec<String> = self
                 .rubric
                 .labels_of(c)
                 .iter()
                 .map(|l| format!("{}={l}", self.rubric.key_of(l)))
                 .collect();
-            let mut spans = vec![
-                Span::styled(
-                    format!(
-                        "{}{} {:<20}",
-                        if i == self.criterion { "▶" } else { " " },
-                        i + 1,
-                        c.name
-                    ),
-                    if i == self.criterion {
-                        theme.selected
-                    } else {
-                        theme.text
-                    },
+            lines.push(Line::styled(
+                format!("      [{}] {}", keys.join(" "), c.definition),
+                theme.muted,
+            ));
+            let notes = self.notes_on(&item.item_id, me, &c.key, others.as_deref());
+            if !notes.is_empty() {
+                lines.push(Line::styled(
+                    format!("      {}", notes.join(" · ")),
+                    theme.filter,
+                ));
+            }
+        }
+        let note = match (self.note_input.is_active(), &self.pending_note) {
+            (true, _) => format!(" note: {}▏ ", clean(self.note_input.text())),
+            (false, Some((key, n))) => format!(" note for {} ready: {} ", clean(key), clean(n)),
+            _ => String::new(),
+        };
+        let n = self.rubric.criteria.len();
+        f.render_widget(
+            Paragraph::new(lines).block(theme.block(
+                format!(
+                    " Rubric {} v{} · 1-{n} pick · label keys in [ ] · n note · [ ] items · u unlabelled · z undo · r reveal · h/l text · ? help{note}",
+                    clean(&self.rubric.name),
+                    clean(&self.rubric.version)
                 ),
-                Span::styled(
-                    format!(" {:<7}", mine.clone().unwrap_or_else(|| "-".into())),
-                    style(&mine),
+                self.focus.is_none(),
+            )),
+            rubric_area,
+        );
+    }
+
+    /// Criterion `i`'s row: its name, this reviewer's label (the rubric's first label
+    /// in the pass colour, any other in the fail colour), "saving…" while a commit is
+    /// out, then each other's label when `others` may be shown (a disagreement in the
+    /// error colour) or a reminder that they are hidden.
+    fn label_row(
+        &self,
+        item: &Item,
+        me: &str,
+        i: usize,
+        others: Option<&[String]>,
+        theme: &Theme,
+    ) -> Line<'static> {
+        let c = &self.rubric.criteria[i];
+        let mine = self
+            .label_of(&item.item_id, me, &c.key)
+            .and_then(|l| l.label.clone());
+        let pending = self
+            .pending
+            .values()
+            .any(|l| l.item_id == item.item_id && l.criterion == c.key);
+        let first = self.rubric.labels_of(c).first().cloned();
+        let style = |v: &Option<String>| match v {
+            None => theme.muted,
+            Some(v) if Some(v) == first.as_ref() => theme.pass,
+            Some(_) => theme.fail,
+        };
+        let selected = i == self.criterion;
+        let mut spans = vec![
+            Span::styled(
+                format!(
+                    "{}{} {:<20}",
+                    if selected { "▶" } else { " " },
+                    i + 1,
+                    c.name
                 ),
-                Span::styled(if pending { " saving… " } else { "         " }, theme.muted),
-            ];
-            if show_others {
-                for other in &others {
+                if selected { theme.selected } else { theme.text },
+            ),
+            Span::styled(
+                format!(" {:<7}", mine.clone().unwrap_or_else(|| "-".into())),
+                style(&mine),
+            ),
+            Span::styled(if pending { " saving… " } else { "         " }, theme.muted),
+        ];
+        match others {
+            Some(others) => {
+                for other in others {
                     let theirs = self
                         .label_of(&item.item_id, other, &c.key)
                         .and_then(|l| l.label.clone());
@@ -701,49 +792,33 @@ impl AnnotatePane {
                         },
                     ));
                 }
-            } else if !self.lead {
+            }
+            None if !self.lead => {
                 spans.push(Span::styled(" (others hidden: blind)", theme.muted));
             }
-            lines.push(Line::from(spans));
-            lines.push(Line::styled(
-                format!("      [{}] {}", keys.join(" "), c.definition),
-                theme.muted,
-            ));
-            let mut notes = Vec::new();
-            if let Some(n) = self.note_of(&item.item_id, me, &c.key) {
-                notes.push(format!("your note: {}", clean(n)));
-            }
-            if show_others {
-                for other in &others {
-                    if let Some(n) = self.note_of(&item.item_id, other, &c.key) {
-                        notes.push(format!("{}'s note: {}", clean(other), clean(n)));
-                    }
-                }
-            }
-            if !notes.is_empty() {
-                lines.push(Line::styled(
-                    format!("      {}", notes.join(" · ")),
-                    theme.filter,
-                ));
+            None => {}
+        }
+        Line::from(spans)
+    }
+
+    /// This reviewer's note on a criterion and, when `others` may be shown, theirs.
+    fn notes_on(
+        &self,
+        item: &str,
+        me: &str,
+        criterion: &str,
+        others: Option<&[String]>,
+    ) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(n) = self.note_of(item, me, criterion) {
+            notes.push(format!("your note: {}", clean(n)));
+        }
+        for other in others.unwrap_or_default() {
+            if let Some(n) = self.note_of(item, other, criterion) {
+                notes.push(format!("{}'s note: {}", clean(other), clean(n)));
             }
         }
-        let note = match (self.note_input.is_active(), &self.pending_note) {
-            (true, _) => format!(" note: {}▏ ", clean(self.note_input.text())),
-            (false, Some(n)) => format!(" note ready: {} ", clean(n)),
-            _ => String::new(),
-        };
-        let n = self.rubric.criteria.len();
-        f.render_widget(
-            Paragraph::new(lines).block(theme.block(
-                format!(
-                    " Rubric {} v{} · 1-{n} pick · label keys in [ ] · n note · [ ] items · u unlabelled · z undo · r reveal · h/l text · ? help{note}",
-                    clean(&self.rubric.name),
-                    clean(&self.rubric.version)
-                ),
-                self.focus.is_none(),
-            )),
-            rubric_area,
-        );
+        notes
     }
 
     /// Rows the rubric block needs: two per criterion, one more per criterion with
@@ -809,66 +884,80 @@ impl AnnotatePane {
     fn select_criterion(&mut self, n: usize) {
         self.criterion = n.min(self.rubric.criteria.len().saturating_sub(1));
     }
-}
 
-impl PaneView for AnnotatePane {
-    /// Apply an action; a label to commit is returned as an effect.
-    fn update(&mut self, action: Action) -> Option<Effect> {
-        if self.reviewer.is_none() {
-            match action {
-                Action::SubmitInput if !self.reviewer_input.text().trim().is_empty() => {
-                    let name = self.reviewer_input.text().trim().to_string();
-                    match crate::core::annotation::check_reviewer(&name)
-                        .and_then(|()| self.check_key(&name))
-                    {
-                        Ok(()) => {
-                            self.reviewer = Some(name);
-                            self.status = None;
-                            self.reviewer_input.submit();
-                            self.relabel();
-                            self.rebuild_order();
-                            // Every other view was drawn for no one: redraw them all.
-                            return Some(Effect::IdentityChanged);
-                        }
-                        Err(e) => self.status = Some(e),
-                    }
-                }
-                Action::InputBackspace => {
-                    self.reviewer_input.backspace();
-                }
-                _ => {}
-            }
-            return None;
-        }
-        if self.note_input.is_active() {
-            match action {
-                Action::SubmitInput => {
-                    let note = self.note_input.text().trim().to_string();
-                    self.note_input.cancel();
-                    return self.finish_note(note);
-                }
-                Action::CancelInput => {
-                    self.note_input.cancel();
-                }
-                Action::InputBackspace => {
-                    self.note_input.backspace();
-                }
-                _ => {}
-            }
-            return None;
-        }
+    /// Keys while the reviewer's name is asked for: a name is taken only when it is
+    /// well formed and, in a signed study, this user's key is on the roster under it.
+    fn update_name_prompt(&mut self, action: Action) -> Option<Effect> {
         match action {
-            Action::SelectCriterion1 => self.select_criterion(0),
-            Action::SelectCriterion2 => self.select_criterion(1),
-            Action::SelectCriterion3 => self.select_criterion(2),
-            Action::SelectCriterion4 => self.select_criterion(3),
-            Action::SelectCriterion5 => self.select_criterion(4),
-            Action::SelectCriterion6 => self.select_criterion(5),
-            Action::SelectCriterion7 => self.select_criterion(6),
-            Action::SelectCriterion8 => self.select_criterion(7),
-            Action::SelectCriterion9 => self.select_criterion(8),
-            Action::Down => self.select_criterion(self.criterion + 1),
-            Action::Up => self.criterion = self.criterion.saturating_sub(1),
+            Action::SubmitInput if !self.reviewer_input.text().trim().is_empty() => {
+                let name = self.reviewer_input.text().trim().to_string();
+                match crate::core::annotation::check_reviewer(&name)
+                    .and_then(|()| self.check_key(&name))
+                {
+                    Ok(()) => {
+                        self.reviewer = Some(name);
+                        self.status = None;
+                        self.reviewer_input.submit();
+                        self.relabel();
+                        self.rebuild_order();
+                        // Every other view was drawn for no one: redraw them all.
+                        return Some(Effect::IdentityChanged);
+                    }
+                    Err(e) => self.status = Some(e),
+                }
+            }
+            Action::InputBackspace => {
+                self.reviewer_input.backspace();
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// Keys while a note is typed: enter keeps it (for the next label), esc drops it.
+    fn update_note(&mut self, action: Action) -> Option<Effect> {
+        match action {
+            Action::SubmitInput => {
+                let note = self.note_input.text().trim().to_string();
+                self.note_input.cancel();
+                return self.finish_note(note);
+            }
+            Action::CancelInput => {
+                self.note_input.cancel();
+            }
+            Action::InputBackspace => {
+                self.note_input.backspace();
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// Keys that pick a criterion, label, note, undo or move between items.
+    /// `Some(effect)` when the key was one of them (the effect itself may be none).
+    fn update_labelling(&mut self, action: Action) -> Option<Option<Effect>> {
+        let criterion = match action {
+            Action::SelectCriterion1 => Some(0),
+            Action::SelectCriterion2 => Some(1),
+            Action::SelectCriterion3 => Some(2),
+            Action::SelectCriterion4 => Some(3),
+            Action::SelectCriterion5 => Some(4),
+            Action::SelectCriterion6 => Some(5),
+            Action::SelectCriterion7 => Some(6),
+            Action::SelectCriterion8 => Some(7),
+            Action::SelectCriterion9 => Some(8),
+            Action::Down => Some(self.criterion + 1),
+            _ => None,
+        };
+        if let Some(n) = criterion {
+            self.select_criterion(n);
+            return Some(None);
+        }
+        Some(match action {
+            Action::Up => {
+                self.criterion = self.criterion.saturating_sub(1);
+                None
+            }
             Action::LabelKey(c) => {
                 let label = self
                     .rubric
@@ -876,58 +965,42 @@ impl PaneView for AnnotatePane {
                     .get(self.criterion)
                     .and_then(|cr| self.rubric.label_for_key(cr, c))
                     .map(str::to_string);
-                if let Some(l) = label {
-                    return self.label_current(&l);
-                }
+                label.and_then(|l| self.label_current(&l))
             }
-            Action::LabelPass => return self.label_current("pass"),
-            Action::LabelFail => return self.label_current("fail"),
-            Action::AddNote if !self.lead => self.note_input.open(),
-            Action::NextItem => self.goto(self.pos + 1),
-            Action::PrevItem => self.goto(self.pos.saturating_sub(1)),
+            Action::LabelPass => self.label_current("pass"),
+            Action::LabelFail => self.label_current("fail"),
+            Action::AddNote if !self.lead => {
+                self.note_input.open();
+                None
+            }
+            Action::UndoLabel if !self.lead => self.undo(),
+            Action::NextItem | Action::PrevItem | Action::FirstUnlabelled
+                if self.refuse_leaving().is_some() =>
+            {
+                None
+            }
+            Action::NextItem => {
+                self.goto(self.pos + 1);
+                None
+            }
+            Action::PrevItem => {
+                self.goto(self.pos.saturating_sub(1));
+                None
+            }
             Action::FirstUnlabelled => {
-                match self
-                    .order
-                    .iter()
-                    .position(|&n| !self.complete(&self.items[n].item_id))
-                {
-                    Some(p) => self.goto(p),
-                    None => self.status = Some("every item is labelled".into()),
-                }
+                self.first_unlabelled();
+                None
             }
-            Action::UndoLabel if !self.lead => return self.undo(),
-            Action::Reveal => {
-                let item = self.item().map(|i| i.item_id.clone()).unwrap_or_default();
-                if self.blinding.visible(&self.viewer(), &item) {
-                    self.revealed = !self.revealed;
-                } else {
-                    let me = self.reviewer.clone().unwrap_or_default();
-                    let waiting = if self.blinding.submitted(&item, &me) {
-                        "waiting for the other reviewer to submit it"
-                    } else {
-                        "label every criterion of this item first"
-                    };
-                    self.status = Some(format!(
-                        "blind until both reviewers submit this item: {waiting}"
-                    ));
-                }
-            }
-            Action::FocusRight => {
-                self.focus = match self.focus {
-                    None => Some(0),
-                    Some(3) => None,
-                    Some(i) => Some(i + 1),
-                };
-                self.zoom = self.zoom && self.focus.is_some();
-            }
-            Action::FocusLeft => {
-                self.focus = match self.focus {
-                    None => Some(3),
-                    Some(0) => None,
-                    Some(i) => Some(i - 1),
-                };
-                self.zoom = self.zoom && self.focus.is_some();
-            }
+            _ => return None,
+        })
+    }
+
+    /// Keys that change only what is shown: reveal, focus, scroll, zoom, item set.
+    fn update_view(&mut self, action: Action) {
+        match action {
+            Action::Reveal => self.toggle_reveal(),
+            Action::FocusRight => self.move_focus(true),
+            Action::FocusLeft => self.move_focus(false),
             Action::ScrollDown => self.scroll_text(Move::Line(1)),
             Action::ScrollUp => self.scroll_text(Move::Line(-1)),
             Action::PageDown => self.scroll_text(Move::Page(1)),
@@ -941,24 +1014,87 @@ impl PaneView for AnnotatePane {
                 self.zoom = !self.zoom;
             }
             Action::CloseOverlay => self.zoom = false,
-            Action::CycleSet => {
-                let sets = self.sets();
-                self.set_filter = match &self.set_filter {
-                    None => sets.first().cloned(),
-                    Some(s) => sets
-                        .iter()
-                        .position(|x| x == s)
-                        .and_then(|i| sets.get(i + 1).cloned()),
-                };
-                self.rebuild_order();
-                self.goto(0);
-                self.status = Some(match &self.set_filter {
-                    Some(s) => format!("items of set {s}"),
-                    None => "all sets".into(),
-                });
-            }
+            Action::CycleSet if self.refuse_leaving().is_none() => self.cycle_set(),
             _ => {}
         }
+    }
+
+    fn first_unlabelled(&mut self) {
+        match self
+            .order
+            .iter()
+            .position(|&n| !self.complete(&self.items[n].item_id))
+        {
+            Some(p) => self.goto(p),
+            None => self.status = Some("every item is labelled".into()),
+        }
+    }
+
+    /// `r`: the other labels show only once blinding allows this viewer to see them;
+    /// otherwise say what the item still waits for.
+    fn toggle_reveal(&mut self) {
+        let item = self.item().map(|i| i.item_id.clone()).unwrap_or_default();
+        if self.blinding.visible(&self.viewer(), &item) {
+            self.revealed = !self.revealed;
+            return;
+        }
+        let me = self.reviewer.clone().unwrap_or_default();
+        let waiting = if self.blinding.submitted(&item, &me) {
+            "waiting for the other reviewer to submit it"
+        } else {
+            "label every criterion of this item first"
+        };
+        self.status = Some(format!(
+            "blind until both reviewers submit this item: {waiting}"
+        ));
+    }
+
+    /// Focus cycles through none and the four texts; zoom needs a focused text.
+    fn move_focus(&mut self, right: bool) {
+        self.focus = match (self.focus, right) {
+            (None, true) => Some(0),
+            (Some(3), true) => None,
+            (Some(i), true) => Some(i + 1),
+            (None, false) => Some(3),
+            (Some(0), false) => None,
+            (Some(i), false) => Some(i - 1),
+        };
+        self.zoom = self.zoom && self.focus.is_some();
+    }
+
+    /// `s`: all sets, then each set in turn, then all sets again.
+    fn cycle_set(&mut self) {
+        let sets = self.sets();
+        self.set_filter = match &self.set_filter {
+            None => sets.first().cloned(),
+            Some(s) => sets
+                .iter()
+                .position(|x| x == s)
+                .and_then(|i| sets.get(i + 1).cloned()),
+        };
+        self.rebuild_order();
+        self.goto(0);
+        self.status = Some(match &self.set_filter {
+            Some(s) => format!("items of set {s}"),
+            None => "all sets".into(),
+        });
+    }
+}
+
+impl PaneView for AnnotatePane {
+    /// Apply an action; a label to commit is returned as an effect. Until a reviewer
+    /// is named, keys go to the name prompt; while a note is typed, to the note.
+    fn update(&mut self, action: Action) -> Option<Effect> {
+        if self.reviewer.is_none() {
+            return self.update_name_prompt(action);
+        }
+        if self.note_input.is_active() {
+            return self.update_note(action);
+        }
+        if let Some(effect) = self.update_labelling(action) {
+            return effect;
+        }
+        self.update_view(action);
         None
     }
 

@@ -6,7 +6,7 @@
 //! bucket. The reports are read by a background job at start-up and again whenever
 //! a new evaluation is written (the jobs poll the report files and datasets); the
 //! pane itself only draws what it was given. The lower boxes are drawn by
-//! [`super::evaluation_parts`], the comparison with a pinned configuration by
+//! [`super::evaluation_breakdowns`], the comparison with a pinned configuration by
 //! [`super::evaluation_compare`].
 
 use ratatui::Frame;
@@ -16,7 +16,7 @@ use ratatui::symbols::Marker;
 use ratatui::text::Line;
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Row, Table, Wrap};
 
-use super::evaluation_parts::HOW_TO;
+use super::evaluation_breakdowns::HOW_TO;
 use crate::core::metrics::MeanMetrics;
 use crate::core::paper;
 use crate::core::retrieval::{METRICS, Method, Sparse};
@@ -270,6 +270,71 @@ impl EvaluationPane {
     }
 }
 
+impl EvaluationPane {
+    /// The chart of the chart's metric over the configurations, and beside it the
+    /// comparison with the pinned configuration or the selected one's breakdown.
+    fn draw_middle(
+        &self,
+        f: &mut Frame,
+        middle: Rect,
+        o: &EvalOverview,
+        rep: &RetrievalReport,
+        theme: &Theme,
+    ) {
+        let [chart, breakdown] =
+            Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)])
+                .areas(middle);
+        self.draw_chart(f, chart, rep, theme);
+        if let Some(pinned) = &self.pinned {
+            super::evaluation_compare::draw_comparison(
+                f,
+                breakdown,
+                o.comparison.as_ref(),
+                pinned,
+                self.chart_metric(),
+                theme,
+            );
+        } else if let Some(r) = self.selected_result() {
+            super::evaluation_breakdowns::draw_breakdown(
+                f,
+                breakdown,
+                r,
+                self.by_length,
+                self.scroll,
+                theme,
+            );
+        }
+    }
+}
+
+/// An empty workspace: the commands that would fill the pane, and what could not be read.
+fn draw_nothing_yet(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
+    let mut lines = vec![
+        Line::styled(
+            "No evaluation has been run in this workspace yet.",
+            theme.text,
+        ),
+        Line::raw(""),
+        Line::styled("These commands produce what this pane shows:", theme.muted),
+    ];
+    lines.extend(
+        HOW_TO
+            .iter()
+            .map(|(what, cmd)| Line::styled(format!("  {what:<10} {cmd}"), theme.text)),
+    );
+    lines.extend(
+        o.problems
+            .iter()
+            .map(|p| Line::styled(clean(p), theme.error)),
+    );
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(theme.block(" Evaluation ", false)),
+        area,
+    );
+}
+
 impl PaneView for EvaluationPane {
     fn update(&mut self, action: Action) -> Option<Effect> {
         let n = self.retrieval().map_or(0, |r| r.results.len());
@@ -307,31 +372,7 @@ impl PaneView for EvaluationPane {
             return;
         };
         if o.retrieval.is_none() && o.mcqa.is_none() && o.judge.is_none() {
-            let mut lines = vec![
-                Line::styled(
-                    "No evaluation has been run in this workspace yet.",
-                    theme.text,
-                ),
-                Line::raw(""),
-                Line::styled("These commands produce what this pane shows:", theme.muted),
-            ];
-            lines.extend(
-                HOW_TO
-                    .iter()
-                    .map(|(what, cmd)| Line::styled(format!("  {what:<10} {cmd}"), theme.text)),
-            );
-            lines.extend(
-                o.problems
-                    .iter()
-                    .map(|p| Line::styled(clean(p), theme.error)),
-            );
-            f.render_widget(
-                Paragraph::new(lines)
-                    .wrap(Wrap { trim: false })
-                    .block(theme.block(" Evaluation ", false)),
-                area,
-            );
-            return;
+            return draw_nothing_yet(f, area, o, theme);
         }
         let n_rows = self.retrieval().map_or(0, |r| {
             r.results.len()
@@ -350,38 +391,16 @@ impl PaneView for EvaluationPane {
             Constraint::Length(2 + o.problems.len() as u16),
             Constraint::Length(table_h),
             Constraint::Min(if self.retrieval().is_some() { 8 } else { 0 }),
-            Constraint::Length(super::evaluation_parts::mcqa_height(o)),
-            Constraint::Length(super::evaluation_parts::judge_height(o)),
+            Constraint::Length(super::evaluation_breakdowns::mcqa_height(o)),
+            Constraint::Length(super::evaluation_breakdowns::judge_height(o)),
         ])
         .areas(area);
         self.draw_header(f, head, theme);
         if let Some(rep) = self.retrieval() {
             self.draw_table(f, table, rep, theme);
-            let [chart, breakdown] =
-                Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)])
-                    .areas(middle);
-            self.draw_chart(f, chart, rep, theme);
-            if let Some(pinned) = &self.pinned {
-                super::evaluation_compare::draw_comparison(
-                    f,
-                    breakdown,
-                    o.comparison.as_ref(),
-                    pinned,
-                    self.chart_metric(),
-                    theme,
-                );
-            } else if let Some(r) = self.selected_result() {
-                super::evaluation_parts::draw_breakdown(
-                    f,
-                    breakdown,
-                    r,
-                    self.by_length,
-                    self.scroll,
-                    theme,
-                );
-            }
+            self.draw_middle(f, middle, o, rep, theme);
         }
-        super::evaluation_parts::draw_mcqa(f, mcqa, o, theme);
-        super::evaluation_parts::draw_judge(f, judge, o, theme);
+        super::evaluation_breakdowns::draw_mcqa(f, mcqa, o, theme);
+        super::evaluation_breakdowns::draw_judge(f, judge, o, theme);
     }
 }

@@ -5,8 +5,8 @@ pub mod annotate;
 pub mod corpus;
 pub mod evalset;
 pub mod evaluation;
+pub mod evaluation_breakdowns;
 pub mod evaluation_compare;
-pub mod evaluation_parts;
 pub mod generate;
 pub mod query;
 

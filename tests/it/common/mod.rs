@@ -85,6 +85,16 @@ pub fn sample_guidance() -> PathBuf {
     repo().join("sample-data").join("guidance")
 }
 
+/// Five sample documents (19 chunks, two of them over 512 MiniLM tokens): a corpus for
+/// tests whose point a few documents make as well as the whole sample.
+pub const FIVE_DOCS: [&str; 5] = [
+    "rabies/rabies",
+    "h1n1flu/2009-h1n1-flu",
+    "parasites/parasites-babesiosis",
+    "hantavirus/hantavirus",
+    "parasites/parasites-hookworm",
+];
+
 /// Some sample documents (`TOPIC/DOC`, no extension) copied under `dir/guidance`
 /// with their sample paths, so their chunk ids are the sample's: for tests whose
 /// point needs a few documents, not the model time of all 57.

@@ -1,5 +1,5 @@
-//! The lower boxes of the Evaluation pane (kept apart so each file stays small):
-//! the breakdown of the selected configuration by topic or target length, MCQA
+//! The lower boxes of the Evaluation pane, each a breakdown of one evaluation:
+//! the selected configuration by topic or target length, MCQA
 //! accuracy by k and by target rank, and the judge's pass rates by target-rank
 //! bucket, each with the paper's values or findings beside them.
 
@@ -24,7 +24,7 @@ pub const HOW_TO: [(&str, &str); 3] = [
     ),
     (
         "MCQA",
-        "raglab eval mcqa --questions FILE (README: Multiple-choice accuracy)",
+        "raglab eval mcqa --questions FILE (docs/methods.md: Multiple-choice accuracy)",
     ),
     (
         "judge",
@@ -144,49 +144,8 @@ pub fn draw_mcqa(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
         return missing(f, area, " MCQA accuracy ", text, theme);
     };
     let s = &saved.report;
-    let rows: Vec<Row> = s
-        .report
-        .by_k
-        .iter()
-        .map(|k| {
-            let by_rank: Vec<String> = k
-                .by_rank
-                .iter()
-                .filter(|(_, a)| a.n > 0)
-                .map(|(r, a)| format!("r{r} {}", short(a)))
-                .collect();
-            Row::new(vec![
-                k.k.to_string(),
-                acc(&k.overall),
-                short(&k.retrieved),
-                short(&k.not_retrieved),
-                short(&k.rank1),
-                short(&k.rank2_plus),
-                by_rank.join(" "),
-            ])
-            .style(theme.text)
-        })
-        .collect();
-    let mut notes: Vec<Line> = paper::MCQA_NOTES
-        .iter()
-        .map(|n| Line::styled(format!("paper {n}"), theme.muted))
-        .collect();
-    let cv: Vec<String> = s
-        .report
-        .ks
-        .iter()
-        .zip(&s.report.cv)
-        .map(|(k, c)| {
-            format!(
-                "k={k} {}",
-                c.map_or_else(|| "undef".into(), |v| format!("{v:.3}"))
-            )
-        })
-        .collect();
-    notes.insert(
-        0,
-        Line::styled(format!("CV across topics: {}", cv.join(" · ")), theme.text),
-    );
+    let rows: Vec<Row> = s.report.by_k.iter().map(|k| mcqa_row(k, theme)).collect();
+    let notes = mcqa_notes(&s.report, theme);
     let title = format!(
         " MCQA · run {} · {} · {} questions · {} a={} · written {} ",
         clean(&s.run),
@@ -203,34 +162,73 @@ pub fn draw_mcqa(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
     let [t, n] =
         ratatui::layout::Layout::vertical([Constraint::Length(table_h), Constraint::Min(0)])
             .areas(inner);
-    f.render_widget(
-        Table::new(
-            rows,
-            [
-                Constraint::Length(3),
-                Constraint::Length(26),
-                Constraint::Length(12),
-                Constraint::Length(12),
-                Constraint::Length(12),
-                Constraint::Length(12),
-                Constraint::Min(10),
-            ],
-        )
-        .header(
-            Row::new(vec![
-                "k",
-                "accuracy [95% Wilson]",
-                "target in",
-                "not in",
-                "r=1",
-                "r>=2",
-                "by rank",
-            ])
-            .style(theme.title),
-        ),
-        t,
-    );
+    let widths = [
+        Constraint::Length(3),
+        Constraint::Length(26),
+        Constraint::Length(12),
+        Constraint::Length(12),
+        Constraint::Length(12),
+        Constraint::Length(12),
+        Constraint::Min(10),
+    ];
+    let header = Row::new(vec![
+        "k",
+        "accuracy [95% Wilson]",
+        "target in",
+        "not in",
+        "r=1",
+        "r>=2",
+        "by rank",
+    ])
+    .style(theme.title);
+    f.render_widget(Table::new(rows, widths).header(header), t);
     f.render_widget(Paragraph::new(notes).wrap(Wrap { trim: true }), n);
+}
+
+/// One k's row: overall accuracy with its CI, then by whether and where the target
+/// was retrieved (ranks with no question left out).
+fn mcqa_row<'a>(k: &crate::core::mcqa::KRow, theme: &Theme) -> Row<'a> {
+    let by_rank: Vec<String> = k
+        .by_rank
+        .iter()
+        .filter(|(_, a)| a.n > 0)
+        .map(|(r, a)| format!("r{r} {}", short(a)))
+        .collect();
+    Row::new(vec![
+        k.k.to_string(),
+        acc(&k.overall),
+        short(&k.retrieved),
+        short(&k.not_retrieved),
+        short(&k.rank1),
+        short(&k.rank2_plus),
+        by_rank.join(" "),
+    ])
+    .style(theme.text)
+}
+
+/// The coefficient of variation across topics per k, then the paper's notes.
+fn mcqa_notes<'a>(report: &crate::core::mcqa::Report, theme: &Theme) -> Vec<Line<'a>> {
+    let cv: Vec<String> = report
+        .ks
+        .iter()
+        .zip(&report.cv)
+        .map(|(k, c)| {
+            format!(
+                "k={k} {}",
+                c.map_or_else(|| "undef".into(), |v| format!("{v:.3}"))
+            )
+        })
+        .collect();
+    let mut notes = vec![Line::styled(
+        format!("CV across topics: {}", cv.join(" · ")),
+        theme.text,
+    )];
+    notes.extend(
+        paper::MCQA_NOTES
+            .iter()
+            .map(|n| Line::styled(format!("paper {n}"), theme.muted)),
+    );
+    notes
 }
 
 /// The judge's pass rate per criterion and target-rank bucket, the paper's beside.

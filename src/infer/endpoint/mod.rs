@@ -10,9 +10,14 @@
 //! retrying and spreading requests over several endpoints is the caller's work (the
 //! pool in `service::base::pool`).
 //!
-//! Untrusted text: the server applies its chat template and tokenises the prompt, so
-//! raglab cannot keep chat-control tokens in a chunk from being parsed as such there
-//! (llama-server parses special tokens in message content); a local model can.
+//! Untrusted text: on `/chat/completions` the server applies its chat template and
+//! tokenises the prompt, and llama-server parses special tokens in message content. To
+//! a llama-server raglab therefore sends the prompt as token ids in which untrusted
+//! spans are plain text ([`llama_server`]); other servers get `/chat/completions`.
+
+mod llama_server;
+
+pub use llama_server::Dialect;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -45,6 +50,9 @@ pub struct EndpointSpec {
     pub context_tokens: usize,
     /// Only OpenAI's standard sampling fields.
     pub standard_sampling: bool,
+    /// Messages on `/chat/completions` even to a llama-server (no probe, no prompt
+    /// token ids): its control tokens in untrusted text are then parsed.
+    pub chat_route: bool,
 }
 
 impl std::fmt::Debug for EndpointSpec {
@@ -62,6 +70,7 @@ impl std::fmt::Debug for EndpointSpec {
             .field("request_timeout", &self.request_timeout)
             .field("context_tokens", &self.context_tokens)
             .field("standard_sampling", &self.standard_sampling)
+            .field("chat_route", &self.chat_route)
             .finish()
     }
 }
@@ -79,6 +88,7 @@ impl EndpointSpec {
             request_timeout: Duration::from_secs(600),
             context_tokens: 8192,
             standard_sampling: false,
+            chat_route: false,
         }
     }
 
@@ -192,6 +202,10 @@ pub fn http_client() -> reqwest::ClientBuilder {
 pub struct Endpoint {
     pub spec: EndpointSpec,
     client: reqwest::Client,
+    /// What kind of server this is, once a probe has said so (shared by clones).
+    dialect: std::sync::Arc<std::sync::OnceLock<Dialect>>,
+    /// Which token ids are control tokens on this server, as found so far.
+    controls: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u64, bool>>>,
 }
 
 impl Endpoint {
@@ -200,11 +214,20 @@ impl Endpoint {
             url: spec.url.clone(),
             reason: e.to_string(),
         })?;
-        Ok(Self { spec, client })
+        Ok(Self {
+            spec,
+            client,
+            dialect: Default::default(),
+            controls: Default::default(),
+        })
     }
 
     fn chat_url(&self) -> String {
         format!("{}/chat/completions", self.spec.url.trim_end_matches('/'))
+    }
+
+    fn completions_url(&self) -> String {
+        format!("{}/completions", self.spec.url.trim_end_matches('/'))
     }
 
     /// The request body of a chat completion (also what provenance stores as the
@@ -219,8 +242,33 @@ impl Endpoint {
             .iter()
             .map(|m| json!({"role": m.role, "content": m.content.text}))
             .collect();
+        let mut b = self.sampling_body(s);
+        b["messages"] = json!(msgs);
+        if let Some(Constraint::JsonSchema { name, schema }) = constraint {
+            b["response_format"] = json!({
+                "type": "json_schema",
+                "json_schema": {"name": name, "strict": true, "schema": schema},
+            });
+        }
+        b
+    }
+
+    /// The request body of a completion from prompt token ids (llama-server's
+    /// `/v1/completions`), with the same sampling; a schema goes as llama-server's
+    /// own `json_schema` field.
+    fn completion_body(&self, ids: &[u64], s: &Sampling, constraint: Option<&Constraint>) -> Value {
+        let mut b = self.sampling_body(s);
+        b["prompt"] = json!(ids);
+        if let Some(Constraint::JsonSchema { schema, .. }) = constraint {
+            b["json_schema"] = schema.clone();
+        }
+        b
+    }
+
+    /// The fields every request shares: streaming, the sampling settings (llama.cpp's
+    /// own unless the spec asks for OpenAI's standard ones only) and the model.
+    fn sampling_body(&self, s: &Sampling) -> Value {
         let mut b = json!({
-            "messages": msgs,
             "stream": true,
             "stream_options": {"include_usage": true},
             "temperature": s.temperature,
@@ -236,12 +284,6 @@ impl Endpoint {
             b["min_p"] = json!(s.min_p);
             b["repeat_penalty"] = json!(s.repeat_penalty);
             b["repeat_last_n"] = json!(s.repeat_last_n);
-        }
-        if let Some(Constraint::JsonSchema { name, schema }) = constraint {
-            b["response_format"] = json!({
-                "type": "json_schema",
-                "json_schema": {"name": name, "strict": true, "schema": schema},
-            });
         }
         b
     }
@@ -306,7 +348,15 @@ impl Endpoint {
     ) -> Result<ChatReply, EndpointError> {
         let started = Instant::now();
         let deadline = tokio::time::Instant::from_std(started + self.spec.request_timeout);
-        let resp = self.open_stream(messages, sampling, constraint).await?;
+        let (url, body) = match self.dialect().await? {
+            Dialect::LlamaServer { root } => {
+                let ids = self.plain_prompt_tokens(&root, messages).await?;
+                let body = self.completion_body(&ids, sampling, constraint);
+                (self.completions_url(), body)
+            }
+            Dialect::OpenAi => (self.chat_url(), self.body(messages, sampling, constraint)),
+        };
+        let resp = self.open_stream(url, &body).await?;
         let streamed = self
             .read_stream(resp, sampling, deadline, stop, on_token)
             .await?;
@@ -317,15 +367,11 @@ impl Endpoint {
     /// stream.
     async fn open_stream(
         &self,
-        messages: &[ChatMessage],
-        sampling: &Sampling,
-        constraint: Option<&Constraint>,
+        to: String,
+        body: &Value,
     ) -> Result<reqwest::Response, EndpointError> {
         let url = self.spec.url.clone();
-        let req = self
-            .spec
-            .authorise(self.client.post(self.chat_url()))
-            .json(&self.body(messages, sampling, constraint));
+        let req = self.spec.authorise(self.client.post(to)).json(body);
         let resp = self.send(req).await?;
         let status = resp.status();
         if !status.is_success() {
@@ -489,10 +535,20 @@ fn past_deadline(spec: &EndpointSpec) -> EndpointError {
 /// Read a whole reply body, refusing one over [`MAX_BODY_BYTES`] and one that takes past
 /// the request's deadline or pauses longer than the idle timeout.
 pub async fn read_body(
-    mut resp: reqwest::Response,
+    resp: reqwest::Response,
     spec: &EndpointSpec,
 ) -> Result<String, EndpointError> {
-    let deadline = tokio::time::Instant::now() + spec.request_timeout;
+    read_body_within(resp, spec, MAX_BODY_BYTES, spec.request_timeout).await
+}
+
+/// [`read_body`] with its own cap and deadline.
+async fn read_body_within(
+    mut resp: reqwest::Response,
+    spec: &EndpointSpec,
+    cap: usize,
+    within: Duration,
+) -> Result<String, EndpointError> {
+    let deadline = tokio::time::Instant::now() + within;
     let mut body = Vec::new();
     loop {
         let wait = deadline.min(tokio::time::Instant::now() + spec.idle_timeout);
@@ -513,10 +569,10 @@ pub async fn read_body(
                 reason: error_chain(&e),
             })?;
         let Some(bytes) = chunk else { break };
-        if body.len() + bytes.len() > MAX_BODY_BYTES {
+        if body.len() + bytes.len() > cap {
             return Err(EndpointError::Misbehaved {
                 url: spec.url.clone(),
-                reason: format!("the reply is over {} MiB", MAX_BODY_BYTES >> 20),
+                reason: format!("the reply is over {} KiB", cap >> 10),
             });
         }
         body.extend_from_slice(&bytes);
@@ -625,9 +681,11 @@ impl Sse {
         if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(r.to_string());
         }
+        // A chat chunk's `delta.content`, or a completion chunk's `text`.
         let piece = choice
             .get("delta")
             .and_then(|d| d.get("content"))
+            .or_else(|| choice.get("text"))
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(str::to_string);

@@ -35,6 +35,7 @@ mod reference_agreement;
 mod reference_sparse;
 mod reference_trec;
 mod retrieval;
+mod sample_data;
 mod secrets;
 mod shards;
 mod study_keys;

@@ -49,5 +49,6 @@ mod tui_endpoint;
 mod tui_evalset;
 mod tui_evaluation;
 mod tui_failures;
+mod tui_first_contact;
 mod tui_replay;
 mod variants;

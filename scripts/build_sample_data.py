@@ -295,7 +295,8 @@ def provenance(n_docs: int, n_chunks: int, questions: list, medquad: int, kinds:
         "\"untitled\". Each page is now its own document, titled from its own text:", "",
     ]
     for url, (title, _) in UNTITLED.items():
-        lines.append(f"- {title} ({filled[title]} passages): {url}")
+        n = filled[title]
+        lines.append(f"- {title} ({n} passage{'' if n == 1 else 's'}): {url}")
     lines += ["", "## Question repairs (questions per kind; a question may have several)", "",
               "| kind | questions |", "|---|---|"]
     lines += [f"| {KINDS[k]} | {kinds[k]} |" for k in KINDS if kinds[k]]

@@ -149,7 +149,34 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
     };
     app.generate.generator_missing = !crate::service::answer::live_on_endpoints(ctx)
         && !ctx.config.gen_model(&ctx.paths).is_file();
+    app.corpus.note = tiny_model_note(ctx);
     Ok(app)
+}
+
+/// The first screen's note when answers would come from the generator setup ships
+/// (SmolLM2-135M, no endpoint): it is tiny, so a newcomer learns at once that its
+/// answers show the mechanics, not quality, and how to point raglab at a real model.
+pub fn tiny_model_note(ctx: &Context) -> Option<(String, Vec<String>)> {
+    let file = ctx.config.gen_model(&ctx.paths);
+    let shipped =
+        file.file_name().and_then(|n| n.to_str()) == Some(crate::config::DEFAULT_GEN_MODEL);
+    if !shipped || crate::service::answer::live_on_endpoints(ctx) {
+        return None;
+    }
+    let config =
+        crate::core::text::sanitize_for_terminal(&ctx.paths.config_file().display().to_string());
+    Some((
+        "The shipped model is tiny".into(),
+        vec![
+            format!(
+                "Answers come from {}, 135 million parameters: it shows the pipeline (retrieval, streaming, judging), not answers worth reading. Retrieval (2 Query) does not depend on it.",
+                ctx.gen_model_name()
+            ),
+            format!(
+                "For real answers, a GGUF file: `[models] generate = \"/path/model.gguf\"` in {config}; or a model server: `[[endpoints]]` with `url = \"http://host:8080/v1\"`. See docs/guide-demo.md."
+            ),
+        ],
+    ))
 }
 
 pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {

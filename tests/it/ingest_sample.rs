@@ -11,7 +11,7 @@ fn sample_corpus_gives_one_chunk_per_passage_and_matches_question_targets() {
     let env = Env::new();
     let guidance = sample_guidance();
     let summary = env.json(&["ingest", guidance.to_str().expect("utf8"), "--json"]);
-    assert_eq!(summary["documents"], 57);
+    assert_eq!(summary["documents"], 59);
     assert_eq!(summary["chunks"], 261, "one chunk per MedQuAD passage");
     assert_eq!(summary["skipped"].as_array().map(Vec::len), Some(0));
 
@@ -27,7 +27,7 @@ fn sample_corpus_gives_one_chunk_per_passage_and_matches_question_targets() {
     // Every question's target chunk exists, and a single-target question's reference
     // answer is exactly its chunk's text.
     let questions = sample_questions();
-    assert_eq!(questions.len(), 259);
+    assert_eq!(questions.len(), 252);
     let mut checked = 0;
     for q in &questions {
         let targets = q["relevant"].as_array().expect("relevant");
@@ -49,14 +49,14 @@ fn sample_corpus_gives_one_chunk_per_passage_and_matches_question_targets() {
     assert_eq!(checked, 5);
 
     let stats = env.json(&["corpus", "stats", "--json"]);
-    assert_eq!(stats["documents"], 57);
+    assert_eq!(stats["documents"], 59);
     assert_eq!(stats["chunks"], 261);
     assert_eq!(
         stats["topics"].as_object().map(|t| t
             .values()
             .filter_map(serde_json::Value::as_u64)
             .sum::<u64>()),
-        Some(57)
+        Some(59)
     );
 }
 

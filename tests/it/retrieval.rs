@@ -203,7 +203,7 @@ fn sample_search_and_evaluation() {
         per_query_file.to_str().expect("utf8"),
         "--json",
     ]);
-    assert_eq!(out["evaluated"], 259);
+    assert_eq!(out["evaluated"], 252);
     // Hybrid and linear, each with BM25 and with TF-IDF, over the same 10 alphas.
     let sweep = out["alpha_sweep"].as_array().expect("sweep");
     assert_eq!(sweep.len(), 40);

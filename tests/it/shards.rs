@@ -90,7 +90,7 @@ fn four_shards_merged_give_exactly_the_one_process_report() {
         assert!(!mine.is_empty(), "shard {} is empty", i + 1);
         ranked += mine.len();
     }
-    assert_eq!(ranked, 259);
+    assert_eq!(ranked, 252);
 
     let merged_pq = dir.join("merged.csv");
     let merged = env.json(&[
@@ -157,7 +157,7 @@ fn a_merge_with_a_shard_missing_names_it_and_reports_nothing() {
     let third = Shard::new(3, 4).expect("shard").select(ids, String::as_str);
     assert!(
         err.contains(&format!(
-            "{} of 259 queries have no ranked lists",
+            "{} of 252 queries have no ranked lists",
             third.len()
         )),
         "{err}"

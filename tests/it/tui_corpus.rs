@@ -6,24 +6,9 @@ use std::collections::HashMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use raglab::core::chunk::{Chunk, Chunker, chunk_document};
-use raglab::core::corpus::InputLimits;
-use raglab::store::sources::{SourceSet, collect_files, read_file};
 use raglab::tui::app::{App, Pane};
 use raglab::tui::keymap::Keymap;
 use raglab::tui::panes::PaneView;
-
-fn sample_chunks() -> Vec<Chunk> {
-    let mut set = SourceSet::default();
-    let files = collect_files(&[common::sample_guidance()], false, &mut set.skipped);
-    let mut seen = HashMap::new();
-    for (root, path) in &files {
-        read_file(root, path, InputLimits::default(), &mut seen, &mut set);
-    }
-    set.docs
-        .iter()
-        .flat_map(|d| chunk_document(d, Chunker::Headers))
-        .collect()
-}
 
 fn app_with(chunks: Vec<Chunk>) -> App {
     App::new(chunks, Keymap::default_keymap(), "test workspace".into())
@@ -45,9 +30,9 @@ fn press_code(app: &mut App, code: KeyCode) {
 
 #[test]
 fn corpus_pane_shows_documents_chunks_text_and_histogram() {
-    let app = app_with(sample_chunks());
+    let app = app_with(common::sample_chunks());
     let screen = render(&app);
-    assert!(screen.contains("Documents 57/57"), "{screen}");
+    assert!(screen.contains("Documents 59/59"), "{screen}");
     // Documents are sorted by id: anaplasmosis comes first.
     assert!(screen.contains("Anaplasmosis"), "{screen}");
     assert!(screen.contains("Chunk length (words)"));
@@ -62,7 +47,7 @@ fn corpus_pane_shows_documents_chunks_text_and_histogram() {
 
 #[test]
 fn keys_move_between_documents_chunks_and_text() {
-    let mut app = app_with(sample_chunks());
+    let mut app = app_with(common::sample_chunks());
     let doc0 = app.corpus.selected_doc().expect("doc").doc_id.clone();
     press(&mut app, "j");
     let doc1 = app.corpus.selected_doc().expect("doc").doc_id.clone();
@@ -106,11 +91,11 @@ fn keys_move_between_documents_chunks_and_text() {
 
 #[test]
 fn filter_narrows_titles_and_header_paths() {
-    let mut app = app_with(sample_chunks());
+    let mut app = app_with(common::sample_chunks());
     press(&mut app, "/");
     press(&mut app, "rabies");
     let screen = render(&app);
-    assert!(screen.contains("Documents 1/57"), "{screen}");
+    assert!(screen.contains("Documents 1/59"), "{screen}");
     assert!(screen.contains("rabies"));
     // While typing, `q` is text, not quit.
     press(&mut app, "q");
@@ -125,16 +110,16 @@ fn filter_narrows_titles_and_header_paths() {
     press(&mut app, "how common");
     press_code(&mut app, KeyCode::Enter);
     let n = app.corpus.visible.len();
-    assert!((1..57).contains(&n));
+    assert!((1..59).contains(&n));
     assert!(app.corpus.visible.iter().all(|(_, cs)| cs.len() == 1));
     assert!(render(&app).contains("1/"), "partial chunk counts shown");
     press_code(&mut app, KeyCode::Esc);
-    assert_eq!(app.corpus.visible.len(), 57);
+    assert_eq!(app.corpus.visible.len(), 59);
 }
 
 #[test]
 fn help_overlay_lists_bindings_from_the_keymap() {
-    let mut app = app_with(sample_chunks());
+    let mut app = app_with(common::sample_chunks());
     press(&mut app, "?");
     let screen = render(&app);
     assert!(screen.contains(" Help "));
@@ -181,7 +166,7 @@ fn empty_workspace_says_what_to_do() {
 /// summary has no summary box. Summaries are sanitized like chunk text.
 #[test]
 fn summary_beside_the_text_and_token_counts() {
-    let mut chunks = sample_chunks();
+    let mut chunks = common::sample_chunks();
     chunks.sort_by(|a, b| a.doc_id.cmp(&b.doc_id).then(a.ordinal.cmp(&b.ordinal)));
     // The first document's second chunk gets a summary and a token count.
     let target = chunks[1].clone();

@@ -55,19 +55,7 @@ fn evaluated() -> (common::Env, Vec<Value>) {
     let env = common::Env::new();
     let guidance = common::sample_guidance();
     env.ok(&["ingest", guidance.to_str().expect("utf8"), "--index"]);
-    let questions = common::repo().join("sample-data/questions.jsonl");
-    env.ok(&[
-        "eval",
-        "retrieval",
-        "--queries",
-        questions.to_str().expect("utf8"),
-        "--k",
-        "1",
-    ]);
-    let file = env.workspace().join("eval/last-failures.json");
-    let failures: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(&file).expect("failures file"))
-            .expect("failures JSON");
+    let failures = common::eval_sample(&env, &["--k", "1"]);
     (env, failures)
 }
 
@@ -79,25 +67,14 @@ async fn open_tui(env: &common::Env, embed: bool) -> (App, Jobs, UnboundedReceiv
     if !embed {
         config.models.embed = Some(env.dir.path().join("no-such-model.gguf"));
     }
-    let paths = Paths {
-        config_dir: env.dir.path().join("config"),
-        data_dir: env.dir.path().join("data"),
-    };
-    let ctx = Context::with(paths, config, &env.workspace()).expect("context");
+    let ctx = common::tui::context(env, config);
     // The sample's questions listed: a typed question that is one of them keeps its
     // target.
     let opts = raglab::tui::TuiOptions {
         questions: Some(common::repo().join("sample-data/questions.jsonl")),
         ..Default::default()
     };
-    let mut app = raglab::tui::build_app(&ctx, &opts, Keymap::default_keymap())
-        .await
-        .expect("app");
-    let (mut jobs, mut rx) = Jobs::new(&ctx);
-    jobs.load_background();
-    press(&mut app, &mut jobs, '2');
-    pump(&mut jobs, &mut app, &mut rx, |j, _| j.retriever_ready()).await;
-    (app, jobs, rx)
+    common::tui::on_query_pane(&ctx, &opts).await
 }
 
 /// The configuration label a failure records, as the browser shows it.

@@ -61,6 +61,9 @@ pub struct CorpusPane {
     pub focus: Focus,
     /// Chunk id -> its summary, sanitized (C_S and C_R index these).
     pub summaries: HashMap<String, String>,
+    /// A note under the panes (the first screen a newcomer sees): its title and lines,
+    /// sanitized. The TUI sets it when answers come from the tiny model setup ships.
+    pub note: Option<(String, Vec<String>)>,
 }
 
 impl CorpusPane {
@@ -117,6 +120,7 @@ impl CorpusPane {
             text_scroll: 0,
             focus: Focus::Documents,
             summaries: HashMap::new(),
+            note: None,
         };
         pane.apply_filter();
         pane
@@ -278,15 +282,12 @@ impl CorpusPane {
 
     /// The selected chunk's summary, beside its text.
     fn draw_summary(&self, f: &mut Frame, area: Rect, theme: &Theme, summary: &str) {
-        let body: Vec<Line> = summary
-            .lines()
-            .map(|l| Line::styled(l.to_string(), theme.text))
-            .collect();
-        f.render_widget(
-            Paragraph::new(body)
-                .wrap(Wrap { trim: false })
-                .block(theme.block(" Summary (retrieval only) ", false)),
+        draw_wrapped(
+            f,
             area,
+            theme,
+            " Summary (retrieval only) ",
+            summary.lines(),
         );
     }
 
@@ -366,6 +367,41 @@ fn token_label(c: &Chunk) -> String {
     }
 }
 
+/// Rows a bordered, wrapped note of `lines` takes at `width` columns.
+fn note_height(lines: &[String], width: u16) -> u16 {
+    let inner = usize::from(width.saturating_sub(2)).max(1);
+    let rows: usize = lines
+        .iter()
+        .map(
+            |l| match unicode_width::UnicodeWidthStr::width(l.as_str()) {
+                w if w <= inner => 1,
+                // Wrapping at words can take one row more than the width alone.
+                w => w.div_ceil(inner) + 1,
+            },
+        )
+        .sum();
+    u16::try_from(rows + 2).unwrap_or(u16::MAX)
+}
+
+/// Lines of text, wrapped, in a box titled `title`.
+fn draw_wrapped<'a>(
+    f: &mut Frame,
+    area: Rect,
+    theme: &Theme,
+    title: &str,
+    lines: impl Iterator<Item = &'a str>,
+) {
+    let body: Vec<Line> = lines
+        .map(|l| Line::styled(l.to_string(), theme.text))
+        .collect();
+    f.render_widget(
+        Paragraph::new(body)
+            .wrap(Wrap { trim: false })
+            .block(theme.block(title.to_string(), false)),
+        area,
+    );
+}
+
 impl PaneView for CorpusPane {
     /// Handle an action aimed at this pane (browsing has no effects).
     fn update(&mut self, action: Action) -> Option<Effect> {
@@ -414,6 +450,22 @@ impl PaneView for CorpusPane {
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let area = match &self.note {
+            Some(note) => {
+                let height = note_height(&note.1, area.width);
+                let [main, below] =
+                    Layout::vertical([Constraint::Min(8), Constraint::Length(height)]).areas(area);
+                draw_wrapped(
+                    f,
+                    below,
+                    theme,
+                    &format!(" {} ", note.0),
+                    note.1.iter().map(String::as_str),
+                );
+                main
+            }
+            None => area,
+        };
         let [left, mid, right] = Layout::horizontal([
             Constraint::Percentage(30),
             Constraint::Percentage(30),

@@ -97,7 +97,7 @@ pub const FIVE_DOCS: [&str; 5] = [
 
 /// Some sample documents (`TOPIC/DOC`, no extension) copied under `dir/guidance`
 /// with their sample paths, so their chunk ids are the sample's: for tests whose
-/// point needs a few documents, not the model time of all 57.
+/// point needs a few documents, not the model time of all 59.
 pub fn sample_subset(dir: &Path, docs: &[&str]) -> PathBuf {
     let root = dir.join("guidance");
     for d in docs {
@@ -107,6 +107,40 @@ pub fn sample_subset(dir: &Path, docs: &[&str]) -> PathBuf {
         std::fs::copy(&src, &dst).expect("copy");
     }
     root
+}
+
+/// The chunks of the header chunking of `sample-data/guidance`, in process (what
+/// `raglab ingest` stores).
+pub fn sample_chunks() -> Vec<raglab::core::chunk::Chunk> {
+    use raglab::core::chunk::{Chunker, chunk_document};
+    use raglab::store::sources::{SourceSet, collect_files, read_file};
+    let mut set = SourceSet::default();
+    let files = collect_files(&[sample_guidance()], false, &mut set.skipped);
+    let mut seen = std::collections::HashMap::new();
+    for (root, path) in &files {
+        read_file(
+            root,
+            path,
+            raglab::core::corpus::InputLimits::default(),
+            &mut seen,
+            &mut set,
+        );
+    }
+    set.docs
+        .iter()
+        .flat_map(|d| chunk_document(d, Chunker::Headers))
+        .collect()
+}
+
+/// `raglab eval retrieval` of the sample questions in `env`'s workspace with `args`,
+/// and the failures it wrote (`eval/last-failures.json`).
+pub fn eval_sample(env: &Env, args: &[&str]) -> Vec<serde_json::Value> {
+    let questions = repo().join("sample-data/questions.jsonl");
+    let q = questions.to_str().expect("utf8");
+    env.ok(&[&["eval", "retrieval", "--queries", q][..], args].concat());
+    let file = env.workspace().join("eval/last-failures.json");
+    serde_json::from_str(&std::fs::read_to_string(&file).expect("failures file"))
+        .expect("failures JSON")
 }
 
 /// The sample questions (`sample-data/questions.jsonl`).

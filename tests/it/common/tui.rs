@@ -46,3 +46,36 @@ pub async fn pump(
     }
     screens
 }
+
+/// A context on `env`'s workspace, with its own config and data folders and `config`.
+pub fn context(env: &super::Env, config: raglab::config::Config) -> raglab::service::Context {
+    let paths = raglab::config::Paths {
+        config_dir: env.dir.path().join("config"),
+        data_dir: env.dir.path().join("data"),
+    };
+    raglab::service::Context::with(paths, config, &env.workspace()).expect("context")
+}
+
+/// The TUI as `raglab` opens it on `ctx` with `opts`, its jobs started, moved to the
+/// Query pane once retrieval is loaded (60 s at most).
+pub async fn on_query_pane(
+    ctx: &raglab::service::Context,
+    opts: &raglab::tui::TuiOptions,
+) -> (App, Jobs, UnboundedReceiver<Msg>) {
+    let mut app = raglab::tui::build_app(ctx, opts, raglab::tui::keymap::Keymap::default_keymap())
+        .await
+        .expect("app");
+    let (mut jobs, mut rx) = Jobs::new(ctx);
+    jobs.load_background();
+    press(&mut app, &mut jobs, '2');
+    pump(
+        &mut jobs,
+        &mut app,
+        &mut rx,
+        |j, _| j.retriever_ready(),
+        Duration::from_secs(60),
+        (0, 0),
+    )
+    .await;
+    (app, jobs, rx)
+}

@@ -386,6 +386,7 @@ impl QueryPane {
             } else {
                 cfg.method.to_string()
             },
+            fused: cfg.method.uses_alpha(),
             grid,
             curve,
             candidates: lists.candidates_with(self.sparse).len(),

@@ -24,6 +24,10 @@ pub struct Why {
     pub top: Option<(String, Places)>,
     /// The configuration label the `ranked` places refer to.
     pub label: String,
+    /// Whether the ranking fuses two lists (hybrid, linear). A single-list method's
+    /// ranking is that list, so it gets no row of its own: the list's row shows the
+    /// ranking's places (cut at the evaluated depth) instead of printing it twice.
+    pub fused: bool,
     /// The alpha grid and the target's fused rank at each weight.
     pub grid: Vec<f64>,
     pub curve: Vec<Option<usize>>,
@@ -37,6 +41,16 @@ fn cell(p: Option<Place>, digits: usize) -> String {
     p.map_or("not in list".into(), |p| {
         format!("{:.*}  #{}", digits, p.score, p.rank)
     })
+}
+
+/// A single-list ranking's cell: its place within the evaluated depth, or where the
+/// whole-corpus list puts it when the cut dropped it.
+fn ranked_cell(ranked: Option<Place>, full: Option<Place>) -> String {
+    match (ranked, full) {
+        (Some(p), _) => cell(Some(p), 3),
+        (None, Some(f)) => format!("not in list (#{})", f.rank),
+        (None, None) => cell(None, 3),
+    }
 }
 
 impl Why {
@@ -79,13 +93,6 @@ impl Why {
         };
         let top = self.top.as_ref();
         let top_places = top.map(|(_, p)| *p).unwrap_or_default();
-        let row = |name: &str, style: Style, a: Option<Place>, b: Option<Place>, d: usize| {
-            Line::from(vec![
-                Span::styled(format!("{name:<13}"), style),
-                Span::styled(format!("{:<20}", cell(a, d)), theme.target_chunk),
-                Span::styled(cell(b, d), theme.text),
-            ])
-        };
         let mut lines = vec![
             Line::styled(format!("target {}", clean(id)), theme.target_chunk),
             Line::styled(
@@ -97,18 +104,15 @@ impl Why {
                 Span::styled(format!("{:<20}", "target"), theme.target_chunk),
                 Span::styled("top-1", theme.title),
             ]),
-            row("cosine", theme.rank_dense, t.dense, top_places.dense, 3),
-            row("bm25", theme.rank_sparse, t.bm25, top_places.bm25, 3),
-            row("tfidf", theme.rank_sparse, t.tfidf, top_places.tfidf, 3),
-            row(&self.label, theme.title, t.ranked, top_places.ranked, 4),
-            Line::styled(
-                format!(
-                    "target: {words} words · topic {} · t opens it",
-                    clean(topic.as_deref().unwrap_or("-"))
-                ),
-                theme.muted,
-            ),
         ];
+        lines.extend(self.list_rows(t, &top_places, theme));
+        lines.push(Line::styled(
+            format!(
+                "target: {words} words · topic {} · t opens it",
+                clean(topic.as_deref().unwrap_or("-"))
+            ),
+            theme.muted,
+        ));
         for (other, rank) in &self.others {
             lines.push(Line::styled(
                 format!(
@@ -123,6 +127,47 @@ impl Why {
             Paragraph::new(lines).block(theme.block(" Why: target vs top-1 ", false)),
             area,
         );
+    }
+
+    /// One row per list (target's place, top-1's place), and the fused ranking's row
+    /// when the method fuses; a single-list method's own list shows the ranking's places.
+    fn list_rows(&self, t: &Places, top: &Places, theme: &Theme) -> Vec<Line<'static>> {
+        let row = |name: &str, style: Style, a: String, b: String| {
+            Line::from(vec![
+                Span::styled(format!("{name:<13}"), style),
+                Span::styled(format!("{a:<20}"), theme.target_chunk),
+                Span::styled(b, theme.text),
+            ])
+        };
+        let lists = [
+            ("dense", theme.rank_dense, t.dense, top.dense),
+            ("bm25", theme.rank_sparse, t.bm25, top.bm25),
+            ("tfidf", theme.rank_sparse, t.tfidf, top.tfidf),
+        ];
+        let mut rows: Vec<Line<'static>> = lists
+            .into_iter()
+            .map(|(name, style, a, b)| {
+                if !self.fused && name == self.label {
+                    row(
+                        name,
+                        theme.title,
+                        ranked_cell(t.ranked, a),
+                        ranked_cell(top.ranked, b),
+                    )
+                } else {
+                    row(name, style, cell(a, 3), cell(b, 3))
+                }
+            })
+            .collect();
+        if self.fused {
+            rows.push(row(
+                &self.label,
+                theme.title,
+                cell(t.ranked, 4),
+                cell(top.ranked, 4),
+            ));
+        }
+        rows
     }
 
     /// Rank on a log scale, best at the top: y = -log10(rank).

@@ -123,7 +123,8 @@ pub fn read_questions(path: &Path) -> Result<Vec<Question>> {
 }
 
 /// The question texts of a file whose lines need only `text` (or `question`): for
-/// sets that only ask, such as the abstention and benchmark sets.
+/// sets that only ask, such as the abstention and benchmark sets (a questions file or
+/// a multiple-choice file alike).
 pub fn read_texts(path: &Path) -> Result<Vec<String>> {
     /// A question of which only the text is used; its other fields are known.
     #[derive(serde::Deserialize)]
@@ -142,6 +143,9 @@ pub fn read_texts(path: &Path) -> Result<Vec<String>> {
         topic: Option<String>,
         #[serde(default)]
         answerable: Option<bool>,
+        /// A multiple-choice question's options: an MCQA file asks as well as any.
+        #[serde(default)]
+        options: Option<serde_json::Value>,
     }
     let texts: Vec<Text> = read_jsonl_ignoring(path, "a question {text}", DESCRIPTIVE_FIELDS)?;
     if texts.is_empty() {
@@ -153,6 +157,22 @@ pub fn read_texts(path: &Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A multiple-choice file (PubMedQA's, as shipped) serves as a set of questions
+    /// that only ask; a misspelt field is still refused.
+    #[test]
+    fn texts_read_from_a_multiple_choice_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("mcqa.jsonl");
+        std::fs::write(
+            &p,
+            "{\"id\": \"1\", \"text\": \"Is it?\", \"options\": [\"yes\", \"no\"], \"answer\": \"yes\", \"relevant\": [\"1\"]}\n",
+        )
+        .expect("write");
+        assert_eq!(read_texts(&p).expect("texts"), vec!["Is it?".to_string()]);
+        std::fs::write(&p, "{\"text\": \"Is it?\", \"optoins\": []}\n").expect("write");
+        assert!(read_texts(&p).is_err());
+    }
 
     #[test]
     fn errors_name_the_file_and_line() {

@@ -104,15 +104,15 @@ pub fn weighted_kappa(c: &Confusion, weights: Weights) -> Option<f64> {
         .map(|j| (0..k).map(|i| c.counts[i][j]).sum::<usize>() as f64)
         .collect();
     let (mut observed, mut expected) = (0.0, 0.0);
-    for i in 0..k {
-        for j in 0..k {
+    for (i, (row, &r)) in c.counts.iter().zip(&rows).enumerate() {
+        for (j, (&o, &col)) in row.iter().zip(&cols).enumerate() {
             let d = i.abs_diff(j) as f64;
             let w = match weights {
                 Weights::Linear => d,
                 Weights::Quadratic => d * d,
             };
-            observed += w * c.counts[i][j] as f64;
-            expected += w * rows[i] * cols[j] / n;
+            observed += w * o as f64;
+            expected += w * r * col / n;
         }
     }
     (expected > 0.0).then(|| 1.0 - observed / expected)

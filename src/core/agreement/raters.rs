@@ -200,9 +200,9 @@ impl Layout {
         let m: usize = counts.iter().sum();
         let mut dense = vec![0.0; self.len()];
         if m >= 2 {
-            for c in 0..k {
-                for d in 0..k {
-                    let pairs = counts[c] * counts[d] - if c == d { counts[c] } else { 0 };
+            for (c, &nc) in counts.iter().enumerate() {
+                for (d, &nd) in counts.iter().enumerate() {
+                    let pairs = nc * nd - if c == d { nc } else { 0 };
                     dense[c * k + d] = pairs as f64 / (m - 1) as f64;
                 }
             }
@@ -289,11 +289,11 @@ fn alpha(k: usize, sums: &[f64], metric: Metric) -> Option<f64> {
         }
     };
     let (mut observed, mut expected) = (0.0, 0.0);
-    for c in 0..k {
-        for d in 0..k {
+    for (c, &mc) in marginals.iter().enumerate() {
+        for (d, &md) in marginals.iter().enumerate() {
             let delta = distance(c, d);
             observed += o[c * k + d] * delta;
-            expected += marginals[c] * marginals[d] * delta;
+            expected += mc * md * delta;
         }
     }
     (n >= 2.0 && expected > 0.0).then(|| 1.0 - (n - 1.0) * observed / expected)
@@ -337,11 +337,11 @@ impl Patterns {
         let mut shares: Vec<Vec<Vec<(u32, f64)>>> = vec![Vec::new(); n];
         let mut of_unit = Vec::with_capacity(items.len() * n);
         for &i in items {
-            for c in 0..n {
+            for (c, (ids, shares)) in ids.iter_mut().zip(shares.iter_mut()).enumerate() {
                 let unit = r.unit(i, c);
-                let next = ids[c].len() as u32;
-                let id = *ids[c].entry(unit).or_insert_with(|| {
-                    shares[c].push(layout.share(unit));
+                let next = ids.len() as u32;
+                let id = *ids.entry(unit).or_insert_with(|| {
+                    shares.push(layout.share(unit));
                     next
                 });
                 of_unit.push(id);

@@ -440,7 +440,7 @@ impl AgreementPane {
         let [left_area, right_area] =
             Layout::horizontal([Constraint::Length(left), Constraint::Min(10)]).areas(area);
         let title = format!(
-            " Every reviewer ({}) · {} items · Fleiss κ over units all labelled · α over every unit with 2+ labels",
+            " Every reviewer ({}) · {} items · α: units with 2+ labels · Fleiss: all labelled",
             r.raters.len(),
             r.items
         );

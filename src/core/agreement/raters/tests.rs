@@ -44,8 +44,8 @@ fn ratings(set: &Value) -> Ratings {
         set["ordered"].as_bool().expect("ordered"),
         vec!["full".into(), "missing".into()],
     );
-    for s in 0..tables[0].len() {
-        r.push_item(|c, rater| tables[c][s][rater].as_deref());
+    for (full, missing) in tables[0].iter().zip(&tables[1]) {
+        r.push_item(|c, rater| [full, missing][c][rater].as_deref());
     }
     r
 }

@@ -460,6 +460,14 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
     if let Some(r) = &a.raters {
         say_part!("{}", super::raters::render(r));
     }
+    say_versions(&a);
+    say_trust(&a);
+    say!("({:.2}s)", a.seconds);
+    Ok(())
+}
+
+/// Which label versions counted, and how many changed after reveal.
+fn say_versions(a: &study::Agreement) {
     say!(
         "labels: {} · {} labels changed after reveal ({} versions given after reveal){}",
         match a.version {
@@ -475,9 +483,6 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
             String::new()
         }
     );
-    say_trust(&a);
-    say!("({:.2}s)", a.seconds);
-    Ok(())
 }
 
 /// Whether the study is signed, and every stored row that does not count.

@@ -9,11 +9,15 @@ use crate::core::agreement::raters::{PairKappa, RaterReport};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::study::fmt_est;
 
+/// The pair of the two-reviewer table and every reviewer of the all-reviewer one.
+type ReviewerNames = (Option<(String, String)>, Option<Vec<String>>);
+
+/// One pair's cell of a pairwise table.
+type PairCell = fn(&PairKappa) -> String;
+
 /// Parse `--reviewers a,b[,c...]`: the pair the two-reviewer table compares (the
 /// first two) and every reviewer of the all-reviewer statistics.
-pub fn reviewer_names(
-    given: Option<&[String]>,
-) -> Result<(Option<(String, String)>, Option<Vec<String>>)> {
+pub fn reviewer_names(given: Option<&[String]>) -> Result<ReviewerNames> {
     let Some(names) = given else {
         return Ok((None, None));
     };
@@ -111,7 +115,7 @@ pub fn render(r: &RaterReport) -> String {
         })
         .collect();
     s.push_str(&grid(&header, &rows));
-    let mut kinds: Vec<(&str, fn(&PairKappa) -> String)> = vec![("Cohen's kappa", kappa_cell)];
+    let mut kinds: Vec<(&str, PairCell)> = vec![("Cohen's kappa", kappa_cell)];
     if r.ordered {
         kinds.push(("linear weighted kappa", linear_cell));
         kinds.push(("quadratic weighted kappa", quadratic_cell));
@@ -136,7 +140,7 @@ fn quadratic_cell(p: &PairKappa) -> String {
 }
 
 /// One line per pair of reviewers, one column per criterion and Overall.
-fn pair_grid(r: &RaterReport, cell: fn(&PairKappa) -> String) -> String {
+fn pair_grid(r: &RaterReport, cell: PairCell) -> String {
     let mut header = vec!["pair".to_string()];
     header.extend(r.rows.iter().map(|row| clean(&row.criterion)));
     let pairs = r.rows.first().map_or(0, |row| row.pairs.len());

@@ -98,7 +98,10 @@ pub struct AgreeArgs {
     pub bootstrap: usize,
     #[arg(long, default_value_t = 20_240_601)]
     pub seed: u64,
-    /// The two reviewers to compare (default: the two with most labels).
+    /// The reviewers: the first two are compared with each other and the judge
+    /// (default: the two with most labels); with more than two (or two and an
+    /// ordered rubric) Fleiss' kappa, Krippendorff's alpha and the pairwise kappas
+    /// of all of them follow (default: every reviewer with labels).
     #[arg(long, value_delimiter = ',')]
     pub reviewers: Option<Vec<String>>,
     #[arg(long)]
@@ -404,8 +407,10 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
         resamples: args.bootstrap,
         seed: args.seed,
     };
+    let (reviewers, raters) = super::raters::reviewer_names(args.reviewers.as_deref())?;
     let req = study::AgreementRequest {
-        reviewers: reviewer_pair(args.reviewers.as_deref())?,
+        reviewers,
+        raters,
         boot,
         pair: RaterPair::Reviewers,
         viewer: viewer.clone(),
@@ -458,6 +463,17 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
             }
         }
     }
+    if let Some(r) = &a.raters {
+        say_part!("{}", super::raters::render(r));
+    }
+    say_versions(&a);
+    say_trust(&a);
+    say!("({:.2}s)", a.seconds);
+    Ok(())
+}
+
+/// Which label versions counted, and how many changed after reveal.
+fn say_versions(a: &study::Agreement) {
     say!(
         "labels: {} · {} labels changed after reveal ({} versions given after reveal){}",
         match a.version {
@@ -473,9 +489,6 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
             String::new()
         }
     );
-    say_trust(&a);
-    say!("({:.2}s)", a.seconds);
-    Ok(())
 }
 
 /// Whether the study is signed, and every stored row that does not count.
@@ -505,7 +518,7 @@ pub fn agree_json(a: &study::Agreement) -> serde_json::Value {
         "changed_after_reveal": a.changed_after_reveal,
         "labels_after_reveal": a.labels_after_reveal, "judge_model": a.judge_model,
         "judge_models": a.judge_models, "hidden_items": a.hidden_items,
-        "signed": a.signed, "refused": a.refused,
+        "signed": a.signed, "refused": a.refused, "raters": a.raters,
     })
 }
 

@@ -37,6 +37,7 @@ mod generate;
 mod index;
 mod ingest;
 mod mcqa;
+mod raters;
 mod search;
 mod shell;
 mod study;

@@ -79,6 +79,45 @@ pub fn cohen_kappa(c: &Confusion) -> Option<f64> {
     Some((p_o - p_e) / (1.0 - p_e))
 }
 
+/// The disagreement weights of a weighted kappa over ordered labels (the
+/// confusion's label order, lowest first): `|i - j|` or `(i - j)^2`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Weights {
+    Linear,
+    Quadratic,
+}
+
+/// Weighted kappa = 1 - sum(w * observed) / sum(w * expected), the expected counts
+/// from the two raters' marginals (scikit-learn's `cohen_kappa_score(weights=...)`);
+/// `None` with no items or when the expected disagreement is 0.
+pub fn weighted_kappa(c: &Confusion, weights: Weights) -> Option<f64> {
+    let n = c.total() as f64;
+    let k = c.labels.len();
+    if n == 0.0 {
+        return None;
+    }
+    let rows: Vec<f64> = (0..k)
+        .map(|i| c.counts[i].iter().sum::<usize>() as f64)
+        .collect();
+    let cols: Vec<f64> = (0..k)
+        .map(|j| (0..k).map(|i| c.counts[i][j]).sum::<usize>() as f64)
+        .collect();
+    let (mut observed, mut expected) = (0.0, 0.0);
+    for (i, (row, &r)) in c.counts.iter().zip(&rows).enumerate() {
+        for (j, (&o, &col)) in row.iter().zip(&cols).enumerate() {
+            let d = i.abs_diff(j) as f64;
+            let w = match weights {
+                Weights::Linear => d,
+                Weights::Quadratic => d * d,
+            };
+            observed += w * o as f64;
+            expected += w * r * col / n;
+        }
+    }
+    (expected > 0.0).then(|| 1.0 - observed / expected)
+}
+
 /// Macro-F1 with rater B (columns) as the reference; `None` with no items.
 pub fn macro_f1(c: &Confusion) -> Option<f64> {
     let k = c.labels.len();
@@ -142,25 +181,25 @@ impl Default for Bootstrap {
 
 pub use super::stats::percentile;
 
-/// The bootstrap values of N statistics: the defined ones, and how many resamples
-/// left each undefined (skipped and counted).
-struct Resamples<const N: usize> {
-    values: [Vec<f64>; N],
-    undefined: [usize; N],
+/// The bootstrap values of several statistics: the defined ones, and how many
+/// resamples left each undefined (skipped and counted).
+struct Resamples {
+    values: Vec<Vec<f64>>,
+    undefined: Vec<usize>,
 }
 
-impl<const N: usize> Resamples<N> {
-    fn new() -> Self {
+impl Resamples {
+    fn new(statistics: usize) -> Self {
         Self {
-            values: std::array::from_fn(|_| Vec::new()),
-            undefined: [0; N],
+            values: vec![Vec::new(); statistics],
+            undefined: vec![0; statistics],
         }
     }
 
-    fn push(&mut self, stats: [Option<f64>; N]) {
-        for (s, v) in stats.into_iter().enumerate() {
+    fn push(&mut self, stats: &[Option<f64>]) {
+        for (s, v) in stats.iter().enumerate() {
             match v {
-                Some(v) => self.values[s].push(v),
+                Some(v) => self.values[s].push(*v),
                 None => self.undefined[s] += 1,
             }
         }
@@ -198,7 +237,7 @@ pub fn agreement(items: &[Vec<(String, String)>], boot: Bootstrap) -> AgreementR
     let labels = confusion.labels.clone();
     let stats = |c: &Confusion| [cohen_kappa(c), macro_f1(c), raw_agreement(c)];
     let point = stats(&confusion);
-    let mut resamples = Resamples::<3>::new();
+    let mut resamples = Resamples::new(3);
     if !items.is_empty() {
         let mut rng = Rng::new(boot.seed);
         let k = labels.len();
@@ -230,7 +269,7 @@ pub fn agreement(items: &[Vec<(String, String)>], boot: Bootstrap) -> AgreementR
                     c.counts[i][j] += 1;
                 }
             }
-            resamples.push(stats(&c));
+            resamples.push(&stats(&c));
         }
     }
     let mut est = |s: usize| resamples.estimate(s, point[s]);
@@ -311,11 +350,11 @@ pub fn judge_within_noise(items: &[Vec<[String; 3]>], boot: Bootstrap) -> NoiseR
         },
         n,
     );
-    let mut resamples = Resamples::<2>::new();
+    let mut resamples = Resamples::new(2);
     if n > 0 {
         let mut rng = Rng::new(boot.seed);
         for _ in 0..boot.resamples {
-            resamples.push(diffs(&mut || rng.below(n), n));
+            resamples.push(&diffs(&mut || rng.below(n), n));
         }
     }
     let mut est = |s: usize| resamples.estimate(s, point[s]);
@@ -325,6 +364,8 @@ pub fn judge_within_noise(items: &[Vec<[String; 3]>], boot: Bootstrap) -> NoiseR
         vs_second: est(1),
     }
 }
+
+pub mod raters;
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,10 @@
 //! label from them; it is *revealed* when both of its human reviewers have submitted
 //! it. The pair is the item's assignment in force at that moment when there is one,
 //! else the first two reviewers to submit it. Before reveal a reviewer sees only their
-//! own labels; after it, the pair's labels, notes and the judge's.
+//! own labels; after it, the pair's labels, notes and the judge's. Any number of
+//! reviewers may label an item: one outside the pair sees the others' labels once the
+//! item is revealed and they have submitted it too, so their labels until then are
+//! blind (given before reveal, for them).
 //!
 //! Order is the log's own: the position of each label in the label dataset (commit
 //! order), never a clock a writer sets. A label's `seq` and `timestamp` are the
@@ -180,7 +183,10 @@ impl Blinding {
             if !is_human(&l.reviewer) || !seen.insert(l.label_id.as_str()) {
                 continue;
             }
-            if out.revealed.contains_key(&l.item_id) {
+            // After reveal for this reviewer: the item is revealed and they have
+            // submitted it, so they could see the others' labels (a third reviewer
+            // labelling an item revealed to a pair is still blind until then).
+            if out.revealed.contains_key(&l.item_id) && out.submitted(&l.item_id, &l.reviewer) {
                 out.after.insert(l.label_id.clone());
             }
             let entry = have
@@ -477,6 +483,32 @@ mod tests {
             "a third reviewer who has not submitted"
         );
         assert_eq!(b.visible_labels(&ann, &log).len(), 4);
+    }
+
+    #[test]
+    fn a_third_reviewer_labels_blind_until_they_submit() {
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "ann", "b", Some("pass"), 2),
+            l("i", "bob", "a", Some("fail"), 3),
+            l("i", "bob", "b", Some("fail"), 4), // revealed to ann and bob
+            l("i", "carol", "a", Some("pass"), 5),
+            l("i", "carol", "b", Some("fail"), 6), // carol submits, blind
+            l("i", "carol", "b", Some("pass"), 7), // a change after seeing the others
+            l("i", "ann", "a", Some("fail"), 8),
+        ];
+        let b = Blinding::from_log(&log, &C, &HashMap::new());
+        let after: Vec<bool> = log.iter().map(|x| b.after_reveal(x)).collect();
+        assert_eq!(
+            after,
+            [false, false, false, false, false, false, true, true]
+        );
+        let all: Vec<&Label> = log.iter().collect();
+        let before = b.current(&all, LabelVersion::BeforeReveal);
+        let key = |r: &str, c: &str| ("i".to_string(), r.to_string(), c.to_string());
+        assert_eq!(before[&key("carol", "b")].label.as_deref(), Some("fail"));
+        assert_eq!(before[&key("ann", "a")].label.as_deref(), Some("pass"));
+        assert_eq!(b.changed_after_reveal(&all), 2);
     }
 
     #[test]

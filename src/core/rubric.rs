@@ -26,6 +26,10 @@ pub struct Rubric {
     /// a label without one is given by its first letter.
     #[serde(default)]
     pub keys: std::collections::BTreeMap<String, char>,
+    /// Whether the labels are ordered, lowest first as listed (a criterion's own
+    /// labels too): agreement then adds ordinal and interval alpha and weighted kappa.
+    #[serde(default)]
+    pub ordered: bool,
 }
 
 fn pass_fail() -> Vec<String> {
@@ -141,6 +145,18 @@ impl Rubric {
             .iter()
             .find(|l| self.key_of(l) == key)
             .map(String::as_str)
+    }
+
+    /// Every label of the rubric in order: its labels, then each criterion's own
+    /// labels not among them, criterion by criterion.
+    pub fn all_labels(&self) -> Vec<String> {
+        let mut all = self.labels.clone();
+        for l in self.criteria.iter().flat_map(|c| self.labels_of(c)) {
+            if !all.contains(l) {
+                all.push(l.clone());
+            }
+        }
+        all
     }
 
     pub fn labels_of<'a>(&'a self, c: &'a Criterion) -> &'a [String] {
@@ -308,6 +324,7 @@ mod tests {
                 c("clarity"),
             ],
             keys: Default::default(),
+            ordered: false,
         }
         .validated()
         .expect("valid")

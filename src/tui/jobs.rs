@@ -557,6 +557,7 @@ impl Jobs {
         let rubric = app.annotate.rubric.clone();
         let req = study::AgreementRequest {
             reviewers: app.agreement.pair_choice.clone(),
+            raters: None,
             boot: Bootstrap::default(),
             pair: app.agreement.pair,
             viewer: app.annotate.viewer(),

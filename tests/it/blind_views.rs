@@ -361,6 +361,7 @@ fn check_agreement(app: &mut App, s: &Study, o: &Oracle, v: &Viewer, bad: &[Stri
         for version in [LabelVersion::BeforeReveal, LabelVersion::Latest] {
             let req = AgreementRequest {
                 reviewers: None,
+                raters: None,
                 boot: Bootstrap {
                     resamples: 20,
                     seed: 1,

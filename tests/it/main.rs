@@ -32,6 +32,7 @@ mod object_store;
 mod ray_shards;
 mod record_schemas;
 mod reference_agreement;
+mod reference_raters;
 mod reference_sparse;
 mod reference_trec;
 mod retrieval;

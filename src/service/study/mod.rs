@@ -4,6 +4,7 @@
 
 mod agreement;
 mod labels;
+mod raters;
 mod steps;
 mod trust;
 
@@ -14,6 +15,7 @@ pub use labels::{
     disagreements, final_labels, items_table, judge_labels, labels_table, noise_table, now_nanos,
     pairs_of, pick_reviewers, save_labels,
 };
+pub use raters::{human_reviewers, rater_report};
 pub use steps::{
     Agreement, AgreementRequest, Blinding, CreatedItems, ExportFormat, History, ItemSource,
     LabelExport, LabelVersion, NO_IDENTITY, RaterPair, Refusal, Schedule, Sight, Study, Viewer,

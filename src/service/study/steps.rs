@@ -14,6 +14,7 @@ use super::labels::{
     judge_labels, labels_table, noise_table, pick_reviewers, save_labels,
 };
 use super::trust::{self, TrustedLog};
+use crate::core::agreement::raters::RaterReport;
 use crate::core::agreement::{AgreementReport, Bootstrap, NoiseReport};
 pub use crate::core::annotation::RaterPair;
 pub use crate::core::blinding::{Blinding, LabelVersion, Schedule, Sight, Viewer};
@@ -515,6 +516,10 @@ async fn study_log(
 pub struct AgreementRequest {
     /// The two reviewers (default: the two with most labels the viewer may see).
     pub reviewers: Option<(String, String)>,
+    /// The reviewers of the all-reviewer agreement (default: every reviewer with
+    /// labels the viewer may see); computed for more than two reviewers, or two
+    /// when the rubric's labels are ordered.
+    pub raters: Option<Vec<String>>,
     pub boot: Bootstrap,
     /// The pair whose disagreements are listed.
     pub pair: RaterPair,
@@ -531,6 +536,7 @@ impl Default for AgreementRequest {
     fn default() -> Self {
         Self {
             reviewers: None,
+            raters: None,
             boot: Bootstrap::default(),
             pair: RaterPair::Reviewers,
             viewer: Viewer::Nobody,
@@ -568,6 +574,8 @@ pub struct Agreement {
     pub refused: Vec<Refusal>,
     /// Whether the study has a roster (else it is an unsigned study).
     pub signed: bool,
+    /// Every reviewer's agreement at once (more than two reviewers, or ordered labels).
+    pub raters: Option<RaterReport>,
     /// Items on which the selected pair disagrees (only items the viewer may see).
     #[serde(skip)]
     pub disagreements: Vec<Disagreement>,
@@ -649,16 +657,16 @@ pub fn agreement_of(
     let noise = noise_table(rubric, &cur, (&r1, &r2), req.boot);
     let finals = final_labels(&cur, &latest, (&r1, &r2));
     let judge_vs_final = judge_against_final(rubric, &cur, &finals, req.boot);
+    let reviewer_names = super::raters::human_reviewers(&cur);
+    let raters = req.raters.clone().unwrap_or_else(|| reviewer_names.clone());
+    let raters = (raters.len() > 2 || (rubric.ordered && raters.len() == 2)).then(|| {
+        let visible = |item: &str| blinding.visible(&req.viewer, item);
+        super::raters::rater_report(rubric, &cur, &raters, visible, req.boot)
+    });
     let seconds = started.elapsed().as_secs_f64();
     let (a, b) = req.pair.raters((&r1, &r2));
-    let mut reviewer_names: Vec<String> = cur
-        .keys()
-        .map(|(_, r, _)| r.clone())
-        .filter(|r| r != JUDGE && r != FINAL)
-        .collect();
-    reviewer_names.sort();
-    reviewer_names.dedup();
     Ok(Agreement {
+        raters,
         disagreements: disagreements(&cur, &latest, &a, &b),
         changed_after_reveal: blinding.changed_after_reveal(&visible),
         labels_after_reveal: visible.iter().filter(|l| blinding.after_reveal(l)).count(),

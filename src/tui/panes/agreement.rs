@@ -10,12 +10,18 @@
 //! Also: judge within human noise (paired bootstrap Δκ with its CI), the judge against
 //! the final labels, the reviewer pair (`p`), the judge model (`m`), the label version
 //! (`v`: blind labels or the newest) and an export as CSV and markdown (`e`).
+//! With more than two reviewers (or ordered labels) a band shows every reviewer at
+//! once: Fleiss' kappa and Krippendorff's alpha per criterion, and the pairwise kappa
+//! matrix of the selected criterion. Tables fit their columns to the widest cell and
+//! scroll sideways (`h`/`l`) rather than cut a number.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 
+use super::agreement_grid::Grid;
+use crate::core::agreement::raters::RaterReport;
 use crate::core::agreement::{AgreementReport, Estimate, NoiseReport};
 use crate::core::blinding::LabelVersion;
 use crate::core::rubric::Rubric;
@@ -57,6 +63,8 @@ pub struct AgreementPane {
     pub rubric: Option<Rubric>,
     /// The adjudication being made: the chosen final label and the rationale.
     pub adjudication: Option<(Option<String>, TextInput)>,
+    /// Columns the wide tables are scrolled by (`h`/`l`).
+    pub scroll: usize,
 }
 
 impl AgreementPane {
@@ -236,12 +244,12 @@ fn trust_note(a: &crate::service::study::Agreement) -> String {
 }
 
 impl AgreementPane {
-    /// The table: kappa and macro-F1 per criterion for the three pairs, and the paper.
-    fn draw_table(&self, f: &mut Frame, table_area: Rect, theme: &Theme) {
-        let block = |t: String| theme.block(t, false);
+    /// The pair table's cells: kappa and macro-F1 per criterion for the three pairs,
+    /// judge within noise, the judge against the final labels, and the paper's row.
+    fn table_grid(&self, theme: &Theme) -> Grid {
         let (r1, r2) = self.reviewers.clone().unwrap_or_default();
         let (r1, r2) = (clean(&r1), clean(&r2));
-        let header = Row::new(vec![
+        let mut g = Grid::new(vec![
             "criterion".to_string(),
             format!("κ {r1}/{r2}"),
             format!("F1 {r1}/{r2}"),
@@ -252,110 +260,202 @@ impl AgreementPane {
             format!("Δκ j/{r1}−{r1}/{r2}"),
             format!("Δκ j/{r2}−{r1}/{r2}"),
             "κ judge/final".to_string(),
-        ])
-        .style(theme.title);
-        let noise = |i: usize| -> [String; 2] {
-            let Some((_, n)) = self.last.as_ref().and_then(|a| a.noise.get(i)) else {
-                return [String::new(), String::new()];
-            };
-            let one = |e: &Estimate| {
-                let mark = match noise_verdict(e) {
-                    "within noise" => " ≈",
-                    "outside noise" => " ≠",
-                    _ => "",
-                };
-                format!("{}{mark}", est(e))
-            };
-            let n: &NoiseReport = n;
-            [one(&n.vs_first), one(&n.vs_second)]
-        };
-        let vs_final = |i: usize| {
-            self.last
-                .as_ref()
-                .and_then(|a| a.judge_vs_final.get(i))
-                .and_then(|(_, r)| r.as_ref())
-                .map(|r| est(&r.kappa))
-                .unwrap_or_else(|| "-".into())
-        };
-        let mut rows: Vec<Row> = self
-            .rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let mut cells = vec![r.criterion.clone()];
-                for (_, rep) in &r.pairs {
-                    match rep {
-                        Some(rep) => {
-                            cells.push(est(&rep.kappa));
-                            cells.push(est(&rep.macro_f1));
-                        }
-                        None => {
-                            cells.push("no data".into());
-                            cells.push(String::new());
-                        }
-                    }
+        ]);
+        for (i, r) in self.rows.iter().enumerate() {
+            let mut cells = vec![clean(&r.criterion)];
+            for (_, rep) in &r.pairs {
+                match rep {
+                    Some(rep) => cells.extend([est(&rep.kappa), est(&rep.macro_f1)]),
+                    None => cells.extend(["no data".into(), String::new()]),
                 }
-                cells.extend(noise(i));
-                cells.push(vs_final(i));
-                Row::new(cells).style(if i == self.criterion {
-                    theme.selected
-                } else {
-                    theme.text
-                })
-            })
-            .collect();
-        rows.push(
-            Row::new(vec![
-                "paper Overall n=100",
-                "0.56 [0.48,0.64]",
-                "0.78 [0.74,0.82]",
-                "0.42",
-                "0.71",
-                "0.55",
-                "0.78",
-            ])
-            .style(theme.muted),
-        );
-        let w = Constraint::Length(15);
-        let meta = self.last.as_ref().map(|a| {
+            }
+            cells.extend(self.noise_cells(i));
+            cells.push(self.vs_final(i));
+            let style = if i == self.criterion {
+                theme.selected
+            } else {
+                theme.text
+            };
+            g.push(cells, style);
+        }
+        let paper = [
+            "paper Overall n=100",
+            "0.56 [0.48,0.64]",
+            "0.78 [0.74,0.82]",
+            "0.42",
+            "0.71",
+            "0.55",
+            "0.78",
+        ];
+        g.push(paper.map(String::from).to_vec(), theme.muted);
+        g
+    }
+
+    /// Judge within human noise of row `i`, against each reviewer.
+    fn noise_cells(&self, i: usize) -> [String; 2] {
+        let Some((_, n)) = self.last.as_ref().and_then(|a| a.noise.get(i)) else {
+            return [String::new(), String::new()];
+        };
+        let one = |e: &Estimate| {
+            let mark = match noise_verdict(e) {
+                "within noise" => " ≈",
+                "outside noise" => " ≠",
+                _ => "",
+            };
+            format!("{}{mark}", est(e))
+        };
+        let n: &NoiseReport = n;
+        [one(&n.vs_first), one(&n.vs_second)]
+    }
+
+    /// The judge's kappa against the final labels in row `i`.
+    fn vs_final(&self, i: usize) -> String {
+        self.last
+            .as_ref()
+            .and_then(|a| a.judge_vs_final.get(i))
+            .and_then(|(_, r)| r.as_ref())
+            .map(|r| est(&r.kappa))
+            .unwrap_or_else(|| "-".into())
+    }
+
+    /// The line above the table: the bootstrap, judge model, label version, trust.
+    fn meta_line(&self) -> Option<String> {
+        let a = self.last.as_ref()?;
+        let hidden = if a.hidden_items > 0 {
             format!(
-                "B = {} · seed {} · judge model: {} · labels: {} · {} changed after reveal{}",
-                a.bootstrap.resamples,
-                a.bootstrap.seed,
-                clean(
-                    &a.judge_model
-                        .clone()
-                        .unwrap_or_else(|| format!("all ({})", a.judge_models.join(", ")))
-                ),
-                match a.version {
-                    LabelVersion::BeforeReveal => "blind (last before reveal)",
-                    LabelVersion::Latest => "newest",
-                },
-                a.changed_after_reveal,
-                if a.hidden_items > 0 {
-                    format!(
-                        " · {} items not yet revealed to you left out",
-                        a.hidden_items
-                    )
-                } else {
-                    String::new()
-                }
-            ) + &trust_note(a)
-        });
+                " · {} items not yet revealed to you left out",
+                a.hidden_items
+            )
+        } else {
+            String::new()
+        };
+        let judge = a
+            .judge_model
+            .clone()
+            .unwrap_or_else(|| format!("all ({})", a.judge_models.join(", ")));
+        let version = match a.version {
+            LabelVersion::BeforeReveal => "blind (last before reveal)",
+            LabelVersion::Latest => "newest",
+        };
+        Some(format!(
+            "B = {} · seed {} · judge model: {} · labels: {version} · {} changed after reveal{hidden}{}",
+            a.bootstrap.resamples,
+            a.bootstrap.seed,
+            clean(&judge),
+            a.changed_after_reveal,
+            trust_note(a)
+        ))
+    }
+
+    /// The table: kappa and macro-F1 per criterion for the three pairs, and the paper.
+    fn draw_table(&self, f: &mut Frame, table_area: Rect, theme: &Theme) {
         let [meta_area, table_rect] =
             Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(table_area);
         // A message (an export, a refusal) takes the line until the next action.
         let line = match &self.status {
             Some(s) => Line::styled(clean(s), theme.filter),
-            None => Line::styled(meta.unwrap_or_default(), theme.muted),
+            None => Line::styled(self.meta_line().unwrap_or_default(), theme.muted),
         };
         f.render_widget(Paragraph::new(line), meta_area);
-        f.render_widget(
-            Table::new(rows, [Constraint::Length(20), w, w, w, w, w, w, w, w, w])
-                .header(header)
-                .block(block(format!(" Agreement (95% bootstrap CI; ≈ judge within human noise) · j/k criterion · x pair · p reviewers · m judge · v labels · e export · r recompute{} ", if self.computing { " · computing…" } else { "" }))),
-            table_rect,
+        let title = format!(
+            " Agreement (95% bootstrap CI; ≈ judge within human noise) · j/k criterion · x pair · p reviewers · m judge · v labels · e export · r recompute{}",
+            if self.computing {
+                " · computing…"
+            } else {
+                ""
+            }
         );
+        self.table_grid(theme)
+            .render(f, table_rect, self.scroll, &title, theme);
+    }
+
+    /// The all-reviewer report when it has more than two reviewers (or ordered labels).
+    fn raters(&self) -> Option<&RaterReport> {
+        self.last.as_ref()?.raters.as_ref()
+    }
+
+    /// The all-reviewer table: units, Fleiss' kappa and alpha per criterion.
+    fn raters_grid(&self, r: &RaterReport, theme: &Theme) -> Grid {
+        let mut header: Vec<String> = ["criterion", "units", "all", "Fleiss κ", "α nominal"]
+            .map(String::from)
+            .to_vec();
+        if r.ordered {
+            header.extend(["α ordinal".into(), "α interval".into()]);
+        }
+        let mut g = Grid::new(header);
+        let opt = |e: &Option<Estimate>| e.as_ref().map(est).unwrap_or_default();
+        for (i, row) in r.rows.iter().enumerate() {
+            let mut cells = vec![
+                clean(&row.criterion),
+                row.units.to_string(),
+                row.complete_units.to_string(),
+                est(&row.fleiss_kappa),
+                est(&row.alpha_nominal),
+            ];
+            if r.ordered {
+                cells.extend([opt(&row.alpha_ordinal), opt(&row.alpha_interval)]);
+            }
+            let style = if i == self.criterion {
+                theme.selected
+            } else {
+                theme.text
+            };
+            g.push(cells, style);
+        }
+        g
+    }
+
+    /// The pairwise kappa matrix of the selected criterion: Cohen's kappa above the
+    /// diagonal, quadratic weighted kappa below it for ordered labels (else kappa).
+    fn matrix_grid(&self, r: &RaterReport, theme: &Theme) -> Grid {
+        let names: Vec<String> = r.raters.iter().map(|n| clean(n)).collect();
+        let mut header = vec![String::new()];
+        header.extend(names.iter().cloned());
+        let mut g = Grid::new(header);
+        let Some(row) = r.rows.get(self.criterion) else {
+            return g;
+        };
+        for (i, a) in r.raters.iter().enumerate() {
+            let mut cells = vec![names[i].clone()];
+            for (j, b) in r.raters.iter().enumerate() {
+                let cell = match row.pair(a, b) {
+                    None => "—".to_string(),
+                    Some(p) if i > j && r.ordered => {
+                        p.quadratic.as_ref().map(est).unwrap_or_default()
+                    }
+                    Some(p) => est(&p.kappa),
+                };
+                cells.push(cell);
+            }
+            g.push(cells, theme.text);
+        }
+        g
+    }
+
+    /// Every reviewer at once: the all-reviewer table and the pairwise matrix.
+    fn draw_raters(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let Some(r) = self.raters() else { return };
+        let (table, matrix) = (self.raters_grid(r, theme), self.matrix_grid(r, theme));
+        let left = table.needed().min(area.width.saturating_mul(3) / 5);
+        let [left_area, right_area] =
+            Layout::horizontal([Constraint::Length(left), Constraint::Min(10)]).areas(area);
+        let title = format!(
+            " Every reviewer ({}) · {} items · α: units with 2+ labels · Fleiss: all labelled",
+            r.raters.len(),
+            r.items
+        );
+        table.render(f, left_area, self.scroll, &title, theme);
+        let criterion = r.rows.get(self.criterion).map(|row| clean(&row.criterion));
+        let title = format!(
+            " Pairwise κ · {} · {}",
+            criterion.unwrap_or_default(),
+            if r.ordered {
+                "above: Cohen's κ, below: quadratic weighted κ"
+            } else {
+                "Cohen's κ"
+            }
+        );
+        matrix.render(f, right_area, self.scroll, &title, theme);
     }
 
     /// Kappa per criterion with its CI as whiskers, for the selected pair.
@@ -448,15 +548,41 @@ impl AgreementPane {
     /// viewer), the selected one's notes, judge and final labels, and the
     /// adjudication panel.
     fn draw_disagreements(&self, f: &mut Frame, list_area: Rect, theme: &Theme) {
-        let block = |t: String, focus: bool| theme.block(t, focus);
         let detail_rows = 6u16;
         let [list_rect, detail_rect] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(detail_rows + 2)])
                 .areas(list_area);
         let height = usize::from(list_rect.height.saturating_sub(2)).max(1);
-        let first = self.selected.saturating_sub(height - 1);
-        let list: Vec<Line> = self
+        let resolved = self
             .disagreements
+            .iter()
+            .filter(|d| d.final_label.is_some())
+            .count();
+        let title = format!(
+            " Disagreements ({}, {resolved} adjudicated) · [ ] select{} ",
+            self.disagreements.len(),
+            if self.lead {
+                " · enter adjudicate"
+            } else {
+                ""
+            }
+        );
+        f.render_widget(
+            Paragraph::new(self.disagreement_lines(height, theme)).block(theme.block(title, false)),
+            list_rect,
+        );
+        f.render_widget(
+            Paragraph::new(self.detail_lines(theme))
+                .wrap(Wrap { trim: false })
+                .block(theme.block(" Selected disagreement ", self.adjudicating())),
+            detail_rect,
+        );
+    }
+
+    /// The list of disagreements, scrolled so the selected one shows.
+    fn disagreement_lines(&self, height: usize, theme: &Theme) -> Vec<Line<'static>> {
+        let first = self.selected.saturating_sub(height - 1);
+        self.disagreements
             .iter()
             .enumerate()
             .skip(first)
@@ -467,67 +593,51 @@ impl AgreementPane {
                     .as_ref()
                     .map(|(l, _)| format!(" → final {l}"))
                     .unwrap_or_default();
-                Line::styled(
-                    clean(&format!(
-                        "{}{}  {}: {} vs {}{done}",
-                        if i == self.selected { "▶" } else { " " },
-                        d.item_id,
-                        d.criterion,
-                        d.first,
-                        d.second
-                    )),
-                    if i == self.selected {
-                        theme.selected
-                    } else if d.final_label.is_some() {
-                        theme.muted
-                    } else {
-                        theme.error
-                    },
-                )
+                let style = if i == self.selected {
+                    theme.selected
+                } else if d.final_label.is_some() {
+                    theme.muted
+                } else {
+                    theme.error
+                };
+                let mark = if i == self.selected { "▶" } else { " " };
+                let text = format!(
+                    "{mark}{}  {}: {} vs {}{done}",
+                    d.item_id, d.criterion, d.first, d.second
+                );
+                Line::styled(clean(&text), style)
             })
-            .collect();
-        let resolved = self
-            .disagreements
-            .iter()
-            .filter(|d| d.final_label.is_some())
-            .count();
-        f.render_widget(
-            Paragraph::new(list).block(block(
-                format!(
-                    " Disagreements ({}, {resolved} adjudicated) · [ ] select{} ",
-                    self.disagreements.len(),
-                    if self.lead {
-                        " · enter adjudicate"
-                    } else {
-                        ""
-                    }
-                ),
-                false,
-            )),
-            list_rect,
+            .collect()
+    }
+
+    /// The selected disagreement: both labels with notes, the judge's, and the
+    /// adjudication's state.
+    fn detail_lines(&self, theme: &Theme) -> Vec<Line<'static>> {
+        let Some(d) = self.disagreements.get(self.selected) else {
+            return Vec::new();
+        };
+        let (a, b) = self.pair.raters(
+            self.reviewers
+                .as_ref()
+                .map(|(x, y)| (x.as_str(), y.as_str()))
+                .unwrap_or(("R1", "R2")),
         );
-        let mut detail = Vec::new();
-        if let Some(d) = self.disagreements.get(self.selected) {
-            let (a, b) = self.pair.raters(
-                self.reviewers
-                    .as_ref()
-                    .map(|(x, y)| (x.as_str(), y.as_str()))
-                    .unwrap_or(("R1", "R2")),
-            );
-            let note = |n: &Option<String>| {
-                n.as_deref()
-                    .map(|n| format!(" · note: {}", clean(n)))
-                    .unwrap_or_default()
-            };
-            detail.push(Line::styled(
+        let note = |n: &Option<String>| {
+            n.as_deref()
+                .map(|n| format!(" · note: {}", clean(n)))
+                .unwrap_or_default()
+        };
+        let judge = clean(d.judge.as_deref().unwrap_or("not judged"));
+        let mut lines = vec![
+            Line::styled(
                 clean(&format!("{} · {}", d.item_id, d.criterion)),
                 theme.title,
-            ));
-            detail.push(Line::styled(
+            ),
+            Line::styled(
                 format!("{}: {}{}", clean(&a), clean(&d.first), note(&d.first_note)),
                 theme.text,
-            ));
-            detail.push(Line::styled(
+            ),
+            Line::styled(
                 format!(
                     "{}: {}{}",
                     clean(&b),
@@ -535,40 +645,37 @@ impl AgreementPane {
                     note(&d.second_note)
                 ),
                 theme.text,
-            ));
-            detail.push(Line::styled(
+            ),
+            Line::styled(format!("judge: {judge}"), theme.muted),
+        ];
+        let state = match (&self.adjudication, &d.final_label) {
+            (Some((None, _)), _) => Some((
+                format!("final label? {} (esc cancels)", self.label_keys()),
+                theme.filter,
+            )),
+            (Some((Some(l), input)), _) => Some((
                 format!(
-                    "judge: {}",
-                    clean(d.judge.as_deref().unwrap_or("not judged"))
+                    "final {}: rationale: {}▏ (enter saves)",
+                    clean(l),
+                    clean(input.text())
                 ),
-                theme.muted,
-            ));
-            match (&self.adjudication, &d.final_label) {
-                (Some((None, _)), _) => detail.push(Line::styled(
-                    format!("final label? {} (esc cancels)", self.label_keys()),
-                    theme.filter,
-                )),
-                (Some((Some(l), input)), _) => detail.push(Line::styled(
-                    format!(
-                        "final {}: rationale: {}▏ (enter saves)",
-                        clean(l),
-                        clean(input.text())
-                    ),
-                    theme.filter,
-                )),
-                (None, Some((l, why))) => detail.push(Line::styled(
-                    format!("final: {} · {}", clean(l), clean(why)),
-                    theme.pass,
-                )),
-                (None, None) => {}
+                theme.filter,
+            )),
+            (None, Some((l, why))) => {
+                Some((format!("final: {} · {}", clean(l), clean(why)), theme.pass))
             }
-        }
-        f.render_widget(
-            Paragraph::new(detail)
-                .wrap(Wrap { trim: false })
-                .block(block(" Selected disagreement ".into(), self.adjudicating())),
-            detail_rect,
-        );
+            (None, None) => None,
+        };
+        lines.extend(state.map(|(text, style)| Line::styled(text, style)));
+        lines
+    }
+
+    /// The most columns any table can be scrolled by (each table stops earlier
+    /// once its last column shows).
+    fn scroll_limit(&self) -> usize {
+        let raters = self.raters().map_or(0, |r| r.raters.len());
+        // The pair table has nine data columns.
+        9usize.max(raters).saturating_sub(1)
     }
 
     fn selected(&self) -> Option<&AgreementReport> {
@@ -635,6 +742,8 @@ impl PaneView for AgreementPane {
                 self.pair = self.pair.next();
                 return Some(Effect::RefreshAgreement);
             }
+            Action::FocusRight => self.scroll = (self.scroll + 1).min(self.scroll_limit()),
+            Action::FocusLeft => self.scroll = self.scroll.saturating_sub(1),
             Action::NextCriterion | Action::Down => {
                 self.criterion = (self.criterion + 1) % self.rows.len().max(1);
             }
@@ -677,8 +786,12 @@ impl PaneView for AgreementPane {
             );
             return;
         }
-        let [table_area, bottom] = Layout::vertical([
+        let raters_height = self
+            .raters()
+            .map_or(0, |r| r.rows.len().max(r.raters.len()) as u16 + 3);
+        let [table_area, raters_area, bottom] = Layout::vertical([
             Constraint::Length(self.rows.len() as u16 + 6),
+            Constraint::Length(raters_height),
             Constraint::Min(6),
         ])
         .areas(area);
@@ -689,6 +802,7 @@ impl PaneView for AgreementPane {
         ])
         .areas(bottom);
         self.draw_table(f, table_area, theme);
+        self.draw_raters(f, raters_area, theme);
         self.draw_chart(f, chart_area, theme);
         self.draw_confusion(f, matrix_area, theme);
         self.draw_disagreements(f, list_area, theme);

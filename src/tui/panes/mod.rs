@@ -1,6 +1,7 @@
 //! One pane per file.
 
 pub mod agreement;
+pub mod agreement_grid;
 pub mod annotate;
 pub mod corpus;
 pub mod evalset;

@@ -30,13 +30,25 @@ use crate::store::lists::{self as lists_store, ListsRow};
 /// the Query pane's `n` / `p`.
 pub const LAST_FAILURES: &str = "eval/last-failures.json";
 
+/// Where the questions and their relevance judgements come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuerySet {
+    /// raglab's JSONL questions `{id, text, relevant: [chunk ids], topic?}`; a qrels
+    /// file (TREC's `qid 0 docid rel` or BEIR's `query-id corpus-id score`), when
+    /// given, overrides their `relevant`.
+    Questions {
+        file: PathBuf,
+        qrels: Option<PathBuf>,
+    },
+    /// A BEIR folder: the queries of `queries.jsonl` that `qrels/SPLIT.tsv` judges,
+    /// with its graded judgements.
+    Beir { dir: PathBuf, split: String },
+}
+
 /// What to evaluate.
 #[derive(Debug, Clone)]
 pub struct RetrievalEval {
-    /// JSONL questions `{id, text, relevant: [chunk ids], topic?}`.
-    pub queries: PathBuf,
-    /// TREC qrels (`qid 0 docid rel`), overriding `relevant` in the queries file.
-    pub qrels: Option<PathBuf>,
+    pub queries: QuerySet,
     pub methods: Vec<Method>,
     /// The sparse sides hybrid and linear fuse with (each is evaluated).
     pub sparse: Vec<Sparse>,
@@ -70,8 +82,10 @@ pub const DEFAULT_BATCH: &str = "retrieval";
 impl RetrievalEval {
     pub fn new(queries: PathBuf) -> Self {
         Self {
-            queries,
-            qrels: None,
+            queries: QuerySet::Questions {
+                file: queries,
+                qrels: None,
+            },
             methods: vec![Method::Bm25, Method::Tfidf, Method::Dense, Method::Hybrid],
             sparse: vec![Sparse::Bm25],
             alpha_sweep: false,
@@ -197,12 +211,18 @@ pub struct RetrievalReport {
     pub seconds: EvalSeconds,
 }
 
-/// Read the questions and their relevance judgements (the qrels file wins over the
+/// Read the questions and their relevance judgements (a qrels file wins over the
 /// questions' `relevant`).
 fn read_queries(req: &RetrievalEval) -> Result<(Vec<Question>, HashMap<String, Qrel>)> {
-    let queries = read_questions(&req.queries)?;
+    let (file, qrels_file) = match &req.queries {
+        QuerySet::Questions { file, qrels } => (file, qrels),
+        QuerySet::Beir { dir, split } => {
+            return crate::service::base::beir::read_queries(dir, split);
+        }
+    };
+    let queries = read_questions(file)?;
     let mut qrels: HashMap<String, Qrel> = HashMap::new();
-    if let Some(path) = &req.qrels {
+    if let Some(path) = qrels_file {
         qrels = crate::service::base::read_qrels(path)?;
     } else {
         for q in &queries {

@@ -260,9 +260,17 @@ fn fresh_run_is_scored_as_written(report: &Value, table: &Value, name: &str, wan
         assert_eq!(qids.len(), values.len(), "{what}: queries kept");
         for (measure, raglab) in MEASURES {
             let i = metrics.iter().position(|n| *n == raglab).expect(raglab);
-            for (j, qid) in qids.iter().enumerate() {
+            // One column a metric, kept as its numbers joined by spaces.
+            let column: Vec<f64> = run["scores"][i]
+                .as_str()
+                .expect("a score column")
+                .split_whitespace()
+                .map(|v| v.parse().expect("a score"))
+                .collect();
+            assert_eq!(column.len(), qids.len(), "{what}");
+            for (qid, kept) in qids.iter().zip(column) {
                 let w = format!("{what} {qid} {raglab}");
-                close(f(&run["scores"][i][j], &w), values[*qid][measure], &w);
+                close(kept, values[*qid][measure], &w);
             }
         }
     }

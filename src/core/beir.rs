@@ -212,7 +212,12 @@ mod tests {
                 text: "x".into()
             })
         );
-        assert_eq!(passage(r#"{"_id": "d1", "text": "x"}"#).unwrap().title, "");
+        assert_eq!(
+            passage(r#"{"_id": "d1", "text": "x"}"#)
+                .expect("no title")
+                .title,
+            ""
+        );
         for (bad, why) in [
             (r#"{"id": "d1", "text": "x"}"#, "unknown field `id`"),
             (r#"{"_id": "d1", "title": "T"}"#, "missing field `text`"),
@@ -227,7 +232,7 @@ mod tests {
             let err = passage(bad).expect_err(bad);
             assert!(err.contains(why), "{bad}: {err}");
         }
-        let q: Query = serde_json::from_str(r#"{"_id": "q1", "text": "why?"}"#).unwrap();
+        let q: Query = serde_json::from_str(r#"{"_id": "q1", "text": "why?"}"#).expect("a query");
         assert_eq!((q.id.as_str(), q.text.as_str()), ("q1", "why?"));
         assert!(serde_json::from_str::<Query>(r#"{"_id": "q1", "title": "t"}"#).is_err());
     }

@@ -14,7 +14,8 @@ use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
 use crate::service::evaluate::evaluate_models;
 use crate::service::evaluate::{
-    DEFAULT_BATCH, RetrievalEval, RetrievalReport, abstention_sweep, evaluate_retrieval, rank_shard,
+    DEFAULT_BATCH, QuerySet, RetrievalEval, RetrievalReport, abstention_sweep, evaluate_retrieval,
+    rank_shard,
 };
 use crate::service::retrieval::DEFAULT_DEPTH;
 
@@ -34,7 +35,8 @@ pub enum EvalCmd {
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
-    /// TREC qrels (`qid 0 docid rel`).
+    /// Qrels: TREC's `qid 0 docid rel` or BEIR's `query-id corpus-id score` (header
+    /// line skipped).
     #[arg(long)]
     pub qrels: PathBuf,
     /// Recall and nDCG cutoffs.
@@ -70,11 +72,20 @@ pub struct AbstentionArgs {
 #[derive(Debug, Args)]
 pub struct RetrievalArgs {
     /// JSONL queries `{id, text, relevant: [chunk ids], topic?}`.
-    #[arg(long)]
-    pub queries: PathBuf,
-    /// TREC qrels (`qid 0 docid rel`), overriding `relevant` in the queries file.
-    #[arg(long)]
+    #[arg(long, required_unless_present = "beir")]
+    pub queries: Option<PathBuf>,
+    /// Qrels overriding `relevant` in the queries file: TREC's `qid 0 docid rel` or
+    /// BEIR's `query-id corpus-id score` (header line skipped); grades count in nDCG.
+    #[arg(long, conflicts_with = "beir")]
     pub qrels: Option<PathBuf>,
+    /// A BEIR folder: evaluate the queries of its queries.jsonl that
+    /// qrels/SPLIT.tsv judges, with its graded judgements (ingest its corpus first:
+    /// `raglab ingest DIR`).
+    #[arg(long, conflicts_with = "queries")]
+    pub beir: Option<PathBuf>,
+    /// The split of `--beir` whose qrels are used (qrels/SPLIT.tsv) [default: test].
+    #[arg(long, requires = "beir")]
+    pub split: Option<String>,
     /// Methods to evaluate (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "bm25,tfidf,dense,hybrid")]
     pub methods: Vec<Method>,
@@ -122,7 +133,7 @@ pub struct RetrievalArgs {
     #[arg(long, default_value = DEFAULT_BATCH)]
     pub batch: String,
     /// Rank nothing: compute the report over the lists the shards of `--batch`
-    /// stored (every query of `--queries` must have them).
+    /// stored (every query of `--queries` or `--beir` must have them).
     #[arg(long, conflicts_with_all = ["shard", "embed_models"])]
     pub merge: bool,
     #[arg(long)]
@@ -193,9 +204,21 @@ async fn abstention(ctx: &Context, args: AbstentionArgs) -> Result<()> {
 }
 
 async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
+    let queries = match (args.beir, args.queries) {
+        (Some(dir), _) => QuerySet::Beir {
+            dir,
+            split: args
+                .split
+                .unwrap_or_else(|| crate::core::beir::DEFAULT_SPLIT.to_string()),
+        },
+        (None, Some(file)) => QuerySet::Questions {
+            file,
+            qrels: args.qrels,
+        },
+        (None, None) => bail!("give --queries FILE or --beir DIR"),
+    };
     let req = RetrievalEval {
-        queries: args.queries,
-        qrels: args.qrels,
+        queries,
         methods: args.methods,
         sparse: args.sparse,
         alpha_sweep: args.alpha_sweep,

@@ -1,4 +1,5 @@
-//! `raglab ingest PATH...`: read, chunk and store documents.
+//! `raglab ingest PATH...`: read, chunk and store documents (files, folders, BEIR
+//! corpora).
 
 use std::path::PathBuf;
 
@@ -7,6 +8,7 @@ use clap::Args;
 
 use super::{on_progress, progress_bar};
 use crate::core::chunk::Chunker;
+use crate::core::corpus::InputFormat;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
 use crate::service::corpus::{IngestRequest, ingest};
@@ -17,9 +19,16 @@ pub struct IngestArgs {
     /// Files or folders to ingest.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// How to split documents: headers (markdown sections), window, or none.
-    #[arg(long, default_value = "headers")]
-    pub chunker: Chunker,
+    /// How to read the paths: auto (a folder holding corpus.jsonl, queries.jsonl and
+    /// qrels/ is a BEIR dataset, anything else files), files, or beir (every path a
+    /// BEIR folder: each passage of its corpus.jsonl one chunk, id its `_id`, header
+    /// path its title).
+    #[arg(long, default_value_t = InputFormat::Auto)]
+    pub format: InputFormat,
+    /// How to split documents: headers (markdown sections; the default), window, or
+    /// none. BEIR passages are never split.
+    #[arg(long)]
+    pub chunker: Option<Chunker>,
     /// Window size in characters (window chunker; default from config, 500).
     #[arg(long)]
     pub window_size: Option<usize>,
@@ -40,12 +49,18 @@ pub struct IngestArgs {
 }
 
 pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
+    if args.format == InputFormat::Beir
+        && (args.chunker.is_some() || args.window_size.is_some() || args.window_overlap.is_some())
+    {
+        bail!("--format beir makes each passage one chunk: drop --chunker and the window flags");
+    }
     let req = IngestRequest {
         paths: args.paths,
-        chunker: args.chunker,
+        chunker: args.chunker.unwrap_or_default(),
         window_size: args.window_size,
         window_overlap: args.window_overlap,
         follow_symlinks: args.follow_symlinks,
+        format: args.format,
     };
     let bar = progress_bar("reading files");
     let summary = ingest(ctx, &req, &on_progress(&bar)).await;

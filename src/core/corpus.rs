@@ -16,6 +16,9 @@ pub enum DocFormat {
     Html,
     /// One JSONL record; its text may contain markdown headers.
     Record,
+    /// One passage of a BEIR corpus: one chunk whatever the chunker (never split, even
+    /// at a markdown header), its header path the title.
+    Passage,
 }
 
 /// One document to chunk: a file, or one JSONL record.
@@ -33,6 +36,61 @@ pub struct SourceDoc {
     pub origin: String,
     /// Extra string metadata (front matter, JSONL fields).
     pub metadata: BTreeMap<String, String>,
+}
+
+impl SourceDoc {
+    /// A BEIR passage read from `origin` (`FILE:LINE`): document id = `_id` (so the
+    /// chunk id is the `_id` too), no topic, no metadata.
+    pub fn passage(p: super::beir::Passage, origin: String) -> Self {
+        Self {
+            id: p.id,
+            title: p.title,
+            topic: None,
+            format: DocFormat::Passage,
+            text: p.text,
+            origin,
+            metadata: BTreeMap::new(),
+        }
+    }
+}
+
+/// How `raglab ingest` reads the paths it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputFormat {
+    /// A folder holding `corpus.jsonl`, `queries.jsonl` and `qrels/` is read as BEIR;
+    /// every other path as files.
+    #[default]
+    Auto,
+    /// raglab's own inputs: markdown, text, HTML and JSONL record files, and folders
+    /// of them.
+    Files,
+    /// Every path is a BEIR folder; only its `corpus.jsonl` is read.
+    Beir,
+}
+
+impl std::fmt::Display for InputFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::Files => "files",
+            Self::Beir => "beir",
+        })
+    }
+}
+
+impl std::str::FromStr for InputFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "files" => Ok(Self::Files),
+            "beir" => Ok(Self::Beir),
+            other => Err(format!(
+                "unknown input format `{other}` (expected auto, files or beir)"
+            )),
+        }
+    }
 }
 
 /// Limits applied before a file is accepted.

@@ -6,6 +6,7 @@ pub mod abstention;
 pub mod agreement;
 pub mod annotation;
 pub mod answer;
+pub mod beir;
 pub mod blinding;
 pub mod candidates;
 pub mod chunk;

@@ -10,6 +10,7 @@ mod common;
 
 mod abstention;
 mod annotation;
+mod beir;
 mod blind_views;
 mod compare_runs;
 mod data_safety;

@@ -3,9 +3,11 @@
 //! Three strategies: markdown headers (default; each chunk carries its header
 //! path, which is prepended to the text that gets indexed), fixed character windows
 //! (500 characters with 50 overlapping by default) and `none` (one chunk per document or JSONL record).
+//! A BEIR passage is one chunk whatever the chunker, its header path the title.
 //! Ids depend only on the input, never on run order or machine:
 //! headers `DOC#SLUG` (slug of the section header, `-2`, `-3`... for repeats, `top` for
-//! text before the first header), windows `DOC@BYTE`, none: the document/record id.
+//! text before the first header), windows `DOC@BYTE`, none and BEIR passages: the
+//! document/record/passage id.
 
 pub mod markdown;
 
@@ -185,6 +187,9 @@ pub fn chunk_document(doc: &SourceDoc, chunker: Chunker) -> Vec<Chunk> {
             token_model: None,
         }
     };
+    if doc.format == DocFormat::Passage {
+        return passage_chunk(doc, make);
+    }
     match chunker {
         Chunker::None => {
             let body = if doc.format == DocFormat::Markdown {
@@ -225,6 +230,26 @@ pub fn chunk_document(doc: &SourceDoc, chunker: Chunker) -> Vec<Chunk> {
         }
         Chunker::Window { size, overlap } => window_chunks(doc, size, overlap, make),
     }
+}
+
+/// A BEIR passage's one chunk: its trimmed text under its title (the header path),
+/// id the passage id. A passage with a title and no text is still a chunk (BEIR
+/// ranks it by its title); one with neither gives none.
+fn passage_chunk(
+    doc: &SourceDoc,
+    make: impl Fn(String, Vec<String>, usize, usize, usize) -> Chunk,
+) -> Vec<Chunk> {
+    let (s, e) = trim_range(&doc.text, 0, doc.text.len());
+    let title = doc.title.trim();
+    if s == e && title.is_empty() {
+        return Vec::new();
+    }
+    let path = if title.is_empty() {
+        Vec::new()
+    } else {
+        vec![title.to_string()]
+    };
+    vec![make(doc.id.clone(), path, s, e, 0)]
 }
 
 fn window_chunks(

@@ -139,6 +139,48 @@ fn none_chunker_uses_the_document_id() {
     );
 }
 
+/// A BEIR passage is one chunk under every chunker, never split at a header, its
+/// header path the title, its id the passage id; without a title its header path is
+/// empty; with neither title nor text it gives no chunk.
+#[test]
+fn a_passage_is_one_chunk_whatever_the_chunker() {
+    let doc = SourceDoc {
+        format: DocFormat::Passage,
+        title: "Measles".into(),
+        ..md("CDC_QA-1-2", "\n# Not a header here\nText.\n")
+    };
+    for chunker in [Chunker::Headers, Chunker::None, Chunker::DEFAULT_WINDOW] {
+        assert_eq!(
+            summary(&chunk_document(&doc, chunker)),
+            vec![(
+                "CDC_QA-1-2".into(),
+                "Measles".into(),
+                "# Not a header here\nText.".into()
+            )],
+            "{chunker}"
+        );
+    }
+    let untitled = SourceDoc {
+        title: String::new(),
+        ..doc.clone()
+    };
+    let c = chunk_document(&untitled, Chunker::Headers);
+    assert!(c[0].header_path.is_empty());
+    assert_eq!(c[0].indexed_text(), "\n\n# Not a header here\nText.");
+    let title_only = SourceDoc {
+        text: " \n".into(),
+        ..doc.clone()
+    };
+    let c = chunk_document(&title_only, Chunker::Headers);
+    assert_eq!((c.len(), c[0].text.as_str()), (1, ""));
+    assert_eq!(c[0].indexed_text(), "Measles\n\n");
+    let empty = SourceDoc {
+        title: String::new(),
+        ..title_only
+    };
+    assert!(chunk_document(&empty, Chunker::Headers).is_empty());
+}
+
 #[test]
 fn windows_overlap_and_track_char_boundaries() {
     let text = "é".repeat(12); // 2 bytes per char

@@ -48,9 +48,17 @@ pub fn read_jsonl_ignoring<T: DeserializeOwned>(
     )
 }
 
-/// The TREC qrels file at `path` (`qid 0 docid rel`).
+/// The qrels file at `path`: TREC's four columns (`qid 0 docid rel`), or BEIR's three
+/// (`query-id corpus-id score`, its header line skipped) when its first line has three.
 pub fn read_qrels(path: &Path) -> Result<HashMap<String, Qrel>> {
-    crate::core::trec::parse_qrels(&read_text(path)?)
+    use crate::core::beir;
+    let text = read_text(path)?;
+    if beir::is_beir_qrels(&text) {
+        return beir::parse_qrels(&text).map_err(|line| {
+            anyhow::anyhow!("{}:{line}: expected {}", path.display(), beir::QRELS_SHAPE)
+        });
+    }
+    crate::core::trec::parse_qrels(&text)
         .map_err(|line| anyhow::anyhow!("{}:{line}: expected `qid 0 docid rel`", path.display()))
 }
 
@@ -89,11 +97,27 @@ fn parse_jsonl_ignoring<T: DeserializeOwned>(
     what: &str,
     ignored: &[&str],
 ) -> Result<Vec<T>> {
+    Ok(parse_jsonl_numbered(text, origin, what, ignored)?
+        .into_iter()
+        .map(|(_, record)| record)
+        .collect())
+}
+
+/// [`parse_jsonl`] keeping each record's 1-based line number, for checks across
+/// records (a duplicate id names both lines); fields `ignored` are dropped first.
+pub fn parse_jsonl_numbered<T: DeserializeOwned>(
+    text: &str,
+    origin: &str,
+    what: &str,
+    ignored: &[&str],
+) -> Result<Vec<(usize, T)>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            parse_record(l, ignored).with_context(|| format!("{origin}:{}: not {what}", i + 1))
+            parse_record(l, ignored)
+                .map(|record| (i + 1, record))
+                .with_context(|| format!("{origin}:{}: not {what}", i + 1))
         })
         .collect()
 }

@@ -1,5 +1,5 @@
-//! Ingestion: read files and folders, chunk every document, and store the chunks in
-//! one atomic lance commit (re-ingesting a document replaces its chunks).
+//! Ingestion: read files, folders and BEIR corpora, chunk every document, and store
+//! the chunks in one atomic lance commit (re-ingesting a document replaces its chunks).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -9,7 +9,8 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::core::chunk::{Chunker, chunk_document};
-use crate::core::corpus::InputLimits;
+use crate::core::corpus::{InputFormat, InputLimits};
+use crate::service::base::beir::{is_beir_folder, read_corpus};
 use crate::service::base::{Context, Progress};
 use crate::store::chunks::ChunkStore;
 use crate::store::sources::{SourceSet, collect_files, read_file};
@@ -27,6 +28,9 @@ pub struct IngestRequest {
     /// Follow symbolic links found inside folders (paths named on the command line are
     /// always read).
     pub follow_symlinks: bool,
+    /// Which paths are BEIR folders (each passage of their corpus one chunk, whatever
+    /// the chunker).
+    pub format: InputFormat,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -64,17 +68,25 @@ fn resolve_chunker(ctx: &Context, req: &IngestRequest) -> Result<Chunker> {
     Ok(chunker)
 }
 
-/// Read, chunk and store; `progress` gets (files read, files). Bad inputs are
-/// reported in the summary and the rest is still ingested.
-pub async fn ingest(
-    ctx: &Context,
-    req: &IngestRequest,
-    progress: Progress<'_>,
-) -> Result<IngestSummary> {
-    let chunker = resolve_chunker(ctx, req)?;
-    let started = Instant::now();
+/// Read every input: BEIR folders strictly (a bad line is an error, nothing is
+/// ingested), files leniently (a bad file or record is reported and skipped);
+/// `progress` gets (inputs read, inputs), a BEIR folder counting as one.
+fn read_inputs(req: &IngestRequest, progress: Progress<'_>) -> Result<SourceSet> {
+    let (beir, paths): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        req.paths.iter().partition(|p| match req.format {
+            InputFormat::Beir => true,
+            InputFormat::Files => false,
+            InputFormat::Auto => is_beir_folder(p),
+        });
     let mut set = SourceSet::default();
-    let files = collect_files(&req.paths, req.follow_symlinks, &mut set.skipped);
+    let paths: Vec<PathBuf> = paths.into_iter().cloned().collect();
+    let files = collect_files(&paths, req.follow_symlinks, &mut set.skipped);
+    let total = beir.len() + files.len();
+    for (i, dir) in beir.iter().enumerate() {
+        set.docs.extend(read_corpus(dir, InputLimits::default())?);
+        set.files_seen += 1;
+        progress(i + 1, total);
+    }
     let mut seen_records = HashMap::new();
     for (i, (root, path)) in files.iter().enumerate() {
         read_file(
@@ -84,8 +96,21 @@ pub async fn ingest(
             &mut seen_records,
             &mut set,
         );
-        progress(i + 1, files.len());
+        progress(beir.len() + i + 1, total);
     }
+    Ok(set)
+}
+
+/// Read, chunk and store; `progress` gets (files read, files). Bad inputs are
+/// reported in the summary and the rest is still ingested.
+pub async fn ingest(
+    ctx: &Context,
+    req: &IngestRequest,
+    progress: Progress<'_>,
+) -> Result<IngestSummary> {
+    let chunker = resolve_chunker(ctx, req)?;
+    let started = Instant::now();
+    let mut set = read_inputs(req, progress)?;
     set.dedupe_ids();
 
     let mut chunks = Vec::new();

@@ -41,8 +41,8 @@ pub use report::{
 };
 pub use retrieval::{
     AbstentionReport, BestAlpha, DEFAULT_BATCH, EvalSeconds, LAST_FAILURES, MedianCosines,
-    MethodResult, RetrievalEval, RetrievalReport, ShardSummary, SweepPoint, abstention_sweep,
-    evaluate_retrieval, last_failures, rank_shard,
+    MethodResult, QuerySet, RetrievalEval, RetrievalReport, ShardSummary, SweepPoint,
+    abstention_sweep, evaluate_retrieval, last_failures, rank_shard,
 };
 pub use saved::{LAST_MCQA, LAST_RETRIEVAL, LAST_SCORES, Saved};
 pub use significance::{

@@ -30,13 +30,25 @@ use crate::store::lists::{self as lists_store, ListsRow};
 /// the Query pane's `n` / `p`.
 pub const LAST_FAILURES: &str = "eval/last-failures.json";
 
+/// Where the questions and their relevance judgements come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuerySet {
+    /// raglab's JSONL questions `{id, text, relevant: [chunk ids], topic?}`; a qrels
+    /// file (TREC's `qid 0 docid rel` or BEIR's `query-id corpus-id score`), when
+    /// given, overrides their `relevant`.
+    Questions {
+        file: PathBuf,
+        qrels: Option<PathBuf>,
+    },
+    /// A BEIR folder: the queries of `queries.jsonl` that `qrels/SPLIT.tsv` judges,
+    /// with its graded judgements.
+    Beir { dir: PathBuf, split: String },
+}
+
 /// What to evaluate.
 #[derive(Debug, Clone)]
 pub struct RetrievalEval {
-    /// JSONL questions `{id, text, relevant: [chunk ids], topic?}`.
-    pub queries: PathBuf,
-    /// TREC qrels (`qid 0 docid rel`), overriding `relevant` in the queries file.
-    pub qrels: Option<PathBuf>,
+    pub queries: QuerySet,
     pub methods: Vec<Method>,
     /// The sparse sides hybrid and linear fuse with (each is evaluated).
     pub sparse: Vec<Sparse>,
@@ -70,8 +82,10 @@ pub const DEFAULT_BATCH: &str = "retrieval";
 impl RetrievalEval {
     pub fn new(queries: PathBuf) -> Self {
         Self {
-            queries,
-            qrels: None,
+            queries: QuerySet::Questions {
+                file: queries,
+                qrels: None,
+            },
             methods: vec![Method::Bm25, Method::Tfidf, Method::Dense, Method::Hybrid],
             sparse: vec![Sparse::Bm25],
             alpha_sweep: false,
@@ -197,12 +211,18 @@ pub struct RetrievalReport {
     pub seconds: EvalSeconds,
 }
 
-/// Read the questions and their relevance judgements (the qrels file wins over the
+/// Read the questions and their relevance judgements (a qrels file wins over the
 /// questions' `relevant`).
 fn read_queries(req: &RetrievalEval) -> Result<(Vec<Question>, HashMap<String, Qrel>)> {
-    let queries = read_questions(&req.queries)?;
+    let (file, qrels_file) = match &req.queries {
+        QuerySet::Questions { file, qrels } => (file, qrels),
+        QuerySet::Beir { dir, split } => {
+            return crate::service::base::beir::read_queries(dir, split);
+        }
+    };
+    let queries = read_questions(file)?;
     let mut qrels: HashMap<String, Qrel> = HashMap::new();
-    if let Some(path) = &req.qrels {
+    if let Some(path) = qrels_file {
         qrels = crate::service::base::read_qrels(path)?;
     } else {
         for q in &queries {
@@ -761,32 +781,87 @@ fn write_phase(
     } = *ranked;
     let fail_k = req.k.iter().copied().max().unwrap_or(10);
     let groups = Groups::new(r, queries, qrels);
-    let record = |c: &RunConfig| EvalConfig {
-        method: c.method,
-        sparse: c.method.uses_alpha().then_some(c.sparse),
-        alpha: c.method.uses_alpha().then_some(c.alpha),
-        embedding_model: ranked.model_name.clone().filter(|_| c.method.needs_dense()),
-        corpus: match req.variant {
-            crate::core::variant::Variant::Full => ctx.workspace.location(),
-            v => format!("{} ({})", ctx.workspace.location(), v.paper_name()),
-        },
-        chunks: r.chunks.len(),
-        depth: req.depth,
-    };
     let head = headline(configs);
-    let mut results = Vec::new();
-    let mut failed = Vec::new();
-    // Every configuration's failures go to the failures file (each carries its
-    // configuration), so the TUI's browser filters them by method.
-    let mut all_failed = Vec::new();
-    let mut head_counts = (0, 0);
+    let scored = results_phase(ctx, req, ranked, &groups, configs, passed, (head, fail_k));
+    let failures_file = write_failures(ctx, &scored.all_failed)?;
+    let (by_topic, by_target_length, breakdown_method) = head
+        .and_then(|i| scored.results.get(i))
+        .map(|h| {
+            (
+                h.by_topic.clone(),
+                h.by_target_length.clone(),
+                h.label.clone(),
+            )
+        })
+        .unwrap_or_else(|| {
+            let (t, l) = groups.breakdowns(&[]);
+            (t, l, "-".into())
+        });
+    Ok(RetrievalReport {
+        queries: queries.len(),
+        evaluated: scored.head_counts.0,
+        dropped_without_relevant: queries
+            .iter()
+            .filter(|q| judged(qrels, &q.id).is_none())
+            .count(),
+        dropped_empty_results: scored.head_counts.1,
+        missing_targets: ranked.missing_targets.clone(),
+        embedding_model: ranked.model_name.clone(),
+        variant: req.variant,
+        summarised: r.summarised,
+        depth: req.depth,
+        results: scored.results,
+        best_alpha: best,
+        breakdown_method,
+        by_topic,
+        by_target_length,
+        failed: scored.head_failed,
+        failure_cutoff: fail_k,
+        failures_file,
+        per_query_file: req.per_query.clone(),
+        seconds,
+        alpha_sweep: sweep,
+    })
+}
+
+/// What the configurations' results are: each one's result, the headline's failures
+/// and its counts (queries evaluated, judged queries it retrieved nothing for), and
+/// every configuration's failures for the failures file.
+struct Results {
+    results: Vec<MethodResult>,
+    head_failed: Vec<FailedQuestion>,
+    all_failed: Vec<FailedQuestion>,
+    head_counts: (usize, usize),
+}
+
+/// Each configuration's means, breakdowns and failures at cut-off `fail_k`; `head`
+/// is the headline configuration's index.
+fn results_phase(
+    ctx: &Context,
+    req: &RetrievalEval,
+    ranked: &Ranked<'_>,
+    groups: &Groups<'_>,
+    configs: &[RunConfig],
+    passed: Passed,
+    (head, fail_k): (Option<usize>, usize),
+) -> Results {
+    let (queries, qrels) = (ranked.queries, ranked.qrels);
+    let mut out = Results {
+        results: Vec::new(),
+        head_failed: Vec::new(),
+        // Every configuration's failures go to the failures file (each carries its
+        // configuration), so the TUI's browser filters them by method.
+        all_failed: Vec::new(),
+        head_counts: (0, 0),
+    };
     let runs = configs.iter().zip(passed.outcomes).zip(passed.run_files);
     for (i, ((c, o), run_file)) in runs.enumerate() {
         let empty = empty_of(queries, qrels, &o);
-        let fails = groups.failed(qrels, &o, &empty, fail_k, &record(c));
+        let config = eval_config(ctx, req, ranked, c);
+        let fails = groups.failed(qrels, &o, &empty, fail_k, &config);
         let (by_topic, by_target_length) = groups.breakdowns(&o);
         let at = mean_at_k(&o, &req.k);
-        results.push(MethodResult {
+        out.results.push(MethodResult {
             method: c.method.to_string(),
             sparse: c.method.uses_alpha().then_some(c.sparse),
             alpha: c.method.uses_alpha().then_some(c.alpha),
@@ -801,50 +876,33 @@ fn write_phase(
             by_target_length,
         });
         if Some(i) == head {
-            failed = fails.clone();
-            head_counts = (o.len(), empty.len());
+            out.head_failed = fails.clone();
+            out.head_counts = (o.len(), empty.len());
         }
-        all_failed.extend(fails);
+        out.all_failed.extend(fails);
     }
-    let failures_file = write_failures(ctx, &all_failed)?;
-    let (by_topic, by_target_length, breakdown_method) = head
-        .and_then(|i| results.get(i))
-        .map(|h| {
-            (
-                h.by_topic.clone(),
-                h.by_target_length.clone(),
-                h.label.clone(),
-            )
-        })
-        .unwrap_or_else(|| {
-            let (t, l) = groups.breakdowns(&[]);
-            (t, l, "-".into())
-        });
-    Ok(RetrievalReport {
-        queries: queries.len(),
-        evaluated: head_counts.0,
-        dropped_without_relevant: queries
-            .iter()
-            .filter(|q| judged(qrels, &q.id).is_none())
-            .count(),
-        dropped_empty_results: head_counts.1,
-        missing_targets: ranked.missing_targets.clone(),
-        embedding_model: ranked.model_name.clone(),
-        variant: req.variant,
-        summarised: r.summarised,
+    out
+}
+
+/// The configuration a failure is recorded with: method, fusion, model, corpus.
+fn eval_config(
+    ctx: &Context,
+    req: &RetrievalEval,
+    ranked: &Ranked<'_>,
+    c: &RunConfig,
+) -> EvalConfig {
+    EvalConfig {
+        method: c.method,
+        sparse: c.method.uses_alpha().then_some(c.sparse),
+        alpha: c.method.uses_alpha().then_some(c.alpha),
+        embedding_model: ranked.model_name.clone().filter(|_| c.method.needs_dense()),
+        corpus: match req.variant {
+            crate::core::variant::Variant::Full => ctx.workspace.location(),
+            v => format!("{} ({})", ctx.workspace.location(), v.paper_name()),
+        },
+        chunks: ranked.r.chunks.len(),
         depth: req.depth,
-        results,
-        best_alpha: best,
-        breakdown_method,
-        by_topic,
-        by_target_length,
-        failed,
-        failure_cutoff: fail_k,
-        failures_file,
-        per_query_file: req.per_query.clone(),
-        seconds,
-        alpha_sweep: sweep,
-    })
+    }
 }
 
 /// The retriever that ranks for `req`: indexes current, dense vectors present when a
@@ -933,38 +991,60 @@ async fn gather(
         .filter(|id| !by_qid.contains_key(id))
         .collect();
     if !missing.is_empty() {
-        let counts: std::collections::BTreeSet<u32> = rows
-            .iter()
-            .filter_map(|r| r.shard.parse::<Shard>().ok())
-            .map(Shard::count)
-            .collect();
-        let shards: std::collections::BTreeSet<String> = match counts.iter().next() {
-            Some(&n) if counts.len() == 1 => missing
-                .iter()
-                .map(|id| format!("{}/{n}", Shard::of(id, n)))
-                .collect(),
-            _ => std::collections::BTreeSet::new(),
-        };
-        bail!(
-            "batch `{}`: {} of {} queries have no ranked lists (first: {}){}; run those shards first",
-            req.batch,
-            missing.len(),
-            queries.len(),
-            missing[0],
-            if shards.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    ", missing shards {}",
-                    shards.into_iter().collect::<Vec<_>>().join(", ")
-                )
-            }
-        );
+        return Err(missing_lists(req, queries.len(), &missing, &rows));
     }
     let used: Vec<&ListsRow> = queries.iter().map(|q| by_qid[q.id.as_str()]).collect();
+    check_rows(req, &used, chunks)?;
+    let model = used.first().and_then(|f| f.embedding_model.clone());
+    Ok((
+        used.iter().map(|r| (r.qid.clone(), r.lists())).collect(),
+        model,
+    ))
+}
+
+/// The error for queries the shards left without lists: how many, the first, and
+/// the shards to run when every stored row came from one shard count.
+fn missing_lists(
+    req: &RetrievalEval,
+    queries: usize,
+    missing: &[&str],
+    rows: &[ListsRow],
+) -> anyhow::Error {
+    let counts: std::collections::BTreeSet<u32> = rows
+        .iter()
+        .filter_map(|r| r.shard.parse::<Shard>().ok())
+        .map(Shard::count)
+        .collect();
+    let shards: std::collections::BTreeSet<String> = match counts.iter().next() {
+        Some(&n) if counts.len() == 1 => missing
+            .iter()
+            .map(|id| format!("{}/{n}", Shard::of(id, n)))
+            .collect(),
+        _ => std::collections::BTreeSet::new(),
+    };
+    anyhow::anyhow!(
+        "batch `{}`: {} of {} queries have no ranked lists (first: {}){}; run those shards first",
+        req.batch,
+        missing.len(),
+        queries,
+        missing[0],
+        if shards.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", missing shards {}",
+                shards.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        }
+    )
+}
+
+/// Every row used was ranked as this merge asks (depth, ANN search), over the corpus
+/// as it is now, and with one embedding model.
+fn check_rows(req: &RetrievalEval, used: &[&ListsRow], chunks: usize) -> Result<()> {
     let first = used.first().copied();
-    for row in &used {
-        let want_ann = req.ann_nprobes.map(|n| n as u64);
+    let want_ann = req.ann_nprobes.map(|n| n as u64);
+    for row in used {
         if row.depth != req.depth as u64 || row.ann_nprobes != want_ann {
             bail!(
                 "batch `{}`: query {} was ranked {} deep{}, this merge asks for {} deep{}",
@@ -996,11 +1076,7 @@ async fn gather(
             );
         }
     }
-    let model = first.and_then(|f| f.embedding_model.clone());
-    Ok((
-        used.iter().map(|r| (r.qid.clone(), r.lists())).collect(),
-        model,
-    ))
+    Ok(())
 }
 
 /// Write the failed questions where the TUI finds them (whole or not at all: a

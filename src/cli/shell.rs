@@ -29,8 +29,16 @@ pub struct ManArgs {
 pub fn completions(args: &CompletionsArgs) -> Result<()> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), "raglab", &mut script);
-    std::io::Write::write_all(&mut std::io::stdout(), &script)?;
-    Ok(())
+    to_stdout(&script)
+}
+
+/// Write to stdout; a reader that stops early (`| head`) ends raglab quietly with the
+/// status of a broken pipe, as every other printing command does.
+fn to_stdout(bytes: &[u8]) -> Result<()> {
+    match std::io::Write::write_all(&mut std::io::stdout(), bytes) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        other => Ok(other?),
+    }
 }
 
 /// Print raglab.1, or write every page into `args.out`.
@@ -39,8 +47,7 @@ pub fn man(args: &ManArgs) -> Result<()> {
         None => {
             let mut page = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut page)?;
-            std::io::Write::write_all(&mut std::io::stdout(), &page)?;
-            Ok(())
+            to_stdout(&page)
         }
         Some(dir) => write_pages(dir),
     }

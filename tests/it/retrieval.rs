@@ -393,27 +393,42 @@ fn sample_search_and_evaluation() {
         assert_eq!(n, *failed, "{label}");
     }
     assert_eq!(all.len() as u64, per_label.values().sum::<u64>());
-    let recorded: Vec<&serde_json::Value> = all
+    // Checked in full: the failures of the configuration that fails most (on the
+    // rebuilt sample the headline hybrid fails none; BM25 misses a few targets).
+    let worst = out["results"]
+        .as_array()
+        .expect("results")
         .iter()
-        .filter(|f| label_of(f) == head["label"].as_str().expect("label"))
-        .collect();
-    assert!(!recorded.is_empty());
-    assert!(!recorded.is_empty());
+        .max_by_key(|r| r["failed"].as_u64().unwrap_or(0))
+        .expect("a configuration");
+    assert!(
+        worst["failed"].as_u64().is_some_and(|n| n > 0),
+        "no configuration fails a question: {per_label:?}"
+    );
+    let worst_label = worst["label"].as_str().expect("label");
+    let recorded: Vec<&serde_json::Value> =
+        all.iter().filter(|f| label_of(f) == worst_label).collect();
+    assert_eq!(
+        recorded.len() as u64,
+        worst["failed"].as_u64().expect("failed")
+    );
     let ws = env.workspace().display().to_string();
-    let hybrid_ranks = per_query_rank(head["label"].as_str().expect("label"));
+    let worst_ranks = per_query_rank(worst_label);
     for f in recorded {
         let c = &f["config"];
-        assert_eq!(c["method"], "hybrid", "{f}");
-        assert_eq!(c["sparse"], "bm25", "{f}");
-        assert_eq!(c["alpha"], head["alpha"], "{f}");
-        assert_eq!(c["embedding_model"], model, "{f}");
+        assert_eq!(c["method"], worst["method"], "{f}");
+        assert_eq!(c["sparse"], worst["sparse"], "{f}");
+        assert_eq!(c["alpha"], worst["alpha"], "{f}");
+        if c["method"] != "bm25" && c["method"] != "tfidf" {
+            assert_eq!(c["embedding_model"], model, "{f}");
+        }
         assert_eq!(c["corpus"].as_str(), Some(ws.as_str()), "{f}");
         let qid = f["id"].as_str().expect("id").to_string();
         let best = f["relevant"]
             .as_array()
             .expect("relevant")
             .iter()
-            .filter_map(|t| hybrid_ranks[&(qid.clone(), t.as_str().expect("t").to_string())])
+            .filter_map(|t| worst_ranks[&(qid.clone(), t.as_str().expect("t").to_string())])
             .min();
         assert_eq!(f["rank"].as_u64(), best.map(|r| r as u64), "{f}");
     }

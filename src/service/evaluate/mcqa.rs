@@ -355,10 +355,14 @@ pub fn answer_locally(
 }
 
 /// Greedy sampling with room for [`mcqa::choice_schema`]'s object (`{"answer": "B"}`).
+/// The grammar a server makes of the schema lets whitespace runs stand between the
+/// object's tokens, and SmolLM2 was seen to spend 16 tokens before the closing brace
+/// (`{\n  "answer"\n    : "B"\n`, cut, unreadable); the grammar ends the reply at the
+/// brace, so a larger cap costs nothing on a well-behaved reply.
 fn endpoint_sampling() -> Sampling {
     Sampling {
         temperature: 0.0,
-        max_tokens: 16,
+        max_tokens: 64,
         ..Sampling::default()
     }
 }

@@ -153,6 +153,29 @@ impl Endpoint {
         root: &str,
         text: &str,
     ) -> Result<Vec<Part>, EndpointError> {
+        // A template's pieces repeat from one prompt to the next: cut each text once.
+        if let Some(parts) = self.lock_splits().get(text) {
+            return Ok(parts.clone());
+        }
+        let parts = self.find_control_tokens(root, text).await?;
+        self.lock_splits().insert(text.to_string(), parts.clone());
+        Ok(parts)
+    }
+
+    fn lock_splits(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Vec<Part>>> {
+        self.splits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// [`Self::split_at_control_tokens`] without the cache.
+    async fn find_control_tokens(
+        &self,
+        root: &str,
+        text: &str,
+    ) -> Result<Vec<Part>, EndpointError> {
         let with = self.tokenize_pieces(root, text).await?;
         let plain = self.tokenize(root, text, false, false).await?;
         if with.iter().map(|(id, _)| *id).eq(plain.iter().copied()) {
@@ -275,7 +298,8 @@ impl Endpoint {
 }
 
 /// Trusted text between control tokens, or one control token.
-enum Part {
+#[derive(Debug, Clone)]
+pub(super) enum Part {
     Text(String),
     Control(u64),
 }

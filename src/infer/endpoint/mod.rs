@@ -206,6 +206,10 @@ pub struct Endpoint {
     dialect: std::sync::Arc<std::sync::OnceLock<Dialect>>,
     /// Which token ids are control tokens on this server, as found so far.
     controls: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u64, bool>>>,
+    /// Trusted prompt pieces already cut at their control tokens (by text).
+    splits: std::sync::Arc<
+        std::sync::Mutex<std::collections::HashMap<String, Vec<llama_server::Part>>>,
+    >,
 }
 
 impl Endpoint {
@@ -219,6 +223,7 @@ impl Endpoint {
             client,
             dialect: Default::default(),
             controls: Default::default(),
+            splits: Default::default(),
         })
     }
 

@@ -173,7 +173,8 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCmd {
-    /// Per-stage hybrid query latency (p50/p95) and alpha-sweep cost.
+    /// Per-stage hybrid query latency (p50/p95) and alpha-sweep cost, on the workspace
+    /// or on a synthetic workspace of N chunks (`--synthetic N`).
     Retrieval(bench::BenchArgs),
     /// Generation tokens/s: raglab's wall clock against llama.cpp's own counters.
     Generate(bench::GenBenchArgs),

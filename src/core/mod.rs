@@ -32,6 +32,7 @@ pub mod significance;
 pub mod signing;
 pub mod stats;
 pub mod summary;
+pub mod synthetic;
 pub mod text;
 pub mod trec;
 pub mod variant;

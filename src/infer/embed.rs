@@ -95,6 +95,17 @@ impl Embedder {
         v.pop().ok_or(InferError::WorkerGone)
     }
 
+    /// Several queries in one request to the worker (an evaluation's block of
+    /// queries), each with the query prefix.
+    pub fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.embed(
+            texts
+                .iter()
+                .map(|t| format!("{}{t}", self.query_prefix))
+                .collect(),
+        )
+    }
+
     pub fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         self.embed(
             texts

@@ -1,212 +1,542 @@
-//! Exact dense top-k: a blocked copy of the vectors scanned by a SIMD dot kernel
-//! into a k-sized heap.
+//! Exact dense top-k: an int8 copy of the vectors scanned with SIMD, then every row
+//! whose score could still reach the top k rescored in f32.
 //!
-//! **Same scores, bit for bit, as the scalar scan.** A row's score is
-//! `row.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()`: products added one
-//! after another from `-0.0` (the neutral element std's `Sum` for `f32` starts
-//! from), each product and each sum rounded to f32 (Rust never fuses them into an
-//! FMA). Vectorising *along* a row would change that order; here the vector lanes
-//! run *across* rows instead: rows are stored in panels of [`LANES`] rows, column
-//! after column (`panel[j * LANES + lane] = row[lane][j]`), and lane `l` of the
-//! accumulator adds `row[l][j] * q[j]` for `j = 0, 1, ...` in order, exactly the
-//! scalar sum of row `l`. Padding lanes of the last panel are zeros and never read
-//! back.
+//! **The f32 score is the truth.** A row's score is
+//! `row.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()` ([`exact_score`]):
+//! products added one after another from `-0.0`, each product and sum rounded to f32
+//! (Rust never fuses them into an FMA). The answer of [`Quantised::top_k`] is the
+//! `k` best rows by that score (by `f32::total_cmp`, then by key), exactly those of a
+//! full f32 scan and sort, with the same score bits.
 //!
-//! **Same order.** The heap keeps the k best by (score by `f32::total_cmp`, then
-//! chunk id), larger first, which is the total order the full sort used: so its k
-//! rows, sorted, are the full sort's first k.
+//! **Why int8 first.** The scan is bound by memory bandwidth: an int8 copy is a
+//! quarter of the f32 bytes (384 MB instead of 1.5 GB at 1M x 384), and integer dot
+//! products are exact, so the kernel's result does not depend on the order it adds in.
 //!
-//! **Speed.** With AVX2 (detected at run time) a panel's 32 lanes are four 8-lane
-//! registers with four independent add chains; the scan streams the panels once
-//! and is bound by memory bandwidth. Scores are written per tile of
-//! [`TILE_PANELS`] panels into a stack buffer, so a query allocates only its heap.
+//! **Why the pre-scan loses nothing.** Row `r` is stored as `s_r * q_r` (per-row
+//! scale `s_r = max|x| / 127`, `q_r` in `[-127, 127]`), the query as `s_q * q_q`; the
+//! approximate score is `a_r = s_r * s_q * (q_r . q_q)`. With the rounding errors
+//! `e_r = x_r - s_r q_r` and `e_q`, the real dot product differs from `a_r` by
+//! `s_r q_r . e_q + e_r . s_q q_q + e_r . e_q`, each term bounded by Cauchy-Schwarz
+//! (or by max-error times L1 norm, whichever is smaller), and the f32 score differs
+//! from the real dot product by at most `gamma_n |x| |y|` (`gamma_n = n u / (1 - n u)`,
+//! `u = 2^-24`). [`Quantised`] keeps the largest of each per-row quantity, so one bound
+//! `B` per query holds for every row: `|f_r - a_r| <= B`. Let `T` be the k-th largest
+//! `a_r`. At least k rows have `f_r >= T - B`, so the k-th best f32 score is
+//! `>= T - B`, and every row of the true top k has `a_r >= f_r - B >= T - 2B`. The
+//! scan keeps exactly those rows as candidates and rescores them in f32. A set with a
+//! non-finite value, or a query with one, takes the plain f32 scan instead.
+//!
+//! **Layout.** Rows sit in panels of [`LANES`] (8) rows; a panel stores, for each
+//! group of 4 dimensions, the 4 bytes of row 0, then of row 1, ... (32 bytes, one
+//! AVX2 register). A register's eight 32-bit lanes are then eight rows, and each
+//! group adds `x[4g..4g+4] . q[4g..4g+4]` into its row's lane with one
+//! `maddubs`/`madd` pair: no horizontal sums. Padding dimensions and rows are zeros.
+//!
+//! **Threads.** One query's scan splits its panels over the machine's cores once the
+//! set is large enough for a thread's start-up (tens of microseconds) to vanish.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-/// Rows per panel (four AVX2 registers of eight f32 lanes).
-pub const LANES: usize = 32;
+/// Rows per panel: the eight 32-bit lanes of an AVX2 register.
+pub const LANES: usize = 8;
 
-/// Panels scored per call of the kernel (2,048 rows, 8 KiB of scores).
-const TILE_PANELS: usize = 64;
+/// Dimensions per group: four bytes of a row in one 32-bit lane.
+const GROUP: usize = 4;
 
-/// The vectors in panel layout: `ceil(rows / LANES)` panels of `dim * LANES` floats.
-#[derive(Debug, Clone, Default)]
-pub struct Panels {
-    dim: usize,
-    rows: usize,
-    data: Vec<f32>,
+/// Panels scored per call of the kernel (4,096 rows, 16 KiB of sums).
+const TILE_PANELS: usize = 512;
+
+/// Below this many rows one thread scans the whole set (start-up would cost more
+/// than the split saves).
+const PARALLEL_ROWS: usize = 200_000;
+
+/// The f32 score of one row: the sum every search's answer is defined by.
+#[inline]
+pub fn exact_score(row: &[f32], query: &[f32]) -> f32 {
+    row.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()
 }
 
-impl Panels {
-    /// Panels of the row-major `rows` (`rows.len() / dim` rows of `dim` floats).
+/// Round-off of an n-term f32 dot product relative to `sum |x_i y_i|`.
+fn gamma(n: usize) -> f64 {
+    let nu = n as f64 * f64::from(f32::EPSILON) / 2.0;
+    nu / (1.0 - nu).max(f64::MIN_POSITIVE)
+}
+
+/// One vector quantised to int8 with its scale and the sizes the error bound needs.
+struct QuantRow {
+    scale: f32,
+    /// `max_j |x_j - s q_j|`.
+    max_error: f64,
+    /// `|x - s q|_2`.
+    error_norm: f64,
+    /// `sum_j |s q_j|`.
+    abs_sum: f64,
+    /// `|s q|_2`.
+    quant_norm: f64,
+    /// `|x|_2`.
+    norm: f64,
+}
+
+/// Quantise `x` into `out` (same length); `None` if `x` holds a non-finite value.
+fn quantise(x: &[f32], out: &mut [i8]) -> Option<QuantRow> {
+    if x.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let max = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let scale = max / 127.0;
+    let (mut max_error, mut err2, mut abs_sum, mut q2, mut n2) = (0.0f64, 0.0, 0.0, 0.0, 0.0);
+    for (o, &v) in out.iter_mut().zip(x) {
+        let q = if scale > 0.0 {
+            (v / scale).round().clamp(-127.0, 127.0)
+        } else {
+            0.0
+        };
+        *o = q as i8;
+        let deq = f64::from(scale) * f64::from(q);
+        let e = (f64::from(v) - deq).abs();
+        max_error = max_error.max(e);
+        err2 += e * e;
+        abs_sum += deq.abs();
+        q2 += deq * deq;
+        n2 += f64::from(v) * f64::from(v);
+    }
+    Some(QuantRow {
+        scale,
+        max_error,
+        error_norm: err2.sqrt(),
+        abs_sum,
+        quant_norm: q2.sqrt(),
+        norm: n2.sqrt(),
+    })
+}
+
+/// The largest of each per-row quantity over the whole set.
+#[derive(Debug, Clone, Copy, Default)]
+struct Maxima {
+    max_error: f64,
+    error_norm: f64,
+    abs_sum: f64,
+    quant_norm: f64,
+    norm: f64,
+}
+
+impl Maxima {
+    fn take(&mut self, r: &QuantRow) {
+        self.max_error = self.max_error.max(r.max_error);
+        self.error_norm = self.error_norm.max(r.error_norm);
+        self.abs_sum = self.abs_sum.max(r.abs_sum);
+        self.quant_norm = self.quant_norm.max(r.quant_norm);
+        self.norm = self.norm.max(r.norm);
+    }
+
+    /// `B`: a bound on `|f_r - a_r|` for every row against query `q` (module notes),
+    /// with a relative margin for the f64 arithmetic and for `a_r`'s own f32 rounding.
+    fn bound(&self, q: &QuantRow, dim: usize) -> f64 {
+        let rows_times_query_error =
+            (self.quant_norm * q.error_norm).min(self.abs_sum * q.max_error);
+        let query_times_rows_error =
+            (q.quant_norm * self.error_norm).min(q.abs_sum * self.max_error);
+        let both_errors =
+            (self.error_norm * q.error_norm).min(dim as f64 * self.max_error * q.max_error);
+        let float_sum = gamma(dim) * self.norm * q.norm;
+        // `a_r` is computed as f32 `s_r * (sum as f32)`, then times `s_q` in f64: at most
+        // three f32 roundings of a value no larger than `|s_r q_r| |s_q q_q|`.
+        let approx_rounding = 4.0 * f64::from(f32::EPSILON) * self.quant_norm * q.quant_norm;
+        (rows_times_query_error + query_times_rows_error + both_errors)
+            .max(0.0)
+            .mul_add(1.0 + 1e-6, float_sum + approx_rounding)
+            * (1.0 + 1e-6)
+    }
+}
+
+/// The int8 copy of a set of row-major f32 vectors, in panel layout.
+#[derive(Debug, Clone, Default)]
+pub struct Quantised {
+    dim: usize,
+    groups: usize,
+    rows: usize,
+    /// `ceil(rows / LANES)` panels of `groups * LANES * GROUP` bytes.
+    panels: Vec<i8>,
+    /// `s_r` of each row.
+    scales: Vec<f32>,
+    maxima: Maxima,
+    /// A row holds a non-finite value: every search takes the f32 scan.
+    f32_only: bool,
+}
+
+/// How one search went: for the bench and its figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Rows rescored in f32 after the int8 pre-scan.
+    pub rescored: usize,
+    /// The int8 pre-scan was skipped (non-finite values or an all-zero query).
+    pub f32_scan: bool,
+}
+
+impl Quantised {
+    /// The int8 panels of `row_major` (`row_major.len() / dim` rows of `dim` floats).
     pub fn new(row_major: &[f32], dim: usize) -> Self {
         if dim == 0 {
             return Self::default();
         }
         let rows = row_major.len() / dim;
-        let panel_len = dim * LANES;
-        let mut data = vec![0.0f32; rows.div_ceil(LANES) * panel_len];
+        let groups = dim.div_ceil(GROUP);
+        let panel_len = groups * LANES * GROUP;
+        let mut panels = vec![0i8; rows.div_ceil(LANES) * panel_len];
+        let mut scales = Vec::with_capacity(rows);
+        let mut maxima = Maxima::default();
+        let mut f32_only = false;
+        let mut q = vec![0i8; groups * GROUP];
         for (r, row) in row_major.chunks_exact(dim).enumerate() {
-            let panel = &mut data[(r / LANES) * panel_len..][..panel_len];
+            let Some(info) = quantise(row, &mut q[..dim]) else {
+                f32_only = true;
+                scales.push(0.0);
+                continue;
+            };
+            maxima.take(&info);
+            scales.push(info.scale);
+            let panel = &mut panels[(r / LANES) * panel_len..][..panel_len];
             let lane = r % LANES;
-            for (col, &x) in panel.chunks_exact_mut(LANES).zip(row) {
-                col[lane] = x;
+            for (g, four) in q.chunks_exact(GROUP).enumerate() {
+                panel[(g * LANES + lane) * GROUP..][..GROUP].copy_from_slice(four);
             }
         }
-        Self { dim, rows, data }
+        Self {
+            dim,
+            groups,
+            rows,
+            panels,
+            scales,
+            maxima,
+            f32_only,
+        }
     }
 
     pub fn rows(&self) -> usize {
         self.rows
     }
 
-    /// Score of every row (in row order) against `query`, passed to `visit` tile by
-    /// tile as `(first row, scores)`; scores past the last row are padding and cut.
-    pub fn scan(&self, query: &[f32], mut visit: impl FnMut(usize, &[f32])) {
-        if self.dim == 0 {
-            return;
-        }
-        let tile_len = TILE_PANELS * LANES * self.dim;
-        let mut scores = [0.0f32; TILE_PANELS * LANES];
-        for (t, tile) in self.data.chunks(tile_len).enumerate() {
-            let panels = tile.len() / (LANES * self.dim);
-            let out = &mut scores[..panels * LANES];
-            dots(tile, self.dim, query, out);
-            let first = t * TILE_PANELS * LANES;
-            let live = self.rows.saturating_sub(first).min(out.len());
-            visit(first, &out[..live]);
-        }
+    /// Bytes of the int8 copy a query's scan reads.
+    pub fn scanned_bytes(&self) -> usize {
+        self.panels.len()
     }
 
-    /// The `k` best rows by (score, then `key` of the row), best first, with scores.
+    /// The `k` best rows of `row_major` (the f32 vectors this copy was made from) by
+    /// (exact f32 score by `total_cmp`, then `key` of the row), best first, with their
+    /// scores, and how the search went.
     pub fn top_k<'a, K>(
         &self,
+        row_major: &[f32],
         query: &[f32],
         k: usize,
         key: impl Fn(usize) -> &'a K,
-    ) -> Vec<(f32, usize)>
+    ) -> (Vec<(f32, usize)>, ScanStats)
     where
         K: Ord + ?Sized + 'a,
     {
-        if k == 0 {
-            return Vec::new();
+        if k == 0 || self.rows == 0 {
+            return (Vec::new(), ScanStats::default());
         }
-        let mut heap: BinaryHeap<Reverse<Entry<'a, K>>> = BinaryHeap::with_capacity(k + 1);
-        self.scan(query, |first, scores| {
-            for (i, &score) in scores.iter().enumerate() {
+        let mut qq = vec![0i8; self.groups * GROUP];
+        let q_info = if self.f32_only || query.len() != self.dim {
+            None
+        } else {
+            quantise(query, &mut qq[..self.dim]).filter(|q| q.scale > 0.0)
+        };
+        let Some(q_info) = q_info else {
+            let all: Vec<usize> = (0..self.rows).collect();
+            let stats = ScanStats {
+                rescored: self.rows,
+                f32_scan: true,
+            };
+            return (rescore(row_major, self.dim, query, &all, k, &key), stats);
+        };
+        let bound = self.maxima.bound(&q_info, self.dim);
+        let quantised_query = QueryBytes::new(&qq);
+        // In units of `s_r * (q_r . q_q)`, the scan's own numbers: `a_r / s_q`.
+        let window = 2.0 * bound / f64::from(q_info.scale);
+        let panels = self.rows.div_ceil(LANES);
+        let parts = if self.rows >= PARALLEL_ROWS {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+        } else {
+            1
+        };
+        let per_part = panels.div_ceil(parts);
+        let scans: Vec<PartScan> = if parts == 1 {
+            vec![self.scan_part(&quantised_query, 0..panels, k, window)]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..parts)
+                    .map(|p| {
+                        let range = (p * per_part).min(panels)..((p + 1) * per_part).min(panels);
+                        let q = &quantised_query;
+                        s.spawn(move || self.scan_part(q, range, k, window))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            })
+        };
+        // The k-th largest approximate score over every part.
+        let mut best: Vec<f32> = scans.iter().flat_map(|s| s.best.iter().copied()).collect();
+        let threshold = if best.len() < k {
+            f64::NEG_INFINITY
+        } else {
+            let (_, kth, _) = best.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+            f64::from(*kth)
+        };
+        let candidates: Vec<usize> = scans
+            .iter()
+            .flat_map(|s| s.candidates.iter())
+            .filter(|&&(v, _)| f64::from(v) >= threshold - window)
+            .map(|&(_, r)| r as usize)
+            .collect();
+        let stats = ScanStats {
+            rescored: candidates.len(),
+            f32_scan: false,
+        };
+        (
+            rescore(row_major, self.dim, query, &candidates, k, &key),
+            stats,
+        )
+    }
+
+    /// The pre-scan of `panels`: the k largest approximate scores seen and every row
+    /// within `window` of the k-th largest at the time it was seen (a superset of
+    /// those within `window` of the final k-th largest, which only grows).
+    fn scan_part(
+        &self,
+        query: &QueryBytes,
+        panels: std::ops::Range<usize>,
+        k: usize,
+        window: f64,
+    ) -> PartScan {
+        let panel_len = self.groups * LANES * GROUP;
+        let mut best: BinaryHeap<Reverse<OrdF32>> = BinaryHeap::with_capacity(k + 1);
+        let mut candidates: Vec<(f32, u32)> = Vec::new();
+        let mut prune_at = 4 * k + 1024;
+        let mut sums = vec![0i32; TILE_PANELS * LANES];
+        let mut panel = panels.start;
+        while panel < panels.end {
+            let n = (panels.end - panel).min(TILE_PANELS);
+            let bytes = &self.panels[panel * panel_len..(panel + n) * panel_len];
+            let out = &mut sums[..n * LANES];
+            dots(bytes, self.groups, query, out);
+            let first = panel * LANES;
+            let live = self.rows.saturating_sub(first).min(out.len());
+            for (i, &sum) in out[..live].iter().enumerate() {
                 let row = first + i;
-                if heap.len() < k {
-                    heap.push(Reverse(Entry {
-                        score,
-                        key: key(row),
-                        row,
-                    }));
-                    continue;
+                let v = self.scales[row] * sum as f32;
+                let floor = match best.peek() {
+                    Some(Reverse(w)) if best.len() >= k => f64::from(w.0),
+                    _ => f64::NEG_INFINITY,
+                };
+                if f64::from(v) >= floor - window {
+                    candidates.push((v, row as u32));
                 }
-                let Some(Reverse(worst)) = heap.peek() else {
-                    continue;
-                };
-                // Most rows lose on the score alone: the key is read only on a tie.
-                let wins = match score.total_cmp(&worst.score) {
-                    Ordering::Greater => true,
-                    Ordering::Less => false,
-                    Ordering::Equal => key(row) > worst.key,
-                };
-                if wins {
-                    heap.pop();
-                    heap.push(Reverse(Entry {
-                        score,
-                        key: key(row),
-                        row,
-                    }));
+                if best.len() < k {
+                    best.push(Reverse(OrdF32(v)));
+                } else if f64::from(v) > floor {
+                    best.pop();
+                    best.push(Reverse(OrdF32(v)));
                 }
             }
-        });
-        // Ascending `Reverse`: best entry first.
-        heap.into_sorted_vec()
-            .into_iter()
-            .map(|Reverse(e)| (e.score, e.row))
-            .collect()
+            if candidates.len() > prune_at
+                && let Some(Reverse(w)) = best.peek()
+                && best.len() >= k
+            {
+                let floor = f64::from(w.0) - window;
+                candidates.retain(|&(v, _)| f64::from(v) >= floor);
+                prune_at = prune_at.max(2 * candidates.len());
+            }
+            panel += n;
+        }
+        PartScan {
+            best: best.into_iter().map(|Reverse(v)| v.0).collect(),
+            candidates,
+        }
     }
 }
 
-/// A row in the heap, ordered by (score by `total_cmp`, key): greater is better.
-struct Entry<'a, K: ?Sized> {
-    score: f32,
-    key: &'a K,
-    row: usize,
+/// What one part of a scan found.
+struct PartScan {
+    best: Vec<f32>,
+    candidates: Vec<(f32, u32)>,
 }
 
-impl<K: Ord + ?Sized> Ord for Entry<'_, K> {
+/// An f32 ordered by `total_cmp` (approximate scores are finite: never NaN).
+#[derive(Debug, Clone, Copy)]
+struct OrdF32(f32);
+
+impl Ord for OrdF32 {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.score
-            .total_cmp(&other.score)
-            .then_with(|| self.key.cmp(other.key))
+        self.0.total_cmp(&other.0)
     }
 }
-
-impl<K: Ord + ?Sized> PartialOrd for Entry<'_, K> {
+impl PartialOrd for OrdF32 {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-
-impl<K: Ord + ?Sized> PartialEq for Entry<'_, K> {
+impl PartialEq for OrdF32 {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
+impl Eq for OrdF32 {}
 
-impl<K: Ord + ?Sized> Eq for Entry<'_, K> {}
-
-/// Dot products of whole panels (`out.len() / LANES` of them) with `query`, on the
-/// widest instruction set this CPU has.
-fn dots(panels: &[f32], dim: usize, query: &[f32], out: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    avx2::dots(panels, dim, query, out);
-    #[cfg(not(target_arch = "x86_64"))]
-    dots_portable(panels, dim, query, out);
+/// The quantised query as the kernel reads it: per group of four dimensions, the
+/// four bytes as one i32 and their absolute values as another.
+struct QueryBytes {
+    bytes: Vec<i32>,
+    abs_bytes: Vec<i32>,
 }
 
-/// The kernel: lane `l` of a panel sums `row[l][j] * q[j]` for `j` in order from
-/// `-0.0`, the scalar sum of that row (see the module notes).
-#[inline(always)]
-fn dots_portable(panels: &[f32], dim: usize, query: &[f32], out: &mut [f32]) {
-    for (panel, out) in panels
-        .chunks_exact(dim * LANES)
-        .zip(out.as_chunks_mut::<LANES>().0)
-    {
-        let mut acc = [-0.0f32; LANES];
-        for (col, &q) in panel.as_chunks::<LANES>().0.iter().zip(query) {
-            for (a, &x) in acc.iter_mut().zip(col) {
-                *a += x * q;
-            }
+impl QueryBytes {
+    fn new(q: &[i8]) -> Self {
+        let pack = |f: &dyn Fn(i8) -> i8| -> Vec<i32> {
+            q.chunks_exact(GROUP)
+                .map(|four| {
+                    i32::from_le_bytes([
+                        f(four[0]) as u8,
+                        f(four[1]) as u8,
+                        f(four[2]) as u8,
+                        f(four[3]) as u8,
+                    ])
+                })
+                .collect()
+        };
+        QueryBytes {
+            bytes: pack(&|b| b),
+            abs_bytes: pack(&|b| b.abs()),
         }
-        *out = acc;
     }
 }
 
-/// The same kernel compiled for AVX2, behind a safe function that only calls it
-/// where the CPU has AVX2.
+/// Exact f32 scores of `rows`, and the `k` best by (score, key), best first.
+fn rescore<'a, K>(
+    row_major: &[f32],
+    dim: usize,
+    query: &[f32],
+    rows: &[usize],
+    k: usize,
+    key: &impl Fn(usize) -> &'a K,
+) -> Vec<(f32, usize)>
+where
+    K: Ord + ?Sized + 'a,
+{
+    let mut scored: Vec<(f32, usize)> = Vec::with_capacity(rows.len());
+    // Eight rows at a time: eight independent sums, each added in the scalar order.
+    for eight in rows.chunks(8) {
+        let mut acc = [-0.0f32; 8];
+        let starts: Vec<&[f32]> = eight
+            .iter()
+            .map(|&r| &row_major[r * dim..(r + 1) * dim])
+            .collect();
+        for (j, &q) in query.iter().enumerate().take(dim) {
+            for (a, row) in acc.iter_mut().zip(&starts) {
+                *a += row[j] * q;
+            }
+        }
+        scored.extend(acc.iter().zip(eight).map(|(&s, &r)| (s, r)));
+    }
+    let by = |a: &(f32, usize), b: &(f32, usize)| {
+        b.0.total_cmp(&a.0).then_with(|| key(b.1).cmp(key(a.1)))
+    };
+    if k < scored.len() {
+        scored.select_nth_unstable_by(k, by);
+        scored.truncate(k);
+    }
+    scored.sort_by(by);
+    scored
+}
+
+/// Integer dot products of whole panels (`out.len() / LANES` of them) with the query,
+/// on the widest instruction set this CPU has. Integer sums are exact, so every
+/// kernel gives the same numbers.
+fn dots(panels: &[i8], groups: usize, query: &QueryBytes, out: &mut [i32]) {
+    #[cfg(target_arch = "x86_64")]
+    avx2::dots(panels, groups, query, out);
+    #[cfg(not(target_arch = "x86_64"))]
+    dots_portable(panels, groups, query, out);
+}
+
+/// The kernel without SIMD: lane `l` of a panel sums `x[l][j] * q[j]` over every
+/// dimension.
+fn dots_portable(panels: &[i8], groups: usize, query: &QueryBytes, out: &mut [i32]) {
+    let panel_len = groups * LANES * GROUP;
+    for (panel, out) in panels
+        .chunks_exact(panel_len)
+        .zip(out.chunks_exact_mut(LANES))
+    {
+        let mut acc = [0i32; LANES];
+        for (g, lanes) in panel.chunks_exact(LANES * GROUP).enumerate() {
+            let q = query.bytes[g].to_le_bytes();
+            for (a, x) in acc.iter_mut().zip(lanes.chunks_exact(GROUP)) {
+                *a += x
+                    .iter()
+                    .zip(q)
+                    .map(|(&x, q)| i32::from(x) * i32::from(q as i8))
+                    .sum::<i32>();
+            }
+        }
+        out.copy_from_slice(&acc);
+    }
+}
+
+/// The kernel with AVX2 intrinsics, behind a safe function that only calls it where
+/// the CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx2 {
+    use super::{GROUP, LANES, QueryBytes};
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi32, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16,
+        _mm256_set1_epi16, _mm256_set1_epi32, _mm256_setzero_si256, _mm256_sign_epi8,
+        _mm256_storeu_si256,
+    };
+
     /// Panel dot products with AVX2, or the portable kernel where AVX2 is missing.
-    pub fn dots(panels: &[f32], dim: usize, query: &[f32], out: &mut [f32]) {
+    pub fn dots(panels: &[i8], groups: usize, query: &QueryBytes, out: &mut [i32]) {
         if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: `dots_avx2` is safe code (the portable kernel, bounds checked)
-            // compiled with AVX2 enabled; the only requirement a `target_feature`
-            // function adds is that the CPU supports the feature, checked just above.
-            unsafe { dots_avx2(panels, dim, query, out) }
+            // SAFETY: the only requirement `dots_avx2` adds to a safe call is that the
+            // CPU supports AVX2, checked just above.
+            unsafe { dots_avx2(panels, groups, query, out) }
         } else {
-            super::dots_portable(panels, dim, query, out);
+            super::dots_portable(panels, groups, query, out);
         }
     }
 
+    /// Per group, `maddubs(|q|, sign(x, q))` multiplies `|q| * (x * sign q) = x * q`
+    /// byte by byte (unsigned times signed, as the instruction wants) and adds
+    /// neighbouring pairs into i16: at most `2 * 127 * 127 = 32,258`, so it never
+    /// saturates (quantised values lie in `[-127, 127]`, never -128). `madd` with ones
+    /// then adds the two pairs of each lane into i32.
     #[target_feature(enable = "avx2")]
-    fn dots_avx2(panels: &[f32], dim: usize, query: &[f32], out: &mut [f32]) {
-        super::dots_portable(panels, dim, query, out);
+    fn dots_avx2(panels: &[i8], groups: usize, query: &QueryBytes, out: &mut [i32]) {
+        let panel_len = groups * LANES * GROUP;
+        let ones = _mm256_set1_epi16(1);
+        let (q, qa) = (&query.bytes[..groups], &query.abs_bytes[..groups]);
+        for (panel, out) in panels
+            .chunks_exact(panel_len)
+            .zip(out.chunks_exact_mut(LANES))
+        {
+            let mut acc = _mm256_setzero_si256();
+            for ((lanes, &q4), &qa4) in panel.chunks_exact(LANES * GROUP).zip(q).zip(qa) {
+                // SAFETY: `lanes` is a slice of exactly 32 bytes (chunks_exact), the
+                // width of the unaligned load.
+                let x = unsafe { _mm256_loadu_si256(lanes.as_ptr().cast::<__m256i>()) };
+                let signed = _mm256_sign_epi8(x, _mm256_set1_epi32(q4));
+                let pairs = _mm256_maddubs_epi16(_mm256_set1_epi32(qa4), signed);
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
+            }
+            let out: &mut [i32; LANES] = out.try_into().unwrap_or_else(|_| unreachable!());
+            // SAFETY: `out` is exactly eight i32 (32 bytes), the width of the store.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast::<__m256i>(), acc) }
+        }
     }
 }
 
@@ -214,41 +544,69 @@ mod avx2 {
 mod tests {
     use super::*;
 
-    fn scalar(row: &[f32], q: &[f32]) -> f32 {
-        row.iter().zip(q).map(|(a, b)| a * b).sum::<f32>()
+    fn xorshift(s: &mut u64) -> f32 {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        ((*s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
     }
 
     #[test]
-    fn panel_scores_are_the_scalar_sums_bit_for_bit() {
-        let dim = 7;
-        let rows = 70; // three panels, the last one partly padding
-        let data: Vec<f32> = (0..rows * dim)
-            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 13.0)
-            .collect();
-        let q: Vec<f32> = (0..dim).map(|j| (j as f32 - 3.0) / 7.0).collect();
-        let p = Panels::new(&data, dim);
-        let mut got = Vec::new();
-        p.scan(&q, |first, s| {
-            assert_eq!(first, got.len());
-            got.extend_from_slice(s);
-        });
-        assert_eq!(got.len(), rows);
-        for (r, s) in got.iter().enumerate() {
-            let want = scalar(&data[r * dim..(r + 1) * dim], &q);
-            assert_eq!(s.to_bits(), want.to_bits(), "row {r}");
+    fn simd_and_portable_kernels_give_the_same_sums() {
+        let (dim, rows) = (37, 29); // a partial group and a partial panel
+        let mut s = 7u64;
+        let data: Vec<f32> = (0..rows * dim).map(|_| xorshift(&mut s)).collect();
+        let q: Vec<f32> = (0..dim).map(|_| xorshift(&mut s)).collect();
+        let set = Quantised::new(&data, dim);
+        let mut qq = vec![0i8; set.groups * GROUP];
+        quantise(&q, &mut qq[..dim]).expect("finite");
+        let query = QueryBytes::new(&qq);
+        let n = rows.div_ceil(LANES) * LANES;
+        let (mut a, mut b) = (vec![0; n], vec![0; n]);
+        dots(&set.panels, set.groups, &query, &mut a);
+        dots_portable(&set.panels, set.groups, &query, &mut b);
+        assert_eq!(a, b);
+        // And each sum is the plain integer dot product of the quantised vectors.
+        let mut qr = vec![0i8; dim];
+        for r in 0..rows {
+            quantise(&data[r * dim..(r + 1) * dim], &mut qr).expect("finite");
+            let want: i32 = qr
+                .iter()
+                .zip(&qq)
+                .map(|(&x, &y)| i32::from(x) * i32::from(y))
+                .sum();
+            assert_eq!(a[r], want, "row {r}");
         }
     }
 
-    /// A zero row against a query with negative parts: every product is `-0.0`, and
-    /// the scalar sum stays `-0.0` (std starts from `-0.0`), which `total_cmp` puts
-    /// below `+0.0`.
+    /// The bound holds on every row: `|f32 score - approximate score| <= B`.
     #[test]
-    fn negative_zero_sums_match() {
-        let data = vec![0.0, 0.0, 1.0, 0.0];
-        let q = vec![-1.0, -1.0];
-        let mut got = Vec::new();
-        Panels::new(&data, 2).scan(&q, |_, s| got.extend_from_slice(s));
-        assert_eq!(got[0].to_bits(), scalar(&data[..2], &q).to_bits());
-        assert!(got[0].is_sign_negative());
+    fn the_error_bound_holds_on_every_row() {
+        let (dim, rows) = (384, 3_000);
+        let mut s = 11u64;
+        let data: Vec<f32> = (0..rows * dim).map(|_| xorshift(&mut s)).collect();
+        let q: Vec<f32> = (0..dim).map(|_| xorshift(&mut s)).collect();
+        let set = Quantised::new(&data, dim);
+        let mut qq = vec![0i8; set.groups * GROUP];
+        let qi = quantise(&q, &mut qq[..dim]).expect("finite");
+        let bound = set.maxima.bound(&qi, dim);
+        let mut qr = vec![0i8; dim];
+        let mut worst = 0.0f64;
+        for r in 0..rows {
+            let row = &data[r * dim..(r + 1) * dim];
+            let ri = quantise(row, &mut qr).expect("finite");
+            let sum: i32 = qr
+                .iter()
+                .zip(&qq)
+                .map(|(&x, &y)| i32::from(x) * i32::from(y))
+                .sum();
+            let approx = f64::from(ri.scale * sum as f32) * f64::from(qi.scale);
+            let err = (f64::from(exact_score(row, &q)) - approx).abs();
+            worst = worst.max(err);
+        }
+        assert!(worst <= bound, "worst {worst} > bound {bound}");
+        // A bound far wider than the errors would rescore most rows: it stays within
+        // a small multiple of the worst error seen.
+        assert!(bound < 40.0 * worst, "bound {bound} vs worst {worst}");
     }
 }

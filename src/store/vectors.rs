@@ -17,7 +17,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lance::Dataset;
 use lance::dataset::WriteMode;
 
-use super::dense_scan::Panels;
+use super::dense_scan::{Quantised, ScanStats, exact_score};
 use super::workspace::Workspace;
 use super::{Result, StoreError};
 use crate::core::fusion::Scored;
@@ -58,9 +58,9 @@ pub struct VectorSet {
     pub hashes: Vec<String>,
     /// Row-major, `ids.len() * dim`, each row L2-normalised.
     pub data: Vec<f32>,
-    /// `data` in the scan's panel layout, built on the first search (a set is
-    /// replaced whole, never edited in place, once searched).
-    pub(crate) panels: OnceLock<Panels>,
+    /// `data` quantised to int8 in the scan's panel layout, built on the first search
+    /// (a set is replaced whole, never edited in place, once searched).
+    pub(crate) quantised: OnceLock<Quantised>,
 }
 
 impl VectorSet {
@@ -70,7 +70,7 @@ impl VectorSet {
             ids,
             hashes,
             data,
-            panels: OnceLock::new(),
+            quantised: OnceLock::new(),
         }
     }
 
@@ -88,45 +88,51 @@ impl VectorSet {
 
     /// Build the scan's copy of the vectors now rather than on the first search.
     pub fn prepare_search(&self) {
-        let _ = self.panels();
+        let _ = self.quantised();
     }
 
-    fn panels(&self) -> &Panels {
-        self.panels
-            .get_or_init(|| Panels::new(&self.data[..self.len() * self.dim], self.dim))
+    fn quantised(&self) -> &Quantised {
+        self.quantised
+            .get_or_init(|| Quantised::new(&self.data[..self.len() * self.dim], self.dim))
     }
 
     /// Exact cosine top-k (vectors and query are normalised, so cosine is the dot
     /// product), best first; equal scores by chunk id descending. The same scores and
-    /// order as [`VectorSet::search_scalar`], from the SIMD panel scan.
+    /// order as [`VectorSet::search_scalar`], from the int8 pre-scan and f32 rescoring.
     pub fn search(&self, query: &[f32], k: usize) -> Vec<Scored> {
-        if self.dim == 0 {
-            return self.search_scalar(query, k);
+        self.search_with_stats(query, k).0
+    }
+
+    /// [`VectorSet::search`] and how many rows it rescored in f32.
+    pub fn search_with_stats(&self, query: &[f32], k: usize) -> (Vec<Scored>, ScanStats) {
+        if self.dim == 0 || query.len() != self.dim {
+            return (self.search_scalar(query, k), ScanStats::default());
         }
-        self.panels()
-            .top_k(query, k, |i| self.ids[i].as_str())
+        let (top, stats) =
+            self.quantised()
+                .top_k(&self.data[..self.len() * self.dim], query, k, |i| {
+                    self.ids[i].as_str()
+                });
+        let hits = top
             .into_iter()
             .map(|(s, i)| Scored {
                 id: self.ids[i].clone(),
                 score: f64::from(s),
             })
-            .collect()
+            .collect();
+        (hits, stats)
+    }
+
+    /// Bytes of the int8 copy one search scans.
+    pub fn scanned_bytes(&self) -> usize {
+        self.quantised().scanned_bytes()
     }
 
     /// The plain scan [`VectorSet::search`] replaced, kept as its reference (tests and
     /// the `dense_scan` bench): one scalar dot product per row, all rows sorted.
     pub fn search_scalar(&self, query: &[f32], k: usize) -> Vec<Scored> {
         let mut scored: Vec<(f32, usize)> = (0..self.len())
-            .map(|i| {
-                (
-                    self.row(i)
-                        .iter()
-                        .zip(query)
-                        .map(|(a, b)| a * b)
-                        .sum::<f32>(),
-                    i,
-                )
-            })
+            .map(|i| (exact_score(self.row(i), query), i))
             .collect();
         let by = |a: &(f32, usize), b: &(f32, usize)| {
             b.0.total_cmp(&a.0)
@@ -424,6 +430,44 @@ impl VectorStore<'_> {
         Ok(partitions)
     }
 
+    /// Build (or rebuild) an IVF_PQ cosine index: `partitions` lists, product
+    /// quantisation with 8-dimension sub-vectors of 8 bits, k-means stopped after
+    /// `iterations`. For a million rows, where IVF_FLAT's lists are as large as the
+    /// vectors themselves; searches rescore a few times k rows in full
+    /// ([`AnnSearcher::search_refined`]) to win back what the codes lose.
+    pub async fn build_ivf_pq(
+        &self,
+        dim: usize,
+        partitions: usize,
+        iterations: usize,
+    ) -> Result<usize> {
+        use lance::index::DatasetIndexExt;
+        use lance::index::vector::VectorIndexParams;
+        let _guard = self.ws.lock_for_write(&self.name).await?;
+        let changes = self.ws.before_commit(&self.name);
+        let uri = self.ws.uri(&self.name);
+        let mut ds = self.ws.open_dataset(&self.name).await?;
+        let sub_vectors = if dim % 8 == 0 { dim / 8 } else { 1 };
+        let params = VectorIndexParams::ivf_pq(
+            partitions.max(1),
+            8,
+            sub_vectors.max(1),
+            lance_linalg::distance::MetricType::Cosine,
+            iterations.max(1),
+        );
+        ds.create_index(
+            &["vector"],
+            lance_index::IndexType::Vector,
+            Some(ANN_INDEX.into()),
+            &params,
+            true,
+        )
+        .await
+        .map_err(|e| StoreError::lance(&uri, e))?;
+        changes.make_durable().await?;
+        Ok(partitions)
+    }
+
     /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions
     /// read. Opens the dataset for this one search: many searches keep an
     /// [`AnnSearcher`] instead.
@@ -451,6 +495,19 @@ impl AnnSearcher {
     /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions
     /// read; equal scores by chunk id descending.
     pub async fn search(&self, query: &[f32], k: usize, nprobes: usize) -> Result<Vec<Scored>> {
+        self.search_refined(query, k, nprobes, None).await
+    }
+
+    /// [`AnnSearcher::search`], with the index's best `k * refine` rows rescored on
+    /// their full vectors before the top k is taken (an IVF_PQ index's codes are
+    /// approximate).
+    pub async fn search_refined(
+        &self,
+        query: &[f32],
+        k: usize,
+        nprobes: usize,
+        refine: Option<u32>,
+    ) -> Result<Vec<Scored>> {
         let uri = &self.uri;
         let q = Float32Array::from(query.to_vec());
         let mut scan = self.ds.scan();
@@ -458,6 +515,9 @@ impl AnnSearcher {
             .map_err(|e| StoreError::lance(uri, e))?
             .nprobes(nprobes)
             .distance_metric(lance_linalg::distance::MetricType::Cosine);
+        if let Some(r) = refine {
+            scan.refine(r);
+        }
         scan.project(&["chunk_id"])
             .map_err(|e| StoreError::lance(uri, e))?;
         let batch = scan
@@ -521,8 +581,8 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
-        /// The panel scan's top k is the scalar scan's: same ids, same order, same
-        /// scores bit for bit.
+        /// The int8 pre-scan with f32 rescoring gives the scalar scan's top k: same
+        /// ids, same order, same scores bit for bit.
         #[test]
         fn fast_scan_equals_the_scalar_scan((set, q, k) in case()) {
             let fast = set.search(&q, k);
@@ -537,7 +597,7 @@ mod tests {
 
     #[test]
     fn larger_sets_cross_tiles_and_panels() {
-        // 5,000 rows: three tiles of the kernel, the last panel partly padding.
+        // 5,000 rows: two tiles of the kernel, the last panel partly padding.
         let dim = 384;
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
@@ -553,6 +613,38 @@ mod tests {
         let q: Vec<f32> = (0..dim).map(|_| next()).collect();
         for k in [1, 10, 100, n, n + 1] {
             assert_eq!(set.search(&q, k), set.search_scalar(&q, k), "k = {k}");
+        }
+    }
+
+    /// A set large enough for the scan to split over threads (and so to merge the
+    /// parts' candidates), with many near ties: rows from a few bases plus tiny noise.
+    #[test]
+    fn a_split_scan_equals_the_scalar_scan() {
+        let (dim, n) = (16, 240_001);
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        let bases: Vec<Vec<f32>> = (0..5).map(|_| (0..dim).map(|_| next()).collect()).collect();
+        let data: Vec<f32> = (0..n)
+            .flat_map(|i| {
+                let noise = next() * 1e-4;
+                bases[i % 5]
+                    .iter()
+                    .map(move |x| x + noise)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let ids = (0..n).map(|i| format!("c{:06}", (i * 7919) % n)).collect();
+        let set = VectorSet::new(dim, ids, vec![String::new(); n], data);
+        let q: Vec<f32> = (0..dim).map(|_| next()).collect();
+        for k in [1, 10, 100, 1000] {
+            let (fast, stats) = set.search_with_stats(&q, k);
+            assert!(!stats.f32_scan);
+            assert_eq!(fast, set.search_scalar(&q, k), "k = {k}");
         }
     }
 }

@@ -44,6 +44,7 @@ mod shell;
 mod study_keys;
 mod study_tmux;
 mod suite_rules;
+mod synthetic_bench;
 mod terminal_safety;
 mod tui_annotate;
 mod tui_compare;

@@ -15,6 +15,7 @@ mod report;
 mod retrieval;
 mod saved;
 mod significance;
+mod synthetic;
 mod variants;
 
 pub use crate::core::mcqa::McqaRecord;
@@ -49,4 +50,5 @@ pub use significance::{
     CompareRequest, ComparisonReport, RunSummary, compare_last, compare_table, evaluate_runs,
     last_scores,
 };
+pub use synthetic::{SyntheticBench, bench_synthetic};
 pub use variants::{VariantBest, VariantsReport, evaluate_variants};

@@ -631,16 +631,22 @@ async fn rank_phase(
     Ok((r.model_name.clone(), r.has_dense()))
 }
 
-/// One block's lists in query order, ranked on two threads: while one query's text
-/// is with the embedding worker, the other thread runs its sparse and dense searches.
+/// One block's lists in query order: the block's query embeddings in one request to
+/// the embedding worker (which encodes several texts per model call), then the
+/// searches on two threads.
 fn rank_block(r: &Retriever, block: &[Question], depth: usize) -> Result<Vec<QueryLists>> {
-    let rank = |qs: &[Question]| -> Result<Vec<QueryLists>> {
-        qs.iter().map(|q| Ok(r.query(&q.text, depth)?.0)).collect()
+    let texts: Vec<String> = block.iter().map(|q| q.text.clone()).collect();
+    let vectors = r.embed_queries(&texts)?;
+    let vector = |i: usize| vectors.as_ref().and_then(|v| v.get(i)).map(Vec::as_slice);
+    let rank = |range: std::ops::Range<usize>| -> Result<Vec<QueryLists>> {
+        range
+            .map(|i| Ok(r.query_embedded(&block[i].text, vector(i), depth)?.0))
+            .collect()
     };
-    let (first, second) = block.split_at(block.len().div_ceil(2));
+    let half = block.len().div_ceil(2);
     let (a, b) = std::thread::scope(|s| {
-        let other = s.spawn(|| rank(second));
-        (rank(first), other.join())
+        let other = s.spawn(|| rank(half..block.len()));
+        (rank(0..half), other.join())
     });
     let mut lists = a?;
     lists.extend(b.map_err(|_| anyhow::anyhow!("a ranking thread panicked"))??);

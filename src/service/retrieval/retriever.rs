@@ -386,6 +386,31 @@ impl Retriever {
         self.query_with_dense(query, depth, None)
     }
 
+    /// The query embeddings of `texts` in one request to the embedding worker, or
+    /// `None` without an embedder or vectors (no dense lists then).
+    pub fn embed_queries(&self, texts: &[String]) -> Result<Option<Vec<Vec<f32>>>> {
+        match &self.embedder {
+            Some(e) if !self.vectors.is_empty() => Ok(Some(e.embed_queries(texts)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// [`Retriever::query`] with the query's embedding already computed (`None`: no
+    /// dense list), e.g. by [`Retriever::embed_queries`] for a block of queries.
+    pub fn query_embedded(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        depth: usize,
+    ) -> Result<(QueryLists, QueryTimings)> {
+        let s = Instant::now();
+        let dense = vector.map_or_else(Vec::new, |q| self.vectors.search(q, depth));
+        let dense_ms = s.elapsed().as_secs_f64() * 1e3;
+        let (lists, mut t) = self.query_with_dense(query, depth, Some(dense))?;
+        t.dense_ms = dense_ms;
+        Ok((lists, t))
+    }
+
     fn query_with_dense(
         &self,
         query: &str,

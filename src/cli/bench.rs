@@ -26,10 +26,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 200)]
     pub limit: usize,
     /// With --synthetic: IVF partitions probed by the ANN search, one row each.
-    #[arg(long, value_delimiter = ',', default_values_t = [10, 20, 40])]
+    #[arg(long, value_delimiter = ',', default_values_t = [5, 10, 20])]
     pub nprobes: Vec<usize>,
     /// With --synthetic: the ANN search rescores k x this many rows in full.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 40)]
     pub refine: u32,
     /// Threads for query embedding (the TUI uses 1).
     #[arg(long, default_value_t = 1)]

@@ -49,7 +49,7 @@ const TILE_PANELS: usize = 512;
 
 /// Below this many rows one thread scans the whole set (start-up would cost more
 /// than the split saves).
-const PARALLEL_ROWS: usize = 200_000;
+const PARALLEL_ROWS: usize = 65_536;
 
 /// The f32 score of one row: the sum every search's answer is defined by.
 #[inline]

@@ -183,10 +183,7 @@ fn parse_variant(s: &str) -> std::result::Result<crate::service::evaluate::Embed
         let (k, val) = part
             .split_once('=')
             .ok_or_else(|| format!("{part:?}: expected key=value"))?;
-        let num = || {
-            val.parse::<usize>()
-                .map_err(|e| format!("{k}={val}: {e}"))
-        };
+        let num = || val.parse::<usize>().map_err(|e| format!("{k}={val}: {e}"));
         match k {
             "model" => v.model = Some(PathBuf::from(val)),
             "seqs" => v.seqs = Some(num()?),

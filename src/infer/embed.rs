@@ -8,8 +8,17 @@
 //! Packing: one encode call holds up to [`EmbedConfig::batch_seqs`] sequences (one
 //! sequence id each, their pooled vectors read per id) and at most
 //! [`EmbedConfig::batch_tokens`] tokens. Texts are sorted by token length first, so a
-//! call holds texts of similar length; vectors come back in input order.
-//! MEASURED_RATIONALE
+//! call holds texts of similar length; vectors come back in input order, equal to
+//! one-at-a-time vectors to float rounding (`embed_reference::packed_...` checks it).
+//!
+//! Why packing only with 2+ threads (measured by `raglab bench embed`, variants
+//! interleaved, on PubMedQA abstracts of 242 tokens on average, 2 AVX2 cores shared
+//! with other builds, docs/figures.md): at 2 threads ggml's workers meet at a barrier
+//! after every graph node, and a call per text means a few hundred barriers per
+//! text; packing 8 texts (1,024 tokens) into a call ran 1.6-2.9x as many passages
+//! per second as one per call. At 1 thread there is no barrier to save, and the
+//! packed call's attention spans every token of the call (masked between
+//! sequences), so packing ran 0.81-0.94x: one text per call stays the rule there.
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
@@ -23,10 +32,12 @@ use super::embed_protocol::Request;
 pub use super::embed_protocol::{EmbedInfo, normalise};
 use super::{InferError, Result};
 
-/// Default for [`EmbedConfig::batch_seqs`] (see the module doc for the measurement).
-pub const DEFAULT_BATCH_SEQS: usize = 16;
-/// Default for [`EmbedConfig::batch_tokens`] (see the module doc for the measurement).
-pub const DEFAULT_BATCH_TOKENS: usize = 512;
+/// Sequences per encode call when [`EmbedConfig::batch_seqs`] is None and there are
+/// 2+ threads (see the module doc for the measurement).
+pub const DEFAULT_BATCH_SEQS: usize = 8;
+/// Default for [`EmbedConfig::batch_tokens`]: 8 sequences of 128 tokens, 4 of 256
+/// (measured faster than 16 sequences in 512 tokens at 2 threads).
+pub const DEFAULT_BATCH_TOKENS: usize = 1024;
 
 /// How to run an embedding model.
 #[derive(Debug, Clone)]
@@ -40,8 +51,9 @@ pub struct EmbedConfig {
     pub max_tokens: usize,
     pub threads: i32,
     /// Most sequences packed into one encode call (the context's `n_seq_max`); 1
-    /// encodes one text per call.
-    pub batch_seqs: usize,
+    /// encodes one text per call. None: [`DEFAULT_BATCH_SEQS`] with 2+ threads, 1 with
+    /// one thread (see the module doc).
+    pub batch_seqs: Option<usize>,
     /// Most tokens in one encode call (the context's micro-batch), raised to
     /// `max_tokens` if smaller so any single text fits.
     pub batch_tokens: usize,
@@ -58,7 +70,7 @@ impl EmbedConfig {
             document_prefix: String::new(),
             max_tokens: 256,
             threads: super::backend::default_threads(),
-            batch_seqs: DEFAULT_BATCH_SEQS,
+            batch_seqs: None,
             batch_tokens: DEFAULT_BATCH_TOKENS,
             n_gpu_layers: 0,
             endpoint: None,
@@ -267,9 +279,15 @@ struct Packing {
 }
 
 impl Packing {
-    /// At least one sequence, and room for one sequence of `max_tokens`.
+    /// At least one sequence, and room for one sequence of `max_tokens`; unset, packed
+    /// only where threads meet at barriers (see the module doc).
     fn of(cfg: &EmbedConfig, max_tokens: usize) -> Self {
-        let seqs = cfg.batch_seqs.clamp(1, 256);
+        let auto = if cfg.threads > 1 {
+            DEFAULT_BATCH_SEQS
+        } else {
+            1
+        };
+        let seqs = cfg.batch_seqs.unwrap_or(auto).clamp(1, 256);
         let tokens = if seqs == 1 {
             max_tokens
         } else {
@@ -321,7 +339,9 @@ fn embed_packed(
             let seq = i32::try_from(seq).unwrap_or(i32::MAX);
             for (p, t) in toks[i].iter().enumerate() {
                 let pos = i32::try_from(p).unwrap_or(i32::MAX);
-                batch.add(*t, pos, &[seq], true).map_err(|e| e.to_string())?;
+                batch
+                    .add(*t, pos, &[seq], true)
+                    .map_err(|e| e.to_string())?;
             }
         }
         ctx.clear_kv_cache();
@@ -353,7 +373,10 @@ mod tests {
 
     #[test]
     fn groups_sort_by_length_and_respect_both_limits() {
-        let pack = Packing { seqs: 3, tokens: 10 };
+        let pack = Packing {
+            seqs: 3,
+            tokens: 10,
+        };
         let lens = [5, 1, 4, 1, 2, 10, 1];
         let g = groups(&lens, pack);
         assert_eq!(g, vec![vec![1, 3, 6], vec![4, 2], vec![0], vec![5]]);
@@ -368,7 +391,10 @@ mod tests {
 
     #[test]
     fn one_sequence_per_call_keeps_every_text_alone() {
-        let pack = Packing { seqs: 1, tokens: 256 };
+        let pack = Packing {
+            seqs: 1,
+            tokens: 256,
+        };
         assert_eq!(groups(&[3, 2, 9], pack), vec![vec![1], vec![0], vec![2]]);
     }
 }

@@ -97,7 +97,7 @@ pub async fn bench_embed(ctx: &Context, req: &EmbedBench) -> Result<serde_json::
         if cfg.endpoint.is_some() {
             bail!("bench embed times in-process models: name a GGUF with model=PATH");
         }
-        cfg.batch_seqs = v.seqs.unwrap_or(cfg.batch_seqs);
+        cfg.batch_seqs = v.seqs.or(cfg.batch_seqs);
         cfg.batch_tokens = v.tokens.unwrap_or(cfg.batch_tokens);
         let e = Embedder::spawn(&cfg).with_context(|| format!("loading {}", v.label))?;
         embedders.push((cfg, e));
@@ -170,9 +170,10 @@ pub async fn bench_embed(ctx: &Context, req: &EmbedBench) -> Result<serde_json::
     let mut rows = Vec::new();
     for (v, (cfg, e)) in embedders.iter().enumerate() {
         let total: f64 = secs.iter().map(|r| r[v]).sum();
-        let rate = |s: f64| {
+        // Passages per second over `s` seconds in which they were embedded `times` times.
+        let rate = |s: f64, times: usize| {
             if s > 0.0 {
-                texts.len() as f64 / s
+                (texts.len() * times) as f64 / s
             } else {
                 0.0
             }
@@ -198,9 +199,9 @@ pub async fn bench_embed(ctx: &Context, req: &EmbedBench) -> Result<serde_json::
         rows.push(serde_json::json!({
             "label": req.variants[v].label,
             "model": e.info.name,
-            "seqs": cfg.batch_seqs, "tokens": cfg.batch_tokens, "threads": cfg.threads,
-            "chunks_per_s": rate(total),
-            "round_chunks_per_s": secs.iter().map(|r| rate(r[v])).collect::<Vec<_>>(),
+            "seqs": cfg.batch_seqs.unwrap_or(if cfg.threads > 1 { crate::infer::embed::DEFAULT_BATCH_SEQS } else { 1 }), "tokens": cfg.batch_tokens, "threads": cfg.threads,
+            "chunks_per_s": rate(total, secs.len()),
+            "round_chunks_per_s": secs.iter().map(|r| rate(r[v], 1)).collect::<Vec<_>>(),
             "round_ratio_to_first": ratios,
             "median_ratio_to_first": pct(&ratios, 0.5),
             "worst_cosine_to_first": match (&first[v], &first[0]) {

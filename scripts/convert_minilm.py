@@ -5,9 +5,11 @@ No torch needed: the PyPI packages `gguf`, `safetensors` and `numpy` are enough.
 The metadata and tensor names follow llama.cpp's own BERT conversion:
 architecture `bert`, mean pooling, non-causal attention, WordPiece vocabulary written in
 llama.cpp's "phantom space" form, token-type count 2, and the position/token-type
-embeddings kept in F32. 2-D weight matrices are stored as F16, everything else F32.
+embeddings kept in F32. 2-D weight matrices are stored as F16 (default) or Q8_0
+(`q8_0`: llama.cpp's 8-bit blocks of 32 with one F16 scale, quantised by the `gguf`
+package's numpy code), everything else F32.
 
-Usage: convert_minilm.py MODEL_DIR OUT.gguf
+Usage: convert_minilm.py MODEL_DIR OUT.gguf [f16|q8_0]
 """
 import json
 import sys
@@ -29,6 +31,9 @@ def phantom(token: str) -> str:
 
 def main() -> None:
     model_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
+    kind = sys.argv[3] if len(sys.argv) > 3 else "f16"
+    if kind not in ("f16", "q8_0"):
+        sys.exit(f"unknown weight type {kind!r}: f16 or q8_0")
     cfg = json.loads((model_dir / "config.json").read_text())
     pooling = json.loads((model_dir / "1_Pooling" / "config.json").read_text())
     if not pooling.get("pooling_mode_mean_tokens"):
@@ -48,7 +53,9 @@ def main() -> None:
     writer.add_layer_norm_eps(cfg["layer_norm_eps"])
     writer.add_causal_attention(False)
     writer.add_pooling_type(gguf.PoolingType.MEAN)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    writer.add_file_type(
+        gguf.LlamaFileType.MOSTLY_F16 if kind == "f16" else gguf.LlamaFileType.MOSTLY_Q8_0
+    )
 
     writer.add_tokenizer_model("bert")
     writer.add_token_list([phantom(t) for t in vocab])
@@ -84,6 +91,13 @@ def main() -> None:
             sys.exit(f"no GGUF name for tensor {hf_name}")
         data = data.astype(np.float32)
         if data.ndim == 2 and not name.startswith(keep_f32):
+            if kind == "q8_0":
+                qtype = gguf.GGMLQuantizationType.Q8_0
+                writer.add_tensor(
+                    name, gguf.quants.quantize(data, qtype), raw_dtype=qtype
+                )
+                written += 1
+                continue
             data = data.astype(np.float16)
         writer.add_tensor(name, data)
         written += 1

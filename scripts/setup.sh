@@ -187,6 +187,14 @@ if [ ! -s "$emb" ]; then
   "$venv/bin/python" scripts/convert_minilm.py "$src_dir" "$emb.part"
   mv "$emb.part" "$emb"
 fi
+# The same weights in Q8_0: an option (`--embed-model .../all-MiniLM-L6-v2.Q8_0.gguf`),
+# not the default; docs/figures.md has its speed and cosine against the reference.
+emb_q8="$models/all-MiniLM-L6-v2.Q8_0.gguf"
+if [ ! -s "$emb_q8" ]; then
+  say "converting all-MiniLM-L6-v2 to GGUF (Q8_0, optional)"
+  "$venv/bin/python" scripts/convert_minilm.py "$src_dir" "$emb_q8.part" q8_0
+  mv "$emb_q8.part" "$emb_q8"
+fi
 if [ ! -s "$ref" ]; then
   say "computing MiniLM reference embeddings (numpy, float64)"
   "$venv/bin/python" scripts/minilm_reference.py "$src_dir" "$ref.part"

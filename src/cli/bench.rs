@@ -225,3 +225,100 @@ pub async fn generate(ctx: &Context, args: GenBenchArgs) -> Result<()> {
     say!("time to first token {:.1} ms", f("ttft_ms"));
     Ok(())
 }
+
+#[derive(Debug, Args)]
+pub struct EmbedBenchArgs {
+    /// JSONL passages `{text, ...}` (e.g. a BEIR corpus.jsonl).
+    #[arg(long)]
+    pub texts: PathBuf,
+    /// Use at most this many passages (0: time queries only).
+    #[arg(long, default_value_t = 200)]
+    pub limit: usize,
+    /// Rounds; each embeds every passage once with each variant.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Passages per embed call (`raglab index` sends 16).
+    #[arg(long, default_value_t = 16)]
+    pub group: usize,
+    /// JSONL queries, embedded one at a time with each variant.
+    #[arg(long)]
+    pub queries: Option<PathBuf>,
+    #[arg(long, default_value_t = 200)]
+    pub query_limit: usize,
+    /// Reference vectors (`all-MiniLM-L6-v2.reference.json`): worst cosine per variant.
+    #[arg(long)]
+    pub reference: Option<PathBuf>,
+    /// `model=PATH,seqs=N,tokens=N,threads=N`, each part optional (defaults: the
+    /// configured model and packing, all cores); repeat it; the first is the baseline.
+    #[arg(long = "variant", value_parser = parse_variant, required = true)]
+    pub variants: Vec<crate::service::evaluate::EmbedVariant>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_variant(s: &str) -> std::result::Result<crate::service::evaluate::EmbedVariant, String> {
+    let mut v = crate::service::evaluate::EmbedVariant {
+        label: s.to_string(),
+        model: None,
+        seqs: None,
+        tokens: None,
+        threads: None,
+    };
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let (k, val) = part
+            .split_once('=')
+            .ok_or_else(|| format!("{part:?}: expected key=value"))?;
+        let num = || val.parse::<usize>().map_err(|e| format!("{k}={val}: {e}"));
+        match k {
+            "model" => v.model = Some(PathBuf::from(val)),
+            "seqs" => v.seqs = Some(num()?),
+            "tokens" => v.tokens = Some(num()?),
+            "threads" => v.threads = Some(i32::try_from(num()?).map_err(|e| e.to_string())?),
+            _ => return Err(format!("unknown key {k:?}: model, seqs, tokens or threads")),
+        }
+    }
+    Ok(v)
+}
+
+/// Embedding set-ups side by side: passages/s, query latency, cosines.
+pub async fn embed(ctx: &Context, args: EmbedBenchArgs) -> Result<()> {
+    let req = crate::service::evaluate::EmbedBench {
+        texts: args.texts,
+        limit: args.limit,
+        rounds: args.rounds.max(1),
+        group: args.group,
+        queries: args.queries,
+        query_limit: args.query_limit,
+        reference: args.reference,
+        variants: args.variants,
+    };
+    let out = crate::service::evaluate::bench_embed(ctx, &req).await?;
+    if args.json {
+        return print_json(&out);
+    }
+    say!(
+        "{} passages (mean {:.0} tokens, {} at the cap), {} per call, {} rounds; {} queries",
+        out["texts"],
+        out["mean_tokens"].as_f64().unwrap_or(0.0),
+        out["at_token_cap"],
+        out["group"],
+        out["rounds"],
+        out["queries"]
+    );
+    let opt = |x: &serde_json::Value| x.as_f64().map_or("-".into(), |c| format!("{c:.6}"));
+    for v in out["variants"].as_array().into_iter().flatten() {
+        let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+        say!(
+            "{:<40} {:>6.1} passages/s  x{:.2} (median of rounds)  cos>={}  query p50 {:.2} ms p95 {:.2} ms cos>={}  reference cos>={}",
+            v["label"].as_str().unwrap_or("-"),
+            f("chunks_per_s"),
+            f("median_ratio_to_first"),
+            opt(&v["worst_cosine_to_first"]),
+            f("query_p50_ms"),
+            f("query_p95_ms"),
+            opt(&v["query_worst_cosine_to_first"]),
+            opt(&v["reference_worst_cosine"]),
+        );
+    }
+    Ok(())
+}

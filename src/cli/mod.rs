@@ -178,6 +178,8 @@ pub enum BenchCmd {
     Retrieval(bench::BenchArgs),
     /// Generation tokens/s: raglab's wall clock against llama.cpp's own counters.
     Generate(bench::GenBenchArgs),
+    /// Embedding speed (passages/s, query latency) of several embedder set-ups, interleaved in one run.
+    Embed(bench::EmbedBenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -227,6 +229,9 @@ pub async fn run(
         Command::Bench {
             cmd: BenchCmd::Generate(args),
         } => bench::generate(ctx, args).await,
+        Command::Bench {
+            cmd: BenchCmd::Embed(args),
+        } => bench::embed(ctx, args).await,
         Command::Generate(args) => generate::generate(ctx, args).await,
         Command::Judge(args) => generate::run_judge(ctx, args).await,
         Command::Report {

@@ -6,7 +6,7 @@
 use crate::common;
 
 use raglab::config::DEFAULT_EMBED_MODEL;
-use raglab::infer::embed::{EmbedConfig, Embedder};
+use raglab::infer::embed::{DEFAULT_BATCH_SEQS, DEFAULT_BATCH_TOKENS, EmbedConfig, Embedder};
 
 #[test]
 fn minilm_gguf_matches_the_numpy_reference() {
@@ -99,4 +99,86 @@ fn missing_model_is_a_clear_error() {
         .err()
         .expect("must fail");
     assert!(err.to_string().contains("not a GGUF"), "{err}");
+}
+
+/// Cosine of two L2-normalised vectors, in f64.
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum()
+}
+
+/// Packing several sequences into one encode call must give each text the vector it
+/// gets alone. Same weights, same ops: only the summation order inside the larger
+/// matrix products and the (exactly zero) masked attention between sequences differ,
+/// so the vectors agree to float rounding (measured: cosine 1 - 1e-7 or closer).
+/// 0.99999 leaves room for rounding while a vector read from the wrong sequence id
+/// (another text) scores below 0.99 here, which the last assertion checks.
+#[test]
+fn packed_sequences_embed_like_one_at_a_time() {
+    let model = common::model(DEFAULT_EMBED_MODEL);
+    // Real texts of mixed lengths, in an order that is not sorted by length: sample
+    // chunks from a few words to past the 256-token cut, and short questions.
+    let mut chunks = common::sample_chunks();
+    chunks.sort_by_key(|c| c.indexed_text().len());
+    let step = (chunks.len() / 40).max(1);
+    let mut texts: Vec<String> = chunks
+        .iter()
+        .step_by(step)
+        .map(|c| c.indexed_text())
+        .collect();
+    texts.extend(
+        common::sample_questions()
+            .iter()
+            .take(12)
+            .map(|q| q["text"].as_str().expect("text").to_string()),
+    );
+    let n = texts.len();
+    texts.rotate_left(n / 3);
+    let alone = {
+        let mut cfg = EmbedConfig::new(&model);
+        cfg.threads = 1;
+        cfg.batch_seqs = Some(1);
+        Embedder::spawn(&cfg).expect("load embedder")
+    };
+    let lens: Vec<usize> = texts
+        .iter()
+        .map(|t| alone.tokens(t).expect("tokens").len())
+        .collect();
+    assert!(
+        lens.iter().min() < Some(&20) && lens.iter().max() == Some(&256),
+        "lengths must be mixed: {lens:?}"
+    );
+    let want = alone.embed(texts.clone()).expect("embed alone");
+    let mut worst = 1.0f64;
+    // The packing used at 2+ threads, and a wide one (many sequences, long calls).
+    // One thread: packing is set explicitly, and the test is not slowed by workers
+    // spinning beside other tests.
+    for (seqs, tokens) in [(DEFAULT_BATCH_SEQS, DEFAULT_BATCH_TOKENS), (64, 2048)] {
+        let mut cfg = EmbedConfig::new(&model);
+        cfg.threads = 1;
+        (cfg.batch_seqs, cfg.batch_tokens) = (Some(seqs), tokens);
+        let packed = Embedder::spawn(&cfg).expect("load embedder");
+        let got = packed.embed(texts.clone()).expect("embed packed");
+        assert_eq!(got.len(), n);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let c = cosine(g, w);
+            worst = worst.min(c);
+            assert!(
+                c >= 0.99999,
+                "text {i} ({} tokens), packing {seqs}/{tokens}: cosine {c}",
+                lens[i]
+            );
+        }
+    }
+    eprintln!("worst cosine, packed vs alone, over {n} texts: {worst:.9}");
+    // Neighbours in length order are the texts a wrong sequence id would swap in.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| lens[i]);
+    let closest = order
+        .windows(2)
+        .map(|w| cosine(&want[w[0]], &want[w[1]]))
+        .fold(f64::MIN, f64::max);
+    assert!(closest < 0.99, "two texts embed alike: {closest}");
 }

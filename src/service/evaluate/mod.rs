@@ -6,6 +6,7 @@
 
 mod answer_runs;
 mod bench;
+mod bench_embed;
 mod frugality;
 mod last;
 mod mcqa;
@@ -21,6 +22,7 @@ mod variants;
 pub use crate::core::mcqa::McqaRecord;
 pub use answer_runs::{AnswerRunsComparison, CriterionComparison, compare_answer_runs};
 pub use bench::{GenBench, bench_generate, bench_retrieval};
+pub use bench_embed::{EmbedBench, EmbedVariant, bench_embed};
 pub use frugality::{
     ANSWER_ACCURACY, AnswerFrugality, COST, ComparedK, ComparedRun, FORMULA, MCQA_ACCURACY,
     McqaFrugality, RunConfiguration, Skipped, Temperatures, answer_frugality, answer_tallies,

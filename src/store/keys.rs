@@ -136,9 +136,134 @@ pub fn verify(public_hex: &str, message: &[u8], signature_hex: &str) -> bool {
         .is_ok()
 }
 
+/// Signatures already found valid, so a row read again is not checked again.
+///
+/// Why: every read of a study verifies every row (~0.1-0.2 ms each, most of it the
+/// ed25519 check and the key's decompression), and the TUI reads the whole study
+/// again after each commit, its own or another process's: a log of thousands of
+/// rows would spend seconds of CPU per reload on rows that verified a moment ago.
+///
+/// Rules: only a check that *passed* is remembered, so a refusal is always decided
+/// afresh. What is remembered is the SHA-256 of the whole triple (public key,
+/// signature, signed bytes, each length-prefixed), so a row that differs in any byte
+/// (an edited field, another key, another signature) misses and is checked in full;
+/// to pass from the cache a forger would need a second preimage of SHA-256. The
+/// cache is per process and bounded: past [`VerifiedCache::LIMIT`] entries it is
+/// emptied and refills as rows are checked again.
+pub struct VerifiedCache {
+    seen: std::sync::Mutex<std::collections::HashSet<[u8; 32]>>,
+    fresh: std::sync::atomic::AtomicU64,
+}
+
+impl Default for VerifiedCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl VerifiedCache {
+    /// At most this many remembered signatures (32 bytes each, ~50 MB with the
+    /// set's own overhead at most).
+    pub const LIMIT: usize = 1_000_000;
+
+    pub fn new() -> Self {
+        Self {
+            seen: std::sync::Mutex::new(std::collections::HashSet::new()),
+            fresh: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn digest(public_hex: &str, message: &[u8], signature_hex: &str) -> [u8; 32] {
+        use sha2::Digest as _;
+        let mut h = sha2::Sha256::new();
+        for part in [public_hex.as_bytes(), signature_hex.as_bytes(), message] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        h.finalize().into()
+    }
+
+    /// The remembered digests (a panic elsewhere while holding the lock leaves
+    /// only whole digests behind, so a poisoned lock is still sound to use).
+    fn seen(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<[u8; 32]>> {
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// [`verify`], answered from the cache when this exact triple passed before.
+    pub fn verify(&self, public_hex: &str, message: &[u8], signature_hex: &str) -> bool {
+        let d = Self::digest(public_hex, message, signature_hex);
+        if self.seen().contains(&d) {
+            return true;
+        }
+        self.fresh
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ok = verify(public_hex, message, signature_hex);
+        if ok {
+            let mut seen = self.seen();
+            if seen.len() >= Self::LIMIT {
+                seen.clear();
+            }
+            seen.insert(d);
+        }
+        ok
+    }
+
+    /// How many checks were not answered from the cache (done in full).
+    pub fn fresh_checks(&self) -> u64 {
+        self.fresh.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// This process's cache of verified signatures (see [`VerifiedCache`]).
+pub static VERIFIED: std::sync::LazyLock<VerifiedCache> =
+    std::sync::LazyLock::new(VerifiedCache::new);
+
+/// [`verify`] through this process's [`VERIFIED`] cache: what every read of a
+/// study's rows uses.
+pub fn verify_cached(public_hex: &str, message: &[u8], signature_hex: &str) -> bool {
+    VERIFIED.verify(public_hex, message, signature_hex)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cache_answers_only_what_a_full_check_would() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let k = Keypair::load_or_create(dir.path()).expect("key");
+        let other = Keypair::load_or_create(&dir.path().join("other")).expect("key");
+        let cache = VerifiedCache::new();
+        let (pk, msg) = (k.public_hex(), b"a label".to_vec());
+        let sig = k.sign_hex(&msg);
+        assert!(cache.verify(&pk, &msg, &sig));
+        assert!(cache.verify(&pk, &msg, &sig));
+        assert_eq!(
+            cache.fresh_checks(),
+            1,
+            "the second check came from the cache"
+        );
+        // Any changed byte misses the cache and is refused by the full check, every time.
+        let cases = [
+            (pk.clone(), b"a lAbel".to_vec(), sig.clone()),
+            (other.public_hex(), msg.clone(), sig.clone()),
+            (pk.clone(), msg.clone(), other.sign_hex(&msg)),
+            (pk.clone(), msg.clone(), sig[..126].to_string()),
+        ];
+        for (n, (p, m, s)) in cases.iter().enumerate() {
+            for round in 0..2 {
+                assert!(!cache.verify(p, m, s), "case {n} round {round}");
+            }
+        }
+        assert_eq!(cache.fresh_checks(), 1 + 2 * cases.len() as u64);
+        // A valid row of another key is checked once, then cached.
+        let s2 = other.sign_hex(&msg);
+        assert!(cache.verify(&other.public_hex(), &msg, &s2));
+        assert!(cache.verify(&other.public_hex(), &msg, &s2));
+        assert_eq!(cache.fresh_checks(), 2 + 2 * cases.len() as u64);
+    }
 
     #[test]
     fn a_key_is_made_once_private_and_its_signatures_verify() {

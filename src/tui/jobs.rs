@@ -602,8 +602,11 @@ impl Jobs {
             Msg::Annotation(Ok(study)) => {
                 let study = *study;
                 self.answers.clone_from(&study.answers);
-                app.on_study_loaded(study);
-                self.refresh_agreement(app);
+                if app.on_study_loaded(study) {
+                    self.identity_changed(app);
+                } else {
+                    self.refresh_agreement(app);
+                }
             }
             Msg::Annotation(Err(e)) => app.on_study_error(e),
             Msg::StudyChanged(fp) => {

@@ -19,16 +19,20 @@ impl App {
     /// The study was read (start-up, or it changed on disk): items, labels and pairs
     /// for the Annotate pane, answers and judge labels for the Query pane, the count of
     /// stored answers for the Generate pane's replay; the roster, the viewer's key
-    /// and the rows refused as unsigned or forged for the Annotate pane.
-    pub fn on_study_loaded(&mut self, study: Study) {
+    /// and the rows refused as unsigned or forged for the Annotate pane. Returns
+    /// whether the reviewer's name was dropped (it is not this user's key's on the
+    /// roster read): every view must then be drawn again, for no one.
+    pub fn on_study_loaded(&mut self, study: Study) -> bool {
         self.annotate.roster = study.roster;
         self.annotate.my_key = study.my_key;
         self.annotate.refused = study.refused;
         self.annotate
             .load_with(study.items, study.labels, study.schedule);
+        let dropped = self.annotate.recheck_name();
         self.generate.stored = Some(study.answers.len());
         self.query.set_stored(study.answers, study.judgements);
         self.sync_blind();
+        dropped
     }
 
     /// Reading the study failed: said in both panes that show it.

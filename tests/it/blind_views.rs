@@ -776,3 +776,96 @@ async fn commands_and_pass_rates_run_as_a_viewer() {
         );
     }
 }
+
+/// A typed name is taken only against the roster as read. Before the study is read
+/// none is taken (the roster that decides is not known yet); a name taken in an
+/// unsigned study is dropped once the lead founds a roster that gives it another
+/// key, and every view is drawn again for no one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_name_is_checked_against_the_roster_as_read() {
+    let env = common::Env::new();
+    let ctx = workspace(&env).await;
+    let mut app = raglab::tui::build_app(
+        &ctx,
+        &raglab::tui::TuiOptions::default(),
+        Keymap::default_keymap(),
+    )
+    .await
+    .expect("app");
+    let (mut jobs, mut rx) = raglab::tui::jobs::Jobs::new(&ctx);
+    jobs.set_viewer(app.annotate.viewer());
+    app.pane = Pane::Annotate;
+    for c in "bob".chars() {
+        common::tui::press(&mut app, &mut jobs, c);
+    }
+    common::tui::key(&mut app, &mut jobs, KeyCode::Enter);
+    assert_eq!(
+        app.annotate.reviewer, None,
+        "a name before the roster is read"
+    );
+    let status = app.annotate.status.clone().unwrap_or_default();
+    assert!(status.contains("still being read"), "{status}");
+
+    jobs.load_background();
+    let computed = |a: &App| a.agreement.ticket > 0 && !a.agreement.computing;
+    common::pump(
+        &mut jobs,
+        &mut app,
+        &mut rx,
+        Duration::from_secs(60),
+        computed,
+    )
+    .await;
+    common::tui::key(&mut app, &mut jobs, KeyCode::Enter);
+    assert_eq!(
+        app.annotate.reviewer.as_deref(),
+        Some("bob"),
+        "unsigned: taken"
+    );
+    let done = |a: &App| !a.agreement.computing && a.agreement.last.is_some();
+    common::pump(&mut jobs, &mut app, &mut rx, Duration::from_secs(60), done).await;
+    let blind: Vec<&String> = app.query.answers.blind.iter().collect();
+    assert_eq!(blind, vec!["ans-1"]);
+
+    // The lead founds a roster on which bob's key is not this user's.
+    let lead = raglab::service::Context::with(
+        raglab::config::Paths {
+            config_dir: env.dir.path().join("lena/config"),
+            data_dir: env.dir.path().join("lena/data"),
+        },
+        raglab::config::Config::default(),
+        &env.workspace(),
+    )
+    .expect("lead context");
+    let lk = study::my_key(&lead).expect("key").public_hex();
+    study::roster_add(&lead, "lena", &lk, true)
+        .await
+        .expect("lead");
+    let other = raglab::store::keys::Keypair::load_or_create(&env.dir.path().join("other"))
+        .expect("key")
+        .public_hex();
+    study::roster_add(&lead, "bob", &other, false)
+        .await
+        .expect("bob");
+    let ticket = app.agreement.ticket;
+    let redrawn = |a: &App| {
+        a.annotate.reviewer.is_none() && a.agreement.ticket > ticket && !a.agreement.computing
+    };
+    common::pump(
+        &mut jobs,
+        &mut app,
+        &mut rx,
+        Duration::from_secs(60),
+        redrawn,
+    )
+    .await;
+    let status = app.annotate.status.clone().unwrap_or_default();
+    assert!(status.contains("you are not bob"), "{status}");
+    app.pane = Pane::Agreement;
+    let screen = render(&app);
+    assert!(screen.contains("without an identity"), "{screen}");
+    assert!(!screen.contains("secret"), "{screen}");
+    let blind: BTreeSet<String> = app.query.answers.blind.iter().cloned().collect();
+    assert_eq!(blind, BTreeSet::from(["ans-0".into(), "ans-1".into()]));
+    jobs.settle(Duration::from_secs(10)).await;
+}

@@ -119,8 +119,18 @@ impl Tmux {
 
     /// Start raglab's TUI in session `name` with `args`; stderr goes to `name.err`.
     fn start(&self, name: &str, args: &[&str], dir: &Path) {
+        self.start_as(name, None, args, dir);
+    }
+
+    /// [`start`](Self::start) with its own config folder (so its own signing key)
+    /// when `config` is given.
+    fn start_as(&self, name: &str, config: Option<&Path>, args: &[&str], dir: &Path) {
         let mut cmd = String::from("env -u RAGLAB_WORKSPACE");
         for (k, v) in &self.env {
+            let v = match config {
+                Some(c) if k == "RAGLAB_CONFIG_DIR" => c.display().to_string(),
+                _ => v.clone(),
+            };
             cmd.push_str(&format!(" {k}='{v}'"));
         }
         cmd.push_str(&format!(
@@ -585,6 +595,154 @@ fn a_blind_two_reviewer_study_with_adjudication() {
         refresh.as_secs_f64()
     );
     assert!(refresh < Duration::from_secs(10));
+}
+
+/// A signed study opened the careless way: the real TUI started without `--reviewer`
+/// by bob (his own config folder, so his own key) on a study with a roster (lena
+/// leads; ann and bob review, assigned as a pair). Item i00 is revealed (both
+/// submitted, one disagreement), i01 is not (ann submitted, bob did not). Until a
+/// name is taken, the Agreement pane shows no name, label or note; the name `ann`
+/// is refused (bob does not hold ann's key); `bob` is taken and every view is
+/// drawn again for him: i00's disagreement with both notes, nothing of i01.
+#[test]
+fn a_signed_study_opened_without_a_reviewer_shows_no_labels_until_the_key_holder_names_themselves()
+{
+    let env = Env::new();
+    let dir = env.dir.path().to_path_buf();
+    let config = |who: &str| dir.join(who).join("config");
+    let run = |who: &str, args: &[&str]| {
+        let out = env
+            .cmd()
+            .env("RAGLAB_CONFIG_DIR", config(who))
+            .args(args)
+            .output()
+            .expect("raglab");
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(out.status.success(), "{who}: raglab {args:?}: {e}\n{o}");
+        o
+    };
+    let items = dir.join("study.jsonl");
+    let rows: String = (0..2)
+        .map(|i| {
+            format!(
+                "{{\"item_id\": \"i{i:02}\", \"question\": \"ITEM-i{i:02}: how is disease {i} treated?\", \"answer\": \"Answer {i}.\", \"answer_id\": \"ans-{i:02}\"}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&items, rows).expect("items");
+    run(
+        "lena",
+        &[
+            "annotate",
+            "create",
+            "--from-file",
+            items.to_str().expect("utf8"),
+        ],
+    );
+    let key = |who: &str| run(who, &["study", "key"]).trim().to_string();
+    run(
+        "lena",
+        &["study", "roster", "add", "lena", &key("lena"), "--lead"],
+    );
+    for who in ["ann", "bob"] {
+        run("lena", &["study", "roster", "add", who, &key(who)]);
+    }
+    run("lena", &["annotate", "assign", "--reviewers", "ann,bob"]);
+    let criteria: Vec<String> = raglab::service::base::default_rubric()
+        .criteria
+        .iter()
+        .map(|c| c.key.clone())
+        .collect();
+    for (who, item, first) in [
+        ("ann", "i00", "pass"),
+        ("bob", "i00", "fail"),
+        ("ann", "i01", "pass"),
+    ] {
+        let file = dir.join(format!("{who}-{item}.jsonl"));
+        let text: String = criteria
+            .iter()
+            .enumerate()
+            .map(|(n, c)| {
+                let v = if n == 0 { first } else { "pass" };
+                format!(
+                    "{{\"item_id\": \"{item}\", \"reviewer\": \"{who}\", \"criterion\": \"{c}\", \"label\": \"{v}\", \"note\": \"{who}-{item}-secret\"}}\n"
+                )
+            })
+            .collect();
+        std::fs::write(&file, text).expect("labels");
+        run(who, &["labels", "import", file.to_str().expect("utf8")]);
+    }
+
+    let t = Tmux::new(&env);
+    let bob = config("bob");
+    t.start_as("bob", Some(&bob), &[], &dir);
+    let leaks = |s: &str| -> Vec<&str> {
+        [
+            "secret",
+            "ann/",
+            "/bob",
+            "ann:",
+            "bob:",
+            "Disagreements",
+            "ITEM-i0",
+        ]
+        .into_iter()
+        .filter(|w| s.contains(w))
+        .collect()
+    };
+    t.type_text("bob", "5");
+    let s = t.wait("bob", Duration::from_secs(30), |s| {
+        s.contains("without an identity")
+    });
+    assert!(
+        leaks(&s).is_empty(),
+        "the Agreement pane for no one shows {:?}:\n{s}",
+        leaks(&s)
+    );
+    t.type_text("bob", "4");
+    t.wait("bob", Duration::from_secs(10), |s| {
+        s.contains("Who is labelling?")
+    });
+    // bob does not hold ann's key: the name is refused, and nothing is shown.
+    t.type_text("bob", "ann");
+    t.press("bob", "Enter");
+    let s = t.wait("bob", Duration::from_secs(10), |s| {
+        s.contains("you are not ann on this study")
+    });
+    assert!(!s.contains("secret") && !s.contains("ITEM-i0"), "{s}");
+    t.press("bob", "Tab");
+    let s = t.wait("bob", Duration::from_secs(10), |s| {
+        s.contains("without an identity")
+    });
+    assert!(!s.contains("secret"), "after a refused name:\n{s}");
+    t.type_text("bob", "4");
+    t.wait("bob", Duration::from_secs(10), |s| {
+        s.contains("Who is labelling?")
+    });
+    for _ in 0.."ann".len() {
+        t.press("bob", "BSpace");
+    }
+    t.type_text("bob", "bob");
+    t.press("bob", "Enter");
+    t.wait("bob", Duration::from_secs(10), |s| s.contains("item 1/2"));
+    t.press("bob", "Tab");
+    let s = t.wait("bob", Duration::from_secs(30), |s| {
+        s.contains("Disagreements (1")
+    });
+    assert!(s.contains("κ ann/bob"), "{s}");
+    assert!(
+        s.contains("ann-i00-secret") || s.contains("bob-i00-secret"),
+        "revealed i00's notes:\n{s}"
+    );
+    assert!(
+        !s.contains("ann-i01-secret"),
+        "i01 is not revealed to bob:\n{s}"
+    );
+    assert!(s.contains("1 items not yet revealed to you"), "{s}");
+    t.quit("bob");
 }
 
 /// The first `*.log` file under `dir`, read whole.

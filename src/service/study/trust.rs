@@ -44,7 +44,7 @@ pub fn sign_assignment(a: &mut Assignment, key: &Keypair) {
 /// The verified roster and the roster rows refused.
 pub async fn roster(ctx: &Context) -> Result<(Roster, Vec<Refusal>)> {
     let rows: Vec<RosterEntry> = roster_table(&ctx.workspace).read_all().await?;
-    Ok(Roster::from_rows(&rows, &keys::verify))
+    Ok(Roster::from_rows(&rows, &keys::verify_cached))
 }
 
 /// The study's logs as they count.
@@ -73,10 +73,12 @@ impl TrustedLog {
     }
 
     /// The stored logs checked against the roster rows (all three in log order).
+    /// Signatures go through this process's cache of verified ones
+    /// ([`keys::VERIFIED`]): a reload checks in full only the rows it has not seen.
     pub fn check(labels: Vec<Label>, assignments: Vec<Assignment>, roster: &[RosterEntry]) -> Self {
-        let (roster, mut refused) = Roster::from_rows(roster, &keys::verify);
-        let labels = signing::check_labels(labels, &roster, &keys::verify);
-        let assignments = signing::check_assignments(assignments, &roster, &keys::verify);
+        let (roster, mut refused) = Roster::from_rows(roster, &keys::verify_cached);
+        let labels = signing::check_labels(labels, &roster, &keys::verify_cached);
+        let assignments = signing::check_assignments(assignments, &roster, &keys::verify_cached);
         refused.extend(labels.refused);
         refused.extend(assignments.refused);
         Self {

@@ -81,6 +81,10 @@ pub struct AnnotatePane {
     /// typed name must be this key's on the roster.
     pub roster: Roster,
     pub my_key: Option<String>,
+    /// The study (and with it the roster) has been read at least once. Until then a
+    /// typed name cannot be checked against the roster, so none is taken: taking it
+    /// would draw every view for a name this user may not hold.
+    pub study_read: bool,
     /// Stored rows that do not count (unsigned or forged), as last read.
     pub refused: Vec<Refusal>,
     /// Submissions and reveals, recomputed whenever labels change.
@@ -128,6 +132,7 @@ impl AnnotatePane {
             schedule: Schedule::default(),
             roster: Roster::default(),
             my_key: None,
+            study_read: false,
             refused: Vec::new(),
             blinding: Blinding::default(),
             focus: None,
@@ -187,8 +192,33 @@ impl AnnotatePane {
         self.items = items;
         self.assignments = schedule.newest();
         self.schedule = schedule;
+        self.study_read = true;
         self.relabel();
         self.rebuild_order();
+    }
+
+    /// After a read of the study: a reviewer name this user holds must still be
+    /// this key's on the (possibly new) roster. A name taken in an unsigned study,
+    /// or whose key the lead has since replaced, is dropped, and the name asked for
+    /// again; returns whether it was (every view must then be drawn for no one).
+    /// The lead's identity is the lead's key, checked at start-up, so it is kept.
+    pub fn recheck_name(&mut self) -> bool {
+        if self.lead {
+            return false;
+        }
+        let Some(name) = self.reviewer.clone() else {
+            return false;
+        };
+        match self.check_key(&name) {
+            Ok(()) => false,
+            Err(e) => {
+                self.reviewer = None;
+                self.reviewer_input.clear();
+                self.status = Some(format!("{e}; name dropped, type yours"));
+                self.rebuild_order();
+                true
+            }
+        }
     }
 
     /// Recompute submissions and reveals after the labels changed.
@@ -891,7 +921,13 @@ impl AnnotatePane {
         match action {
             Action::SubmitInput if !self.reviewer_input.text().trim().is_empty() => {
                 let name = self.reviewer_input.text().trim().to_string();
-                match crate::core::annotation::check_reviewer(&name)
+                let read = if self.study_read {
+                    Ok(())
+                } else {
+                    Err("the study is still being read (its roster decides who may take a name): press enter again in a moment".to_string())
+                };
+                match read
+                    .and_then(|()| crate::core::annotation::check_reviewer(&name))
                     .and_then(|()| self.check_key(&name))
                 {
                     Ok(()) => {

@@ -87,29 +87,25 @@ fn normal(rng: &mut Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-/// A random unit vector of `dim` floats.
-fn random_unit(dim: usize, rng: &mut Rng) -> Vec<f64> {
-    let mut v: Vec<f64> = (0..dim).map(|_| normal(rng)).collect();
-    let n = v
-        .iter()
-        .map(|x| x * x)
-        .sum::<f64>()
-        .sqrt()
-        .max(f64::MIN_POSITIVE);
+/// `v` scaled to unit length.
+fn normalised(mut v: Vec<f64>) -> Vec<f64> {
+    let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let n = n.max(f64::MIN_POSITIVE);
     v.iter_mut().for_each(|x| *x /= n);
     v
 }
 
+/// A random unit vector of `dim` floats.
+fn random_unit(dim: usize, rng: &mut Rng) -> Vec<f64> {
+    normalised((0..dim).map(|_| normal(rng)).collect())
+}
+
 /// `a + weight * b`, normalised, as f32.
 fn blend(a: &[f64], b: &[f64], weight: f64) -> Vec<f32> {
-    let v: Vec<f64> = a.iter().zip(b).map(|(x, y)| x + weight * y).collect();
-    let n = v
-        .iter()
-        .map(|x| x * x)
-        .sum::<f64>()
-        .sqrt()
-        .max(f64::MIN_POSITIVE);
-    v.iter().map(|x| (x / n) as f32).collect()
+    normalised(a.iter().zip(b).map(|(x, y)| x + weight * y).collect())
+        .into_iter()
+        .map(|x| x as f32)
+        .collect()
 }
 
 /// Writes synthetic documents of [`SECTIONS_PER_DOC`] markdown sections each.

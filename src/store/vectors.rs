@@ -16,6 +16,8 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lance::Dataset;
 use lance::dataset::WriteMode;
+use lance::index::vector::VectorIndexParams;
+use lance_linalg::distance::MetricType;
 
 use super::dense_scan::{Quantised, ScanStats, exact_score};
 use super::workspace::Workspace;
@@ -404,29 +406,12 @@ impl VectorStore<'_> {
     /// Build (or rebuild) an IVF_FLAT cosine index on the vectors: √n partitions.
     /// Exact search stays the default; this is for corpora where a scan gets slow.
     pub async fn build_ann(&self) -> Result<usize> {
-        use lance::index::DatasetIndexExt;
-        use lance::index::vector::VectorIndexParams;
-        let _guard = self.ws.lock_for_write(&self.name).await?;
-        let changes = self.ws.before_commit(&self.name);
-        let uri = self.ws.uri(&self.name);
-        let mut ds = self.ws.open_dataset(&self.name).await?;
-        let n = ds
-            .count_rows(None)
-            .await
-            .map_err(|e| StoreError::lance(&uri, e))?;
-        let partitions = ((n as f64).sqrt() as usize).clamp(1, 1024);
-        let params =
-            VectorIndexParams::ivf_flat(partitions, lance_linalg::distance::MetricType::Cosine);
-        ds.create_index(
-            &["vector"],
-            lance_index::IndexType::Vector,
-            Some(ANN_INDEX.into()),
-            &params,
-            true,
-        )
-        .await
-        .map_err(|e| StoreError::lance(&uri, e))?;
-        changes.make_durable().await?;
+        let mut partitions = 1;
+        self.build_index(|n| {
+            partitions = ((n as f64).sqrt() as usize).clamp(1, 1024);
+            VectorIndexParams::ivf_flat(partitions, MetricType::Cosine)
+        })
+        .await?;
         Ok(partitions)
     }
 
@@ -441,31 +426,43 @@ impl VectorStore<'_> {
         partitions: usize,
         iterations: usize,
     ) -> Result<usize> {
+        let sub_vectors = if dim.is_multiple_of(8) { dim / 8 } else { 1 };
+        self.build_index(|_| {
+            VectorIndexParams::ivf_pq(
+                partitions.max(1),
+                8,
+                sub_vectors.max(1),
+                MetricType::Cosine,
+                iterations.max(1),
+            )
+        })
+        .await?;
+        Ok(partitions)
+    }
+
+    /// Build (or replace) the vectors' ANN index with the parameters `params` makes
+    /// from the row count, under the dataset's write lock, made durable.
+    async fn build_index(&self, params: impl FnOnce(usize) -> VectorIndexParams) -> Result<()> {
         use lance::index::DatasetIndexExt;
-        use lance::index::vector::VectorIndexParams;
         let _guard = self.ws.lock_for_write(&self.name).await?;
         let changes = self.ws.before_commit(&self.name);
         let uri = self.ws.uri(&self.name);
         let mut ds = self.ws.open_dataset(&self.name).await?;
-        let sub_vectors = if dim % 8 == 0 { dim / 8 } else { 1 };
-        let params = VectorIndexParams::ivf_pq(
-            partitions.max(1),
-            8,
-            sub_vectors.max(1),
-            lance_linalg::distance::MetricType::Cosine,
-            iterations.max(1),
-        );
+        let n = ds
+            .count_rows(None)
+            .await
+            .map_err(|e| StoreError::lance(&uri, e))?;
         ds.create_index(
             &["vector"],
             lance_index::IndexType::Vector,
             Some(ANN_INDEX.into()),
-            &params,
+            &params(n),
             true,
         )
         .await
         .map_err(|e| StoreError::lance(&uri, e))?;
         changes.make_durable().await?;
-        Ok(partitions)
+        Ok(())
     }
 
     /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions
@@ -514,7 +511,7 @@ impl AnnSearcher {
         scan.nearest("vector", &q, k)
             .map_err(|e| StoreError::lance(uri, e))?
             .nprobes(nprobes)
-            .distance_metric(lance_linalg::distance::MetricType::Cosine);
+            .distance_metric(MetricType::Cosine);
         if let Some(r) = refine {
             scan.refine(r);
         }

@@ -23,7 +23,7 @@ use crate::core::synthetic::{SECTIONS_PER_DOC, TextGenerator, VectorGenerator};
 use crate::service::base::Context;
 use crate::store::chunks::ChunkStore;
 use crate::store::sparse::{INDEX_DIR, SparseIndex, text_hash};
-use crate::store::vectors::{VectorSet, VectorStore};
+use crate::store::vectors::{AnnSearcher, VectorSet, VectorStore};
 use crate::store::workspace::Workspace;
 
 /// The vectors' model name in the synthetic workspace.
@@ -80,6 +80,37 @@ fn stage(name: &str, v: &[f64]) -> serde_json::Value {
     serde_json::json!({"stage": name, "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)})
 }
 
+/// `n` chunks of [`SECTIONS_PER_DOC`]-section synthetic documents, through the ingest
+/// path's header chunker, and the documents' ids.
+fn generate_chunks(n: usize) -> (Vec<crate::core::chunk::Chunk>, HashSet<String>) {
+    let mut text = TextGenerator::new(SEED);
+    let docs = n.div_ceil(SECTIONS_PER_DOC);
+    let mut chunks = Vec::with_capacity(n);
+    let mut doc_ids = HashSet::with_capacity(docs);
+    for d in 0..docs {
+        let sections = SECTIONS_PER_DOC.min(n - d * SECTIONS_PER_DOC);
+        let doc = text.document(d, sections);
+        doc_ids.insert(doc.id.clone());
+        chunks.extend(chunk_document(&doc, Chunker::Headers));
+    }
+    (chunks, doc_ids)
+}
+
+/// One clustered unit vector per chunk, a centre per document.
+fn synthetic_vectors(chunks: &[crate::core::chunk::Chunk], docs: usize) -> VectorSet {
+    let mut vectors = VectorGenerator::new(DIM, docs, SEED + 1);
+    let mut data = Vec::with_capacity(chunks.len() * DIM);
+    for i in 0..chunks.len() {
+        data.extend(vectors.passage(i / SECTIONS_PER_DOC));
+    }
+    VectorSet::new(
+        DIM,
+        chunks.iter().map(|c| c.id.clone()).collect(),
+        chunks.iter().map(text_hash).collect(),
+        data,
+    )
+}
+
 /// Build the synthetic workspace unless it is already there; returns the build's
 /// figures (or the stored ones).
 async fn ensure_workspace(
@@ -106,16 +137,8 @@ async fn ensure_workspace(
         dir.display()
     ));
     let t = Instant::now();
-    let mut text = TextGenerator::new(SEED);
-    let docs = req.chunks.div_ceil(SECTIONS_PER_DOC);
-    let mut chunks = Vec::with_capacity(req.chunks);
-    let mut doc_ids = HashSet::with_capacity(docs);
-    for d in 0..docs {
-        let sections = SECTIONS_PER_DOC.min(req.chunks - d * SECTIONS_PER_DOC);
-        let doc = text.document(d, sections);
-        doc_ids.insert(doc.id.clone());
-        chunks.extend(chunk_document(&doc, Chunker::Headers));
-    }
+    let (chunks, doc_ids) = generate_chunks(req.chunks);
+    let docs = doc_ids.len();
     let generate_s = t.elapsed().as_secs_f64();
     say(&format!(
         "  {} chunks generated in {generate_s:.1} s; storing them",
@@ -136,21 +159,9 @@ async fn ensure_workspace(
         "  sparse index in {sparse_s:.1} s; writing vectors"
     ));
     let t = Instant::now();
-    let mut vectors = VectorGenerator::new(DIM, docs, SEED + 1);
-    let mut data = Vec::with_capacity(chunks.len() * DIM);
-    for (i, _) in chunks.iter().enumerate() {
-        data.extend(vectors.passage(i / SECTIONS_PER_DOC));
-    }
-    let set = VectorSet::new(
-        DIM,
-        chunks.iter().map(|c| c.id.clone()).collect(),
-        chunks.iter().map(text_hash).collect(),
-        data,
-    );
-    drop(chunks);
     let store = VectorStore::new(ws, MODEL);
-    store.save(&set).await?;
-    drop(set);
+    store.save(&synthetic_vectors(&chunks, docs)).await?;
+    drop(chunks);
     let vectors_s = t.elapsed().as_secs_f64();
     let partitions = ((req.chunks as f64).sqrt() as usize).clamp(4, 4096);
     say(&format!(
@@ -170,6 +181,170 @@ async fn ensure_workspace(
     Ok(built)
 }
 
+/// The synthetic workspace as a search reads it.
+struct Loaded {
+    chunks: Vec<crate::core::chunk::Chunk>,
+    sparse: SparseIndex,
+    vectors: VectorSet,
+    ann_index: AnnSearcher,
+    load_s: f64,
+}
+
+async fn load(ws: &Workspace) -> Result<Loaded> {
+    let t = Instant::now();
+    let chunks = ChunkStore::new(ws).load_all().await?;
+    let sparse = SparseIndex::open(&ws.path(INDEX_DIR))?;
+    let store = VectorStore::new(ws, MODEL);
+    let vectors = store.load().await?;
+    vectors.prepare_search();
+    let ann_index = store.ann_searcher().await?;
+    Ok(Loaded {
+        chunks,
+        sparse,
+        vectors,
+        ann_index,
+        load_s: t.elapsed().as_secs_f64(),
+    })
+}
+
+/// `n` queries: a random target passage, five of its words, its vector plus noise.
+fn make_queries(w: &Loaded, documents: usize, n: usize) -> Vec<(String, Vec<f32>)> {
+    let by_id: HashMap<&str, usize> = w
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.as_str(), i))
+        .collect();
+    let mut rng = Rng::new(SEED + 2);
+    let mut text = TextGenerator::new(SEED + 3);
+    let mut qvec = VectorGenerator::new(DIM, documents, SEED + 4);
+    (0..n)
+        .map(|_| {
+            let row = rng.below(w.vectors.len());
+            let chunk = &w.chunks[by_id[w.vectors.ids[row].as_str()]];
+            (
+                text.query_from(&chunk.text, 5),
+                qvec.query_near(w.vectors.row(row)),
+            )
+        })
+        .collect()
+}
+
+/// Per-query times (ms) of every stage, and per `nprobes` the ANN times and recall.
+#[derive(Default)]
+struct Timings {
+    dense: Vec<f64>,
+    bm25: Vec<f64>,
+    tfidf: Vec<f64>,
+    fusion: Vec<f64>,
+    sweep: Vec<f64>,
+    rescored: Vec<f64>,
+    /// (nprobes, times, recall@ANN_K against the exact top ANN_K).
+    ann: Vec<(usize, Vec<f64>, Vec<f64>)>,
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+async fn time_queries(
+    w: &Loaded,
+    queries: &[(String, Vec<f32>)],
+    req: &SyntheticBench,
+) -> Result<Timings> {
+    let mut tm = Timings {
+        ann: req.nprobes.iter().map(|&n| (n, vec![], vec![])).collect(),
+        ..Timings::default()
+    };
+    if let Some((q, _)) = queries.first() {
+        let _ = w.sparse.bm25(q, DEPTH)?; // warm-up (TF-IDF norms, caches)
+        let _ = w.sparse.tfidf(q, DEPTH)?;
+    }
+    for (q_text, q) in queries {
+        let t = Instant::now();
+        let (d, stats) = w.vectors.search_with_stats(q, DEPTH);
+        tm.dense.push(ms(t));
+        tm.rescored.push(stats.rescored as f64);
+        let exact: HashSet<String> = d.iter().take(ANN_K).map(|s| s.id.clone()).collect();
+        let t = Instant::now();
+        let b = w.sparse.bm25(q_text, DEPTH)?;
+        tm.bm25.push(ms(t));
+        let t = Instant::now();
+        let f = w.sparse.tfidf(q_text, DEPTH)?;
+        tm.tfidf.push(ms(t));
+        let t = Instant::now();
+        let lists = QueryLists::new(b, f, d);
+        let _ = lists.candidates.fuse(Fusion::Rrf {
+            alpha: 0.7,
+            c: RRF_C,
+        });
+        tm.fusion.push(ms(t));
+        let t = Instant::now();
+        for a in alpha_grid() {
+            let _ = lists
+                .candidates
+                .fused_ids(Fusion::Rrf { alpha: a, c: RRF_C });
+        }
+        tm.sweep.push(ms(t));
+        for (nprobes, times, recall) in &mut tm.ann {
+            let t = Instant::now();
+            let hits = w
+                .ann_index
+                .search_refined(q, ANN_K, *nprobes, Some(req.refine))
+                .await?;
+            times.push(ms(t));
+            let found = hits.iter().filter(|h| exact.contains(&h.id)).count();
+            recall.push(found as f64 / exact.len().max(1) as f64);
+        }
+    }
+    Ok(tm)
+}
+
+/// The scan beside the plain f32 scan on a few queries (same answers? how much
+/// faster?) and beside a copy of as many bytes as it reads (the bandwidth reference).
+fn scan_figures(
+    vectors: &VectorSet,
+    queries: &[(String, Vec<f32>)],
+    scan_p50: f64,
+) -> serde_json::Value {
+    let (mut scalar, mut fast) = (vec![], vec![]);
+    let mut identical = true;
+    for (_, q) in queries.iter().take(SCALAR_CHECKS) {
+        let t = Instant::now();
+        let a = vectors.search_scalar(q, DEPTH);
+        scalar.push(ms(t));
+        let t = Instant::now();
+        let b = vectors.search(q, DEPTH);
+        fast.push(ms(t));
+        identical &= a == b;
+    }
+    let bytes = vectors.scanned_bytes();
+    let src = vec![1u8; bytes];
+    let mut dst = vec![0u8; bytes];
+    let mut copies = vec![];
+    for _ in 0..10 {
+        let t = Instant::now();
+        dst.copy_from_slice(std::hint::black_box(&src));
+        copies.push(ms(t));
+        std::hint::black_box(&dst);
+    }
+    let copy_p50 = pct(&copies, 0.5);
+    let gbps = |t: f64| {
+        if t > 0.0 {
+            bytes as f64 / (t * 1e-3) / 1e9
+        } else {
+            0.0
+        }
+    };
+    serde_json::json!({
+        "scanned_bytes": bytes, "int8_p50_ms": scan_p50, "int8_gb_per_s": gbps(scan_p50),
+        "memcpy_p50_ms": copy_p50, "memcpy_gb_per_s": gbps(copy_p50),
+        "int8_over_memcpy": if scan_p50 > 0.0 { copy_p50 / scan_p50 } else { 0.0 },
+        "scalar_checked": scalar.len(), "scalar_p50_ms": pct(&scalar, 0.5),
+        "int8_on_those_p50_ms": pct(&fast, 0.5), "identical_top_k": identical,
+    })
+}
+
 /// Every retrieval stage on the synthetic workspace of `req.chunks` chunks (built on
 /// first use): p50/p95 per stage, load time, peak memory, the exact scan's bandwidth
 /// beside a copy of the same bytes, ANN recall against the exact scan, the sweep's
@@ -187,117 +362,15 @@ pub async fn bench_synthetic(
     let ws = Workspace::open(&dir)?;
     let built = ensure_workspace(&ws, &dir, req, say).await?;
     let rss_reset = reset_peak_rss();
-
     say("loading the workspace");
-    let t = Instant::now();
-    let chunks = ChunkStore::new(&ws).load_all().await?;
-    let sparse = SparseIndex::open(&ws.path(INDEX_DIR))?;
-    let store = VectorStore::new(&ws, MODEL);
-    let vectors = store.load().await?;
-    vectors.prepare_search();
-    let ann_index = store.ann_searcher().await?;
-    let load_s = t.elapsed().as_secs_f64();
-    let by_id: HashMap<&str, usize> = chunks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.id.as_str(), i))
-        .collect();
-
-    // Queries: a target passage, five of its words, its vector plus noise.
-    let mut rng = Rng::new(SEED + 2);
-    let mut text = TextGenerator::new(SEED + 3);
-    let docs = built["documents"].as_u64().unwrap_or(1) as usize;
-    let mut qvec = VectorGenerator::new(DIM, docs, SEED + 4);
-    let queries: Vec<(String, Vec<f32>)> = (0..req.queries)
-        .map(|_| {
-            let row = rng.below(vectors.len());
-            let chunk = &chunks[by_id[vectors.ids[row].as_str()]];
-            (
-                text.query_from(&chunk.text, 5),
-                qvec.query_near(vectors.row(row)),
-            )
-        })
-        .collect();
+    let w = load(&ws).await?;
+    let documents = built["documents"].as_u64().unwrap_or(1) as usize;
+    let queries = make_queries(&w, documents, req.queries);
     say(&format!("timing {} queries", queries.len()));
-
-    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
-    let (mut dense, mut bm25, mut tfidf, mut fusion, mut sweep, mut rescored) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
-    // Per nprobes: latencies and recall@10 against the exact top 10.
-    let mut ann: Vec<(usize, Vec<f64>, Vec<f64>)> =
-        req.nprobes.iter().map(|&n| (n, vec![], vec![])).collect();
-    let _ = sparse.bm25(&queries[0].0, DEPTH)?; // warm-up (TF-IDF norms, caches)
-    let _ = sparse.tfidf(&queries[0].0, DEPTH)?;
-    for (q_text, q) in &queries {
-        let t = Instant::now();
-        let (d, stats) = vectors.search_with_stats(q, DEPTH);
-        dense.push(ms(t));
-        rescored.push(stats.rescored as f64);
-        let exact: HashSet<String> = d.iter().take(ANN_K).map(|s| s.id.clone()).collect();
-        let t = Instant::now();
-        let b = sparse.bm25(q_text, DEPTH)?;
-        bm25.push(ms(t));
-        let t = Instant::now();
-        let f = sparse.tfidf(q_text, DEPTH)?;
-        tfidf.push(ms(t));
-        let t = Instant::now();
-        let lists = QueryLists::new(b, f, d);
-        let _ = lists.candidates.fuse(Fusion::Rrf {
-            alpha: 0.7,
-            c: RRF_C,
-        });
-        fusion.push(ms(t));
-        let t = Instant::now();
-        for a in alpha_grid() {
-            let _ = lists
-                .candidates
-                .fused_ids(Fusion::Rrf { alpha: a, c: RRF_C });
-        }
-        sweep.push(ms(t));
-        for (nprobes, times, recall) in &mut ann {
-            let t = Instant::now();
-            let hits = ann_index
-                .search_refined(q, ANN_K, *nprobes, Some(req.refine))
-                .await?;
-            times.push(ms(t));
-            let found = hits.iter().filter(|h| exact.contains(&h.id)).count();
-            recall.push(found as f64 / exact.len().max(1) as f64);
-        }
-    }
-
-    // The plain f32 scan on a few queries: same answers, and the speed-up.
-    let (mut scalar, mut fast) = (vec![], vec![]);
-    let mut identical = true;
-    for (_, q) in queries.iter().take(SCALAR_CHECKS) {
-        let t = Instant::now();
-        let a = vectors.search_scalar(q, DEPTH);
-        scalar.push(ms(t));
-        let t = Instant::now();
-        let b = vectors.search(q, DEPTH);
-        fast.push(ms(t));
-        identical &= a == b;
-    }
-    // The memory-bandwidth reference: a copy of as many bytes as the scan reads.
-    let bytes = vectors.scanned_bytes();
-    let src = vec![1u8; bytes];
-    let mut dst = vec![0u8; bytes];
-    let mut copies = vec![];
-    for _ in 0..10 {
-        let t = Instant::now();
-        dst.copy_from_slice(std::hint::black_box(&src));
-        copies.push(ms(t));
-        std::hint::black_box(&dst);
-    }
-    drop((src, dst));
-    let gbps = |t: f64| {
-        if t > 0.0 {
-            bytes as f64 / (t * 1e-3) / 1e9
-        } else {
-            0.0
-        }
-    };
-    let (scan_p50, copy_p50) = (pct(&dense, 0.5), pct(&copies, 0.5));
-    let ann_rows: Vec<serde_json::Value> = ann
+    let tm = time_queries(&w, &queries, req).await?;
+    let scan = scan_figures(&w.vectors, &queries, pct(&tm.dense, 0.5));
+    let ann_rows: Vec<serde_json::Value> = tm
+        .ann
         .iter()
         .map(|(n, times, recall)| {
             serde_json::json!({
@@ -311,23 +384,17 @@ pub async fn bench_synthetic(
         "synthetic": true,
         "note": "SYNTHETIC text (Zipf pseudo-words) and SYNTHETIC clustered random vectors: speeds and memory only, no quality",
         "workspace": dir.display().to_string(),
-        "chunks": chunks.len(), "dim": DIM, "queries": queries.len(), "depth": DEPTH,
+        "chunks": w.chunks.len(), "dim": DIM, "queries": queries.len(), "depth": DEPTH,
         "build": built,
-        "load_s": load_s,
+        "load_s": w.load_s,
         "peak_rss_mb": peak_rss_mb(),
         "peak_rss_is_search_phase": rss_reset,
         "stages": [
-            stage("dense exact", &dense), stage("bm25", &bm25), stage("tf-idf", &tfidf),
-            stage("fusion", &fusion), stage("alpha sweep (10)", &sweep),
+            stage("dense exact", &tm.dense), stage("bm25", &tm.bm25), stage("tf-idf", &tm.tfidf),
+            stage("fusion", &tm.fusion), stage("alpha sweep (10)", &tm.sweep),
         ],
-        "dense_rescored_p50": pct(&rescored, 0.5),
-        "dense_scan": {
-            "scanned_bytes": bytes, "int8_p50_ms": scan_p50, "int8_gb_per_s": gbps(scan_p50),
-            "memcpy_p50_ms": copy_p50, "memcpy_gb_per_s": gbps(copy_p50),
-            "int8_over_memcpy": if scan_p50 > 0.0 { copy_p50 / scan_p50 } else { 0.0 },
-            "scalar_checked": scalar.len(), "scalar_p50_ms": pct(&scalar, 0.5),
-            "int8_on_those_p50_ms": pct(&fast, 0.5), "identical_top_k": identical,
-        },
+        "dense_rescored_p50": pct(&tm.rescored, 0.5),
+        "dense_scan": scan,
         "ann": ann_rows,
     }))
 }

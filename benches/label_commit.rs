@@ -102,11 +102,12 @@ fn main() -> anyhow::Result<()> {
             }
         }
         let mut sign_us = Vec::new();
+        let bound = study::binding(&ctx.workspace).await?;
         for _ in 0..1000 {
             let mut l = Label::new("i0", "ann", "k", Some("pass"), Some("a note"), "1");
             let t = Instant::now();
             let key = study::my_key(&ctx)?;
-            study::sign_label(&mut l, &key);
+            study::sign_label(&mut l, &key, &bound);
             sign_us.push(t.elapsed().as_secs_f64() * 1e6);
         }
         println!(

@@ -4,6 +4,7 @@ use anyhow::Result;
 use clap::Subcommand;
 
 use super::print_json;
+use crate::core::signing::short;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
 use crate::service::study;
@@ -48,13 +49,26 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
         StudyCmd::Roster {
             cmd: RosterCmd::Add { name, key, lead },
         } => {
-            let e = study::roster_add(ctx, &name, &key, lead).await?;
+            let added = study::roster_add(ctx, &name, &key, lead).await?;
+            let e = &added.entry;
             say!(
                 "added {} ({}) with key {}",
                 clean(&e.name),
                 e.role,
                 e.public_key
             );
+            if lead {
+                tell!(
+                    "study id {} (every row of the study is signed with it)",
+                    short(e.signature.as_deref().unwrap_or_default())
+                );
+            }
+            if added.earlier_labels > 0 {
+                tell!(
+                    "warning: the {} label rows written before the roster was founded carry no study id and do not count in the signed study; their reviewers label again",
+                    added.earlier_labels
+                );
+            }
         }
         StudyCmd::Roster {
             cmd: RosterCmd::List { json },
@@ -68,6 +82,11 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
                     "{} (the lead founds a roster with `raglab study roster add NAME KEY --lead`)",
                     study::UNSIGNED
                 );
+            }
+            match &view.study_id {
+                Some(id) => say!("study id {}", short(id)),
+                None if view.signed => say!("{}", study::UNBOUND),
+                None => {}
             }
             for (name, role, key) in &view.entries {
                 let you = if *key == view.me { "  (you)" } else { "" };

@@ -83,6 +83,12 @@ pub struct Label {
     pub signer: Option<String>,
     #[serde(default)]
     pub signature: Option<String>,
+    /// How many rows the label log held when the writer read it just before
+    /// committing this label. Signed in a bound study: an untouched log stores the
+    /// row at that position or later, so a row found earlier was moved forward, or
+    /// rows before it were removed. Added with study ids, so nullable and last.
+    #[serde(default)]
+    pub log_rows: Option<u64>,
 }
 
 /// An item assigned to a pair of reviewers. The newest assignment of an item (in the

@@ -420,6 +420,7 @@ mod tests {
             adjudicator: None,
             signer: None,
             signature: None,
+            log_rows: None,
         };
         x.seq = seq;
         x

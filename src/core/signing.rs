@@ -9,6 +9,13 @@
 //! breaks the signature. The cryptography itself lives outside `core` (the rules
 //! here take a `verify` function), so this module stays pure.
 //!
+//! Every signature is bound to its study: the signed bytes of a row carry the
+//! study's id, the signature of the lead's founding roster entry (unique to that
+//! lead and moment, and made by no one else). So a genuine row copied from another
+//! study whose roster holds the same keys (a pilot on the same answers, last year's
+//! study) does not verify here. Studies founded before ids existed keep their
+//! unbound (v1) signatures and say so ([`Binding::Unbound`]).
+//!
 //! The roster is written by the lead: its first entry is the lead's own, signed by
 //! the lead's key; every later entry must be signed by that key. A study without a
 //! roster is an *unsigned* study (every study before keys existed): its rows all
@@ -38,6 +45,11 @@ pub struct RosterEntry {
     pub added_at: String,
     pub signer: Option<String>,
     pub signature: Option<String>,
+    /// On the founding entry of a bound study: 32 random hex digits, so that its
+    /// signature (the study id) differs between two studies one lead founds in the
+    /// same second. Added with study ids, so nullable and last.
+    #[serde(default)]
+    pub nonce: Option<String>,
 }
 
 /// A stored row that does not count, and why (one sentence naming the row).
@@ -51,6 +63,42 @@ pub struct Refusal {
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.why)
+    }
+}
+
+/// What the signatures of a study's rows are bound to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Binding {
+    /// Signed bytes without a study id (v1): a study whose roster an earlier raglab
+    /// founded, or one with no roster yet. A row signed so for one study verifies
+    /// in any other study whose roster gives its author the same key.
+    #[default]
+    Unbound,
+    /// The study's id (the founding lead entry's signature, 128 hex digits) is in
+    /// every row's signed bytes (v2).
+    Study(String),
+}
+
+impl Binding {
+    /// The tagged start of a row's signed bytes: `record` v1 without a study id,
+    /// v2 followed by the id.
+    fn canon(&self, record: &str) -> Canon {
+        match self {
+            Self::Unbound => Canon::new(&format!("raglab {record} v1")),
+            Self::Study(id) => {
+                let mut c = Canon::new(&format!("raglab {record} v2"));
+                c.str(id);
+                c
+            }
+        }
+    }
+
+    /// The study id, if bound.
+    pub fn study_id(&self) -> Option<&str> {
+        match self {
+            Self::Unbound => None,
+            Self::Study(id) => Some(id),
+        }
     }
 }
 
@@ -93,10 +141,11 @@ impl Canon {
     }
 }
 
-/// The bytes a label row is signed over: every field but the signature (the signer's
-/// key included, so a row cannot be re-attributed to another key).
-pub fn label_bytes(l: &Label) -> Vec<u8> {
-    let mut c = Canon::new("raglab label v1");
+/// The bytes a label row is signed over in a study bound as `study`: every field but
+/// the signature (the signer's key included, so a row cannot be re-attributed to
+/// another key).
+pub fn label_bytes(l: &Label, study: &Binding) -> Vec<u8> {
+    let mut c = study.canon("label");
     c.str(&l.label_id)
         .str(&l.item_id)
         .str(&l.reviewer)
@@ -108,12 +157,16 @@ pub fn label_bytes(l: &Label) -> Vec<u8> {
         .str(&l.rubric_version)
         .opt(l.adjudicator.as_deref())
         .opt(l.signer.as_deref());
+    if let Binding::Study(_) = study {
+        c.num(l.log_rows);
+    }
     c.0
 }
 
-/// The bytes an assignment row is signed over (every field but the signature).
-pub fn assignment_bytes(a: &Assignment) -> Vec<u8> {
-    let mut c = Canon::new("raglab assignment v1");
+/// The bytes an assignment row is signed over in a study bound as `study` (every
+/// field but the signature).
+pub fn assignment_bytes(a: &Assignment, study: &Binding) -> Vec<u8> {
+    let mut c = study.canon("assignment");
     c.str(&a.item_id)
         .str(&a.first)
         .str(&a.second)
@@ -124,9 +177,24 @@ pub fn assignment_bytes(a: &Assignment) -> Vec<u8> {
     c.0
 }
 
-/// The bytes a roster row is signed over (every field but the signature).
-pub fn roster_bytes(r: &RosterEntry) -> Vec<u8> {
-    let mut c = Canon::new("raglab roster v1");
+/// The bytes a roster row after the founding one is signed over in a study bound as
+/// `study` (every field but the signature).
+pub fn roster_bytes(r: &RosterEntry, study: &Binding) -> Vec<u8> {
+    roster_fields(study.canon("roster"), r)
+}
+
+/// The bytes the lead's founding entry is signed over: its signature becomes the
+/// study id, so these bytes carry no id themselves (a tag of their own keeps them
+/// apart from every other record).
+pub fn founding_bytes(r: &RosterEntry) -> Vec<u8> {
+    roster_fields(Canon::new("raglab study founding v2"), r)
+}
+
+fn roster_fields(mut c: Canon, r: &RosterEntry) -> Vec<u8> {
+    if r.nonce.is_some() {
+        // Only rows that carry a nonce sign it: v1 rows keep their exact bytes.
+        c.opt(r.nonce.as_deref());
+    }
     c.str(&r.name)
         .str(&r.role)
         .str(&r.public_key)
@@ -174,20 +242,29 @@ pub fn short(key: &str) -> String {
     key.chars().take(12).collect::<String>() + "…"
 }
 
-/// Why a row's seal does not hold, said after "is not signed by …'s key".
+/// Why a row's seal does not hold, said after "is not signed by …'s key". `bytes`
+/// gives the row's signed bytes under a binding: the study's own, and for a bound
+/// study the unbound form too, to name a row signed without the study's id.
 fn seal_fault(
     signer: Option<&str>,
     signature: Option<&str>,
     want: &str,
-    bytes: &[u8],
+    study: &Binding,
+    bytes: &dyn Fn(&Binding) -> Vec<u8>,
     verify: Verify,
 ) -> Option<String> {
     match (signer, signature) {
         (None, _) | (_, None) => Some(" (it carries no signature)".into()),
         (Some(k), _) if k != want => Some(format!(" (it is signed by key {})", short(k))),
-        (Some(k), Some(sig)) if !verify(k, bytes, sig) => {
-            Some(" (its signature does not match its fields)".into())
-        }
+        (Some(k), Some(sig)) if !verify(k, &bytes(study), sig) => Some(match study {
+            Binding::Unbound => " (its signature does not match its fields)".into(),
+            Binding::Study(_) if verify(k, &bytes(&Binding::Unbound), sig) => {
+                " (it is signed without this study's id: written before the roster was founded, or taken from another study)".into()
+            }
+            Binding::Study(_) => {
+                " (its signature does not match its fields and this study's id)".into()
+            }
+        }),
         _ => None,
     }
 }
@@ -201,6 +278,8 @@ pub struct Roster {
     keys: BTreeMap<String, String>,
     /// Whether any roster row exists (a study with a roster is a signed study).
     present: bool,
+    /// What the study's signatures are bound to (set by the founding entry).
+    binding: Binding,
 }
 
 impl Roster {
@@ -230,12 +309,25 @@ impl Roster {
         if let Some(other) = self.name_of(&key).filter(|n| *n != r.name) {
             return Err(format!(" gives {other}'s key to a second name"));
         }
-        let bytes = roster_bytes(r);
         let sig = (r.signer.as_deref(), r.signature.as_deref());
         let lead = self.lead.clone();
         match (lead, r.role.as_str()) {
             (None, LEAD) => {
-                if let Some(why) = seal_fault(sig.0, sig.1, &key, &bytes, verify) {
+                // A founding entry in the bound form founds a bound study whose id
+                // is its signature; one in the v1 form, an unbound study.
+                let bound = sig
+                    .1
+                    .filter(|s| sig.0 == Some(&key) && verify(&key, &founding_bytes(r), s));
+                if let Some(id) = bound {
+                    self.binding = Binding::Study(id.to_string());
+                } else if let Some(why) = seal_fault(
+                    sig.0,
+                    sig.1,
+                    &key,
+                    &Binding::Unbound,
+                    &|b| roster_bytes(r, b),
+                    verify,
+                ) {
                     return Err(format!(" (lead) is not signed by its own key{why}"));
                 }
                 self.lead = Some((r.name.clone(), key.clone()));
@@ -246,7 +338,10 @@ impl Roster {
                 );
             }
             (Some((lead, lead_key)), role) => {
-                if let Some(why) = seal_fault(sig.0, sig.1, &lead_key, &bytes, verify) {
+                let bytes = |b: &Binding| roster_bytes(r, b);
+                if let Some(why) =
+                    seal_fault(sig.0, sig.1, &lead_key, &self.binding, &bytes, verify)
+                {
                     return Err(format!(" is not signed by the lead's key{why}"));
                 }
                 if role != REVIEWER {
@@ -266,6 +361,12 @@ impl Roster {
     /// Whether the study has a roster (its rows must be signed).
     pub fn is_signed(&self) -> bool {
         self.present
+    }
+
+    /// What the study's signatures are bound to: every row this study counts is
+    /// signed over bytes made with it, and every row written for it must be.
+    pub fn binding(&self) -> &Binding {
+        &self.binding
     }
 
     /// The lead's name and key.
@@ -328,7 +429,8 @@ impl<T> Default for Checked<T> {
 
 /// Why label `l` does not count under `roster`, if it does not.
 pub fn label_fault(l: &Label, roster: &Roster, verify: Verify) -> Option<String> {
-    let bytes = label_bytes(l);
+    let study = roster.binding();
+    let bytes = |b: &Binding| label_bytes(l, b);
     let (signer, sig) = (l.signer.as_deref(), l.signature.as_deref());
     if l.reviewer == FINAL {
         let lead = roster.lead();
@@ -338,7 +440,7 @@ pub fn label_fault(l: &Label, roster: &Roster, verify: Verify) -> Option<String>
                 "final label {} of item {} claims adjudicator {claimed}, who is not the study lead ({name})",
                 l.label_id, l.item_id
             )),
-            Some((_, key)) => seal_fault(signer, sig, key, &bytes, verify).map(|why| {
+            Some((_, key)) => seal_fault(signer, sig, key, study, &bytes, verify).map(|why| {
                 format!(
                     "final label {} of item {} claims adjudicator {claimed} but is not signed by the lead's key{why}",
                     l.label_id, l.item_id
@@ -356,13 +458,31 @@ pub fn label_fault(l: &Label, roster: &Roster, verify: Verify) -> Option<String>
             "label {} of item {} claims reviewer {r}, who is not on the study roster",
             l.label_id, l.item_id
         )),
-        Some(key) => seal_fault(signer, sig, key, &bytes, verify).map(|why| {
+        Some(key) => seal_fault(signer, sig, key, study, &bytes, verify).map(|why| {
             format!(
                 "label {} of item {} claims reviewer {r} but is not signed by {r}'s key{why}",
                 l.label_id, l.item_id
             )
         }),
     }
+}
+
+/// Why a validly signed label stored at row `pos` of the log cannot be where it is:
+/// in a bound study its signed `log_rows` says how many rows its writer had read,
+/// and appends never land before that. A row stored earlier was moved forward (a
+/// label given after a reveal, placed before it to pass as blind), or rows before
+/// it were removed; either way the log was rewritten, and the row is not counted.
+fn moved_fault(l: &Label, pos: usize, roster: &Roster) -> Option<String> {
+    let Binding::Study(_) = roster.binding() else {
+        return None;
+    };
+    let read = l.log_rows?;
+    (read > pos as u64).then(|| {
+        format!(
+            "label {} of item {} was written when the label log held {read} rows but is stored at row {pos}: rows before it were removed or it was moved forward (the log was rewritten)",
+            l.label_id, l.item_id
+        )
+    })
 }
 
 /// The labels of a stored log (in log order) that count: all of them in an unsigned
@@ -378,7 +498,7 @@ pub fn check_labels(labels: Vec<Label>, roster: &Roster, verify: Verify) -> Chec
                 l.label_id, l.item_id
             ))
         } else if roster.is_signed() {
-            label_fault(&l, roster, verify)
+            label_fault(&l, roster, verify).or_else(|| moved_fault(&l, pos, roster))
         } else {
             None
         };
@@ -411,7 +531,8 @@ pub fn check_assignments(
         } else {
             let key = roster.lead().map_or("", |(_, k)| k);
             let (signer, sig) = (a.signer.as_deref(), a.signature.as_deref());
-            seal_fault(signer, sig, key, &assignment_bytes(&a), verify).map(|why| {
+            let bytes = |b: &Binding| assignment_bytes(&a, b);
+            seal_fault(signer, sig, key, roster.binding(), &bytes, verify).map(|why| {
                 format!(
                     "assignment of item {} to {} and {} is not signed by the lead's key{why}",
                     a.item_id, a.first, a.second
@@ -468,7 +589,7 @@ mod tests {
     const ANN: &str = "2222222222222222222222222222222222222222222222222222222222222222";
     const MAL: &str = "3333333333333333333333333333333333333333333333333333333333333333";
 
-    fn entry(name: &str, role: &str, key: &str, by: &str) -> RosterEntry {
+    fn entry(name: &str, role: &str, key: &str, by: &str, study: &Binding) -> RosterEntry {
         let mut r = RosterEntry {
             name: name.into(),
             role: role.into(),
@@ -476,12 +597,39 @@ mod tests {
             added_at: "t".into(),
             signer: Some(by.into()),
             signature: None,
+            nonce: None,
         };
-        r.signature = Some(toy_sign(by, &roster_bytes(&r)));
+        r.signature = Some(toy_sign(by, &roster_bytes(&r, study)));
         r
     }
 
-    fn label(id: &str, who: &str, by: &str) -> Label {
+    /// The lead's founding entry of a bound study with nonce `nonce`, and the binding.
+    fn founding(name: &str, key: &str, nonce: &str) -> (RosterEntry, Binding) {
+        let mut r = RosterEntry {
+            name: name.into(),
+            role: LEAD.into(),
+            public_key: key.into(),
+            added_at: "t".into(),
+            signer: Some(key.into()),
+            signature: None,
+            nonce: Some(nonce.into()),
+        };
+        let sig = toy_sign(key, &founding_bytes(&r));
+        r.signature = Some(sig.clone());
+        (r, Binding::Study(sig))
+    }
+
+    /// A bound study founded by lena with `nonce`, with ann on its roster.
+    fn study(nonce: &str) -> (Roster, Binding) {
+        let (lead, bound) = founding("lena", LENA, nonce);
+        let rows = vec![lead, entry("ann", REVIEWER, ANN, LENA, &bound)];
+        let (roster, refused) = Roster::from_rows(&rows, &toy_verify);
+        assert!(refused.is_empty(), "{refused:?}");
+        assert_eq!(roster.binding(), &bound);
+        (roster, bound)
+    }
+
+    fn label(id: &str, who: &str, by: &str, study: &Binding) -> Label {
         let mut l = Label {
             label_id: id.into(),
             item_id: "i".into(),
@@ -495,15 +643,18 @@ mod tests {
             adjudicator: None,
             signer: Some(by.into()),
             signature: None,
+            log_rows: None,
         };
-        l.signature = Some(toy_sign(by, &label_bytes(&l)));
+        l.signature = Some(toy_sign(by, &label_bytes(&l, study)));
         l
     }
 
     #[test]
     fn every_field_is_in_the_signed_bytes() {
-        let l = label("x", "ann", ANN);
-        let base = label_bytes(&l);
+        let unbound = Binding::Unbound;
+        let l = label("x", "ann", ANN, &unbound);
+        let bytes = |l: &Label| label_bytes(l, &unbound);
+        let base = bytes(&l);
         let changed: Vec<Label> = vec![
             Label {
                 label_id: "y".into(),
@@ -554,9 +705,20 @@ mod tests {
                 ..l.clone()
             },
         ];
+        // In a bound study the rows read before writing are signed too.
+        let a = Binding::Study("a".into());
+        let read = Label {
+            log_rows: Some(3),
+            ..l.clone()
+        };
+        assert_ne!(label_bytes(&read, &a), label_bytes(&l, &a));
         for c in &changed {
-            assert_ne!(label_bytes(c), base, "{c:?}");
+            assert_ne!(bytes(c), base, "{c:?}");
         }
+        // The study id is in the bytes: each study, and the unbound form, differ.
+        let (a, b) = (Binding::Study("a".into()), Binding::Study("b".into()));
+        assert_ne!(label_bytes(&l, &a), label_bytes(&l, &b));
+        assert_ne!(label_bytes(&l, &a), base);
         // Shifting a boundary between two fields changes the bytes.
         let a = Label {
             label_id: "ab".into(),
@@ -568,7 +730,7 @@ mod tests {
             item_id: "bc".into(),
             ..l
         };
-        assert_ne!(label_bytes(&a), label_bytes(&b));
+        assert_ne!(bytes(&a), bytes(&b));
     }
 
     #[test]
@@ -583,19 +745,29 @@ mod tests {
 
     #[test]
     fn the_roster_is_founded_by_its_lead_and_grown_by_the_leads_key() {
+        let (lead, bound) = founding("lena", LENA, "t");
         let rows = vec![
-            entry("ann", REVIEWER, ANN, ANN),  // before any lead
-            entry("lena", LEAD, LENA, LENA),   // founds
-            entry("ann", REVIEWER, ANN, LENA), // added by the lead
-            entry("mal", REVIEWER, MAL, MAL),  // adds himself: refused
-            entry("mal", LEAD, MAL, LENA),     // a second lead: refused
+            entry("ann", REVIEWER, ANN, ANN, &bound),  // before any lead
+            lead,                                      // founds
+            entry("ann", REVIEWER, ANN, LENA, &bound), // added by the lead
+            entry("mal", REVIEWER, MAL, MAL, &bound),  // adds himself: refused
+            entry("mal", LEAD, MAL, LENA, &bound),     // a second lead: refused
+            // The lead's entry for carol in another study: refused here.
+            entry("carol", REVIEWER, MAL, LENA, &founding("lena", LENA, "u").1),
         ];
         let (r, refused) = Roster::from_rows(&rows, &toy_verify);
+        assert_eq!(r.binding(), &bound);
+        assert_eq!(r.key_of("carol"), None);
         assert_eq!(r.lead(), Some(("lena", LENA)));
         assert_eq!(r.key_of("ann"), Some(ANN));
         assert_eq!(r.key_of("mal"), None);
         assert_eq!(r.name_of(ANN), Some("ann"));
-        assert_eq!(refused.len(), 3, "{refused:?}");
+        assert_eq!(refused.len(), 4, "{refused:?}");
+        assert!(
+            refused[3]
+                .why
+                .ends_with("does not match its fields and this study's id)")
+        );
         assert!(
             refused[1]
                 .why
@@ -606,59 +778,116 @@ mod tests {
 
     #[test]
     fn forged_unsigned_and_repeated_labels_are_refused_and_named() {
-        let rows = vec![
-            entry("lena", LEAD, LENA, LENA),
-            entry("ann", REVIEWER, ANN, LENA),
-        ];
-        let (roster, _) = Roster::from_rows(&rows, &toy_verify);
-        let good = label("g", "ann", ANN);
-        let by_mal = label("m", "ann", MAL);
-        let mut unsigned = label("u", "ann", ANN);
+        let (roster, bound) = study("t");
+        let good = label("g", "ann", ANN, &bound);
+        let by_mal = label("m", "ann", MAL, &bound);
+        let mut unsigned = label("u", "ann", ANN, &bound);
         unsigned.signature = None;
-        let mut edited = label("e", "ann", ANN);
+        let mut edited = label("e", "ann", ANN, &bound);
         edited.label = Some("fail".into()); // changed after signing
-        let stranger = label("s", "bob", MAL);
+        let stranger = label("s", "bob", MAL, &bound);
+        // ann's genuine rows of two other studies with the same keys: a later one
+        // (bound to its own id) and an unbound one.
+        let elsewhere = label("x", "ann", ANN, &study("u").1);
+        let unbound = label("v", "ann", ANN, &Binding::Unbound);
         let checked = check_labels(
-            vec![good.clone(), by_mal, unsigned, edited, stranger, good],
+            vec![
+                good.clone(),
+                by_mal,
+                unsigned,
+                edited,
+                stranger,
+                good,
+                elsewhere,
+                unbound,
+            ],
             &roster,
             &toy_verify,
         );
         assert_eq!(checked.kept.len(), 1);
         assert_eq!(checked.rows, vec![0]);
         let r: Vec<&str> = checked.refused.iter().map(|x| x.why.as_str()).collect();
-        assert_eq!(r.len(), 5, "{r:?}");
+        assert_eq!(r.len(), 7, "{r:?}");
         assert!(
             r[0].starts_with(
                 "label m of item i claims reviewer ann but is not signed by ann's key"
             )
         );
         assert!(r[1].ends_with("(it carries no signature)"));
-        assert!(r[2].ends_with("(its signature does not match its fields)"));
+        assert!(r[2].ends_with("(its signature does not match its fields and this study's id)"));
         assert!(r[3].contains("bob, who is not on the study roster"));
         assert!(r[4].contains("repeats the id"));
+        assert!(r[5].starts_with("label x of item i claims reviewer ann but is not signed by ann's key (its signature does not match its fields and this study's id)"));
+        assert!(r[6].ends_with("(it is signed without this study's id: written before the roster was founded, or taken from another study)"));
         // Unsigned study: every label counts.
         let all = check_labels(
-            vec![label("m", "ann", MAL)],
+            vec![label("m", "ann", MAL, &Binding::Unbound)],
             &Roster::default(),
             &toy_verify,
         );
         assert_eq!(all.kept.len(), 1);
     }
 
+    /// A bound study's label stored before the position its writer had read is
+    /// refused (moved forward, or rows before it removed); at or after it, kept.
+    #[test]
+    fn a_label_stored_before_what_its_writer_read_is_refused() {
+        let (roster, bound) = study("t");
+        let at = |id: &str, read: u64| {
+            let mut l = label(id, "ann", ANN, &bound);
+            l.log_rows = Some(read);
+            l.signature = Some(toy_sign(ANN, &label_bytes(&l, &bound)));
+            l
+        };
+        let checked = check_labels(
+            vec![at("a", 0), at("b", 0), at("c", 3), at("d", 3)],
+            &roster,
+            &toy_verify,
+        );
+        assert_eq!(checked.rows, vec![0, 1, 3]);
+        assert_eq!(checked.refused.len(), 1);
+        assert!(checked.refused[0].why.starts_with(
+            "label c of item i was written when the label log held 3 rows but is stored at row 2"
+        ));
+        // Its claim is signed: lowered after signing, the signature breaks.
+        let mut lowered = at("e", 9);
+        lowered.log_rows = Some(0);
+        let checked = check_labels(vec![lowered], &roster, &toy_verify);
+        assert!(checked.refused[0].why.contains("does not match its fields"));
+    }
+
+    /// A study founded by an earlier raglab (v1 founding entry) stays unbound: its
+    /// v1 rows count, and so would a v1 row of another study with the same keys.
+    #[test]
+    fn an_unbound_study_keeps_its_v1_signatures() {
+        let v1 = Binding::Unbound;
+        let rows = vec![
+            entry("lena", LEAD, LENA, LENA, &v1),
+            entry("ann", REVIEWER, ANN, LENA, &v1),
+        ];
+        let (roster, refused) = Roster::from_rows(&rows, &toy_verify);
+        assert!(refused.is_empty(), "{refused:?}");
+        assert_eq!(roster.binding(), &Binding::Unbound);
+        let kept = check_labels(vec![label("g", "ann", ANN, &v1)], &roster, &toy_verify);
+        assert_eq!(kept.kept.len(), 1);
+        let bound = check_labels(
+            vec![label("b", "ann", ANN, &study("t").1)],
+            &roster,
+            &toy_verify,
+        );
+        assert_eq!(bound.refused.len(), 1, "a row bound elsewhere");
+    }
+
     #[test]
     fn finals_and_assignments_need_the_leads_key() {
-        let rows = vec![
-            entry("lena", LEAD, LENA, LENA),
-            entry("ann", REVIEWER, ANN, LENA),
-        ];
-        let (roster, _) = Roster::from_rows(&rows, &toy_verify);
-        let mut fin = label("f", FINAL, LENA);
+        let (roster, bound) = study("t");
+        let mut fin = label("f", FINAL, LENA, &bound);
         fin.adjudicator = Some("lena".into());
-        fin.signature = Some(toy_sign(LENA, &label_bytes(&fin)));
+        fin.signature = Some(toy_sign(LENA, &label_bytes(&fin, &bound)));
         assert_eq!(label_fault(&fin, &roster, &toy_verify), None);
-        let mut forged = label("f2", FINAL, ANN);
+        let mut forged = label("f2", FINAL, ANN, &bound);
         forged.adjudicator = Some("lena".into());
-        forged.signature = Some(toy_sign(ANN, &label_bytes(&forged)));
+        forged.signature = Some(toy_sign(ANN, &label_bytes(&forged, &bound)));
         let why = label_fault(&forged, &roster, &toy_verify).unwrap_or_default();
         assert!(
             why.contains("claims adjudicator lena but is not signed by the lead's key"),
@@ -675,7 +904,7 @@ mod tests {
                 signer: Some(by.into()),
                 signature: None,
             };
-            a.signature = Some(toy_sign(by, &assignment_bytes(&a)));
+            a.signature = Some(toy_sign(by, &assignment_bytes(&a, &bound)));
             a
         };
         let checked =

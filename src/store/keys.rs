@@ -55,27 +55,34 @@ impl Keypair {
         })
     }
 
+    /// Make a key and publish it whole: the seed is written and synced to a private
+    /// temporary file, then hard-linked to [`KEY_FILE`]. Why a link: two processes
+    /// starting at once (two reviewers' first commits on one machine) must end with
+    /// one key, and neither may read the other's file half-written; `link` fails when
+    /// the name exists and never shows a partial file, so the loser reads the
+    /// winner's complete key.
     fn create(dir: &Path, path: PathBuf) -> Result<Self> {
-        let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).map_err(|e| {
-            StoreError::Invalid(format!("no randomness from the operating system: {e}"))
-        })?;
+        let (mut seed, mut nonce) = ([0u8; 32], [0u8; 8]);
+        getrandom::fill(&mut seed)
+            .and_then(|()| getrandom::fill(&mut nonce))
+            .map_err(|e| {
+                StoreError::Invalid(format!("no randomness from the operating system: {e}"))
+            })?;
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-        let mut file = match opts.open(&path) {
-            Ok(f) => f,
-            // Another process made it first: use theirs.
+        let tmp = dir.join(format!(".{KEY_FILE}.{}", to_hex(&nonce)));
+        let published = write_private(&tmp, format!("{}\n", to_hex(&seed)).as_bytes())
+            .and_then(|()| std::fs::hard_link(&tmp, &path));
+        // The temporary name goes whatever happened (a failed removal leaves only a
+        // private file no one reads).
+        let _ = std::fs::remove_file(&tmp);
+        match published {
+            Ok(()) => {}
+            // Another process published first: use theirs.
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Self::load_or_create(dir);
             }
             Err(e) => return Err(StoreError::io(&path, e)),
-        };
-        file.write_all(format!("{}\n", to_hex(&seed)).as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| StoreError::io(&path, e))?;
+        }
         tracing::info!("made a study signing key in {}", path.display());
         Ok(Self {
             key: SigningKey::from_bytes(&seed),
@@ -97,6 +104,17 @@ impl Keypair {
     pub fn sign_hex(&self, message: &[u8]) -> String {
         to_hex(&self.key.sign(message).to_bytes())
     }
+}
+
+/// Write `bytes` to a new file at `path` that only its owner may read (0600), synced.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let mut file = opts.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 /// Refuse a key file that anyone but its owner may read or write.
@@ -263,6 +281,45 @@ mod tests {
         assert!(cache.verify(&other.public_hex(), &msg, &s2));
         assert!(cache.verify(&other.public_hex(), &msg, &s2));
         assert_eq!(cache.fresh_checks(), 2 + 2 * cases.len() as u64);
+    }
+
+    /// Eight threads making the key at once all get the one key, whole (before
+    /// the key was published by a link, a second process could read the first's
+    /// empty file and fail with "not a signing key").
+    #[test]
+    fn racing_first_uses_agree_on_one_whole_key() {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().expect("tmp");
+            let cfg = dir.path().join("config");
+            let barrier = std::sync::Barrier::new(8);
+            let keys: Vec<String> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            Keypair::load_or_create(&cfg).map(|k| k.public_hex())
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("thread").expect("key"))
+                    .collect()
+            });
+            assert!(
+                keys.iter().all(|k| k == &keys[0]),
+                "round {round}: {keys:?}"
+            );
+            let names: Vec<_> = std::fs::read_dir(&cfg)
+                .expect("dir")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            assert_eq!(
+                names,
+                [KEY_FILE],
+                "round {round}: no temporary file is left"
+            );
+        }
     }
 
     #[test]

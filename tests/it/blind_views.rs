@@ -96,6 +96,7 @@ fn label(k: u64, item: usize, who: &str, c: &str, v: Option<&str>, note: String)
         adjudicator: (who == FINAL).then(|| "lena".to_string()),
         signer: None,
         signature: None,
+        log_rows: None,
     }
 }
 

@@ -157,6 +157,8 @@ fn items_and_labels_keep_their_schema() {
         // Added with reviewer keys, nullable and last in the same way.
         ("signer", Utf8, true),
         ("signature", Utf8, true),
+        // Added with study ids, nullable and last in the same way.
+        ("log_rows", UInt64, true),
     ]);
     assert_eq!(*schema_of::<Label>(), labels);
 }

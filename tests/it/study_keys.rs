@@ -105,11 +105,13 @@ fn all<'a>(item: &'a str, crit: &'a [String], v: &'a str) -> Vec<(&'a str, &'a s
     crit.iter().map(|c| (item, c.as_str(), v)).collect()
 }
 
-/// Items i0, i1; the roster: lena (lead), ann, bob, carol; mal holds a key but is on
-/// no roster.
-fn study_on(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5] {
-    let [lena, ann, bob, carol, mal] =
-        ["lena", "ann", "bob", "carol", "mal"].map(|n| Person::new(env, n, ws, envs));
+/// lena, ann, bob, carol and mal, each with their own config (own key), on `ws`.
+fn people(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5] {
+    ["lena", "ann", "bob", "carol", "mal"].map(|n| Person::new(env, n, ws, envs))
+}
+
+/// Items i0, i1, created by `lena`.
+fn create_items(env: &Env, lena: &Person) {
     let items = env.dir.path().join("items.jsonl");
     let rows: String = (0..2)
         .map(|i| format!("{{\"item_id\":\"i{i}\",\"question\":\"Q{i}?\",\"answer\":\"A{i}\"}}\n"))
@@ -121,6 +123,11 @@ fn study_on(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5]
         "--from-file",
         items.to_str().expect("utf8"),
     ]);
+}
+
+/// The roster: lena (lead), ann, bob, carol; mal holds a key but is on no roster.
+/// Returns what founding it said on stderr.
+fn found_roster([lena, ann, bob, carol, mal]: &[Person; 5]) -> String {
     // Before any roster the study is unsigned, and says so.
     assert!(
         lena.ok(&["study", "roster", "list"])
@@ -130,8 +137,9 @@ fn study_on(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5]
     // Only the holder of a key may found the roster with it.
     let (ok, _, err) = ann.run(&["study", "roster", "add", "ann", &lk, "--lead"]);
     assert!(!ok && err.contains("KEY must be yours"), "{err}");
-    lena.ok(&["study", "roster", "add", "lena", &lk, "--lead"]);
-    for p in [&ann, &bob, &carol] {
+    let (ok, _, founded) = lena.run(&["study", "roster", "add", "lena", &lk, "--lead"]);
+    assert!(ok, "{founded}");
+    for p in [ann, bob, carol] {
         let name = p.home.file_name().and_then(|n| n.to_str()).expect("name");
         lena.ok(&["study", "roster", "add", name, &p.key()]);
     }
@@ -143,7 +151,15 @@ fn study_on(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5]
         list.contains(&format!("{:<24} {:<8} {lk}  (you)", "lena", "lead")),
         "{list}"
     );
-    [lena, ann, bob, carol, mal]
+    founded
+}
+
+/// Items i0, i1 and the roster of [`found_roster`].
+fn study_on(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5] {
+    let all = people(env, ws, envs);
+    create_items(env, &all[0]);
+    found_roster(&all);
+    all
 }
 
 fn block<F: std::future::Future>(f: F) -> F::Output {
@@ -186,8 +202,10 @@ fn forge(ws: &Workspace, ann: &Person, mal: &Person, genuine: &Label) -> Vec<(St
     let (c0, v) = (&rubric.criteria[0].key, rubric.version.as_str());
     let mut out = Vec::new();
     // mal's key, claiming ann.
+    // The forger reads the study id from the roster, as anyone can.
+    let bound = block(study::binding(ws)).expect("the study id");
     let mut by_mal = Label::new("i0", "ann", c0, Some("fail"), Some("by mal"), v);
-    study::sign_label(&mut by_mal, &mal.keypair());
+    study::sign_label(&mut by_mal, &mal.keypair(), &bound);
     // No signature at all, claiming bob.
     let unsigned = Label::new("i1", "bob", c0, Some("fail"), None, v);
     // ann's genuine row with its label changed (signature kept).
@@ -199,7 +217,7 @@ fn forge(ws: &Workspace, ann: &Person, mal: &Person, genuine: &Label) -> Vec<(St
     // A final label claiming the lead, signed by ann.
     let mut fin = Label::new("i1", FINAL, c0, Some("pass"), Some("because"), v);
     fin.adjudicator = Some("lena".into());
-    study::sign_label(&mut fin, &ann.keypair());
+    study::sign_label(&mut fin, &ann.keypair(), &bound);
     for (l, kind, why) in [
         (
             &by_mal,
@@ -214,7 +232,7 @@ fn forge(ws: &Workspace, ann: &Person, mal: &Person, genuine: &Label) -> Vec<(St
         (
             &edited,
             "label",
-            "claims reviewer ann but is not signed by ann's key (its signature does not match its fields)",
+            "claims reviewer ann but is not signed by ann's key (its signature does not match its fields and this study's id)",
         ),
         (&copied, "label", "repeats the id of an earlier label"),
         (
@@ -241,7 +259,7 @@ fn forge(ws: &Workspace, ann: &Person, mal: &Person, genuine: &Label) -> Vec<(St
         signer: None,
         signature: None,
     };
-    study::sign_assignment(&mut a, &ann.keypair());
+    study::sign_assignment(&mut a, &ann.keypair(), &bound);
     block(study::assignments_table(ws).append(&[a])).expect("second writer appends assignments");
     out.push((
         "assignment".into(),
@@ -409,6 +427,166 @@ fn forged_rows_on_s3_from_a_writer_with_the_bucket_credentials_are_refused() {
     });
 }
 
+/// Two studies with the same lead and reviewers, so the same keys. ann's genuine
+/// signed labels of study A, appended to study B's labels by a second writer, are
+/// refused and named in B; labels ann gave in B before its roster was founded
+/// (signed without B's id) do not count once it is, which founding says; what she
+/// labels after counts.
+#[test]
+fn rows_signed_for_another_study_or_before_its_roster_do_not_count() {
+    let env = Env::new();
+    let crit = criteria();
+    let at = |n: &str| env.dir.path().join(n).to_str().expect("utf8").to_string();
+    let (a_at, b_at) = (at("study-a"), at("study-b"));
+    let [lena_a, ann_a, bob_a, ..] = study_on(&env, &a_at, &[]);
+    assert!(ann_a.import("ann", &all("i0", &crit, "pass")).0);
+    assert!(bob_a.import("bob", &all("i0", &crit, "pass")).0);
+
+    let b = people(&env, &b_at, &[]);
+    create_items(&env, &b[0]);
+    assert!(b[1].import("ann", &all("i1", &crit, "fail")).0, "unsigned");
+    let founded = found_roster(&b);
+    assert!(
+        founded.contains(&format!(
+            "warning: the {} label rows written before the roster was founded",
+            crit.len()
+        )),
+        "{founded}"
+    );
+    let id_of = |p: &Person| {
+        let list = p.ok(&["study", "roster", "list"]);
+        list.lines()
+            .find_map(|l| l.strip_prefix("study id ").map(str::to_string))
+            .unwrap_or_else(|| panic!("no study id in {list}"))
+    };
+    assert_ne!(id_of(&lena_a), id_of(&b[0]), "each study has its own id");
+
+    // A second writer copies ann's genuine rows of A into B, verbatim.
+    let (from, to) = (
+        Workspace::open(&a_at).expect("study A"),
+        Workspace::open(&b_at).expect("study B"),
+    );
+    let copied: Vec<Label> = block(study::labels_table(&from).read_all())
+        .expect("A's labels")
+        .into_iter()
+        .filter(|l: &Label| l.reviewer == "ann")
+        .collect();
+    assert_eq!(copied.len(), crit.len());
+    block(study::labels_table(&to).append(&copied)).expect("appended to B");
+    assert!(
+        b[1].import("ann", &all("i0", &crit, "fail")).0,
+        "after founding"
+    );
+    assert!(b[2].import("bob", &all("i0", &crit, "pass")).0);
+
+    let agree = b[0].agree();
+    let refused: Vec<String> = agree["refused"]
+        .as_array()
+        .expect("refused")
+        .iter()
+        .map(|r| r["why"].as_str().expect("why").to_string())
+        .collect();
+    assert_eq!(refused.len(), 2 * crit.len(), "{refused:#?}");
+    let (early, from_a): (Vec<&String>, Vec<&String>) =
+        refused.iter().partition(|r| r.contains("of item i1 "));
+    assert!(early.iter().all(|r| r.ends_with(
+        "(it is signed without this study's id: written before the roster was founded, or taken from another study)"
+    )), "{early:#?}");
+    for l in &copied {
+        let want = format!(
+            "label {} of item i0 claims reviewer ann but is not signed by ann's key (its signature does not match its fields and this study's id)",
+            l.label_id
+        );
+        assert!(from_a.contains(&&want), "{want} not in {from_a:#?}");
+    }
+    let (kept, _) = exported(&b[0], &["--role", "lead"]);
+    assert_eq!(
+        kept.len(),
+        2 * crit.len(),
+        "only the labels given after founding"
+    );
+    assert!(kept.iter().all(|l| l.item_id == "i0"
+        && l.label.as_deref() == Some(if l.reviewer == "ann" { "fail" } else { "pass" })));
+    // Study A is untouched.
+    let a = lena_a.agree();
+    assert_eq!(a["refused"].as_array().map(Vec::len), Some(0), "{a}");
+}
+
+/// A second writer rewrites the label log (`labels.lance` removed and written again
+/// from the same genuine rows). ann's label given after the reveal, moved before it
+/// to pass as blind, is refused and named, and the agreement is what it was without
+/// it; a rewrite that drops one of bob's rows is named at the row that was written
+/// after it.
+#[test]
+fn a_rewritten_label_log_is_named_and_a_label_moved_before_the_reveal_does_not_count() {
+    let env = Env::new();
+    let crit = criteria();
+    let c = crit.len();
+    let location = env.workspace().to_str().expect("utf8").to_string();
+    let [lena, ann, bob, _, _] = study_on(&env, &location, &[]);
+    assert!(ann.import("ann", &all("i0", &crit, "pass")).0);
+    assert!(bob.import("bob", &all("i0", &crit, "pass")).0);
+    let blind = lena.agree();
+    // After the reveal ann changes her mind on the first criterion.
+    assert!(ann.import("ann", &[("i0", crit[0].as_str(), "fail")]).0);
+    let honest = lena.agree();
+    assert_eq!(honest["labels_after_reveal"], 1, "{honest}");
+    assert_eq!(honest["changed_after_reveal"], 1, "{honest}");
+
+    let ws = Workspace::open(env.workspace()).expect("ws");
+    let stored: Vec<Label> = block(study::labels_table(&ws).read_all()).expect("labels");
+    assert_eq!(stored.len(), 2 * c + 1);
+    let rewrite = |rows: Vec<Label>| {
+        std::fs::remove_dir_all(ws.path(study::LABELS)).expect("labels removed");
+        block(study::labels_table(&ws).append(&rows)).expect("labels rewritten");
+    };
+    let refused = |v: &serde_json::Value| -> Vec<String> {
+        v["refused"]
+            .as_array()
+            .expect("refused")
+            .iter()
+            .map(|r| r["why"].as_str().expect("why").to_string())
+            .collect()
+    };
+    let late = stored[2 * c].clone();
+
+    // The late label moved to the front.
+    let mut moved = vec![late.clone()];
+    moved.extend_from_slice(&stored[..2 * c]);
+    rewrite(moved);
+    let after = lena.agree();
+    assert_eq!(
+        refused(&after),
+        [format!(
+            "label {} of item i0 was written when the label log held {} rows but is stored at row 0: rows before it were removed or it was moved forward (the log was rewritten)",
+            late.label_id,
+            2 * c
+        )]
+    );
+    assert_eq!(
+        after["rows"], blind["rows"],
+        "the moved label does not count"
+    );
+    assert_eq!(after["labels_after_reveal"], 0, "{after}");
+
+    // bob's first row dropped: the late label, written after it, names the gap.
+    let mut dropped = stored.clone();
+    dropped.remove(c);
+    rewrite(dropped);
+    let after = lena.agree();
+    let why = refused(&after);
+    assert_eq!(why.len(), 1, "{why:#?}");
+    assert!(
+        why[0].starts_with(&format!(
+            "label {} of item i0 was written when the label log held {} rows but is stored at row {}",
+            late.label_id,
+            2 * c,
+            2 * c - 1
+        )),
+        "{why:#?}"
+    );
+}
+
 /// ann's machine is an hour behind: her change after the reveal carries a clock
 /// older than every label of the study, and still counts as after the reveal.
 #[test]
@@ -432,8 +610,9 @@ fn a_label_with_its_clock_set_an_hour_back_cannot_relabel_blind() {
     );
     late.seq = oldest - 3_600_000_000_000;
     late.timestamp = stored[0].timestamp.clone();
-    study::sign_label(&mut late, &ann.keypair());
     let ws = Workspace::open(env.workspace()).expect("ws");
+    let bound = block(study::binding(&ws)).expect("the study id");
+    study::sign_label(&mut late, &ann.keypair(), &bound);
     block(study::save_labels(&ws, &rubric, &items(), &[late])).expect("saved");
     // By its clock the label would be the oldest of all, so given blind.
     let (stored, _) = exported(&lena, &["--role", "lead"]);

@@ -76,6 +76,7 @@ impl Label {
             adjudicator: None,
             signer: None,
             signature: None,
+            log_rows: None,
         }
     }
 }

@@ -25,6 +25,7 @@ pub use steps::{
     save_label_batch, sight, study_fingerprint, visible_judgements, visible_label_rows,
 };
 pub use trust::{
-    ROSTER, RosterView, TrustedLog, UNSIGNED, check_authorship, confirm, my_key, require_lead,
-    roster, roster_add, roster_list, roster_table, sign_assignment, sign_label, trusted_log,
+    ROSTER, RosterAdded, RosterView, TrustedLog, UNBOUND, UNSIGNED, binding, check_authorship,
+    confirm, my_key, require_lead, roster, roster_add, roster_list, roster_table, sign_assignment,
+    sign_label, trusted_log,
 };

@@ -183,8 +183,10 @@ pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Resul
     let (roster, _) = trust::roster(ctx).await?;
     trust::check_authorship(&roster, &labels, &key)
         .with_context(|| format!("nothing imported from {}", file.display()))?;
+    let read = labels_table(&ctx.workspace).count_rows().await?;
     for l in &mut labels {
-        trust::sign_label(l, &key);
+        l.log_rows = Some(read);
+        trust::sign_label(l, &key, roster.binding());
     }
     let version = save_labels(&ctx.workspace, rubric, &items, &labels)
         .await
@@ -237,9 +239,14 @@ pub async fn save_label_batch(
 ) -> Result<f64> {
     let t = std::time::Instant::now();
     let key = trust::my_key(ctx)?;
+    let study = trust::binding(&ctx.workspace).await?;
+    // The rows read before this commit (signed with the labels): the commit lands
+    // at that position or later in any untouched log.
+    let read = labels_table(&ctx.workspace).count_rows().await?;
     let mut signed = labels.to_vec();
     for l in &mut signed {
-        trust::sign_label(l, &key);
+        l.log_rows = Some(read);
+        trust::sign_label(l, &key, &study);
     }
     save_labels(&ctx.workspace, rubric, items, &signed).await?;
     Ok(t.elapsed().as_secs_f64() * 1e3)
@@ -758,7 +765,7 @@ pub async fn assign(
                 signer: None,
                 signature: None,
             };
-            trust::sign_assignment(&mut a, &key);
+            trust::sign_assignment(&mut a, &key, roster.binding());
             a
         })
         .collect();

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::labels::{Assignment, Label, assignments_table, labels_table};
 use crate::core::blinding::{Schedule, Viewer};
 use crate::core::signing::{
-    self, LEAD, REVIEWER, Refusal, Roster, RosterEntry, check_public_key, short,
+    self, Binding, LEAD, REVIEWER, Refusal, Roster, RosterEntry, check_public_key, short,
 };
 use crate::service::base::{Context, now_rfc3339};
 use crate::store::keys::{self, Keypair};
@@ -29,22 +29,58 @@ pub fn my_key(ctx: &Context) -> Result<Keypair> {
     Keypair::load_or_create(&ctx.paths.config_dir).context("the study signing key")
 }
 
-/// Sign `label` as this key's holder (the key and signature are set on it).
-pub fn sign_label(label: &mut Label, key: &Keypair) {
+/// Sign `label` as this key's holder for the study bound as `study` (the key and
+/// signature are set on it).
+pub fn sign_label(label: &mut Label, key: &Keypair, study: &Binding) {
     label.signer = Some(key.public_hex());
-    label.signature = Some(key.sign_hex(&signing::label_bytes(label)));
+    label.signature = Some(key.sign_hex(&signing::label_bytes(label, study)));
 }
 
-/// Sign `a` as this key's holder.
-pub fn sign_assignment(a: &mut Assignment, key: &Keypair) {
+/// Sign `a` as this key's holder for the study bound as `study`.
+pub fn sign_assignment(a: &mut Assignment, key: &Keypair, study: &Binding) {
     a.signer = Some(key.public_hex());
-    a.signature = Some(key.sign_hex(&signing::assignment_bytes(a)));
+    a.signature = Some(key.sign_hex(&signing::assignment_bytes(a, study)));
 }
 
 /// The verified roster and the roster rows refused.
 pub async fn roster(ctx: &Context) -> Result<(Roster, Vec<Refusal>)> {
-    let rows: Vec<RosterEntry> = roster_table(&ctx.workspace).read_all().await?;
+    roster_of(&ctx.workspace).await
+}
+
+async fn roster_of(ws: &Workspace) -> Result<(Roster, Vec<Refusal>)> {
+    let rows: Vec<RosterEntry> = roster_table(ws).read_all().await?;
     Ok(Roster::from_rows(&rows, &keys::verify_cached))
+}
+
+/// Study ids already read, by workspace location. Why: a label commit signs for the
+/// study, and reading the roster for it every time would add a dataset read to the
+/// TUI's every keypress; a bound study's id never changes (it is the signature of
+/// the roster's founding entry, which stays first), so once read it is kept. An
+/// unbound or roster-less study is read again each time, since a roster may be
+/// founded at any moment.
+static STUDY_IDS: std::sync::LazyLock<std::sync::Mutex<HashMap<String, String>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// What rows written for the study in `ws` must be signed for.
+pub async fn binding(ws: &Workspace) -> Result<Binding> {
+    let location = ws.location();
+    let known = STUDY_IDS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&location)
+        .cloned();
+    if let Some(id) = known {
+        return Ok(Binding::Study(id));
+    }
+    let (roster, _) = roster_of(ws).await?;
+    let bound = roster.binding().clone();
+    if let Binding::Study(id) = &bound {
+        STUDY_IDS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(location, id.clone());
+    }
+    Ok(bound)
 }
 
 /// The study's logs as they count.
@@ -191,7 +227,17 @@ pub fn check_authorship(roster: &Roster, labels: &[Label], key: &Keypair) -> Res
 }
 
 /// What `raglab study roster add` wrote.
-pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Result<RosterEntry> {
+#[derive(Debug, Clone)]
+pub struct RosterAdded {
+    pub entry: RosterEntry,
+    /// On founding: label rows already in the workspace. They were signed without
+    /// the new study's id, so the signed study does not count them.
+    pub earlier_labels: u64,
+}
+
+/// Add `name` with `key` to the roster (signed by this user, who must be the lead;
+/// `lead` founds the roster with this user's own key and makes the study id).
+pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Result<RosterAdded> {
     crate::core::annotation::check_reviewer(name).map_err(anyhow::Error::msg)?;
     let key = check_public_key(key).map_err(anyhow::Error::msg)?;
     let me = my_key(ctx)?;
@@ -226,12 +272,34 @@ pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Res
         added_at: now_rfc3339(),
         signer: Some(mine),
         signature: None,
+        nonce: lead
+            .then(|| {
+                let mut n = [0u8; 16];
+                getrandom::fill(&mut n).map(|()| signing::to_hex(&n))
+            })
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("no randomness from the operating system: {e}"))?,
     };
-    entry.signature = Some(me.sign_hex(&signing::roster_bytes(&entry)));
+    // The founding entry's signature becomes the study id that every later row
+    // of the study is signed with.
+    let bytes = if lead {
+        signing::founding_bytes(&entry)
+    } else {
+        signing::roster_bytes(&entry, roster.binding())
+    };
+    entry.signature = Some(me.sign_hex(&bytes));
     roster_table(&ctx.workspace)
         .append(std::slice::from_ref(&entry))
         .await?;
-    Ok(entry)
+    let earlier_labels = if lead {
+        labels_table(&ctx.workspace).count_rows().await?
+    } else {
+        0
+    };
+    Ok(RosterAdded {
+        entry,
+        earlier_labels,
+    })
 }
 
 /// The roster as `raglab study roster list` shows it.
@@ -243,6 +311,9 @@ pub struct RosterView {
     /// This user's public key.
     pub me: String,
     pub signed: bool,
+    /// The id every row of the study is signed with (none: an unsigned study, or
+    /// one founded before study ids, whose signatures are not bound to it).
+    pub study_id: Option<String>,
 }
 
 pub async fn roster_list(ctx: &Context) -> Result<RosterView> {
@@ -257,8 +328,12 @@ pub async fn roster_list(ctx: &Context) -> Result<RosterView> {
         refused,
         me,
         signed: roster.is_signed(),
+        study_id: roster.binding().study_id().map(str::to_string),
     })
 }
+
+/// What `roster list` says of a signed study founded before study ids.
+pub const UNBOUND: &str = "this study's signatures carry no study id (its roster was founded by an earlier raglab): a signed row copied from another study whose roster gives its author the same key would count here; found a new study to bind them";
 
 /// The line every view of an unsigned study shows.
 pub const UNSIGNED: &str =

@@ -11,6 +11,7 @@ use std::time::Instant;
 use raglab::core::compare::{alpha_curve, curve_grid};
 use raglab::core::fusion::Scored;
 use raglab::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
+use raglab::core::stats::timing_quantile as pct;
 
 /// xorshift64: a fixed sequence, no dependency.
 fn next(s: &mut u64) -> f64 {
@@ -30,11 +31,6 @@ fn list(n: usize, seed: u64) -> Vec<Scored> {
         .collect();
     v.sort_by(|a, b| b.score.total_cmp(&a.score));
     v
-}
-
-fn pct(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
 fn main() {
@@ -59,12 +55,12 @@ fn main() {
         }
         println!(
             "{n} chunks: candidates + cut at depth 100 {:.3}/{:.3} ms; alpha curve (21 weights) at depth 100 {:.4}/{:.4} ms, over the whole corpus {:.3}/{:.3} ms (p50/p95)",
-            pct(&mut build, 0.5),
-            pct(&mut build, 0.95),
-            pct(&mut cut_curve, 0.5),
-            pct(&mut cut_curve, 0.95),
-            pct(&mut full_curve, 0.5),
-            pct(&mut full_curve, 0.95),
+            pct(&build, 0.5),
+            pct(&build, 0.95),
+            pct(&cut_curve, 0.5),
+            pct(&cut_curve, 0.95),
+            pct(&full_curve, 0.5),
+            pct(&full_curve, 0.95),
         );
     }
 }

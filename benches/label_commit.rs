@@ -18,14 +18,10 @@ use std::time::Instant;
 
 use raglab::config::{Config, Paths};
 use raglab::core::annotation::{Item, Label};
+use raglab::core::stats::timing_quantile as pct;
 use raglab::service::Context;
 use raglab::service::base::default_rubric;
 use raglab::service::study;
-
-fn pct(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * q).round() as usize]
-}
 
 /// The label log read plain, then as it counts twice: first with every signature not
 /// yet seen by this process checked in full, then again (a reload: every signature
@@ -112,8 +108,8 @@ fn main() -> anyhow::Result<()> {
         }
         println!(
             "signing one label (key file read + canonical bytes + ed25519): p50 {:.0} us, p95 {:.0} us",
-            pct(&mut sign_us, 0.5),
-            pct(&mut sign_us, 0.95)
+            pct(&sign_us, 0.5),
+            pct(&sign_us, 0.95)
         );
         reads(&ctx, "the unsigned half").await?;
         // A bigger study: 4,900 more signed labels (49 commits of 100), read as the
@@ -139,10 +135,10 @@ fn main() -> anyhow::Result<()> {
     })?;
     println!(
         "label commit (call to synced commit), {N} each: signed p50 {:.2} ms p95 {:.2} ms; unsigned p50 {:.2} ms p95 {:.2} ms",
-        pct(&mut signed, 0.5),
-        pct(&mut signed, 0.95),
-        pct(&mut plain, 0.5),
-        pct(&mut plain, 0.95)
+        pct(&signed, 0.5),
+        pct(&signed, 0.95),
+        pct(&plain, 0.5),
+        pct(&plain, 0.95)
     );
     Ok(())
 }

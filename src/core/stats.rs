@@ -41,6 +41,12 @@ pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
     percentile(&v, q * 100.0)
 }
 
+/// [`quantile`] of timings, 0 when there are none: what a bench prints for a
+/// stage that timed nothing (so every bench reports one kind of p50/p95).
+pub fn timing_quantile(values: &[f64], q: f64) -> f64 {
+    quantile(values, q).unwrap_or(0.0)
+}
+
 /// Label of bucket `i` of [`LENGTH_BUCKETS`].
 pub fn bucket_label(i: usize) -> String {
     let lo = if i == 0 { 0 } else { LENGTH_BUCKETS[i - 1] };

@@ -501,9 +501,10 @@ impl Jobs {
         }
     }
 
-    /// Commit every queued label in one lance commit. Should the batch be refused (one
-    /// bad label refuses all), each is committed alone so the good ones are kept and
-    /// only the bad one is reported.
+    /// Commit every queued label in one lance commit. Should the batch fail (one bad
+    /// label refuses all, or the store's reply was lost), each is committed alone,
+    /// except those already stored, so the good ones are kept, none is stored twice,
+    /// and only the bad one is reported.
     fn flush_labels(&mut self, app: &App) {
         if self.label_queue.is_empty() {
             return;
@@ -517,16 +518,12 @@ impl Jobs {
             let results = match study::save_label_batch(&ctx, &rubric, &items, &labels).await {
                 Ok(ms) => batch.iter().map(|(t, _)| (*t, Ok(ms))).collect(),
                 Err(e) if batch.len() == 1 => vec![(batch[0].0, Err(format!("{e:#}")))],
-                Err(_) => {
-                    let mut out = Vec::new();
-                    for (t, l) in &batch {
-                        let r = study::save_label(&ctx, &rubric, &items, l)
-                            .await
-                            .map_err(|e| format!("{e:#}"));
-                        out.push((*t, r));
-                    }
-                    out
-                }
+                Err(_) => study::save_labels_each_once(&ctx, &rubric, &items, &labels)
+                    .await
+                    .into_iter()
+                    .zip(&batch)
+                    .map(|(r, (t, _))| (*t, r.map_err(|e| format!("{e:#}"))))
+                    .collect(),
             };
             let _ = tx.send(Msg::Saved(results));
         });

@@ -12,15 +12,11 @@ use anyhow::{Result, bail};
 use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
 use crate::core::prompt::ChatMessage;
 use crate::core::sampling::Sampling;
+use crate::core::stats::timing_quantile as pct;
 use crate::infer::generate::{GenStats, Generator};
 use crate::service::answer::{Answerer, RunConfig, default_template};
 use crate::service::base::{Context, ModelChoice, read_questions, read_texts};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
-
-/// The `q` quantile of the timings (0 when there are none).
-fn pct(v: &[f64], q: f64) -> f64 {
-    crate::core::stats::quantile(v, q).unwrap_or(0.0)
-}
 
 /// Per-stage latency of hybrid queries (p50/p95) over at most `limit` questions, and
 /// the cost of the alpha sweep against one alpha. Reports; does not assert.

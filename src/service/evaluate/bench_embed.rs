@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::core::stats::timing_quantile as pct;
 use crate::infer::embed::{Embedder, normalise};
 use crate::service::base::{Context, ModelChoice};
 
@@ -48,8 +49,8 @@ pub struct EmbedBench {
 
 /// The `text` field of each JSONL line, at most `limit`.
 fn read_text_field(path: &Path, limit: usize) -> Result<Vec<String>> {
-    let body =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    // Bounded like every other input read (a size check before reading).
+    let body = crate::service::base::read_text(path)?;
     let mut out = Vec::new();
     for (n, line) in body.lines().filter(|l| !l.trim().is_empty()).enumerate() {
         if out.len() == limit {
@@ -63,10 +64,6 @@ fn read_text_field(path: &Path, limit: usize) -> Result<Vec<String>> {
         }
     }
     Ok(out)
-}
-
-fn pct(v: &[f64], q: f64) -> f64 {
-    crate::core::stats::quantile(v, q).unwrap_or(0.0)
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {

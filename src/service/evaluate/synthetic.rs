@@ -19,6 +19,7 @@ use crate::core::chunk::{Chunker, chunk_document};
 use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
 use crate::core::retrieval::QueryLists;
 use crate::core::rng::Rng;
+use crate::core::stats::timing_quantile as pct;
 use crate::core::synthetic::{SECTIONS_PER_DOC, TextGenerator, VectorGenerator};
 use crate::service::base::Context;
 use crate::store::chunks::ChunkStore;
@@ -70,10 +71,6 @@ fn peak_rss_mb() -> Option<f64> {
 /// search phase's peak is not the build's. False where the kernel refuses.
 fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
-fn pct(v: &[f64], q: f64) -> f64 {
-    crate::core::stats::quantile(v, q).unwrap_or(0.0)
 }
 
 fn stage(name: &str, v: &[f64]) -> serde_json::Value {

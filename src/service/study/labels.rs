@@ -39,6 +39,20 @@ pub fn items_table(ws: &Workspace) -> Table<'_> {
     Table::of::<Item>(ws, ITEMS)
 }
 
+/// The study's items, each id once (the first stored wins). Why: two processes
+/// creating items at once (two `annotate create`, or one beside the TUI sending an
+/// answer) each read the items before appending, so both may append the same item;
+/// stored rows are never rewritten, so the repeat is dropped here, where every view
+/// and command reads the items.
+pub async fn read_items(ws: &Workspace) -> Result<Vec<Item>> {
+    let stored: Vec<Item> = items_table(ws).read_all().await?;
+    let mut seen = std::collections::HashSet::new();
+    Ok(stored
+        .into_iter()
+        .filter(|i| seen.insert(i.item_id.clone()))
+        .collect())
+}
+
 pub fn labels_table(ws: &Workspace) -> Table<'_> {
     Table::of::<Label>(ws, LABELS)
 }

@@ -13,7 +13,7 @@ pub use labels::{
     ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
     LABELS, Label, PAPER_REFERENCE, agreement_table, assignments_table, criterion_rows, current,
     disagreements, final_labels, items_table, judge_labels, labels_table, noise_table, now_nanos,
-    pairs_of, pick_reviewers, save_labels,
+    pairs_of, pick_reviewers, read_items, save_labels,
 };
 pub use raters::{human_reviewers, rater_report};
 pub use steps::{
@@ -22,7 +22,8 @@ pub use steps::{
     add_answer_item, agreement_of, agreement_with, assign, create_items, export_final,
     export_labels, final_csv, final_label, finals_of, history_of, import_labels, items_from_file,
     label_history, labels_csv, labels_jsonl, load_study, read_label_file, save_label,
-    save_label_batch, sight, study_fingerprint, visible_judgements, visible_label_rows,
+    save_label_batch, save_labels_each_once, sight, study_fingerprint, visible_judgements,
+    visible_label_rows,
 };
 pub use trust::{
     ROSTER, RosterAdded, RosterView, TrustedLog, UNBOUND, UNSIGNED, binding, check_authorship,

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::labels::{
     ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
     LABELS, Label, agreement_table, assignments_table, disagreements, final_labels, items_table,
-    judge_labels, labels_table, noise_table, pick_reviewers, save_labels,
+    judge_labels, labels_table, noise_table, pick_reviewers, read_items, save_labels,
 };
 use super::trust::{self, TrustedLog};
 use crate::core::agreement::raters::RaterReport;
@@ -51,7 +51,7 @@ pub async fn create_items(
     set: Option<String>,
     sample: Option<(usize, u64)>,
 ) -> Result<CreatedItems> {
-    let existing: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let existing: Vec<Item> = read_items(&ctx.workspace).await?;
     let (mut items, missing_targets) = match source {
         ItemSource::Run(run) => items_from_run(ctx, run, set).await?,
         ItemSource::File(f) => (items_from_file(f, set)?, MissingTargets::default()),
@@ -176,7 +176,7 @@ struct ImportRow {
 /// Import a JSONL file of labels: validated as a whole and committed at once, or
 /// nothing is written. Returns (labels, labels dataset version).
 pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Result<(usize, u64)> {
-    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let items: Vec<Item> = read_items(&ctx.workspace).await?;
     let mut labels = read_label_file(file, rubric)?;
     // Signed by the importer: under a roster, only their own labels would count.
     let key = trust::my_key(ctx)?;
@@ -250,6 +250,39 @@ pub async fn save_label_batch(
     }
     save_labels(&ctx.workspace, rubric, items, &signed).await?;
     Ok(t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Commit `labels` one at a time after their batch commit failed, each label whose
+/// id is already stored skipped (reported as saved). Why: a batch commit can fail
+/// with its outcome unknown (an object store took the write and the reply was
+/// lost), and a plain retry would then store each of its labels twice. Returns each
+/// label's outcome in order: the milliseconds of its commit, or why it was refused.
+pub async fn save_labels_each_once(
+    ctx: &Context,
+    rubric: &Rubric,
+    items: &[Item],
+    labels: &[Label],
+) -> Vec<Result<f64>> {
+    let stored: std::collections::HashSet<String> =
+        match labels_table(&ctx.workspace).read_all::<Label>().await {
+            Ok(rows) => rows.into_iter().map(|l| l.label_id).collect(),
+            Err(e) => {
+                let why = format!("{e:#}");
+                return labels
+                    .iter()
+                    .map(|_| Err(anyhow::anyhow!("reading the stored labels: {why}")))
+                    .collect();
+            }
+        };
+    let mut out = Vec::with_capacity(labels.len());
+    for l in labels {
+        out.push(if stored.contains(&l.label_id) {
+            Ok(0.0)
+        } else {
+            save_label(ctx, rubric, items, l).await
+        });
+    }
+    out
 }
 
 /// File formats of a label export.
@@ -507,7 +540,7 @@ async fn study_log(
     ctx: &Context,
     judge_model: Option<&str>,
 ) -> Result<(Vec<Item>, TrustedLog, Vec<Label>)> {
-    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let items: Vec<Item> = read_items(&ctx.workspace).await?;
     let log = trust::trusted_log(ctx).await?;
     let mut labels = log.labels.clone();
     labels.extend(judge_labels(
@@ -747,7 +780,7 @@ pub async fn assign(
     {
         bail!("{r} is not on the study roster: add them first (`raglab study roster add {r} KEY`)");
     }
-    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let items: Vec<Item> = read_items(&ctx.workspace).await?;
     // In force from the label log's present end on: it never reaches back over a
     // label already given, nor moves a reveal that has happened.
     let label_rows = labels_table(&ctx.workspace).count_rows().await?;
@@ -841,7 +874,7 @@ pub fn finals_of(
 /// stored answers: the judge's labels, pass rates).
 pub async fn sight(ctx: &Context, viewer: &Viewer) -> Result<Sight> {
     let rubric = ctx.rubric(None)?;
-    let items: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let items: Vec<Item> = read_items(&ctx.workspace).await?;
     if *viewer == Viewer::Lead || items.is_empty() {
         return Ok(Sight::new(viewer.clone(), Blinding::default(), &items));
     }
@@ -867,7 +900,7 @@ pub async fn visible_judgements(
 /// Send one stored answer to annotation as an item (set `tui`); returns whether it
 /// was new.
 pub async fn add_answer_item(ctx: &Context, answer_id: &str) -> Result<bool> {
-    let existing: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let existing: Vec<Item> = read_items(&ctx.workspace).await?;
     if existing.iter().any(|i| i.item_id == answer_id) {
         return Ok(false);
     }

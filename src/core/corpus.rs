@@ -157,106 +157,6 @@ pub fn check_text(bytes: &[u8], limits: InputLimits) -> Result<&str, Rejection> 
     Ok(text)
 }
 
-/// Convert HTML to markdown-like text: `<h1>`..`<h6>` become `#` headers, block tags
-/// become line breaks, `<script>`/`<style>` and comments are dropped, common entities
-/// decoded. Deliberately small: guidance pages are simple, and a full HTML engine is not
-/// needed to find their section structure. What starts a tag follows the HTML5
-/// tokenizer: `<` starts one only before a letter, `/`, `!` or `?`; any other `<` is
-/// text (`children < 5` stays in the document instead of swallowing the rest of it).
-pub fn html_to_markdown(html: &str) -> String {
-    let mut out = String::with_capacity(html.len() / 2);
-    let lower = html.to_ascii_lowercase();
-    let mut i = 0;
-    while i < html.len() {
-        let rest = &html[i..];
-        if let Some(comment) = rest.strip_prefix("<!--") {
-            i = comment.find("-->").map_or(html.len(), |p| i + 4 + p + 3);
-            continue;
-        }
-        if rest.starts_with('<') && !opens_tag(rest) {
-            out.push('<');
-            i += 1;
-            continue;
-        }
-        if rest.starts_with('<') {
-            // A tag the file never closes ends the document, as in a browser.
-            let Some(end) = rest.find('>') else { break };
-            let tag = lower[i + 1..i + end].trim();
-            let name: String = tag
-                .trim_start_matches('/')
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric())
-                .collect();
-            let closing = tag.starts_with('/');
-            i += end + 1;
-            if !closing && (name == "script" || name == "style") {
-                let close = format!("</{name}");
-                i = lower[i..].find(&close).map_or(html.len(), |p| i + p);
-                continue;
-            }
-            match name.as_str() {
-                "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => {
-                    out.push('\n');
-                    if !closing {
-                        let level = usize::from(name.as_bytes()[1] - b'0');
-                        out.push_str(&"#".repeat(level));
-                        out.push(' ');
-                    } else {
-                        out.push('\n');
-                    }
-                }
-                "p" | "div" | "br" | "li" | "tr" | "section" | "article" | "ul" | "ol"
-                | "table" => {
-                    out.push('\n');
-                    if name == "li" && !closing {
-                        out.push_str("- ");
-                    }
-                }
-                _ => {}
-            }
-        } else {
-            let next = rest.find('<').unwrap_or(rest.len());
-            out.push_str(&decode_entities(&rest[..next]));
-            i += next;
-        }
-    }
-    // Collapse runs of blank lines and trailing spaces that tag removal leaves behind.
-    let mut cleaned = String::with_capacity(out.len());
-    let mut blank = 0;
-    for line in out.lines() {
-        let line = line.trim_end();
-        if line.trim().is_empty() {
-            blank += 1;
-            if blank > 1 {
-                continue;
-            }
-        } else {
-            blank = 0;
-        }
-        cleaned.push_str(line.trim_start());
-        cleaned.push('\n');
-    }
-    cleaned.trim().to_string()
-}
-
-/// Whether the `<` that starts `rest` opens a tag, an end tag, a declaration or a
-/// processing instruction (the HTML5 tokenizer's tag-open state).
-fn opens_tag(rest: &str) -> bool {
-    rest[1..]
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '/' | '!' | '?'))
-}
-
-fn decode_entities(s: &str) -> String {
-    s.replace("&nbsp;", " ")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&")
-}
-
 /// Split simple `---` front matter (`key: value` lines) off a markdown document.
 /// Returns the fields and the byte offset where the body starts (0 when absent).
 pub fn front_matter(text: &str) -> (BTreeMap<String, String>, usize) {
@@ -313,30 +213,6 @@ mod tests {
             Err(Rejection::TooLarge { .. })
         ));
         assert_eq!(check_text(b"fine\ntext", l), Ok("fine\ntext"));
-    }
-
-    #[test]
-    fn html_headers_become_markdown() {
-        let html = "<html><head><style>h1{}</style><title>x</title></head><body>\
-            <h1>Measles</h1><p>Intro &amp; more.</p><h2>Symptoms</h2><ul><li>Fever</li></ul>\
-            <script>alert(1)</script></body></html>";
-        let md = html_to_markdown(html);
-        assert_eq!(
-            md,
-            "x\n# Measles\n\nIntro & more.\n\n## Symptoms\n\n- Fever"
-        );
-    }
-
-    #[test]
-    fn a_stray_less_than_is_text_and_comments_are_dropped() {
-        let html = "<h1>Dosing</h1><p>For children < 5 years, give half.</p>\
-            <!-- a comment with > inside --><h2>Adults</h2><p>Give 1 dose if weight <50 kg.</p>";
-        assert_eq!(
-            html_to_markdown(html),
-            "# Dosing\n\nFor children < 5 years, give half.\n\n## Adults\n\nGive 1 dose if weight <50 kg."
-        );
-        // A tag that is never closed ends the document, as the HTML5 tokenizer does.
-        assert_eq!(html_to_markdown("<p>kept</p><b class=\"x"), "kept");
     }
 
     #[test]

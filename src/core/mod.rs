@@ -15,6 +15,7 @@ pub mod corpus;
 pub mod evalset;
 pub mod frugality;
 pub mod fusion;
+pub mod html;
 pub mod mcqa;
 pub mod metrics;
 pub mod paper;

@@ -8,9 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use crate::core::corpus::{
-    DocFormat, InputLimits, SourceDoc, check_text, front_matter, html_to_markdown,
-};
+use crate::core::corpus::{DocFormat, InputLimits, SourceDoc, check_text, front_matter};
 
 /// An input that was not ingested, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -200,8 +198,20 @@ pub fn read_file(
     match extension(path).as_str() {
         "jsonl" => read_records(path, text, seen_records, set),
         "html" | "htm" => {
-            let md = html_to_markdown(text);
-            let title = first_h1(&md).unwrap_or(stem);
+            let page = match crate::core::html::html_to_markdown(text) {
+                Ok(page) => page,
+                Err(reason) => {
+                    set.skipped.push(Skipped {
+                        path: shown,
+                        reason,
+                    });
+                    return;
+                }
+            };
+            let md = page.markdown;
+            // The page's first header names it best; its <title> often carries the
+            // site's name too ("Measles | CDC").
+            let title = first_h1(&md).or(page.title).unwrap_or(stem);
             set.docs.push(SourceDoc {
                 id,
                 title,

@@ -304,6 +304,165 @@ impl Quantised {
         )
     }
 
+    /// The place of each of `wanted` (row numbers) in the ranking of every row by
+    /// (exact f32 score by `total_cmp`, then `key`, both descending), as [`top_k`] ranks
+    /// with `k` = all rows: `(rank, score)` with rank = 1 + the rows that come before
+    /// it. No sort and no list of the whole set: the wanted rows' f32 scores are the
+    /// thresholds; one int8 pre-scan counts every row whose approximate score is more
+    /// than `B` above a threshold (its f32 score beats it whatever the rounding) and
+    /// keeps the rows within `B` of one, which alone are rescored in f32 and compared
+    /// by the tie rule. The pane asks this for a few hundred chunks at once.
+    ///
+    /// [`top_k`]: Quantised::top_k
+    pub fn ranks_of<'a, K>(
+        &self,
+        row_major: &[f32],
+        query: &[f32],
+        wanted: &[usize],
+        key: impl Fn(usize) -> &'a K,
+    ) -> Vec<(usize, f32)>
+    where
+        K: Ord + ?Sized + 'a,
+    {
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        let score = |r: usize| exact_score(&row_major[r * self.dim..(r + 1) * self.dim], query);
+        let thresholds: Vec<f32> = wanted.iter().map(|&r| score(r)).collect();
+        // `r` (score `s`) comes before wanted row `w` (score `t`) in the ranking.
+        let before = |r: usize, s: f32, w: usize, t: f32| {
+            r != w && s.total_cmp(&t).then_with(|| key(r).cmp(key(w))) == Ordering::Greater
+        };
+        let mut qq = vec![0i8; self.groups * GROUP];
+        let q_info = if self.f32_only || query.len() != self.dim {
+            None
+        } else {
+            quantise(query, &mut qq[..self.dim]).filter(|q| q.scale > 0.0)
+        };
+        let Some(q_info) = q_info else {
+            // The plain f32 scan: every row against every threshold.
+            let mut counts = vec![0usize; wanted.len()];
+            for r in 0..self.rows {
+                let s = score(r);
+                for (i, (&w, &t)) in wanted.iter().zip(&thresholds).enumerate() {
+                    counts[i] += usize::from(before(r, s, w, t));
+                }
+            }
+            return counts.into_iter().map(|c| c + 1).zip(thresholds).collect();
+        };
+        let s_q = f64::from(q_info.scale);
+        let window = self.maxima.bound(&q_info, self.dim) / s_q;
+        // Wanted rows by threshold ascending, in the scan's units (`a_r / s_q`).
+        let mut order: Vec<usize> = (0..wanted.len()).collect();
+        order.sort_by(|&a, &b| thresholds[a].total_cmp(&thresholds[b]));
+        let centre: Vec<f64> = order
+            .iter()
+            .map(|&i| f64::from(thresholds[i]) / s_q)
+            .collect();
+        let tally = Tally {
+            above: centre.iter().map(|c| c + window).collect(),
+            below: centre.iter().map(|c| c - window).collect(),
+        };
+        let query_bytes = QueryBytes::new(&qq);
+        let panels = self.rows.div_ceil(LANES);
+        let parts = if self.rows >= PARALLEL_ROWS {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+        } else {
+            1
+        };
+        let per_part = panels.div_ceil(parts);
+        let scans: Vec<PartTally> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..parts)
+                .map(|p| {
+                    let range = (p * per_part).min(panels)..((p + 1) * per_part).min(panels);
+                    let (q, t) = (&query_bytes, &tally);
+                    s.spawn(move || self.tally_part(q, range, t))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        // Rows surely before the j-th lowest threshold: those above more than j of them.
+        let m = wanted.len();
+        let mut hist = vec![0usize; m + 1];
+        for part in &scans {
+            for (h, n) in hist.iter_mut().zip(&part.hist) {
+                *h += n;
+            }
+        }
+        let mut sure = vec![0usize; m];
+        let mut above_j = 0;
+        for j in (0..m).rev() {
+            above_j += hist[j + 1];
+            sure[j] = above_j;
+        }
+        let mut counts = vec![0usize; m];
+        for (j, &i) in order.iter().enumerate() {
+            counts[i] = sure[j];
+        }
+        // Rows within the bound of a threshold: compared in f32 with the tie rule.
+        for part in &scans {
+            for &(r, from, to) in &part.near {
+                let (r, s) = (r as usize, score(r as usize));
+                for &i in &order[from as usize..to as usize] {
+                    counts[i] += usize::from(before(r, s, wanted[i], thresholds[i]));
+                }
+            }
+        }
+        counts.into_iter().map(|c| c + 1).zip(thresholds).collect()
+    }
+
+    /// [`Quantised::ranks_of`]'s pre-scan of `panels`.
+    fn tally_part(
+        &self,
+        query: &QueryBytes,
+        panels: std::ops::Range<usize>,
+        tally: &Tally,
+    ) -> PartTally {
+        let m = tally.above.len();
+        let (lowest, highest) = match (tally.below.first(), tally.above.last()) {
+            (Some(&l), Some(&h)) => (l, h),
+            _ => (f64::INFINITY, f64::INFINITY),
+        };
+        let panel_len = self.groups * LANES * GROUP;
+        let mut out = PartTally {
+            hist: vec![0; m + 1],
+            near: Vec::new(),
+        };
+        let mut sums = vec![0i32; TILE_PANELS * LANES];
+        let mut panel = panels.start;
+        while panel < panels.end {
+            let n = (panels.end - panel).min(TILE_PANELS);
+            let bytes = &self.panels[panel * panel_len..(panel + n) * panel_len];
+            let sums = &mut sums[..n * LANES];
+            dots(bytes, self.groups, query, sums);
+            let first = panel * LANES;
+            let live = self.rows.saturating_sub(first).min(sums.len());
+            for (i, &sum) in sums[..live].iter().enumerate() {
+                let row = first + i;
+                let v = f64::from(self.scales[row] * sum as f32);
+                if v < lowest {
+                    out.hist[0] += 1;
+                } else if v > highest {
+                    out.hist[m] += 1;
+                } else {
+                    // Thresholds surely beaten: the first `beaten` (above them by
+                    // more than the bound); those up to `reached` are within it.
+                    let beaten = tally.above.partition_point(|&a| a < v);
+                    let reached = tally.below.partition_point(|&b| b <= v);
+                    out.hist[beaten] += 1;
+                    if reached > beaten {
+                        out.near.push((row as u32, beaten as u32, reached as u32));
+                    }
+                }
+            }
+            panel += n;
+        }
+        out
+    }
+
     /// The pre-scan of `panels`: the k largest approximate scores seen and every row
     /// within `window` of the k-th largest at the time it was seen (a superset of
     /// those within `window` of the final k-th largest, which only grows).
@@ -359,6 +518,22 @@ impl Quantised {
             candidates,
         }
     }
+}
+
+/// The thresholds of [`Quantised::ranks_of`] ascending, in the scan's units, widened
+/// by the bound: a row above `above[j]` surely beats the j-th; one below `below[j]`
+/// surely does not.
+struct Tally {
+    above: Vec<f64>,
+    below: Vec<f64>,
+}
+
+/// What one part of a [`Quantised::ranks_of`] scan found: `hist[n]` rows surely
+/// beat the `n` lowest thresholds (and no more), and the rows near some threshold
+/// with the range of (sorted) thresholds they are near.
+struct PartTally {
+    hist: Vec<usize>,
+    near: Vec<(u32, u32, u32)>,
 }
 
 /// What one part of a scan found.
@@ -608,5 +783,51 @@ mod tests {
         // A bound far wider than the errors would rescore most rows: it stays within
         // a small multiple of the worst error seen.
         assert!(bound < 40.0 * worst, "bound {bound} vs worst {worst}");
+    }
+
+    /// `ranks_of` against a full sort of every row by (f32 score, key) descending,
+    /// on a set big enough for the parallel scan, with duplicate rows (ties broken by
+    /// key) and wanted rows from the top, the middle and the bottom.
+    #[test]
+    fn ranks_of_equal_the_full_sort() {
+        let (dim, rows) = (8, PARALLEL_ROWS + 4_321);
+        let mut s = 5u64;
+        let distinct: Vec<f32> = (0..997 * dim).map(|_| xorshift(&mut s)).collect();
+        let data: Vec<f32> = (0..rows)
+            .flat_map(|r| {
+                distinct[(r % 997) * dim..(r % 997 + 1) * dim]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        let keys: Vec<String> = (0..rows)
+            .map(|r| format!("k{:07}", (r * 7919) % rows))
+            .collect();
+        let set = Quantised::new(&data, dim);
+        for trial in 0..3 {
+            let q: Vec<f32> = if trial == 0 {
+                data[..dim].to_vec() // a row's own vector: ties at the top
+            } else {
+                (0..dim).map(|_| xorshift(&mut s)).collect()
+            };
+            let mut all: Vec<(f32, usize)> = (0..rows)
+                .map(|r| (exact_score(&data[r * dim..(r + 1) * dim], &q), r))
+                .collect();
+            all.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| keys[b.1].cmp(&keys[a.1])));
+            let wanted: Vec<usize> = [0, 1, 2, 50, 997, rows / 2, rows - 2, rows - 1]
+                .iter()
+                .map(|&i| all[i].1)
+                .chain([3, 998, 12_345])
+                .collect();
+            let got = set.ranks_of(&data, &q, &wanted, |r| keys[r].as_str());
+            for (&w, (rank, score)) in wanted.iter().zip(got) {
+                let at = all.iter().position(|&(_, r)| r == w).expect("row");
+                assert_eq!(
+                    (rank, score.to_bits()),
+                    (at + 1, all[at].0.to_bits()),
+                    "row {w}"
+                );
+            }
+        }
     }
 }

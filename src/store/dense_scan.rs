@@ -310,8 +310,10 @@ impl Quantised {
     /// it. No sort and no list of the whole set: the wanted rows' f32 scores are the
     /// thresholds; one int8 pre-scan counts every row whose approximate score is more
     /// than `B` above a threshold (its f32 score beats it whatever the rounding) and
-    /// keeps the rows within `B` of one, which alone are rescored in f32 and compared
-    /// by the tie rule. The pane asks this for a few hundred chunks at once.
+    /// rescores in f32 only the rows within `B` of one, each part of the scan on its
+    /// own core. A row beats a run of the (sorted) thresholds at once: counts are
+    /// added to a difference array, so a row costs a binary search, not one
+    /// comparison per threshold; only exact ties compare keys.
     ///
     /// [`top_k`]: Quantised::top_k
     pub fn ranks_of<'a, K>(
@@ -319,7 +321,7 @@ impl Quantised {
         row_major: &[f32],
         query: &[f32],
         wanted: &[usize],
-        key: impl Fn(usize) -> &'a K,
+        key: impl Fn(usize) -> &'a K + Sync,
     ) -> Vec<(usize, f32)>
     where
         K: Ord + ?Sized + 'a,
@@ -327,41 +329,43 @@ impl Quantised {
         if wanted.is_empty() {
             return Vec::new();
         }
-        let score = |r: usize| exact_score(&row_major[r * self.dim..(r + 1) * self.dim], query);
-        let thresholds: Vec<f32> = wanted.iter().map(|&r| score(r)).collect();
-        // `r` (score `s`) comes before wanted row `w` (score `t`) in the ranking.
-        let before = |r: usize, s: f32, w: usize, t: f32| {
-            r != w && s.total_cmp(&t).then_with(|| key(r).cmp(key(w))) == Ordering::Greater
-        };
+        let dim = self.dim;
+        let score = |r: usize| exact_score(&row_major[r * dim..(r + 1) * dim], query);
+        // Wanted rows by exact score ascending.
+        let mut sorted: Vec<(f32, usize, usize)> = wanted
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| (score(r), r, i))
+            .collect();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut qq = vec![0i8; self.groups * GROUP];
         let q_info = if self.f32_only || query.len() != self.dim {
             None
         } else {
             quantise(query, &mut qq[..self.dim]).filter(|q| q.scale > 0.0)
         };
-        let Some(q_info) = q_info else {
-            // The plain f32 scan: every row against every threshold.
-            let mut counts = vec![0usize; wanted.len()];
-            for r in 0..self.rows {
-                let s = score(r);
-                for (i, (&w, &t)) in wanted.iter().zip(&thresholds).enumerate() {
-                    counts[i] += usize::from(before(r, s, w, t));
+        let m = sorted.len();
+        let tally = match &q_info {
+            Some(q) => {
+                let s_q = f64::from(q.scale);
+                let window = self.maxima.bound(q, self.dim) / s_q;
+                let centre = |t: f32| f64::from(t) / s_q;
+                Tally {
+                    above: sorted.iter().map(|t| centre(t.0) + window).collect(),
+                    below: sorted.iter().map(|t| centre(t.0) - window).collect(),
                 }
             }
-            return counts.into_iter().map(|c| c + 1).zip(thresholds).collect();
+            // The plain f32 scan: every row is near every threshold.
+            None => Tally {
+                above: vec![f64::INFINITY; m],
+                below: vec![f64::NEG_INFINITY; m],
+            },
         };
-        let s_q = f64::from(q_info.scale);
-        let window = self.maxima.bound(&q_info, self.dim) / s_q;
-        // Wanted rows by threshold ascending, in the scan's units (`a_r / s_q`).
-        let mut order: Vec<usize> = (0..wanted.len()).collect();
-        order.sort_by(|&a, &b| thresholds[a].total_cmp(&thresholds[b]));
-        let centre: Vec<f64> = order
-            .iter()
-            .map(|&i| f64::from(thresholds[i]) / s_q)
-            .collect();
-        let tally = Tally {
-            above: centre.iter().map(|c| c + window).collect(),
-            below: centre.iter().map(|c| c - window).collect(),
+        let job = RankJob {
+            sorted: &sorted,
+            tally: &tally,
+            score: &score,
+            key: &key,
         };
         let query_bytes = QueryBytes::new(&qq);
         let panels = self.rows.div_ceil(LANES);
@@ -371,12 +375,13 @@ impl Quantised {
             1
         };
         let per_part = panels.div_ceil(parts);
-        let scans: Vec<PartTally> = std::thread::scope(|s| {
+        let exact = q_info.is_none();
+        let diffs: Vec<Vec<isize>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..parts)
                 .map(|p| {
                     let range = (p * per_part).min(panels)..((p + 1) * per_part).min(panels);
-                    let (q, t) = (&query_bytes, &tally);
-                    s.spawn(move || self.tally_part(q, range, t))
+                    let (q, job) = (&query_bytes, &job);
+                    s.spawn(move || self.rank_part(q, range, job, exact))
                 })
                 .collect();
             handles
@@ -384,53 +389,61 @@ impl Quantised {
                 .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                 .collect()
         });
-        // Rows surely before the j-th lowest threshold: those above more than j of them.
-        let m = wanted.len();
-        let mut hist = vec![0usize; m + 1];
-        for part in &scans {
-            for (h, n) in hist.iter_mut().zip(&part.hist) {
-                *h += n;
-            }
+        let mut out = vec![(0, 0.0f32); m];
+        let mut running = 0isize;
+        for (j, &(t, _, i)) in sorted.iter().enumerate() {
+            running += diffs.iter().map(|d| d[j]).sum::<isize>();
+            out[i] = (running.unsigned_abs() + 1, t);
         }
-        let mut sure = vec![0usize; m];
-        let mut above_j = 0;
-        for j in (0..m).rev() {
-            above_j += hist[j + 1];
-            sure[j] = above_j;
-        }
-        let mut counts = vec![0usize; m];
-        for (j, &i) in order.iter().enumerate() {
-            counts[i] = sure[j];
-        }
-        // Rows within the bound of a threshold: compared in f32 with the tie rule.
-        for part in &scans {
-            for &(r, from, to) in &part.near {
-                let (r, s) = (r as usize, score(r as usize));
-                for &i in &order[from as usize..to as usize] {
-                    counts[i] += usize::from(before(r, s, wanted[i], thresholds[i]));
-                }
-            }
-        }
-        counts.into_iter().map(|c| c + 1).zip(thresholds).collect()
+        out
     }
 
-    /// [`Quantised::ranks_of`]'s pre-scan of `panels`.
-    fn tally_part(
+    /// [`Quantised::ranks_of`] over `panels`: a difference array over the sorted
+    /// thresholds (`diff[j]` summed up to `j` counts the rows before threshold `j`).
+    /// `exact`: no int8 copy to use; every row is scored in f32.
+    fn rank_part<'a, K, S, F>(
         &self,
         query: &QueryBytes,
         panels: std::ops::Range<usize>,
-        tally: &Tally,
-    ) -> PartTally {
-        let m = tally.above.len();
-        let (lowest, highest) = match (tally.below.first(), tally.above.last()) {
-            (Some(&l), Some(&h)) => (l, h),
-            _ => (f64::INFINITY, f64::INFINITY),
+        job: &RankJob<'_, S, F>,
+        exact: bool,
+    ) -> Vec<isize>
+    where
+        K: Ord + ?Sized + 'a,
+        S: Fn(usize) -> f32,
+        F: Fn(usize) -> &'a K,
+    {
+        let (tally, sorted) = (job.tally, job.sorted);
+        let m = sorted.len();
+        let mut diff = vec![0isize; m + 1];
+        let lowest = tally.below.first().copied().unwrap_or(f64::INFINITY);
+        let highest = tally.above.last().copied().unwrap_or(f64::INFINITY);
+        // A row near thresholds `from..to`: scored in f32, it beats those below its
+        // score, and those equal to it when its key is greater.
+        let near = |row: usize, from: usize, to: usize, diff: &mut [isize]| {
+            let s = (job.score)(row);
+            let run = &sorted[from..to];
+            let below = from + run.partition_point(|t| t.0.total_cmp(&s).is_lt());
+            diff[from] += 1;
+            diff[below] -= 1;
+            for (j, t) in sorted.iter().enumerate().take(to).skip(below) {
+                if t.0.total_cmp(&s).is_gt() {
+                    break;
+                }
+                if t.1 != row && (job.key)(row) > (job.key)(t.1) {
+                    diff[j] += 1;
+                    diff[j + 1] -= 1;
+                }
+            }
         };
+        if exact {
+            let rows = (panels.start * LANES)..(panels.end * LANES).min(self.rows);
+            for row in rows {
+                near(row, 0, m, &mut diff);
+            }
+            return diff;
+        }
         let panel_len = self.groups * LANES * GROUP;
-        let mut out = PartTally {
-            hist: vec![0; m + 1],
-            near: Vec::new(),
-        };
         let mut sums = vec![0i32; TILE_PANELS * LANES];
         let mut panel = panels.start;
         while panel < panels.end {
@@ -444,23 +457,26 @@ impl Quantised {
                 let row = first + i;
                 let v = f64::from(self.scales[row] * sum as f32);
                 if v < lowest {
-                    out.hist[0] += 1;
-                } else if v > highest {
-                    out.hist[m] += 1;
-                } else {
-                    // Thresholds surely beaten: the first `beaten` (above them by
-                    // more than the bound); those up to `reached` are within it.
-                    let beaten = tally.above.partition_point(|&a| a < v);
-                    let reached = tally.below.partition_point(|&b| b <= v);
-                    out.hist[beaten] += 1;
-                    if reached > beaten {
-                        out.near.push((row as u32, beaten as u32, reached as u32));
-                    }
+                    continue;
+                }
+                if v > highest {
+                    diff[0] += 1;
+                    diff[m] -= 1;
+                    continue;
+                }
+                // Thresholds surely beaten: the first `beaten` (more than the bound
+                // below `v`); those up to `reached` are within the bound.
+                let beaten = tally.above.partition_point(|&a| a < v);
+                let reached = tally.below.partition_point(|&b| b <= v);
+                diff[0] += 1;
+                diff[beaten] -= 1;
+                if reached > beaten {
+                    near(row, beaten, reached, &mut diff);
                 }
             }
             panel += n;
         }
-        out
+        diff
     }
 
     /// The pre-scan of `panels`: the k largest approximate scores seen and every row
@@ -528,12 +544,14 @@ struct Tally {
     below: Vec<f64>,
 }
 
-/// What one part of a [`Quantised::ranks_of`] scan found: `hist[n]` rows surely
-/// beat the `n` lowest thresholds (and no more), and the rows near some threshold
-/// with the range of (sorted) thresholds they are near.
-struct PartTally {
-    hist: Vec<usize>,
-    near: Vec<(u32, u32, u32)>,
+/// What every part of a [`Quantised::ranks_of`] scan shares: the wanted rows as
+/// (exact score, row, position asked) by score ascending, their thresholds in the
+/// scan's units, and how to score and key a row.
+struct RankJob<'j, S, F> {
+    sorted: &'j [(f32, usize, usize)],
+    tally: &'j Tally,
+    score: &'j S,
+    key: &'j F,
 }
 
 /// What one part of a scan found.
@@ -828,6 +846,36 @@ mod tests {
                     "row {w}"
                 );
             }
+        }
+    }
+
+    /// A set with a non-finite value takes the plain f32 path: the same ranks.
+    #[test]
+    fn ranks_of_without_the_int8_copy_equal_the_full_sort() {
+        let (dim, rows) = (4, 300);
+        let mut s = 9u64;
+        let mut data: Vec<f32> = (0..rows * dim)
+            .map(|i| if i % 40 < 4 { 0.25 } else { xorshift(&mut s) })
+            .collect();
+        data[7 * dim] = f32::NAN;
+        let keys: Vec<String> = (0..rows)
+            .map(|r| format!("k{:04}", (r * 37) % rows))
+            .collect();
+        let set = Quantised::new(&data, dim);
+        let q: Vec<f32> = (0..dim).map(|_| xorshift(&mut s)).collect();
+        let mut all: Vec<(f32, usize)> = (0..rows)
+            .map(|r| (exact_score(&data[r * dim..(r + 1) * dim], &q), r))
+            .collect();
+        all.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| keys[b.1].cmp(&keys[a.1])));
+        let wanted: Vec<usize> = vec![7, 0, 10, 20, 299, all[0].1, all[150].1];
+        let got = set.ranks_of(&data, &q, &wanted, |r| keys[r].as_str());
+        for (&w, (rank, score)) in wanted.iter().zip(got) {
+            let at = all.iter().position(|&(_, r)| r == w).expect("row");
+            assert_eq!(
+                (rank, score.to_bits()),
+                (at + 1, all[at].0.to_bits()),
+                "row {w}"
+            );
         }
     }
 }

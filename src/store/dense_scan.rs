@@ -362,6 +362,9 @@ impl Quantised {
             },
         };
         let job = RankJob {
+            row_major,
+            dim,
+            query,
             sorted: &sorted,
             tally: &tally,
             score: &score,
@@ -420,8 +423,7 @@ impl Quantised {
         let highest = tally.above.last().copied().unwrap_or(f64::INFINITY);
         // A row near thresholds `from..to`: scored in f32, it beats those below its
         // score, and those equal to it when its key is greater.
-        let near = |row: usize, from: usize, to: usize, diff: &mut [isize]| {
-            let s = (job.score)(row);
+        let near = |row: usize, s: f32, from: usize, to: usize, diff: &mut [isize]| {
             let run = &sorted[from..to];
             let below = from + run.partition_point(|t| t.0.total_cmp(&s).is_lt());
             diff[from] += 1;
@@ -439,12 +441,23 @@ impl Quantised {
         if exact {
             let rows = (panels.start * LANES)..(panels.end * LANES).min(self.rows);
             for row in rows {
-                near(row, 0, m, &mut diff);
+                near(row, (job.score)(row), 0, m, &mut diff);
             }
             return diff;
         }
         let panel_len = self.groups * LANES * GROUP;
         let mut sums = vec![0i32; TILE_PANELS * LANES];
+        // Near rows waiting to be scored in f32 eight at a time (eight independent
+        // sums: one row's chain of dependent adds no longer sets the pace).
+        let mut pending: Vec<(usize, usize, usize)> = Vec::with_capacity(8);
+        let flush = |pending: &mut Vec<(usize, usize, usize)>, diff: &mut [isize]| {
+            let rows: Vec<usize> = pending.iter().map(|p| p.0).collect();
+            let scores = score_rows(job.row_major, job.dim, job.query, &rows);
+            for (&(row, from, to), s) in pending.iter().zip(scores) {
+                near(row, s, from, to, diff);
+            }
+            pending.clear();
+        };
         let mut panel = panels.start;
         while panel < panels.end {
             let n = (panels.end - panel).min(TILE_PANELS);
@@ -471,9 +484,13 @@ impl Quantised {
                 diff[0] += 1;
                 diff[beaten] -= 1;
                 if reached > beaten {
-                    near(row, beaten, reached, &mut diff);
+                    pending.push((row, beaten, reached));
+                    if pending.len() == 8 {
+                        flush(&mut pending, &mut diff);
+                    }
                 }
             }
+            flush(&mut pending, &mut diff);
             panel += n;
         }
         diff
@@ -548,6 +565,9 @@ struct Tally {
 /// (exact score, row, position asked) by score ascending, their thresholds in the
 /// scan's units, and how to score and key a row.
 struct RankJob<'j, S, F> {
+    row_major: &'j [f32],
+    dim: usize,
+    query: &'j [f32],
     sorted: &'j [(f32, usize, usize)],
     tally: &'j Tally,
     score: &'j S,
@@ -607,6 +627,22 @@ impl QueryBytes {
             abs_bytes: pack(&|b| b.abs()),
         }
     }
+}
+
+/// The exact f32 scores ([`exact_score`]) of up to eight `rows`, computed together:
+/// eight independent sums, each added in the scalar order.
+fn score_rows(row_major: &[f32], dim: usize, query: &[f32], rows: &[usize]) -> Vec<f32> {
+    let mut acc = [-0.0f32; 8];
+    let starts: Vec<&[f32]> = rows
+        .iter()
+        .map(|&r| &row_major[r * dim..(r + 1) * dim])
+        .collect();
+    for (j, &q) in query.iter().enumerate().take(dim) {
+        for (a, row) in acc.iter_mut().zip(&starts) {
+            *a += row[j] * q;
+        }
+    }
+    acc[..rows.len()].to_vec()
 }
 
 /// Exact f32 scores of `rows`, and the `k` best by (score, key), best first.

@@ -391,9 +391,9 @@ impl SparseIndex {
     /// [`SparseIndex::bm25`] cuts at k (`None`: the chunk shares no term with the
     /// query, or is not indexed), without ranking every document: each chunk's
     /// score is read by moving the terms' scorers to its document, then one pruned
-    /// pass collects every document scoring at least the lowest of them, and each
-    /// rank is counted among those (scores added in the same fixed order as the
-    /// top-k pass adds them).
+    /// pass counts, for each chunk, the documents scoring above it (or the same with
+    /// a greater id), without collecting or sorting them (scores added in the same
+    /// fixed order as the top-k pass adds them).
     pub fn bm25_ranks(&self, query: &str, wanted: &[&str]) -> Result<Ranks> {
         let searcher = self.reader.searcher();
         let none = vec![None; wanted.len()];
@@ -425,29 +425,44 @@ impl SparseIndex {
         let Some(lowest) = scores.iter().flatten().copied().reduce(f32::min) else {
             return Ok(none);
         };
+        // The wanted scores ascending; a document scoring above the `n` lowest adds
+        // one to each of them (a difference array), ties compare ids.
+        let mut targets: Vec<(f32, &str, usize)> = scores
+            .iter()
+            .zip(wanted)
+            .enumerate()
+            .filter_map(|(i, (s, id))| s.map(|s| (s, *id, i)))
+            .collect();
+        targets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut diff = vec![0isize; targets.len() + 1];
         let ids = self.doc_ids()?;
-        let mut above: Vec<(f32, &str)> = Vec::new();
         for (ord, seg) in segments.iter().enumerate() {
             self.bm25_pass(&q, seg, lowest, |doc, score| {
                 if score >= lowest {
-                    above.push((score, &ids.ids[ord][doc as usize]));
+                    let id = ids.ids[ord][doc as usize].as_str();
+                    let n = targets.partition_point(|t| t.0.total_cmp(&score).is_lt());
+                    diff[0] += 1;
+                    diff[n] -= 1;
+                    for (j, t) in targets.iter().enumerate().skip(n) {
+                        if t.0.total_cmp(&score).is_gt() {
+                            break;
+                        }
+                        if id > t.1 {
+                            diff[j] += 1;
+                            diff[j + 1] -= 1;
+                        }
+                    }
                 }
                 lowest
             })?;
         }
-        // Best first, as the ranking orders them.
-        above.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.cmp(a.1)));
-        Ok(wanted
-            .iter()
-            .zip(&scores)
-            .map(|(id, score)| {
-                let score = (*score)?;
-                let before = above.partition_point(|&(s, other)| {
-                    s.total_cmp(&score).then_with(|| other.cmp(id)).is_gt()
-                });
-                Some((before + 1, f64::from(score)))
-            })
-            .collect())
+        let mut places = vec![None; wanted.len()];
+        let mut before = 0isize;
+        for (j, &(score, _, i)) in targets.iter().enumerate() {
+            before += diff[j];
+            places[i] = Some((before.unsigned_abs() + 1, f64::from(score)));
+        }
+        Ok(places)
     }
 
     fn idf(n: f64, df: f64) -> f64 {

@@ -1,7 +1,9 @@
 //! Query pane: the analyst's workbench for one question. Type or pick a question (or
 //! a failure of the last evaluation), see the top k with each chunk's dense rank,
 //! sparse rank and fused score, the target marked; change method, sparse side and
-//! alpha instantly (the full rank lists are cached, only re-fused); see why the target
+//! alpha instantly (the rank lists, cut at the evaluated depth, are cached and only
+//! re-fused; where each chunk they hold and each target sits in the whole-corpus
+//! lists is ranked on demand with them, not by ranking the corpus); see why the target
 //! was missed (its scores beside the top-1 chunk's, its fused rank for every alpha);
 //! pin a baseline configuration and read each chunk's rank delta against it; open any
 //! chunk, the target too, with the question's terms highlighted.

@@ -3,6 +3,8 @@
 //! moves with the dense weight, and how one configuration's ranking differs from a
 //! pinned baseline's.
 
+use std::collections::HashMap;
+
 use super::fusion::{Fusion, RRF_C, Scored};
 use super::retrieval::{Method, QueryLists, RunConfig};
 
@@ -25,6 +27,16 @@ pub struct Places {
     pub ranked: Option<Place>,
 }
 
+impl Place {
+    /// The place of the `i`-th (from 0) item of a list.
+    fn at(i: usize, s: &Scored) -> Self {
+        Self {
+            rank: i + 1,
+            score: s.score,
+        }
+    }
+}
+
 fn place_in(list: &[Scored], id: &str) -> Option<Place> {
     list.iter().position(|s| s.id == id).map(|i| Place {
         rank: i + 1,
@@ -32,10 +44,70 @@ fn place_in(list: &[Scored], id: &str) -> Option<Place> {
     })
 }
 
-/// Where `id` sits in every list of `full` (lists of the whole corpus, so a score is
-/// known wherever the chunk ranks) and in `cfg`'s ranking of `ranked` (the lists cut
-/// at the evaluated depth, so the rank is the one an evaluation reports).
-pub fn places(full: &QueryLists, ranked: &QueryLists, cfg: RunConfig, id: &str) -> Places {
+/// Where a chunk sits in each whole-corpus list of a query (`None`: the list does not
+/// hold it).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ListPlaces {
+    pub dense: Option<Place>,
+    pub bm25: Option<Place>,
+    pub tfidf: Option<Place>,
+}
+
+/// The whole-corpus places of the chunks a query's view can show: every chunk of its
+/// cut lists and its targets. Retrieval computes them for those chunks alone
+/// (ranking on demand); a chunk it was not asked about has no known place.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WholePlaces(HashMap<String, ListPlaces>);
+
+impl WholePlaces {
+    pub fn new(places: HashMap<String, ListPlaces>) -> Self {
+        Self(places)
+    }
+
+    /// The places of `ids` read off lists of the whole corpus (every chunk ranked):
+    /// the reference ranking on demand must agree with.
+    pub fn from_full<S: AsRef<str>>(full: &QueryLists, ids: &[S]) -> Self {
+        let ids: Vec<&str> = ids.iter().map(AsRef::as_ref).collect();
+        let mut out: HashMap<String, ListPlaces> = ids
+            .iter()
+            .map(|id| ((*id).to_string(), ListPlaces::default()))
+            .collect();
+        // One pass over each list, looking each chunk up among the wanted.
+        for (i, s) in full.dense.iter().enumerate() {
+            if let Some(p) = out.get_mut(s.id.as_str()) {
+                p.dense = Some(Place::at(i, s));
+            }
+        }
+        for (i, s) in full.bm25.iter().enumerate() {
+            if let Some(p) = out.get_mut(s.id.as_str()) {
+                p.bm25 = Some(Place::at(i, s));
+            }
+        }
+        for (i, s) in full.tfidf.iter().enumerate() {
+            if let Some(p) = out.get_mut(s.id.as_str()) {
+                p.tfidf = Some(Place::at(i, s));
+            }
+        }
+        Self(out)
+    }
+
+    pub fn get(&self, id: &str) -> Option<&ListPlaces> {
+        self.0.get(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Where `id` sits in every whole-corpus list (`whole`: places known wherever the
+/// chunk ranks) and in `cfg`'s ranking of `ranked` (the lists cut at the evaluated
+/// depth, so the rank is the one an evaluation reports).
+pub fn places(whole: &WholePlaces, ranked: &QueryLists, cfg: RunConfig, id: &str) -> Places {
     let lists = ranked;
     let ranked = match cfg.fusion() {
         Some(f) => {
@@ -54,10 +126,11 @@ pub fn places(full: &QueryLists, ranked: &QueryLists, cfg: RunConfig, id: &str) 
             id,
         ),
     };
+    let w = whole.get(id).copied().unwrap_or_default();
     Places {
-        dense: place_in(&full.dense, id),
-        bm25: place_in(&full.bm25, id),
-        tfidf: place_in(&full.tfidf, id),
+        dense: w.dense,
+        bm25: w.bm25,
+        tfidf: w.tfidf,
         ranked,
     }
 }
@@ -190,7 +263,8 @@ mod tests {
         assert_eq!(curve[19], Some(1), "0.95 < 0.9552");
         assert_eq!(best_point(&grid, &curve), Some((0.0, 1)));
         assert_eq!(alpha_curve(&lists, cfg, "nowhere", &grid)[0], None);
-        let p = places(&lists, &lists, cfg, "t");
+        let whole = WholePlaces::from_full(&lists, &["t", "x"]);
+        let p = places(&whole, &lists, cfg, "t");
         assert_eq!(
             p.dense,
             Some(Place {
@@ -208,7 +282,7 @@ mod tests {
         let r = p.ranked.expect("ranked");
         assert_eq!(r.rank, 1);
         assert!((r.score - (0.7 / 64.0 + 0.3 / 61.0)).abs() < 1e-12);
-        let bm25 = places(&lists, &lists, RunConfig::single(Method::Bm25), "x");
+        let bm25 = places(&whole, &lists, RunConfig::single(Method::Bm25), "x");
         assert_eq!(
             bm25.ranked,
             Some(Place {
@@ -221,7 +295,7 @@ mod tests {
         // tied with x and behind a, b, c; ties break by id descending, so x, then t.
         let cut = lists.truncated(3);
         assert_eq!(alpha_curve(&cut, cfg, "t", &[1.0]), [Some(5)]);
-        let p = places(&lists, &cut, cfg, "t");
+        let p = places(&whole, &cut, cfg, "t");
         assert_eq!(p.dense.map(|p| p.rank), Some(4), "rank from the full list");
         let r = p.ranked.expect("ranked");
         // At w = 0.7: a, b, c = 0.7/61, 0.7/62, 0.7/63 > t = 0.3/61 > x = 0.3/62.

@@ -304,6 +304,198 @@ impl Quantised {
         )
     }
 
+    /// The place of each of `wanted` (row numbers) in the ranking of every row by
+    /// (exact f32 score by `total_cmp`, then `key`, both descending), as [`top_k`] ranks
+    /// with `k` = all rows: `(rank, score)` with rank = 1 + the rows that come before
+    /// it. No sort and no list of the whole set: the wanted rows' f32 scores are the
+    /// thresholds; one int8 pre-scan counts every row whose approximate score is more
+    /// than `B` above a threshold (its f32 score beats it whatever the rounding) and
+    /// rescores in f32 only the rows within `B` of one, each part of the scan on its
+    /// own core. A row beats a run of the (sorted) thresholds at once: counts are
+    /// added to a difference array, so a row costs a binary search, not one
+    /// comparison per threshold; only exact ties compare keys.
+    ///
+    /// [`top_k`]: Quantised::top_k
+    pub fn ranks_of<'a, K>(
+        &self,
+        row_major: &[f32],
+        query: &[f32],
+        wanted: &[usize],
+        key: impl Fn(usize) -> &'a K + Sync,
+    ) -> Vec<(usize, f32)>
+    where
+        K: Ord + ?Sized + 'a,
+    {
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        let dim = self.dim;
+        let score = |r: usize| exact_score(&row_major[r * dim..(r + 1) * dim], query);
+        // Wanted rows by exact score ascending.
+        let mut sorted: Vec<(f32, usize, usize)> = wanted
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| (score(r), r, i))
+            .collect();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut qq = vec![0i8; self.groups * GROUP];
+        let q_info = if self.f32_only || query.len() != self.dim {
+            None
+        } else {
+            quantise(query, &mut qq[..self.dim]).filter(|q| q.scale > 0.0)
+        };
+        let m = sorted.len();
+        let tally = match &q_info {
+            Some(q) => {
+                let s_q = f64::from(q.scale);
+                let window = self.maxima.bound(q, self.dim) / s_q;
+                let centre = |t: f32| f64::from(t) / s_q;
+                Tally {
+                    above: sorted.iter().map(|t| centre(t.0) + window).collect(),
+                    below: sorted.iter().map(|t| centre(t.0) - window).collect(),
+                }
+            }
+            // The plain f32 scan: every row is near every threshold.
+            None => Tally {
+                above: vec![f64::INFINITY; m],
+                below: vec![f64::NEG_INFINITY; m],
+            },
+        };
+        let job = RankJob {
+            row_major,
+            dim,
+            query,
+            sorted: &sorted,
+            tally: &tally,
+            score: &score,
+            key: &key,
+        };
+        let query_bytes = QueryBytes::new(&qq);
+        let panels = self.rows.div_ceil(LANES);
+        let parts = if self.rows >= PARALLEL_ROWS {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+        } else {
+            1
+        };
+        let per_part = panels.div_ceil(parts);
+        let exact = q_info.is_none();
+        let diffs: Vec<Vec<isize>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..parts)
+                .map(|p| {
+                    let range = (p * per_part).min(panels)..((p + 1) * per_part).min(panels);
+                    let (q, job) = (&query_bytes, &job);
+                    s.spawn(move || self.rank_part(q, range, job, exact))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        let mut out = vec![(0, 0.0f32); m];
+        let mut running = 0isize;
+        for (j, &(t, _, i)) in sorted.iter().enumerate() {
+            running += diffs.iter().map(|d| d[j]).sum::<isize>();
+            out[i] = (running.unsigned_abs() + 1, t);
+        }
+        out
+    }
+
+    /// [`Quantised::ranks_of`] over `panels`: a difference array over the sorted
+    /// thresholds (`diff[j]` summed up to `j` counts the rows before threshold `j`).
+    /// `exact`: no int8 copy to use; every row is scored in f32.
+    fn rank_part<'a, K, S, F>(
+        &self,
+        query: &QueryBytes,
+        panels: std::ops::Range<usize>,
+        job: &RankJob<'_, S, F>,
+        exact: bool,
+    ) -> Vec<isize>
+    where
+        K: Ord + ?Sized + 'a,
+        S: Fn(usize) -> f32,
+        F: Fn(usize) -> &'a K,
+    {
+        let (tally, sorted) = (job.tally, job.sorted);
+        let m = sorted.len();
+        let mut diff = vec![0isize; m + 1];
+        let lowest = tally.below.first().copied().unwrap_or(f64::INFINITY);
+        let highest = tally.above.last().copied().unwrap_or(f64::INFINITY);
+        // A row near thresholds `from..to`: scored in f32, it beats those below its
+        // score, and those equal to it when its key is greater.
+        let near = |row: usize, s: f32, from: usize, to: usize, diff: &mut [isize]| {
+            let run = &sorted[from..to];
+            let below = from + run.partition_point(|t| t.0.total_cmp(&s).is_lt());
+            diff[from] += 1;
+            diff[below] -= 1;
+            for (j, t) in sorted.iter().enumerate().take(to).skip(below) {
+                if t.0.total_cmp(&s).is_gt() {
+                    break;
+                }
+                if t.1 != row && (job.key)(row) > (job.key)(t.1) {
+                    diff[j] += 1;
+                    diff[j + 1] -= 1;
+                }
+            }
+        };
+        if exact {
+            let rows = (panels.start * LANES)..(panels.end * LANES).min(self.rows);
+            for row in rows {
+                near(row, (job.score)(row), 0, m, &mut diff);
+            }
+            return diff;
+        }
+        let panel_len = self.groups * LANES * GROUP;
+        let mut sums = vec![0i32; TILE_PANELS * LANES];
+        // Near rows waiting to be scored in f32 eight at a time (eight independent
+        // sums: one row's chain of dependent adds no longer sets the pace).
+        let mut pending: Vec<(usize, usize, usize)> = Vec::with_capacity(8);
+        let flush = |pending: &mut Vec<(usize, usize, usize)>, diff: &mut [isize]| {
+            let rows: Vec<usize> = pending.iter().map(|p| p.0).collect();
+            let scores = score_rows(job.row_major, job.dim, job.query, &rows);
+            for (&(row, from, to), s) in pending.iter().zip(scores) {
+                near(row, s, from, to, diff);
+            }
+            pending.clear();
+        };
+        let mut panel = panels.start;
+        while panel < panels.end {
+            let n = (panels.end - panel).min(TILE_PANELS);
+            let bytes = &self.panels[panel * panel_len..(panel + n) * panel_len];
+            let sums = &mut sums[..n * LANES];
+            dots(bytes, self.groups, query, sums);
+            let first = panel * LANES;
+            let live = self.rows.saturating_sub(first).min(sums.len());
+            for (i, &sum) in sums[..live].iter().enumerate() {
+                let row = first + i;
+                let v = f64::from(self.scales[row] * sum as f32);
+                if v < lowest {
+                    continue;
+                }
+                if v > highest {
+                    diff[0] += 1;
+                    diff[m] -= 1;
+                    continue;
+                }
+                // Thresholds surely beaten: the first `beaten` (more than the bound
+                // below `v`); those up to `reached` are within the bound.
+                let beaten = tally.above.partition_point(|&a| a < v);
+                let reached = tally.below.partition_point(|&b| b <= v);
+                diff[0] += 1;
+                diff[beaten] -= 1;
+                if reached > beaten {
+                    pending.push((row, beaten, reached));
+                    if pending.len() == 8 {
+                        flush(&mut pending, &mut diff);
+                    }
+                }
+            }
+            flush(&mut pending, &mut diff);
+            panel += n;
+        }
+        diff
+    }
+
     /// The pre-scan of `panels`: the k largest approximate scores seen and every row
     /// within `window` of the k-th largest at the time it was seen (a superset of
     /// those within `window` of the final k-th largest, which only grows).
@@ -361,6 +553,27 @@ impl Quantised {
     }
 }
 
+/// The thresholds of [`Quantised::ranks_of`] ascending, in the scan's units, widened
+/// by the bound: a row above `above[j]` surely beats the j-th; one below `below[j]`
+/// surely does not.
+struct Tally {
+    above: Vec<f64>,
+    below: Vec<f64>,
+}
+
+/// What every part of a [`Quantised::ranks_of`] scan shares: the wanted rows as
+/// (exact score, row, position asked) by score ascending, their thresholds in the
+/// scan's units, and how to score and key a row.
+struct RankJob<'j, S, F> {
+    row_major: &'j [f32],
+    dim: usize,
+    query: &'j [f32],
+    sorted: &'j [(f32, usize, usize)],
+    tally: &'j Tally,
+    score: &'j S,
+    key: &'j F,
+}
+
 /// What one part of a scan found.
 struct PartScan {
     best: Vec<f32>,
@@ -414,6 +627,22 @@ impl QueryBytes {
             abs_bytes: pack(&|b| b.abs()),
         }
     }
+}
+
+/// The exact f32 scores ([`exact_score`]) of up to eight `rows`, computed together:
+/// eight independent sums, each added in the scalar order.
+fn score_rows(row_major: &[f32], dim: usize, query: &[f32], rows: &[usize]) -> Vec<f32> {
+    let mut acc = [-0.0f32; 8];
+    let starts: Vec<&[f32]> = rows
+        .iter()
+        .map(|&r| &row_major[r * dim..(r + 1) * dim])
+        .collect();
+    for (j, &q) in query.iter().enumerate().take(dim) {
+        for (a, row) in acc.iter_mut().zip(&starts) {
+            *a += row[j] * q;
+        }
+    }
+    acc[..rows.len()].to_vec()
 }
 
 /// Exact f32 scores of `rows`, and the `k` best by (score, key), best first.
@@ -608,5 +837,81 @@ mod tests {
         // A bound far wider than the errors would rescore most rows: it stays within
         // a small multiple of the worst error seen.
         assert!(bound < 40.0 * worst, "bound {bound} vs worst {worst}");
+    }
+
+    /// `ranks_of` against a full sort of every row by (f32 score, key) descending,
+    /// on a set big enough for the parallel scan, with duplicate rows (ties broken by
+    /// key) and wanted rows from the top, the middle and the bottom.
+    #[test]
+    fn ranks_of_equal_the_full_sort() {
+        let (dim, rows) = (8, PARALLEL_ROWS + 4_321);
+        let mut s = 5u64;
+        let distinct: Vec<f32> = (0..997 * dim).map(|_| xorshift(&mut s)).collect();
+        let data: Vec<f32> = (0..rows)
+            .flat_map(|r| {
+                distinct[(r % 997) * dim..(r % 997 + 1) * dim]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        let keys: Vec<String> = (0..rows)
+            .map(|r| format!("k{:07}", (r * 7919) % rows))
+            .collect();
+        let set = Quantised::new(&data, dim);
+        for trial in 0..3 {
+            let q: Vec<f32> = if trial == 0 {
+                data[..dim].to_vec() // a row's own vector: ties at the top
+            } else {
+                (0..dim).map(|_| xorshift(&mut s)).collect()
+            };
+            let mut all: Vec<(f32, usize)> = (0..rows)
+                .map(|r| (exact_score(&data[r * dim..(r + 1) * dim], &q), r))
+                .collect();
+            all.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| keys[b.1].cmp(&keys[a.1])));
+            let wanted: Vec<usize> = [0, 1, 2, 50, 997, rows / 2, rows - 2, rows - 1]
+                .iter()
+                .map(|&i| all[i].1)
+                .chain([3, 998, 12_345])
+                .collect();
+            let got = set.ranks_of(&data, &q, &wanted, |r| keys[r].as_str());
+            for (&w, (rank, score)) in wanted.iter().zip(got) {
+                let at = all.iter().position(|&(_, r)| r == w).expect("row");
+                assert_eq!(
+                    (rank, score.to_bits()),
+                    (at + 1, all[at].0.to_bits()),
+                    "row {w}"
+                );
+            }
+        }
+    }
+
+    /// A set with a non-finite value takes the plain f32 path: the same ranks.
+    #[test]
+    fn ranks_of_without_the_int8_copy_equal_the_full_sort() {
+        let (dim, rows) = (4, 300);
+        let mut s = 9u64;
+        let mut data: Vec<f32> = (0..rows * dim)
+            .map(|i| if i % 40 < 4 { 0.25 } else { xorshift(&mut s) })
+            .collect();
+        data[7 * dim] = f32::NAN;
+        let keys: Vec<String> = (0..rows)
+            .map(|r| format!("k{:04}", (r * 37) % rows))
+            .collect();
+        let set = Quantised::new(&data, dim);
+        let q: Vec<f32> = (0..dim).map(|_| xorshift(&mut s)).collect();
+        let mut all: Vec<(f32, usize)> = (0..rows)
+            .map(|r| (exact_score(&data[r * dim..(r + 1) * dim], &q), r))
+            .collect();
+        all.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| keys[b.1].cmp(&keys[a.1])));
+        let wanted: Vec<usize> = vec![7, 0, 10, 20, 299, all[0].1, all[150].1];
+        let got = set.ranks_of(&data, &q, &wanted, |r| keys[r].as_str());
+        for (&w, (rank, score)) in wanted.iter().zip(got) {
+            let at = all.iter().position(|&(_, r)| r == w).expect("row");
+            assert_eq!(
+                (rank, score.to_bits()),
+                (at + 1, all[at].0.to_bits()),
+                "row {w}"
+            );
+        }
     }
 }

@@ -23,9 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
-use tantivy::collector::TopDocs;
 use tantivy::postings::Postings;
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, Occur, Query, Scorer, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
 use tantivy::{
     DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, TantivyDocument, Term,
@@ -36,6 +35,10 @@ use crate::core::chunk::Chunk;
 use crate::core::fusion::Scored;
 
 pub const INDEX_DIR: &str = "index/bm25";
+
+/// The place (rank from 1, score) of each of some chunks in a whole ranking, in the
+/// order they were asked for (`None`: the ranking does not hold the chunk).
+pub type Ranks = Vec<Option<(usize, f64)>>;
 
 fn err(path: &Path, e: impl std::fmt::Display) -> StoreError {
     StoreError::Invalid(format!("tantivy index {}: {e}", path.display()))
@@ -268,48 +271,198 @@ impl SparseIndex {
         Ok(self.doc_ids.get_or_init(|| DocIds { ids }))
     }
 
-    /// The chunk id of a hit (a document the index's searcher returned).
-    fn chunk_id<'a>(&self, ids: &'a DocIds, addr: tantivy::DocAddress) -> Result<&'a str> {
-        ids.ids
-            .get(addr.segment_ord as usize)
-            .and_then(|s| s.get(addr.doc_id as usize))
-            .map(String::as_str)
-            .ok_or_else(|| err(&self.path, format!("no document {addr:?}")))
-    }
-
-    /// Top `k` chunks by BM25, best first.
-    pub fn bm25(&self, query: &str, k: usize) -> Result<Vec<Scored>> {
+    /// The BM25 weights of a query: the disjunction of its analysed terms (each
+    /// once), which prunes, and each term's own weight, which scores (`None`: no term).
+    fn bm25_query(&self, query: &str, searcher: &tantivy::Searcher) -> Result<Option<Bm25Query>> {
         let mut terms = self.analyse(query)?;
         let mut seen = HashSet::new();
         terms.retain(|t| seen.insert(t.clone()));
-        if terms.is_empty() || k == 0 {
+        if terms.is_empty() {
+            return Ok(None);
+        }
+        let scoring = tantivy::query::EnableScoring::enabled_from_searcher(searcher);
+        let queries: Vec<TermQuery> = terms
+            .into_iter()
+            .map(|t| TermQuery::new(t, IndexRecordOption::WithFreqs))
+            .collect();
+        let each = queries
+            .iter()
+            .map(|q| q.weight(scoring))
+            .collect::<tantivy::Result<Vec<_>>>()
+            .map_err(|e| err(&self.path, e))?;
+        let clauses: Vec<(Occur, Box<dyn Query>)> = queries
+            .into_iter()
+            .map(|q| (Occur::Should, Box::new(q) as Box<dyn Query>))
+            .collect();
+        let union = BooleanQuery::new(clauses)
+            .weight(scoring)
+            .map_err(|e| err(&self.path, e))?;
+        Ok(Some(Bm25Query { union, each }))
+    }
+
+    /// Offer `on_doc` every live document of `seg` whose BM25 score may reach the
+    /// floor (starting at `floor`; `on_doc` returns the new one), with its score
+    /// added term by term in the query's order. Tantivy's block-WAND pass prunes, but
+    /// its sum's order depends on how far each term's postings have moved, so a
+    /// score could differ in its last bit between a top-10 and a top-1000 pass; the
+    /// score offered is recomputed in one fixed order (documents come in increasing
+    /// order, so each term's scorer only moves forward), and the pruning threshold
+    /// sits a hair below the floor so that no document the fixed order places at
+    /// the floor is pruned.
+    fn bm25_pass(
+        &self,
+        q: &Bm25Query,
+        seg: &tantivy::SegmentReader,
+        mut floor: f32,
+        mut on_doc: impl FnMut(u32, f32) -> f32,
+    ) -> Result<()> {
+        let mut terms = q
+            .each
+            .iter()
+            .map(|w| w.scorer(seg, 1.0))
+            .collect::<tantivy::Result<Vec<_>>>()
+            .map_err(|e| err(&self.path, e))?;
+        let hair = |f: f32| {
+            if f.is_finite() {
+                f - f.abs() * 1e-4 - f32::MIN_POSITIVE
+            } else {
+                f
+            }
+        };
+        q.union
+            .for_each_pruning(hair(floor), seg, &mut |doc, _| {
+                if !seg.is_deleted(doc) {
+                    floor = on_doc(doc, fixed_order_score(&mut terms, doc));
+                }
+                hair(floor)
+            })
+            .map_err(|e| err(&self.path, e))
+    }
+
+    /// Top `k` chunks by BM25, best first; equal scores by chunk id descending, also
+    /// at the cut (tantivy's own top-k breaks a tie at the k-th place by document
+    /// address, so its list could differ from the first `k` of the whole ranking).
+    pub fn bm25(&self, query: &str, k: usize) -> Result<Vec<Scored>> {
+        let searcher = self.reader.searcher();
+        let Some(q) = self.bm25_query(query, &searcher)? else {
+            return Ok(Vec::new());
+        };
+        if k == 0 {
             return Ok(Vec::new());
         }
-        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
-            .into_iter()
-            .map(|t| {
-                (
-                    Occur::Should,
-                    Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>,
-                )
-            })
-            .collect();
-        let q = BooleanQuery::new(clauses);
         let ids = self.doc_ids()?;
-        let searcher = self.reader.searcher();
-        let top = searcher
-            .search(&q, &TopDocs::with_limit(k).order_by_score())
-            .map_err(|e| err(&self.path, e))?;
-        let mut out = Vec::with_capacity(top.len());
-        for (score, addr) in top {
-            out.push(Scored {
-                id: self.chunk_id(ids, addr)?.to_string(),
-                score: f64::from(score),
-            });
+        let mut best = TopK::new(k);
+        for (ord, seg) in searcher.segment_readers().iter().enumerate() {
+            let of_seg = &ids.ids[ord];
+            let floor = best.floor().unwrap_or(f32::NEG_INFINITY);
+            self.bm25_pass(&q, seg, floor, |doc, score| {
+                best.offer(f64::from(score), &of_seg[doc as usize]);
+                best.floor().unwrap_or(f32::NEG_INFINITY)
+            })?;
         }
-        // Equal scores: chunk id descending, like trec_eval.
-        out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(&a.id)));
-        Ok(out)
+        Ok(best.into_sorted())
+    }
+
+    /// The (segment ord, doc id) of a live document holding chunk `id`.
+    fn locate(&self, searcher: &tantivy::Searcher, id: &str) -> Result<Option<(usize, u32)>> {
+        let term = Term::from_field_text(self.fields.id, id);
+        for (ord, seg) in searcher.segment_readers().iter().enumerate() {
+            let inv = seg
+                .inverted_index(self.fields.id)
+                .map_err(|e| err(&self.path, e))?;
+            let Some(mut postings) = inv
+                .read_postings(&term, IndexRecordOption::Basic)
+                .map_err(|e| err(&self.path, e))?
+            else {
+                continue;
+            };
+            let mut d = postings.doc();
+            while d != TERMINATED {
+                if !seg.is_deleted(d) {
+                    return Ok(Some((ord, d)));
+                }
+                d = postings.advance();
+            }
+        }
+        Ok(None)
+    }
+
+    /// The place (rank from 1, score) of each of `wanted` in the whole BM25 ranking
+    /// [`SparseIndex::bm25`] cuts at k (`None`: the chunk shares no term with the
+    /// query, or is not indexed), without ranking every document: each chunk's
+    /// score is read by moving the terms' scorers to its document, then one pruned
+    /// pass counts, for each chunk, the documents scoring above it (or the same with
+    /// a greater id), without collecting or sorting them (scores added in the same
+    /// fixed order as the top-k pass adds them).
+    pub fn bm25_ranks(&self, query: &str, wanted: &[&str]) -> Result<Ranks> {
+        let searcher = self.reader.searcher();
+        let none = vec![None; wanted.len()];
+        let Some(q) = self.bm25_query(query, &searcher)? else {
+            return Ok(none);
+        };
+        let segments = searcher.segment_readers();
+        let mut scores: Vec<Option<f32>> = vec![None; wanted.len()];
+        let mut at: Vec<(usize, u32, usize)> = Vec::new();
+        for (i, id) in wanted.iter().enumerate() {
+            if let Some((ord, doc)) = self.locate(&searcher, id)? {
+                at.push((ord, doc, i));
+            }
+        }
+        at.sort_unstable();
+        for (ord, seg) in segments.iter().enumerate() {
+            let mut terms = q
+                .each
+                .iter()
+                .map(|w| w.scorer(seg, 1.0))
+                .collect::<tantivy::Result<Vec<_>>>()
+                .map_err(|e| err(&self.path, e))?;
+            for &(_, doc, i) in at.iter().filter(|a| a.0 == ord) {
+                let s = fixed_order_score(&mut terms, doc);
+                // A document sharing no term with the query scores 0: not ranked.
+                scores[i] = (s > 0.0).then_some(s);
+            }
+        }
+        let Some(lowest) = scores.iter().flatten().copied().reduce(f32::min) else {
+            return Ok(none);
+        };
+        // The wanted scores ascending; a document scoring above the `n` lowest adds
+        // one to each of them (a difference array), ties compare ids.
+        let mut targets: Vec<(f32, &str, usize)> = scores
+            .iter()
+            .zip(wanted)
+            .enumerate()
+            .filter_map(|(i, (s, id))| s.map(|s| (s, *id, i)))
+            .collect();
+        targets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut diff = vec![0isize; targets.len() + 1];
+        let ids = self.doc_ids()?;
+        for (ord, seg) in segments.iter().enumerate() {
+            self.bm25_pass(&q, seg, lowest, |doc, score| {
+                if score >= lowest {
+                    let id = ids.ids[ord][doc as usize].as_str();
+                    let n = targets.partition_point(|t| t.0.total_cmp(&score).is_lt());
+                    diff[0] += 1;
+                    diff[n] -= 1;
+                    for (j, t) in targets.iter().enumerate().skip(n) {
+                        if t.0.total_cmp(&score).is_gt() {
+                            break;
+                        }
+                        if id > t.1 {
+                            diff[j] += 1;
+                            diff[j + 1] -= 1;
+                        }
+                    }
+                }
+                lowest
+            })?;
+        }
+        let mut places = vec![None; wanted.len()];
+        let mut before = 0isize;
+        for (j, &(score, _, i)) in targets.iter().enumerate() {
+            before += diff[j];
+            places[i] = Some((before.unsigned_abs() + 1, f64::from(score)));
+        }
+        Ok(places)
     }
 
     fn idf(n: f64, df: f64) -> f64 {
@@ -375,9 +528,22 @@ impl SparseIndex {
 
     /// Top `k` chunks by tf-idf cosine, best first; equal scores by chunk id
     /// descending. Dot products accumulate in a dense per-segment array (each
-    /// document's sum in the same term order as a map would add them); only the k
-    /// best ids are cloned.
+    /// document's sum in the order of the query's terms sorted by their bytes, the
+    /// same on every call); only the k best ids are cloned.
     pub fn tfidf(&self, query: &str, k: usize) -> Result<Vec<Scored>> {
+        Ok(self.tfidf_ranked(query, k, &[])?.0)
+    }
+
+    /// [`SparseIndex::tfidf`], and the place (rank from 1, score) of each of `wanted`
+    /// in the whole ranking (`None`: no shared term, or not indexed), counted over the
+    /// same accumulator: a document comes before a wanted one if it scores higher, or
+    /// the same with a greater chunk id.
+    pub fn tfidf_ranked(
+        &self,
+        query: &str,
+        k: usize,
+        wanted: &[&str],
+    ) -> Result<(Vec<Scored>, Ranks)> {
         let cache = self.tfidf_cache()?;
         let ids = self.doc_ids()?;
         let searcher = self.reader.searcher();
@@ -385,6 +551,13 @@ impl SparseIndex {
         for t in self.analyse(query)? {
             *qtf.entry(t).or_default() += 1;
         }
+        // One order of the terms, whatever the map's: the sums' rounding is then the
+        // same for the same query.
+        let mut qtf: Vec<(Term, u32)> = qtf.into_iter().collect();
+        qtf.sort_by(|a, b| {
+            a.0.serialized_value_bytes()
+                .cmp(b.0.serialized_value_bytes())
+        });
         let segments = searcher.segment_readers();
         let mut dot = self.take_scratch(&cache.norms);
         let mut touched: Vec<(usize, u32)> = Vec::new();
@@ -423,17 +596,57 @@ impl SparseIndex {
             }
         }
         let qnorm = qnorm.sqrt();
+        let score = |ord: usize, d: u32, sum: f64| {
+            let norm = cache.norms[ord][d as usize];
+            (norm > 0.0 && qnorm > 0.0).then(|| sum / (norm * qnorm))
+        };
+        // The wanted chunks' scores, read before the accumulators are cleared.
+        let mut places: Vec<Option<(usize, f64)>> = Vec::with_capacity(wanted.len());
+        let mut targets: Vec<(f64, &str, usize)> = Vec::new();
+        for (i, id) in wanted.iter().enumerate() {
+            let s = self.locate(&searcher, id)?.and_then(|(ord, d)| {
+                score(ord, d, dot[ord][d as usize]).filter(|_| dot[ord][d as usize] > 0.0)
+            });
+            places.push(s.map(|s| (1, s)));
+            if let Some(s) = s {
+                targets.push((s, id, i));
+            }
+        }
+        targets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut before = vec![0usize; targets.len()];
+        // `hist[n]`: documents scoring above exactly the `n` lowest wanted scores.
+        let mut hist = vec![0usize; targets.len() + 1];
         let mut best = TopK::new(k);
         for &(ord, d) in &touched {
             let slot = &mut dot[ord][d as usize];
-            let (sum, norm) = (*slot, cache.norms[ord][d as usize]);
+            let sum = *slot;
             *slot = 0.0;
-            if norm > 0.0 && qnorm > 0.0 {
-                best.offer(sum / (norm * qnorm), &ids.ids[ord][d as usize]);
+            let Some(s) = score(ord, d, sum) else {
+                continue;
+            };
+            let id = &ids.ids[ord][d as usize];
+            best.offer(s, id);
+            if targets.is_empty() {
+                continue;
+            }
+            let n = targets.partition_point(|t| t.0.total_cmp(&s).is_lt());
+            hist[n] += 1;
+            // Equal scores: before a wanted chunk if its id is greater.
+            for (j, t) in targets.iter().enumerate().skip(n) {
+                if t.0.total_cmp(&s).is_gt() {
+                    break;
+                }
+                before[j] += usize::from(id.as_str() > t.1);
             }
         }
         self.give_scratch(dot);
-        Ok(best.into_sorted())
+        let mut higher = 0;
+        for j in (0..targets.len()).rev() {
+            higher += hist[j + 1];
+            let (s, _, i) = targets[j];
+            places[i] = Some((higher + before[j] + 1, s));
+        }
+        Ok((best.into_sorted(), places))
     }
 
     /// Zeroed accumulators shaped like `norms` (a kept set, or new ones).
@@ -448,6 +661,27 @@ impl SparseIndex {
             s.push(dot);
         }
     }
+}
+
+/// A query's BM25 weights (see [`SparseIndex::bm25_query`]).
+struct Bm25Query {
+    union: Box<dyn tantivy::query::Weight>,
+    each: Vec<Box<dyn tantivy::query::Weight>>,
+}
+
+/// The BM25 score of `doc`: its terms' scores added in the query's order, from 0.
+/// Each scorer moves forward to `doc` (documents must come in increasing order).
+fn fixed_order_score(terms: &mut [Box<dyn Scorer>], doc: u32) -> f32 {
+    let mut score = 0.0f32;
+    for t in terms.iter_mut() {
+        if t.doc() < doc {
+            t.seek(doc);
+        }
+        if t.doc() == doc {
+            score += t.score();
+        }
+    }
+    score
 }
 
 /// The `k` best (score, id) pairs, larger first: score by `total_cmp`, then id.
@@ -496,6 +730,13 @@ impl<'a> TopK<'a> {
             self.heap.pop();
             self.heap.push(Reverse(e));
         }
+    }
+
+    /// The k-th best score once k are held (as f32: the BM25 pass offers f32 scores).
+    fn floor(&self) -> Option<f32> {
+        (self.heap.len() >= self.k)
+            .then(|| self.heap.peek().map(|Reverse((s, _))| s.0 as f32))
+            .flatten()
     }
 
     /// Best first, ids cloned.

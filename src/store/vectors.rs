@@ -63,6 +63,9 @@ pub struct VectorSet {
     /// `data` quantised to int8 in the scan's panel layout, built on the first search
     /// (a set is replaced whole, never edited in place, once searched).
     pub(crate) quantised: OnceLock<Quantised>,
+    /// Row numbers sorted by id, built on the first [`VectorSet::ranks_of`]: 4 bytes a
+    /// row where a map from id would copy every id.
+    pub(crate) by_id: OnceLock<Vec<u32>>,
 }
 
 impl VectorSet {
@@ -73,6 +76,7 @@ impl VectorSet {
             hashes,
             data,
             quantised: OnceLock::new(),
+            by_id: OnceLock::new(),
         }
     }
 
@@ -123,6 +127,42 @@ impl VectorSet {
             })
             .collect();
         (hits, stats)
+    }
+
+    /// The row holding `id`, if any.
+    pub fn row_of(&self, id: &str) -> Option<usize> {
+        let sorted = self.by_id.get_or_init(|| {
+            let mut rows: Vec<u32> = (0..self.len()).map(|r| r as u32).collect();
+            rows.sort_by(|&a, &b| self.ids[a as usize].cmp(&self.ids[b as usize]));
+            rows
+        });
+        let at = sorted.partition_point(|&r| self.ids[r as usize].as_str() < id);
+        sorted
+            .get(at)
+            .map(|&r| r as usize)
+            .filter(|&r| self.ids[r] == id)
+    }
+
+    /// The place (rank from 1, score) of each of `ids` in the ranking [`VectorSet::search`]
+    /// gives with k = every row, without ranking every row (`None`: no such row).
+    pub fn ranks_of(&self, query: &[f32], ids: &[&str]) -> Vec<Option<(usize, f64)>> {
+        let rows: Vec<Option<usize>> = ids.iter().map(|id| self.row_of(id)).collect();
+        let found: Vec<usize> = rows.iter().flatten().copied().collect();
+        if self.dim == 0 || query.len() != self.dim || found.is_empty() {
+            return vec![None; ids.len()];
+        }
+        let places =
+            self.quantised()
+                .ranks_of(&self.data[..self.len() * self.dim], query, &found, |i| {
+                    self.ids[i].as_str()
+                });
+        let mut places = places.into_iter();
+        rows.iter()
+            .map(|r| {
+                r.and_then(|_| places.next())
+                    .map(|(rank, s)| (rank, f64::from(s)))
+            })
+            .collect()
     }
 
     /// Bytes of the int8 copy one search scans.

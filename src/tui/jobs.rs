@@ -10,6 +10,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use super::app::App;
 use super::effect::{Effect, GenJob, ReplayJob};
 use crate::core::agreement::Bootstrap;
+use crate::core::compare::WholePlaces;
 use crate::core::retrieval::QueryLists;
 use crate::service::Context;
 use crate::service::answer::save_answer;
@@ -23,7 +24,7 @@ pub enum Msg {
     Retriever(Result<(Arc<Retriever>, Option<String>), String>),
     Search {
         ticket: u64,
-        result: Result<Box<(QueryLists, QueryTimings)>, String>,
+        result: Result<Box<(QueryLists, WholePlaces, QueryTimings)>, String>,
     },
     /// The exact prompt, and where the answer is generated (CPU or the GPU with its
     /// layers offloaded, or the endpoint).
@@ -435,13 +436,19 @@ impl Jobs {
             return;
         };
         let (r, tx) = (Arc::clone(r), self.tx.clone());
-        // Every chunk: the target's rank and score in every list, its alpha curve and
-        // a baseline's ranking are then exact wherever the target sits (a full exact
-        // scan and fusion of 20,000 chunks takes milliseconds).
-        let depth = r.chunks.len().max(DEFAULT_DEPTH).max(app.query.k);
+        // Ranked on demand: the lists as deep as the pane cuts them, and the
+        // whole-corpus places of the chunks they hold and of the targets (where the
+        // target sits is exact wherever it ranks, without ranking the whole corpus).
+        let depth = app.query.depth.max(DEFAULT_DEPTH).max(app.query.k);
+        let targets = app
+            .query
+            .current
+            .as_ref()
+            .map(|q| q.relevant.clone())
+            .unwrap_or_default();
         self.searching.start(async move {
             let result = tokio::task::spawn_blocking(move || {
-                r.query(&text, depth)
+                r.query_places(&text, depth, &targets)
                     .map(Box::new)
                     .map_err(|e| format!("{e:#}"))
             })

@@ -30,6 +30,7 @@ mod ingest_bad_files;
 mod ingest_sample;
 mod mcqa;
 mod object_store;
+mod rank_on_demand;
 mod ray_shards;
 mod record_schemas;
 mod reference_agreement;

@@ -527,3 +527,108 @@ async fn a_questions_answers_show_their_target_rank_and_are_judged_and_sent_from
     );
     jobs.settle(Duration::from_secs(30)).await;
 }
+
+/// The Query pane ranks on demand (the lists 100 deep and the places of the chunks
+/// they hold and of the targets) where it ranked the whole corpus: driven by keys
+/// through the real jobs, every sample question's screen, its target opened, is the
+/// one the whole-corpus lists (`Retriever::query` at depth = every chunk, the pane's
+/// old path) draw, and the places shown are those lists' ranks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
+    use raglab::core::compare::WholePlaces;
+    use raglab::service::retrieval::DEFAULT_DEPTH;
+    let env = common::Env::new();
+    let guidance = common::sample_guidance();
+    env.ok(&["ingest", guidance.to_str().expect("utf8"), "--index"]);
+    let (mut app, mut jobs, mut rx) = open_tui(&env, true).await;
+    let mut config = Config::default();
+    config.models.embed = Some(common::model(DEFAULT_EMBED_MODEL));
+    let ctx = common::tui::context(&env, config);
+    let embed = raglab::service::ModelChoice {
+        threads: Some(1),
+        ..Default::default()
+    };
+    let (r, off) = raglab::service::retrieval::open_for_browsing(&ctx, &embed)
+        .await
+        .expect("retriever");
+    assert!(off.is_none(), "dense on: {off:?}");
+    let all = r.chunks.len().max(DEFAULT_DEPTH);
+    let questions = app.query.questions.clone();
+    assert!(questions.len() >= 5, "{}", questions.len());
+    let mut deeper = 0;
+    for q in questions.iter().filter(|q| !q.relevant.is_empty()) {
+        ask(&mut app, &mut jobs, &mut rx, &q.text).await;
+        assert!(app.query.status.is_none(), "{:?}", app.query.status);
+        press(&mut app, &mut jobs, 't');
+        let on_demand = render(&app);
+        // The same pane state from the whole-corpus lists.
+        let (full, _) = r.query(&q.text, all).expect("full");
+        let every: Vec<String> = r.chunks.iter().map(|c| c.id.clone()).collect();
+        let whole = WholePlaces::from_full(&full, &every);
+        let got = app
+            .query
+            .lists
+            .as_ref()
+            .expect("lists")
+            .truncated(DEFAULT_DEPTH);
+        let want = full.truncated(DEFAULT_DEPTH);
+        assert_eq!(got.dense, want.dense, "{}: dense 100 deep", q.text);
+        assert_eq!(got.bm25, want.bm25, "{}: bm25 100 deep", q.text);
+        assert_eq!(got.tfidf, want.tfidf, "{}: tfidf 100 deep", q.text);
+        for (id, _) in whole_ids(&app) {
+            assert_eq!(
+                app.query.whole.get(&id),
+                whole.get(&id),
+                "{}: places of {id}",
+                q.text
+            );
+        }
+        let target = &q.relevant[0];
+        let p = whole.get(target).copied().unwrap_or_default();
+        let show = |p: Option<raglab::core::compare::Place>| {
+            p.map_or("-".to_string(), |p| format!("#{}", p.rank))
+        };
+        let expected = format!(
+            "dense {} · bm25 {} · tfidf {}",
+            show(p.dense),
+            show(p.bm25),
+            show(p.tfidf)
+        );
+        assert!(
+            on_demand.contains(&expected),
+            "{}: the opened target shows {expected}\n{on_demand}",
+            q.text
+        );
+        deeper += [p.dense, p.bm25, p.tfidf]
+            .iter()
+            .flatten()
+            .filter(|p| p.rank > 10)
+            .count();
+        let (ticket, timings) = (app.query.ticket, app.query.timings);
+        app.query.on_result(ticket, Ok((full, whole, timings)));
+        assert_eq!(on_demand, render(&app), "{}: same screen", q.text);
+        press_key(&mut app, &mut jobs, KeyCode::Esc);
+    }
+    assert!(deeper > 0, "some target sits below the top 10 somewhere");
+}
+
+/// Every chunk the pane holds a place for.
+fn whole_ids(app: &App) -> Vec<(String, ())> {
+    let Some(lists) = &app.query.lists else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = lists
+        .dense
+        .iter()
+        .chain(&lists.bm25)
+        .chain(&lists.tfidf)
+        .map(|s| s.id.clone())
+        .collect();
+    if let Some(q) = &app.query.current {
+        ids.extend(q.relevant.iter().cloned());
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), app.query.whole.len(), "one place per chunk");
+    ids.into_iter().map(|i| (i, ())).collect()
+}

@@ -52,5 +52,5 @@ pub use significance::{
     CompareRequest, ComparisonReport, RunSummary, compare_last, compare_table, evaluate_runs,
     last_scores,
 };
-pub use synthetic::{SyntheticBench, bench_synthetic};
+pub use synthetic::{PaneWorkload, SyntheticBench, bench_synthetic, pane_workload};
 pub use variants::{VariantBest, VariantsReport, evaluate_variants};

@@ -206,6 +206,18 @@ async fn load(ws: &Workspace) -> Result<Loaded> {
 
 /// `n` queries: a random target passage, five of its words, its vector plus noise.
 fn make_queries(w: &Loaded, documents: usize, n: usize) -> Vec<(String, Vec<f32>)> {
+    make_targeted_queries(w, documents, n)
+        .into_iter()
+        .map(|(t, v, _)| (t, v))
+        .collect()
+}
+
+/// [`make_queries`] with each query's target chunk id.
+fn make_targeted_queries(
+    w: &Loaded,
+    documents: usize,
+    n: usize,
+) -> Vec<(String, Vec<f32>, String)> {
     let by_id: HashMap<&str, usize> = w
         .chunks
         .iter()
@@ -222,6 +234,7 @@ fn make_queries(w: &Loaded, documents: usize, n: usize) -> Vec<(String, Vec<f32>
             (
                 text.query_from(&chunk.text, 5),
                 qvec.query_near(w.vectors.row(row)),
+                chunk.id.clone(),
             )
         })
         .collect()
@@ -339,6 +352,51 @@ fn scan_figures(
         "int8_over_memcpy": if scan_p50 > 0.0 { copy_p50 / scan_p50 } else { 0.0 },
         "scalar_checked": scalar.len(), "scalar_p50_ms": pct(&scalar, 0.5),
         "int8_on_those_p50_ms": pct(&fast, 0.5), "identical_top_k": identical,
+    })
+}
+
+/// What the Query pane bench opens: the synthetic workspace of `chunks` chunks (built
+/// on first use, as `bench retrieval --synthetic` builds it), loaded, and `queries`
+/// questions with their query vectors and target chunks.
+pub struct PaneWorkload {
+    pub chunks: Vec<crate::core::chunk::Chunk>,
+    pub sparse: SparseIndex,
+    pub vectors: VectorSet,
+    /// (question, query vector, target chunk id).
+    pub queries: Vec<(String, Vec<f32>, String)>,
+    pub load_s: f64,
+    pub workspace: String,
+}
+
+/// Load (building once) the synthetic workspace of `chunks` chunks for the Query
+/// pane bench.
+pub async fn pane_workload(
+    ctx: &Context,
+    chunks: usize,
+    queries: usize,
+    say: &dyn Fn(&str),
+) -> Result<PaneWorkload> {
+    let req = SyntheticBench {
+        chunks,
+        queries,
+        nprobes: Vec::new(),
+        refine: 1,
+    };
+    let dir = workspace_dir(ctx, chunks);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ws = Workspace::open(&dir)?;
+    let built = ensure_workspace(&ws, &dir, &req, say).await?;
+    say("loading the workspace");
+    let w = load(&ws).await?;
+    let documents = built["documents"].as_u64().unwrap_or(1) as usize;
+    let queries = make_targeted_queries(&w, documents, queries);
+    Ok(PaneWorkload {
+        chunks: w.chunks,
+        sparse: w.sparse,
+        vectors: w.vectors,
+        queries,
+        load_s: w.load_s,
+        workspace: dir.display().to_string(),
     })
 }
 

@@ -6,5 +6,5 @@ mod retriever;
 pub use retriever::{
     CHECKPOINT_CHUNKS, DEFAULT_DEPTH, IndexReport, IndexRequest, IndexSummary, QueryTimings,
     Retriever, SearchRequest, SearchResult, SearchRow, build_index, open_for, open_for_browsing,
-    open_variant_for, search,
+    open_variant_for, rank_on_demand, search,
 };

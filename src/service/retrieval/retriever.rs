@@ -1,13 +1,14 @@
 //! The retrieval service: keeps the sparse index and the dense vectors of a workspace in
 //! step with its chunks, and computes every rank list of a query once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use crate::core::chunk::Chunk;
+use crate::core::compare::{ListPlaces, Place, WholePlaces};
 use crate::core::fusion::{Fusion, RRF_C, Scored};
 use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
 use crate::core::shard::Shard;
@@ -411,6 +412,39 @@ impl Retriever {
         Ok((lists, t))
     }
 
+    /// The lists of `query` cut at `depth`, and the whole-corpus places (rank and
+    /// score in the dense, BM25 and TF-IDF rankings of every chunk) of each chunk they
+    /// hold and of `extra` (a question's targets), without ranking the whole corpus:
+    /// what the Query pane shows. See [`rank_on_demand`].
+    pub fn query_places(
+        &self,
+        query: &str,
+        depth: usize,
+        extra: &[String],
+    ) -> Result<(QueryLists, WholePlaces, QueryTimings)> {
+        if query.trim().is_empty() {
+            bail!("empty query");
+        }
+        let (vector, embed_ms) = match &self.embedder {
+            Some(e) if !self.vectors.is_empty() => {
+                let s = Instant::now();
+                let q = e.embed_query(query)?;
+                (Some(q), s.elapsed().as_secs_f64() * 1e3)
+            }
+            _ => (None, 0.0),
+        };
+        let (lists, places, mut t) = rank_on_demand(
+            &self.sparse,
+            &self.vectors,
+            query,
+            vector.as_deref(),
+            depth,
+            extra,
+        )?;
+        t.embed_ms = embed_ms;
+        Ok((lists, places, t))
+    }
+
     fn query_with_dense(
         &self,
         query: &str,
@@ -446,6 +480,111 @@ impl Retriever {
         t.fusion_ms = ms(s);
         Ok((lists, t))
     }
+}
+
+/// Ranking on demand: the dense, BM25 and TF-IDF lists of `query` cut at `depth`,
+/// and where each chunk those lists hold, and each of `extra`, sits in every
+/// whole-corpus list, exactly as lists of every chunk would place it (ties by id
+/// descending), at the cost of a few passes rather than a sort of the corpus: a
+/// chunk inside a list has its place there; one outside it is counted by the list's
+/// `rank_of` (dense: [`VectorSet::ranks_of`], one int8 pre-scan; BM25:
+/// [`SparseIndex::bm25_ranks`], one pruned pass; TF-IDF: the same accumulator as its
+/// top `depth`). `vector`: the query's embedding (`None`: no dense list).
+pub fn rank_on_demand(
+    sparse: &SparseIndex,
+    vectors: &VectorSet,
+    query: &str,
+    vector: Option<&[f32]>,
+    depth: usize,
+    extra: &[String],
+) -> Result<(QueryLists, WholePlaces, QueryTimings)> {
+    let mut t = QueryTimings::default();
+    let ms = |s: Instant| s.elapsed().as_secs_f64() * 1e3;
+    let s = Instant::now();
+    let dense = vector.map_or_else(Vec::new, |q| vectors.search(q, depth));
+    t.dense_ms = ms(s);
+    let s = Instant::now();
+    let bm25 = sparse.bm25(query, depth)?;
+    t.bm25_ms = ms(s);
+    // Every chunk whose places are wanted, each once, in a stable order.
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut wanted: Vec<&str> = Vec::new();
+    let ids = dense.iter().chain(&bm25).map(|h| h.id.as_str());
+    for id in ids.chain(extra.iter().map(String::as_str)) {
+        if seen.insert(id) {
+            wanted.push(id);
+        }
+    }
+    let s = Instant::now();
+    let (tfidf, tfidf_places) = sparse.tfidf_ranked(query, depth, &wanted)?;
+    t.tfidf_ms = ms(s);
+    let mut tfidf_at: HashMap<&str, Option<(usize, f64)>> =
+        wanted.iter().copied().zip(tfidf_places).collect();
+    for (i, h) in tfidf.iter().enumerate() {
+        if seen.insert(h.id.as_str()) {
+            wanted.push(h.id.as_str());
+        }
+        tfidf_at.insert(h.id.as_str(), Some((i + 1, h.score)));
+    }
+    // Places inside a list, and the chunks each list must rank on demand.
+    fn inside(list: &[Scored]) -> HashMap<&str, (usize, f64)> {
+        list.iter()
+            .enumerate()
+            .map(|(i, h)| (h.id.as_str(), (i + 1, h.score)))
+            .collect()
+    }
+    let (in_dense, in_bm25) = (inside(&dense), inside(&bm25));
+    let outside = |within: &HashMap<&str, (usize, f64)>| -> Vec<&str> {
+        wanted
+            .iter()
+            .copied()
+            .filter(|id| !within.contains_key(id))
+            .collect()
+    };
+    let s = Instant::now();
+    let bm25_out = outside(&in_bm25);
+    let bm25_at: HashMap<&str, Option<(usize, f64)>> = bm25_out
+        .iter()
+        .copied()
+        .zip(sparse.bm25_ranks(query, &bm25_out)?)
+        .collect();
+    t.bm25_ms += ms(s);
+    let s = Instant::now();
+    let dense_out = outside(&in_dense);
+    let dense_at: HashMap<&str, Option<(usize, f64)>> = match vector {
+        Some(q) => dense_out
+            .iter()
+            .copied()
+            .zip(vectors.ranks_of(q, &dense_out))
+            .collect(),
+        None => HashMap::new(),
+    };
+    t.dense_ms += ms(s);
+    let place = |p: Option<(usize, f64)>| p.map(|(rank, score)| Place { rank, score });
+    let places = wanted
+        .iter()
+        .map(|&id| {
+            let from = |within: &HashMap<&str, (usize, f64)>,
+                        ranked: &HashMap<&str, Option<(usize, f64)>>| {
+                place(
+                    within
+                        .get(id)
+                        .copied()
+                        .or_else(|| ranked.get(id).copied().flatten()),
+                )
+            };
+            let p = ListPlaces {
+                dense: from(&in_dense, &dense_at),
+                bm25: from(&in_bm25, &bm25_at),
+                tfidf: place(tfidf_at.get(id).copied().flatten()),
+            };
+            (id.to_string(), p)
+        })
+        .collect();
+    let s = Instant::now();
+    let lists = QueryLists::new(bm25, tfidf, dense);
+    t.fusion_ms = ms(s);
+    Ok((lists, WholePlaces::new(places), t))
 }
 
 /// What `raglab index` builds: the sparse index, and the embeddings unless

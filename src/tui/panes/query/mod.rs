@@ -1,7 +1,9 @@
 //! Query pane: the analyst's workbench for one question. Type or pick a question (or
 //! a failure of the last evaluation), see the top k with each chunk's dense rank,
 //! sparse rank and fused score, the target marked; change method, sparse side and
-//! alpha instantly (the full rank lists are cached, only re-fused); see why the target
+//! alpha instantly (the rank lists, cut at the evaluated depth, are cached and only
+//! re-fused; where each chunk they hold and each target sits in the whole-corpus
+//! lists is ranked on demand with them, not by ranking the corpus); see why the target
 //! was missed (its scores beside the top-1 chunk's, its fused rank for every alpha);
 //! pin a baseline configuration and read each chunk's rank delta against it; open any
 //! chunk, the target too, with the question's terms highlighted.
@@ -19,7 +21,7 @@ use ratatui::widgets::{Clear, List, ListItem, ListState, Paragraph, Row, Table, 
 pub use self::answers::{AnswerRow, AnswersPanel};
 pub use self::browser::{Browser, FilterKind};
 use self::why::Why;
-use crate::core::compare::{self, Comparison, Move};
+use crate::core::compare::{self, Comparison, Move, WholePlaces};
 use crate::core::fusion::{FusedHit, Fusion, RRF_C, Scored};
 use crate::core::question::FailedQuestion;
 use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
@@ -106,10 +108,14 @@ pub struct QueryPane {
     pub opened: Option<Opened>,
     /// The question whose results are shown (its targets).
     pub current: Option<Question>,
-    /// Every list over the whole corpus (scores known wherever a chunk ranks)...
+    /// The lists as retrieved (at least `depth` deep)...
     pub lists: Option<QueryLists>,
     /// ...and cut at `depth`, what the rankings fuse (recomputed on change).
     pub cut: Option<QueryLists>,
+    /// Where each chunk of the lists, and each target, sits in every whole-corpus
+    /// list: ranked on demand by retrieval, so a place is known wherever the chunk
+    /// ranks without the pane holding the whole corpus's rankings.
+    pub whole: WholePlaces,
     pub timings: QueryTimings,
     pub rows: Vec<ResultRow>,
     /// Why the target was (not) found, recomputed with the ranking, not per frame.
@@ -150,6 +156,7 @@ impl QueryPane {
             current: None,
             lists: None,
             cut: None,
+            whole: WholePlaces::default(),
             timings: QueryTimings::default(),
             rows: Vec::new(),
             why: Why::default(),
@@ -264,15 +271,20 @@ impl QueryPane {
     }
 
     /// A finished job; results of superseded tickets are dropped.
-    pub fn on_result(&mut self, ticket: u64, result: Result<(QueryLists, QueryTimings), String>) {
+    pub fn on_result(
+        &mut self,
+        ticket: u64,
+        result: Result<(QueryLists, WholePlaces, QueryTimings), String>,
+    ) {
         if ticket != self.ticket {
             return;
         }
         self.busy = false;
         match result {
-            Ok((lists, timings)) => {
+            Ok((lists, whole, timings)) => {
                 self.cut = Some(lists.truncated(self.depth));
                 self.lists = Some(lists);
+                self.whole = whole;
                 self.timings = timings;
                 self.result_sel = 0;
                 if !self.status.as_deref().is_some_and(is_warning) {
@@ -295,9 +307,10 @@ impl QueryPane {
     /// Recompute the displayed ranking, the why panel and the baseline comparison from
     /// the cached lists (no retrieval).
     pub fn refuse(&mut self) {
-        let (Some(full), Some(lists)) = (&self.lists, &self.cut) else {
+        let (Some(_), Some(lists)) = (&self.lists, &self.cut) else {
             return;
         };
+        let full = &self.whole;
         let fused = lists.candidates_with(self.sparse).fuse(self.fusion());
         let targets: Vec<String> = self
             .current
@@ -349,7 +362,7 @@ impl QueryPane {
 
     /// The why panel of the current ranking: the first target against the top-1
     /// chunk, the other targets' ranks, the alpha curve.
-    fn explain(&self, full: &QueryLists, lists: &QueryLists, targets: &[String]) -> Why {
+    fn explain(&self, full: &WholePlaces, lists: &QueryLists, targets: &[String]) -> Why {
         let cfg = self.config();
         let ranking = lists.ranking_for(cfg);
         let grid = compare::curve_grid();
@@ -685,9 +698,8 @@ impl QueryPane {
             .as_ref()
             .map(|q| query_terms(&q.text))
             .unwrap_or_default();
-        let lists = self.lists.as_ref().zip(self.cut.as_ref());
-        let where_ranked = lists.map_or(String::new(), |(full, cut)| {
-            let p = compare::places(full, cut, self.config(), &o.id);
+        let where_ranked = self.cut.as_ref().map_or(String::new(), |cut| {
+            let p = compare::places(&self.whole, cut, self.config(), &o.id);
             let show = |p: Option<compare::Place>| p.map_or("-".into(), |p| format!("#{}", p.rank));
             format!(
                 "dense {} · bm25 {} · tfidf {} · {} {} · {} words",

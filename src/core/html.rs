@@ -116,9 +116,8 @@ pub fn html_to_markdown(html: &str) -> Result<HtmlText, String> {
         ));
     }
     let page = Html::parse_document(html);
-    let mut w = Writer::default();
     // The title lives in the head, which is left out of the text.
-    w.title = page
+    let title = page
         .tree
         .root()
         .descendants()
@@ -130,6 +129,10 @@ pub fn html_to_markdown(html: &str) -> Result<HtmlText, String> {
                 .collect();
             collapse(&text)
         });
+    let mut w = Writer {
+        title,
+        ..Writer::default()
+    };
     // Depth-first over an explicit stack (a page nested 100,000 deep must not
     // overflow the thread's stack; the arena tree is also dropped without
     // recursion): each element is entered, then its children, then left.

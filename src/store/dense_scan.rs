@@ -445,8 +445,6 @@ impl Quantised {
             }
             return diff;
         }
-        let panel_len = self.groups * LANES * GROUP;
-        let mut sums = vec![0i32; TILE_PANELS * LANES];
         // Near rows waiting to be scored in f32 eight at a time (eight independent
         // sums: one row's chain of dependent adds no longer sets the pace).
         let mut pending: Vec<(usize, usize, usize)> = Vec::with_capacity(8);
@@ -458,17 +456,10 @@ impl Quantised {
             }
             pending.clear();
         };
-        let mut panel = panels.start;
-        while panel < panels.end {
-            let n = (panels.end - panel).min(TILE_PANELS);
-            let bytes = &self.panels[panel * panel_len..(panel + n) * panel_len];
-            let sums = &mut sums[..n * LANES];
-            dots(bytes, self.groups, query, sums);
-            let first = panel * LANES;
-            let live = self.rows.saturating_sub(first).min(sums.len());
-            for (i, &sum) in sums[..live].iter().enumerate() {
+        self.approx_tiles(query, panels, |first, approx| {
+            for (i, &v) in approx.iter().enumerate() {
                 let row = first + i;
-                let v = f64::from(self.scales[row] * sum as f32);
+                let v = f64::from(v);
                 if v < lowest {
                     continue;
                 }
@@ -491,9 +482,37 @@ impl Quantised {
                 }
             }
             flush(&mut pending, &mut diff);
+        });
+        diff
+    }
+
+    /// The approximate score (the row's scale times its int8 dot product with
+    /// `query`) of every row of `panels`, a tile of panels at a time (the tile's
+    /// int8 bytes stay in cache while they are summed): `on_tile(first, approx)`
+    /// gets the scores of rows `first..first + approx.len()`, in row order.
+    fn approx_tiles(
+        &self,
+        query: &QueryBytes,
+        panels: std::ops::Range<usize>,
+        mut on_tile: impl FnMut(usize, &[f32]),
+    ) {
+        let panel_len = self.groups * LANES * GROUP;
+        let mut sums = vec![0i32; TILE_PANELS * LANES];
+        let mut approx = vec![0f32; TILE_PANELS * LANES];
+        let mut panel = panels.start;
+        while panel < panels.end {
+            let n = (panels.end - panel).min(TILE_PANELS);
+            let bytes = &self.panels[panel * panel_len..(panel + n) * panel_len];
+            let out = &mut sums[..n * LANES];
+            dots(bytes, self.groups, query, out);
+            let first = panel * LANES;
+            let live = self.rows.saturating_sub(first).min(out.len());
+            for (i, (a, &sum)) in approx[..live].iter_mut().zip(&out[..live]).enumerate() {
+                *a = self.scales[first + i] * sum as f32;
+            }
+            on_tile(first, &approx[..live]);
             panel += n;
         }
-        diff
     }
 
     /// The pre-scan of `panels`: the k largest approximate scores seen and every row
@@ -506,22 +525,12 @@ impl Quantised {
         k: usize,
         window: f64,
     ) -> PartScan {
-        let panel_len = self.groups * LANES * GROUP;
         let mut best: BinaryHeap<Reverse<OrdF32>> = BinaryHeap::with_capacity(k + 1);
         let mut candidates: Vec<(f32, u32)> = Vec::new();
         let mut prune_at = 4 * k + 1024;
-        let mut sums = vec![0i32; TILE_PANELS * LANES];
-        let mut panel = panels.start;
-        while panel < panels.end {
-            let n = (panels.end - panel).min(TILE_PANELS);
-            let bytes = &self.panels[panel * panel_len..(panel + n) * panel_len];
-            let out = &mut sums[..n * LANES];
-            dots(bytes, self.groups, query, out);
-            let first = panel * LANES;
-            let live = self.rows.saturating_sub(first).min(out.len());
-            for (i, &sum) in out[..live].iter().enumerate() {
+        self.approx_tiles(query, panels, |first, approx| {
+            for (i, &v) in approx.iter().enumerate() {
                 let row = first + i;
-                let v = self.scales[row] * sum as f32;
                 let floor = match best.peek() {
                     Some(Reverse(w)) if best.len() >= k => f64::from(w.0),
                     _ => f64::NEG_INFINITY,
@@ -544,8 +553,7 @@ impl Quantised {
                 candidates.retain(|&(v, _)| f64::from(v) >= floor);
                 prune_at = prune_at.max(2 * candidates.len());
             }
-            panel += n;
-        }
+        });
         PartScan {
             best: best.into_iter().map(|Reverse(v)| v.0).collect(),
             candidates,

@@ -300,6 +300,20 @@ impl SparseIndex {
         Ok(Some(Bm25Query { union, each }))
     }
 
+    /// One scorer per query term on `seg`, in the query's order (what
+    /// [`fixed_order_score`] sums).
+    fn term_scorers(
+        &self,
+        q: &Bm25Query,
+        seg: &tantivy::SegmentReader,
+    ) -> Result<Vec<Box<dyn Scorer>>> {
+        q.each
+            .iter()
+            .map(|w| w.scorer(seg, 1.0))
+            .collect::<tantivy::Result<Vec<_>>>()
+            .map_err(|e| err(&self.path, e))
+    }
+
     /// Offer `on_doc` every live document of `seg` whose BM25 score may reach the
     /// floor (starting at `floor`; `on_doc` returns the new one), with its score
     /// added term by term in the query's order. Tantivy's block-WAND pass prunes, but
@@ -316,12 +330,7 @@ impl SparseIndex {
         mut floor: f32,
         mut on_doc: impl FnMut(u32, f32) -> f32,
     ) -> Result<()> {
-        let mut terms = q
-            .each
-            .iter()
-            .map(|w| w.scorer(seg, 1.0))
-            .collect::<tantivy::Result<Vec<_>>>()
-            .map_err(|e| err(&self.path, e))?;
+        let mut terms = self.term_scorers(q, seg)?;
         let hair = |f: f32| {
             if f.is_finite() {
                 f - f.abs() * 1e-4 - f32::MIN_POSITIVE
@@ -410,12 +419,7 @@ impl SparseIndex {
         }
         at.sort_unstable();
         for (ord, seg) in segments.iter().enumerate() {
-            let mut terms = q
-                .each
-                .iter()
-                .map(|w| w.scorer(seg, 1.0))
-                .collect::<tantivy::Result<Vec<_>>>()
-                .map_err(|e| err(&self.path, e))?;
+            let mut terms = self.term_scorers(&q, seg)?;
             for &(_, doc, i) in at.iter().filter(|a| a.0 == ord) {
                 let s = fixed_order_score(&mut terms, doc);
                 // A document sharing no term with the query scores 0: not ranked.

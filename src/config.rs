@@ -3,6 +3,8 @@
 //! Paths: `RAGLAB_CONFIG_DIR` / `RAGLAB_DATA_DIR` override; otherwise XDG locations via
 //! `directories` (`~/.config/raglab`, `~/.local/share/raglab` on Linux). The config file
 //! is `CONFIG_DIR/config.toml`; every field is optional and falls back to a default.
+//! The defaults live in [`defaults`], stated once; `raglab config init` writes
+//! [`Config::template`], the commented file that shows every setting with that default.
 
 use std::path::{Path, PathBuf};
 
@@ -56,6 +58,37 @@ impl Paths {
         self.data_dir.join("logs").join("raglab.log")
     }
 }
+
+/// The built-in value of each setting left unset, stated once: the code that resolves a
+/// setting (flag, then config, then default) and the commented config that
+/// `raglab config init` writes both read them from here.
+pub mod defaults {
+    use crate::core::retrieval::Method;
+
+    /// TUI theme.
+    pub const THEME: &str = "dark";
+    /// Retrieval method of `search`, `generate`, `eval mcqa` and the TUI.
+    pub const METHOD: Method = Method::Hybrid;
+    /// Chunks shown and given to the generator.
+    pub const K: usize = 15;
+    /// Seed of each reviewer's own item order.
+    pub const ORDER_SEED: u64 = 1;
+    /// Characters per window of the window chunker.
+    pub const WINDOW_SIZE: usize = 500;
+    /// Characters two neighbouring windows share.
+    pub const WINDOW_OVERLAP: usize = 50;
+    /// Requests in flight at once on one endpoint.
+    pub const MAX_CONCURRENT: usize = 1;
+    /// Seconds without a byte from an endpoint before its request is retried.
+    pub const TIMEOUT_S: u64 = 120;
+    /// Seconds one endpoint request may take in all.
+    pub const REQUEST_TIMEOUT_S: u64 = 600;
+    /// Context window of a served model, in tokens.
+    pub const CONTEXT_TOKENS: usize = 8192;
+}
+
+/// The commented config file, `{placeholders}` for the machine's own paths.
+const TEMPLATE: &str = include_str!("../assets/config.toml");
 
 /// File name of the embedding model that `scripts/setup.sh` converts.
 pub const DEFAULT_EMBED_MODEL: &str = "all-MiniLM-L6-v2.F16.gguf";
@@ -183,7 +216,7 @@ pub struct EndpointConfig {
 }
 
 fn one() -> usize {
-    1
+    defaults::MAX_CONCURRENT
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -230,13 +263,23 @@ pub struct ChunkingConfig {
 impl Default for ChunkingConfig {
     fn default() -> Self {
         Self {
-            window_size: 500,
-            window_overlap: 50,
+            window_size: defaults::WINDOW_SIZE,
+            window_overlap: defaults::WINDOW_OVERLAP,
         }
     }
 }
 
 impl Config {
+    /// The commented config `raglab config init` writes: every setting commented out
+    /// with its default, the default paths spelled out for this machine.
+    pub fn template(paths: &Paths) -> String {
+        let config = Self::default();
+        TEMPLATE
+            .replace("{workspace}", &toml_path(&config.workspace_dir(paths)))
+            .replace("{models_dir}", &toml_path(&paths.models_dir()))
+            .replace("{themes_dir}", &paths.themes_dir().display().to_string())
+    }
+
     /// Load the config file if present; a malformed file is an error naming the file.
     pub fn load(paths: &Paths) -> Result<Self> {
         let file = paths.config_file();
@@ -284,6 +327,14 @@ impl Config {
     }
 }
 
+/// A path as it goes between a TOML string's quotes.
+fn toml_path(p: &Path) -> String {
+    p.display()
+        .to_string()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,5 +379,201 @@ mod tests {
             Some("http://e:3/v1")
         );
         assert!(toml::from_str::<Config>("[[endpoints]]\nurl = \"u\"\nurll = 1\n").is_err());
+    }
+}
+
+#[cfg(test)]
+mod template_tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::core::retrieval::{Alpha, Method};
+
+    fn paths() -> Paths {
+        Paths {
+            config_dir: PathBuf::from("/home/ann/.config/raglab"),
+            data_dir: PathBuf::from("/home/ann/.local/share/raglab"),
+        }
+    }
+
+    /// The template with every commented setting and section header uncommented, and
+    /// the `section.key` name of each setting.
+    fn uncommented(template: &str) -> (String, BTreeSet<String>) {
+        let mut text = String::new();
+        let mut names = BTreeSet::new();
+        let mut section = String::new();
+        for line in template.lines() {
+            let Some(rest) = line.strip_prefix("# ") else {
+                continue;
+            };
+            let header = rest.trim_matches(|c| c == '[' || c == ']');
+            if rest.starts_with('[') && header.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                section = format!("{header}.");
+                text.push_str(rest);
+                text.push('\n');
+            } else if let Some((key, _)) = rest.split_once(" = ")
+                && !key.is_empty()
+                && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            {
+                names.insert(format!("{section}{key}"));
+                text.push_str(rest);
+                text.push('\n');
+            }
+        }
+        (text, names)
+    }
+
+    #[test]
+    fn the_template_as_written_changes_nothing() {
+        let c: Config = toml::from_str(&Config::template(&paths())).expect("template parses");
+        assert_eq!(
+            serde_json::to_value(&c).expect("serialise"),
+            serde_json::to_value(Config::default()).expect("serialise")
+        );
+    }
+
+    #[test]
+    fn every_default_the_template_shows_is_the_default() {
+        let p = paths();
+        let (text, _) = uncommented(&Config::template(&p));
+        let c: Config = toml::from_str(&text)
+            .unwrap_or_else(|e| panic!("uncommented template is not a config: {e}\n{text}"));
+        let empty = Config::default();
+        assert_eq!(c.workspace_dir(&p), empty.workspace_dir(&p));
+        assert_eq!(c.theme.as_deref(), Some(defaults::THEME));
+        assert_eq!(c.embed_model(&p), empty.embed_model(&p));
+        assert_eq!(c.gen_model(&p), empty.gen_model(&p));
+        // Unset, the judge is the generator.
+        assert_eq!(c.models.judge, Some(empty.gen_model(&p)));
+        assert_eq!(c.models.query_prefix.as_deref(), Some(""));
+        assert_eq!(c.models.document_prefix.as_deref(), Some(""));
+        // The CPU build offloads nothing: the value shown is this build's default.
+        assert_eq!(c.models.gpu_layers, Some(0));
+        assert_eq!(c.chunking.window_size, defaults::WINDOW_SIZE);
+        assert_eq!(c.chunking.window_overlap, defaults::WINDOW_OVERLAP);
+        assert_eq!(c.retrieval.method, Some(defaults::METHOD));
+        assert_eq!(c.retrieval.method, Some(Method::Hybrid));
+        assert_eq!(
+            c.retrieval.alpha.map(Alpha::get),
+            Some(Alpha::DEFAULT.get())
+        );
+        assert_eq!(c.retrieval.k, Some(defaults::K));
+        assert_eq!(c.annotation.order_seed, Some(defaults::ORDER_SEED));
+        let [e] = c.endpoints.as_slice() else {
+            panic!(
+                "the template shows one endpoint block, not {}",
+                c.endpoints.len()
+            )
+        };
+        assert_eq!(e.max_concurrent, defaults::MAX_CONCURRENT);
+        assert_eq!(e.timeout_s, Some(defaults::TIMEOUT_S));
+        assert_eq!(e.request_timeout_s, Some(defaults::REQUEST_TIMEOUT_S));
+        assert_eq!(e.context_tokens, Some(defaults::CONTEXT_TOKENS));
+        let bare: EndpointConfig = toml::from_str(&format!("url = {:?}", e.url)).expect("bare");
+        assert_eq!(
+            (
+                e.allow_plain_http_key,
+                e.standard_sampling,
+                e.chat_route,
+                e.embeddings
+            ),
+            (
+                bare.allow_plain_http_key,
+                bare.standard_sampling,
+                bare.chat_route,
+                bare.embeddings
+            )
+        );
+        assert_eq!(c.object_store.allow_http, Some(false));
+    }
+
+    /// Every setting the config accepts is in the template. The literal below names
+    /// every field without `..`, so a new setting does not compile here until it is
+    /// added, and then fails until the template shows it.
+    #[test]
+    fn the_template_shows_every_setting() {
+        let s = || Some(String::from("x"));
+        let path = || Some(PathBuf::from("x"));
+        let full = Config {
+            workspace: path(),
+            theme: s(),
+            questions: path(),
+            models: ModelConfig {
+                embed: path(),
+                generate: path(),
+                judge: path(),
+                gpu_layers: Some(1),
+                query_prefix: s(),
+                document_prefix: s(),
+            },
+            chunking: ChunkingConfig {
+                window_size: 1,
+                window_overlap: 1,
+            },
+            retrieval: RetrievalConfig {
+                method: Some(Method::Bm25),
+                alpha: Some(Alpha::DEFAULT),
+                k: Some(1),
+                abstain_below: Some(0.5),
+            },
+            annotation: AnnotationConfig {
+                rubric: path(),
+                order_seed: Some(1),
+            },
+            endpoints: vec![EndpointConfig {
+                url: "u".into(),
+                model: s(),
+                api_key_env: s(),
+                max_concurrent: 1,
+                timeout_s: Some(1),
+                request_timeout_s: Some(1),
+                allow_plain_http_key: true,
+                context_tokens: Some(1),
+                standard_sampling: true,
+                chat_route: true,
+                embeddings: true,
+            }],
+            object_store: ObjectStoreConfig {
+                endpoint: s(),
+                region: s(),
+                access_key_id: s(),
+                secret_access_key_env: s(),
+                allow_http: Some(true),
+            },
+        };
+        let value = toml::Value::try_from(&full).expect("serialise");
+        let mut settings = BTreeSet::new();
+        let toml::Value::Table(top) = value else {
+            panic!("a config is a table")
+        };
+        for (key, v) in top {
+            let inner = match v {
+                toml::Value::Table(t) => Some(t),
+                toml::Value::Array(a) => a.into_iter().find_map(|e| match e {
+                    toml::Value::Table(t) => Some(t),
+                    _ => None,
+                }),
+                _ => None,
+            };
+            match inner {
+                Some(t) => settings.extend(t.keys().map(|k| format!("{key}.{k}"))),
+                None => {
+                    settings.insert(key);
+                }
+            }
+        }
+        let (_, shown) = uncommented(&Config::template(&paths()));
+        assert_eq!(shown, settings, "settings shown (left) vs accepted (right)");
+    }
+
+    #[test]
+    fn paths_in_the_template_are_quoted_for_toml() {
+        let p = Paths {
+            config_dir: PathBuf::from("/c"),
+            data_dir: PathBuf::from(r#"/odd "name" \ dir"#),
+        };
+        let (text, _) = uncommented(&Config::template(&p));
+        let c: Config = toml::from_str(&text).expect("parses");
+        assert_eq!(c.workspace_dir(&p), Config::default().workspace_dir(&p));
     }
 }

@@ -43,7 +43,7 @@ pub const FRAME: Duration = Duration::from_millis(16);
 pub fn resolve_theme(ctx: &Context, flag: Option<String>) -> Result<Theme> {
     let name = flag
         .or_else(|| ctx.config.theme.clone())
-        .unwrap_or_else(|| "dark".into());
+        .unwrap_or_else(|| crate::config::defaults::THEME.into());
     Theme::load(&name, &ctx.paths.themes_dir())
 }
 
@@ -137,7 +137,11 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
     let rubric = ctx.rubric(None)?;
     app.annotate = panes::annotate::AnnotatePane::new(opts.reviewer.clone(), rubric.clone());
     app.annotate.lead = opts.lead;
-    app.annotate.order_seed = ctx.config.annotation.order_seed.unwrap_or(1);
+    app.annotate.order_seed = ctx
+        .config
+        .annotation
+        .order_seed
+        .unwrap_or(crate::config::defaults::ORDER_SEED);
     app.agreement.lead = opts.lead;
     app.agreement.lead_name = opts.reviewer.clone();
     app.agreement.rubric = Some(rubric);

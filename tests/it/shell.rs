@@ -1,6 +1,8 @@
-//! `raglab completions` and `raglab man`: made from the parser's own definition, so
-//! every command `raglab --help` lists must appear in them, and they must run on a
-//! machine where raglab has no config, data or workspace yet (and create none).
+//! The commands that run before any workspace is opened. `raglab completions` and
+//! `raglab man` are made from the parser's own definition, so every command
+//! `raglab --help` lists must appear in them, and they must run on a machine where
+//! raglab has no config, data or workspace yet (and create none). `raglab config init`
+//! writes a config raglab reads, and never loses the one it replaces.
 
 use crate::common::Env;
 
@@ -101,4 +103,51 @@ fn manual_pages_one_per_command_on_a_machine_with_nothing_set_up() {
         "eval retrieval's page lacks --qrels"
     );
     untouched(&env);
+}
+
+/// `raglab config init` writes the commented config where raglab reads it; raglab then
+/// runs on it unchanged; a second init refuses to replace it, `--force` replaces it
+/// keeping the old file, and a broken config is mended by `--force` (init never reads
+/// the file it replaces).
+#[test]
+fn config_init_writes_a_config_raglab_reads_and_never_loses_the_old_one() {
+    let env = Env::new();
+    let file = env.dir.path().join("config").join("config.toml");
+    let printed =
+        String::from_utf8(env.ok(&["config", "init", "--print"]).stdout).expect("utf-8 config");
+    assert!(!file.exists(), "--print wrote the file");
+    env.ok(&["config", "init"]);
+    let written = std::fs::read_to_string(&file).expect("config written");
+    assert_eq!(written, printed, "--print shows what init writes");
+    let data_dir = env.dir.path().join("data");
+    assert!(
+        written.contains(&format!(
+            "# workspace = \"{}\"",
+            data_dir.join("workspaces").join("default").display()
+        )),
+        "the default workspace of this machine is spelled out"
+    );
+    assert!(written.contains("# k = 15\n") && written.contains("# alpha = 0.7\n"));
+    // raglab runs on the file it wrote (an unknown key would be an error).
+    let paths = String::from_utf8(env.ok(&["paths"]).stdout).expect("utf-8");
+    assert!(paths.contains(&file.display().to_string()), "{paths}");
+
+    let again = env
+        .cmd()
+        .args(["config", "init"])
+        .output()
+        .expect("spawn raglab");
+    assert!(!again.status.success(), "a second init replaced the file");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+
+    std::fs::write(&file, "[retrieval]\nk = \"many\"\n").expect("break the config");
+    let broken = env.cmd().arg("paths").output().expect("spawn raglab");
+    assert!(!broken.status.success(), "a broken config was accepted");
+    env.ok(&["config", "init", "--force"]);
+    assert_eq!(
+        std::fs::read_to_string(file.with_extension("toml.bak")).expect("backup kept"),
+        "[retrieval]\nk = \"many\"\n"
+    );
+    assert_eq!(std::fs::read_to_string(&file).expect("config"), written);
+    env.ok(&["paths"]);
 }

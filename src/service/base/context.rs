@@ -183,7 +183,7 @@ impl Context {
     /// The retrieval method: flag, then config `[retrieval] method`, then hybrid.
     pub fn method(&self, flag: Option<Method>) -> Method {
         flag.or(self.config.retrieval.method)
-            .unwrap_or(Method::Hybrid)
+            .unwrap_or(crate::config::defaults::METHOD)
     }
 
     /// The fusion weight: flag, then config `[retrieval] alpha`, then 0.7.
@@ -221,7 +221,7 @@ impl Context {
 }
 
 /// Chunks given to the generator when nothing says otherwise.
-pub const DEFAULT_K: usize = 15;
+pub const DEFAULT_K: usize = crate::config::defaults::K;
 
 /// Send logs to DATA_DIR/logs/raglab.log: stdout and stderr belong to the user (and
 /// to the TUI's screen). `RAGLAB_LOG` sets the filter (default `info`).

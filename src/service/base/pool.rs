@@ -24,7 +24,7 @@ use anyhow::{Context as _, Result, bail};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::config::EndpointConfig;
+use crate::config::{EndpointConfig, defaults};
 use crate::infer::endpoint::{Endpoint, EndpointError, EndpointSpec};
 
 /// Failed tries of one job on a server, and failures in a row of every endpoint,
@@ -60,7 +60,7 @@ impl Pool {
             .iter()
             .map(|e| e.spec.context_tokens)
             .min()
-            .unwrap_or(8192)
+            .unwrap_or(defaults::CONTEXT_TOKENS)
     }
 
     /// The name of the model the pool serves: the configured `model` of the first
@@ -152,9 +152,13 @@ pub fn spec_of(c: &EndpointConfig) -> Result<EndpointSpec> {
         api_key,
         basic_auth,
         max_concurrent: c.max_concurrent,
-        idle_timeout: Duration::from_secs(c.timeout_s.unwrap_or(120).max(1)),
-        request_timeout: Duration::from_secs(c.request_timeout_s.unwrap_or(600).max(1)),
-        context_tokens: c.context_tokens.unwrap_or(8192),
+        idle_timeout: Duration::from_secs(c.timeout_s.unwrap_or(defaults::TIMEOUT_S).max(1)),
+        request_timeout: Duration::from_secs(
+            c.request_timeout_s
+                .unwrap_or(defaults::REQUEST_TIMEOUT_S)
+                .max(1),
+        ),
+        context_tokens: c.context_tokens.unwrap_or(defaults::CONTEXT_TOKENS),
         standard_sampling: c.standard_sampling,
         chat_route: c.chat_route,
     })

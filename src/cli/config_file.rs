@@ -1,0 +1,64 @@
+//! `raglab config init`: write the commented config file. It needs no workspace or
+//! model and does not read the config it replaces, so it also mends a broken file.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::config::{Config, Paths};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ConfigCmd {
+    /// Write CONFIG_DIR/config.toml with every setting commented out beside its
+    /// default (the path is printed; `raglab paths` shows it too).
+    Init(InitArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Replace an existing config file; the old one is kept as config.toml.bak.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the file on stdout instead of writing it.
+    #[arg(long, conflicts_with = "force")]
+    pub print: bool,
+}
+
+pub fn run(cmd: &ConfigCmd) -> Result<()> {
+    let ConfigCmd::Init(args) = cmd;
+    let paths = Paths::discover()?;
+    let text = Config::template(&paths);
+    if args.print {
+        print!("{text}");
+        return Ok(());
+    }
+    let file = paths.config_file();
+    write_config(&file, &text, args.force)?;
+    eprintln!(
+        "wrote {}: every setting is commented out beside its default; uncomment to change one",
+        file.display()
+    );
+    Ok(())
+}
+
+/// Write `text` to `file` whole (a temporary file renamed over it), never replacing an
+/// existing file unless `force`, and then keeping the old one beside it as `.bak`.
+fn write_config(file: &Path, text: &str, force: bool) -> Result<()> {
+    let dir = file.parent().context("the config file has no folder")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    if file.exists() {
+        if !force {
+            bail!(
+                "{} exists; `raglab config init --force` replaces it (keeping it as config.toml.bak), `--print` shows the new one",
+                file.display()
+            );
+        }
+        let backup = file.with_extension("toml.bak");
+        std::fs::copy(file, &backup)
+            .with_context(|| format!("keeping the old config as {}", backup.display()))?;
+    }
+    let tmp = dir.join(format!(".config.toml.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("writing {}", file.display()))?;
+    Ok(())
+}

@@ -6,6 +6,7 @@ pub mod chunks;
 pub mod dense_scan;
 pub mod keys;
 pub mod lists;
+pub mod parquet_table;
 pub mod records;
 pub mod sources;
 pub mod sparse;

@@ -690,6 +690,33 @@ fn fusion_with_tfidf_and_equal_linear_weights() {
         rows[1]["targets"][0]["id"], "a#rabies",
         "several targets, sorted"
     );
+    // The Parquet file holds the same places, one row per (query, target), typed.
+    let pq_parquet = env.dir.path().join("pq.parquet");
+    env.json(
+        &[
+            &base[..],
+            &["--per-query", pq_parquet.to_str().expect("utf8")],
+        ]
+        .concat(),
+    );
+    let table = parquet_rows(&pq_parquet);
+    let lists = ["dense", "tfidf", "hybrid-tfidf-a0.70", "linear-tfidf-a0.50"];
+    let mut expected = Vec::new();
+    for row in &rows {
+        for t in row["targets"].as_array().expect("targets") {
+            let mut cells = vec![row["qid"].clone(), t["id"].clone()];
+            for l in lists {
+                cells.push(t[l]["rank"].clone());
+                cells.push(t[l]["score"].clone());
+            }
+            for l in lists {
+                cells.push(row["top1"][l].clone());
+            }
+            expected.push(cells);
+        }
+    }
+    assert_eq!(table.len(), 3, "three (query, target) rows");
+    assert_eq!(table, expected);
     // An explicit alpha applies to both fused methods.
     let out = env.json(&[&base[..], &["--alpha", "0.6"]].concat());
     let res = out["results"].as_array().expect("results");
@@ -721,7 +748,7 @@ fn fusion_with_tfidf_and_equal_linear_weights() {
         .output()
         .expect("spawn");
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains(".csv or .jsonl"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains(".csv, .jsonl or .parquet"));
 }
 
 /// `--embed-models`: one report per model, run and per-query files named by model, and
@@ -848,4 +875,53 @@ impl TapRunFiles for serde_json::Value {
         }
         self
     }
+}
+
+/// The rows of a per-query Parquet file as JSON values (null for a null cell), the
+/// columns checked against the CSV header's names and types.
+fn parquet_rows(path: &std::path::Path) -> Vec<Vec<serde_json::Value>> {
+    use arrow_array::{Array, Float64Array, StringArray, UInt64Array};
+    use arrow_schema::DataType;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = std::fs::File::open(path).expect("open parquet");
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("a parquet file")
+        .build()
+        .expect("reader");
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.expect("batch");
+        let schema = batch.schema();
+        for (i, f) in schema.fields().iter().enumerate() {
+            let want = if f.name().ends_with("_rank") {
+                DataType::UInt64
+            } else if f.name().ends_with("_score") {
+                DataType::Float64
+            } else {
+                DataType::Utf8
+            };
+            assert_eq!(f.data_type(), &want, "column {i} {}", f.name());
+        }
+        for r in 0..batch.num_rows() {
+            let cells = (0..batch.num_columns())
+                .map(|c| {
+                    let col = batch.column(c);
+                    if col.is_null(r) {
+                        return serde_json::Value::Null;
+                    }
+                    let any = col.as_any();
+                    if let Some(a) = any.downcast_ref::<StringArray>() {
+                        serde_json::json!(a.value(r))
+                    } else if let Some(a) = any.downcast_ref::<UInt64Array>() {
+                        serde_json::json!(a.value(r))
+                    } else {
+                        let a = any.downcast_ref::<Float64Array>().expect("doubles");
+                        serde_json::json!(a.value(r))
+                    }
+                })
+                .collect();
+            rows.push(cells);
+        }
+    }
+    rows
 }

@@ -7,6 +7,9 @@
 //! - `.csv`: one row per (query, target) (a query with several targets has several
 //!   rows), columns `qid,target`, then `LIST_rank,LIST_score` and `LIST_top1` for each
 //!   list (empty cells: not retrieved).
+//! - `.parquet`: the CSV's rows and columns, typed: `qid`, `target` and `LIST_top1`
+//!   strings, `LIST_rank` unsigned 64-bit integers, `LIST_score` doubles (null: not
+//!   retrieved); one row group per block of queries, zstd-compressed.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -14,13 +17,15 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
-use crate::core::per_query::{PerQueryTable, Place};
+use crate::core::per_query::{PerQueryRow, PerQueryTable, Place, TargetPlaces};
+use crate::store::parquet_table::{Cells, Kind};
 
 /// The formats of the per-query file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Csv,
     Jsonl,
+    Parquet,
 }
 
 /// The format `path`'s extension asks for (an error for any other extension, so that
@@ -29,8 +34,9 @@ pub fn format_of(path: &Path) -> Result<Format> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("csv") => Ok(Format::Csv),
         Some("jsonl") => Ok(Format::Jsonl),
+        Some("parquet") => Ok(Format::Parquet),
         _ => bail!(
-            "--per-query {}: the file must end in .csv or .jsonl",
+            "--per-query {}: the file must end in .csv, .jsonl or .parquet",
             path.display()
         ),
     }
@@ -104,10 +110,57 @@ pub(crate) fn csv(table: &PerQueryTable) -> String {
     out
 }
 
+/// The Parquet file's columns: the CSV header's, each with its type.
+pub(crate) fn parquet_columns(table: &PerQueryTable) -> Vec<(String, Kind)> {
+    let mut cols = vec![
+        ("qid".to_string(), Kind::Text),
+        ("target".into(), Kind::Text),
+    ];
+    for l in &table.lists {
+        cols.push((format!("{l}_rank"), Kind::Count));
+        cols.push((format!("{l}_score"), Kind::Real));
+    }
+    for l in &table.lists {
+        cols.push((format!("{l}_top1"), Kind::Text));
+    }
+    cols
+}
+
+/// The rows of `table` as the Parquet file's columns (one row per (query, target), as
+/// the CSV's lines).
+pub(crate) fn parquet_cells(table: &PerQueryTable) -> Vec<Cells> {
+    let pairs: Vec<(&PerQueryRow, &TargetPlaces)> = table
+        .rows
+        .iter()
+        .flat_map(|r| r.targets.iter().map(move |t| (r, t)))
+        .collect();
+    let text = |f: &dyn Fn(&PerQueryRow, &TargetPlaces) -> Option<String>| {
+        Cells::Text(pairs.iter().map(|&(r, t)| f(r, t)).collect())
+    };
+    let mut cols = vec![
+        text(&|r, _| Some(r.qid.clone())),
+        text(&|_, t| Some(t.id.clone())),
+    ];
+    for i in 0..table.lists.len() {
+        cols.push(Cells::Count(
+            pairs
+                .iter()
+                .map(|(_, t)| t.places[i].rank.map(|r| r as u64))
+                .collect(),
+        ));
+        cols.push(Cells::Real(
+            pairs.iter().map(|(_, t)| t.places[i].score).collect(),
+        ));
+    }
+    for i in 0..table.lists.len() {
+        cols.push(text(&|r, _| r.top1[i].clone()));
+    }
+    cols
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::per_query::{PerQueryRow, TargetPlaces};
 
     #[test]
     fn both_formats_by_hand() {
@@ -163,5 +216,71 @@ mod tests {
             line["targets"][0]["hybrid-tfidf-a0.50"]["rank"],
             Value::Null
         );
+
+        // Parquet: the CSV's cells, typed, written in two blocks and read back.
+        use arrow_array::{Array, Float64Array, StringArray, UInt64Array};
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("pq.parquet");
+        let file = std::fs::File::create(&path).expect("create");
+        let mut out = crate::store::parquet_table::ParquetTable::create(
+            file,
+            &parquet_columns(&table),
+            "pq.parquet",
+        )
+        .expect("start");
+        out.write(parquet_cells(&table)).expect("block 1");
+        out.write(parquet_cells(&PerQueryTable {
+            lists: table.lists.clone(),
+            rows: vec![],
+        }))
+        .expect("empty block");
+        out.write(parquet_cells(&table)).expect("block 2");
+        out.finish().expect("finish");
+        let reader =
+            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).expect("open"))
+                .expect("parquet")
+                .build()
+                .expect("reader");
+        let batches: Vec<_> = reader.map(|b| b.expect("batch")).collect();
+        let names: Vec<String> = batches[0]
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let header = csv(&PerQueryTable {
+            lists: table.lists.clone(),
+            rows: vec![],
+        });
+        assert_eq!(names.join(","), header.trim_end());
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 4);
+        let b = &batches[0];
+        let text = |i: usize| {
+            b.column(i)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .expect("strings")
+                .clone()
+        };
+        let rank = |i: usize| {
+            b.column(i)
+                .as_any()
+                .downcast_ref::<UInt64Array>()
+                .expect("counts")
+                .clone()
+        };
+        let score = |i: usize| {
+            b.column(i)
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .expect("doubles")
+                .clone()
+        };
+        assert_eq!((text(0).value(0), text(1).value(1)), ("q,1", "u"));
+        assert_eq!((rank(2).value(0), rank(2).is_null(1)), (2, true));
+        assert_eq!((score(3).value(0), score(5).value(1)), (1.5, 0.25));
+        assert!(rank(4).is_null(0) && score(5).is_null(0));
+        assert_eq!((text(6).value(1), text(7).is_null(0)), ("a", true));
     }
 }

@@ -1126,7 +1126,10 @@ mod spill {
     use crate::core::fusion::Scored;
     use crate::core::per_query::PerQueryTable;
     use crate::core::retrieval::{QueryLists, RunConfig};
-    use crate::service::evaluate::per_query::{Format, csv, format_of, jsonl};
+    use crate::service::evaluate::per_query::{
+        Format, csv, format_of, jsonl, parquet_cells, parquet_columns,
+    };
+    use crate::store::parquet_table::ParquetTable;
 
     /// Chunk ids as numbers: a corpus chunk by its position, any other id (lists
     /// merged from shards) numbered after them as it is met.
@@ -1366,8 +1369,14 @@ mod spill {
     pub struct PerQueryFile {
         path: PathBuf,
         tmp: PathBuf,
-        format: Format,
-        out: BufWriter<File>,
+        out: Sink,
+    }
+
+    /// Text (CSV, JSONL) through a buffer, or Parquet row groups.
+    enum Sink {
+        Csv(BufWriter<File>),
+        Jsonl(BufWriter<File>),
+        Parquet(ParquetTable),
     }
 
     impl PerQueryFile {
@@ -1387,43 +1396,58 @@ mod spill {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let (file, tmp) = crate::service::base::create_temporary(dir, &name)?;
+            let out = match format {
+                Format::Csv => Sink::Csv(BufWriter::new(file)),
+                Format::Jsonl => Sink::Jsonl(BufWriter::new(file)),
+                Format::Parquet => Sink::Parquet(ParquetTable::create(
+                    file,
+                    &parquet_columns(empty),
+                    &path.display().to_string(),
+                )?),
+            };
             let mut f = Self {
                 path: path.to_path_buf(),
                 tmp,
-                format,
-                out: BufWriter::new(file),
+                out,
             };
             if format == Format::Csv {
-                let header = csv(empty);
-                f.put(&header)?;
+                f.write_text(&csv(empty))?;
             }
             Ok(f)
         }
 
-        fn put(&mut self, text: &str) -> Result<()> {
-            self.out
-                .write_all(text.as_bytes())
+        fn write_text(&mut self, text: &str) -> Result<()> {
+            let (Sink::Csv(out) | Sink::Jsonl(out)) = &mut self.out else {
+                bail!("{} is not a text file", self.tmp.display());
+            };
+            out.write_all(text.as_bytes())
                 .with_context(|| format!("cannot write {}", self.tmp.display()))
         }
 
         /// Add the rows of one block.
         pub fn write(&mut self, table: &PerQueryTable) -> Result<()> {
-            match self.format {
+            let text = match &mut self.out {
+                Sink::Parquet(out) => return Ok(out.write(parquet_cells(table))?),
                 // The header was written once at the start.
-                Format::Csv => {
+                Sink::Csv(_) => {
                     let text = csv(table);
-                    self.put(text.split_once('\n').map_or("", |(_, rows)| rows))
+                    text.split_once('\n')
+                        .map_or(String::new(), |(_, rows)| rows.to_string())
                 }
-                Format::Jsonl => self.put(&jsonl(table)?),
-            }
+                Sink::Jsonl(_) => jsonl(table)?,
+            };
+            self.write_text(&text)
         }
 
         pub fn finish(self) -> Result<()> {
-            let file = self
-                .out
-                .into_inner()
-                .map_err(|e| e.into_error())
-                .with_context(|| format!("cannot write {}", self.tmp.display()))?;
+            let file = match self.out {
+                Sink::Csv(out) | Sink::Jsonl(out) => {
+                    out.into_inner()
+                        .map_err(|e| e.into_error())
+                        .with_context(|| format!("cannot write {}", self.tmp.display()))?
+                }
+                Sink::Parquet(out) => out.finish()?,
+            };
             crate::service::base::publish(file, &self.tmp, &self.path)
         }
     }

@@ -58,7 +58,7 @@ run() { # label, then "port:max_concurrent" entries
   python3 - "$label" "$start" "$end" "$tmp/a.json" <<'PY'
 import json, statistics, sys
 label, start, end, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-a = json.load(open(path))
+a = json.load(open(path))["items"]
 wall = end - start
 toks = sum(x["output_tokens"] for x in a)
 ttft = statistics.median(x["ttft_ms"] for x in a)

@@ -8,7 +8,7 @@ Usage (the chunks as raglab stores them, from `raglab corpus show --json`):
 
     W=$(mktemp -d); raglab --workspace $W ingest sample-data/guidance
     for id in $(raglab --workspace $W corpus list --json | python3 -c \
-        'import json,sys; [print(r["id"]) for r in json.load(sys.stdin)]'); do
+        'import json,sys; [print(r["id"]) for r in json.load(sys.stdin)["items"]]'); do
       raglab --workspace $W corpus show "$id" --json; done > /tmp/chunks.jsonl
     DATA/pyenv/bin/python scripts/minilm_token_counts.py \
         DATA/models/all-MiniLM-L6-v2/tokenizer.json /tmp/chunks.jsonl \

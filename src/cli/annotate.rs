@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
-use super::print_json;
+use super::json_schema;
 use crate::core::agreement::{AgreementReport, Bootstrap};
 use crate::core::rng::Rng;
 use crate::core::text::sanitize_for_terminal as clean;
@@ -430,7 +430,7 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
     }
     let (r1, r2) = &a.reviewers;
     if args.json {
-        return print_json(&agree_json(&a));
+        return json_schema::print(json_schema::AGREEMENT, &agree_json(&a));
     }
     say_part!("{}", render_table(&a.rows, &clean(r1), &clean(r2), boot));
     say!(

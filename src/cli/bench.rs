@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use super::print_json;
+use super::json_schema;
 use crate::service::Context;
 use crate::service::base::ModelChoice;
 use crate::service::evaluate::{
@@ -44,7 +44,7 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
     };
     let out = bench_retrieval(ctx, queries, args.limit, args.threads).await?;
     if args.json {
-        return print_json(&out);
+        return json_schema::print(json_schema::BENCH_RETRIEVAL, &out);
     }
     say!(
         "{} chunks, {} queries, {} ({} thread)",
@@ -102,7 +102,7 @@ async fn run_synthetic(ctx: &Context, args: &BenchArgs) -> Result<()> {
     };
     let out = bench_synthetic(ctx, &req, &|line| eprintln!("{line}")).await?;
     if args.json {
-        return print_json(&out);
+        return json_schema::print(json_schema::BENCH_SYNTHETIC, &out);
     }
     let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
     say!(
@@ -194,7 +194,7 @@ pub async fn generate(ctx: &Context, args: GenBenchArgs) -> Result<()> {
     };
     let out = bench_generate(ctx, &req).await?;
     if args.json {
-        return print_json(&out);
+        return json_schema::print(json_schema::BENCH_GENERATE, &out);
     }
     let f = |k: &str| out[k].as_f64().unwrap_or(0.0);
     let text = |k: &str| out[k].as_str().unwrap_or("-").to_string();
@@ -294,7 +294,7 @@ pub async fn embed(ctx: &Context, args: EmbedBenchArgs) -> Result<()> {
     };
     let out = crate::service::evaluate::bench_embed(ctx, &req).await?;
     if args.json {
-        return print_json(&out);
+        return json_schema::print(json_schema::BENCH_EMBED, &out);
     }
     say!(
         "{} passages (mean {:.0} tokens, {} at the cap), {} per call, {} rounds; {} queries",

@@ -6,7 +6,7 @@
 use anyhow::Result;
 use clap::Args;
 
-use super::print_json;
+use super::json_schema;
 use crate::core::significance::TestSettings;
 use crate::service::Context;
 use crate::service::evaluate::{CompareRequest, ComparisonReport, compare_last};
@@ -59,7 +59,7 @@ pub async fn run(ctx: &Context, args: TestArgs) -> Result<()> {
 /// Print `rep` as JSON or as text tables.
 pub fn render(rep: &ComparisonReport, json: bool) -> Result<()> {
     if json {
-        return print_json(rep);
+        return json_schema::print(json_schema::COMPARISON, rep);
     }
     say!("{}", rep.source);
     say!(

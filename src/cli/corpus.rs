@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::print_json;
+use super::json_schema;
 use crate::core::chunk::Chunk;
 use crate::core::stats::corpus_stats;
 use crate::core::text::{sanitize_for_terminal as clean, snippet};
@@ -54,7 +54,7 @@ pub async fn run(ctx: &Context, cmd: CorpusCmd) -> Result<()> {
 fn stats(chunks: &[Chunk], json: bool) -> Result<()> {
     let s = corpus_stats(chunks);
     if json {
-        return print_json(&s);
+        return json_schema::print(json_schema::CORPUS_STATS, &s);
     }
     say!("documents  {}", s.documents);
     say!("chunks     {}", s.chunks);
@@ -98,7 +98,7 @@ fn list(chunks: &[Chunk], doc: Option<&str>, json: bool) -> Result<()> {
                 })
             })
             .collect();
-        return print_json(&rows);
+        return json_schema::print_list(json_schema::CORPUS_LIST, &rows);
     }
     for c in sel {
         say!(
@@ -115,7 +115,7 @@ fn list(chunks: &[Chunk], doc: Option<&str>, json: bool) -> Result<()> {
 async fn show(ctx: &Context, chunks: &[Chunk], chunk_id: &str, json: bool) -> Result<()> {
     let c = corpus::find(chunks, chunk_id)?;
     if json {
-        return print_json(c);
+        return json_schema::print(json_schema::CHUNK, c);
     }
     say!("id        {}", clean(&c.id));
     say!("document  {} ({})", clean(&c.doc_id), clean(&c.title));

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
 use super::args::{RankingArgs, ShardArg};
-use super::{on_progress, print_json, progress_bar};
+use super::{json_schema, on_progress, progress_bar};
 use crate::core::retrieval::Breakdown;
 use crate::core::retrieval::{Method, Sparse};
 use crate::core::text::sanitize_for_terminal as clean;
@@ -105,7 +105,8 @@ pub struct RetrievalArgs {
     #[arg(long)]
     pub run_out: Option<PathBuf>,
     /// Write every query's target ranks and scores under dense, BM25, TF-IDF and each
-    /// fused list, and each list's top-1 chunk, to this file (`.csv` or `.jsonl`).
+    /// fused list, and each list's top-1 chunk, to this file (`.csv`, `.jsonl` or
+    /// `.parquet`).
     #[arg(long)]
     pub per_query: Option<PathBuf>,
     #[command(flatten)]
@@ -171,7 +172,7 @@ async fn abstention(ctx: &Context, args: AbstentionArgs) -> Result<()> {
     )
     .await?;
     if args.json {
-        return print_json(&rep);
+        return json_schema::print(json_schema::ABSTENTION, &rep);
     }
     say!(
         "best dense cosine ({}): median {:.3} over {} answerable, {:.3} over {} unanswerable questions",
@@ -248,7 +249,7 @@ async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
         bar.finish_and_clear();
         let sum = sum?;
         if args.json {
-            return print_json(&sum);
+            return json_schema::print(json_schema::EVAL_SHARD, &sum);
         }
         say!(
             "shard {} of batch `{}`: ranked {} of {} queries in {:.1}s, stored in {}; `raglab eval retrieval --merge --batch {}` reports over every shard",
@@ -274,7 +275,7 @@ async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
         tell!("{w}");
     }
     if args.json {
-        return print_json(&rep);
+        return json_schema::print(json_schema::EVAL_RETRIEVAL, &rep);
     }
     render(&rep);
     Ok(())
@@ -298,7 +299,7 @@ async fn several_models(
         }
     }
     if json {
-        return print_json(&rep);
+        return json_schema::print(json_schema::EVAL_MODELS, &rep);
     }
     for r in &rep.reports {
         say!(
@@ -352,7 +353,7 @@ async fn several_variants(
         }
     }
     if json {
-        return print_json(&rep);
+        return json_schema::print(json_schema::EVAL_VARIANTS, &rep);
     }
     for r in &rep.reports {
         say!(

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
 use super::args::SamplingArgs;
-use super::print_json;
+use super::json_schema;
 use crate::core::evalset::{AXES, Decision, Kind, Thresholds};
 use crate::service::evalset::{
     CritiqueBatch, FilterReport, FilterSettings, GenerateBatch, GenerateRequest, StageSummary,
@@ -227,7 +227,7 @@ async fn filter(ctx: &Context, a: FilterArgs) -> Result<()> {
     };
     let r = filter_to_file(ctx, settings, a.critic.as_deref(), &a.out).await?;
     if a.json {
-        return print_json(&r);
+        return json_schema::print(json_schema::EVALSET_FILTER, &r);
     }
     print_report(&r);
     Ok(())
@@ -289,7 +289,7 @@ fn print_report(r: &FilterReport) {
 async fn list(ctx: &Context, json: bool) -> Result<()> {
     let (views, _) = review(ctx, FilterSettings::default(), None).await?;
     if json {
-        return print_json(&views);
+        return json_schema::print_list(json_schema::EVALSET_LIST, &views);
     }
     let axes: Vec<&str> = AXES.iter().map(|(k, _)| *k).collect();
     say!("# scores: {}", axes.join(" "));

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use super::args::{GeneratorArgs, PromptArgs, SamplingArgs, ShardArg, TemperatureArgs};
-use super::{print_json, progress_bar};
+use super::{json_schema, progress_bar};
 use crate::service::answer::RunConfig;
 use crate::service::answer::{AnswerBatch, BatchRequest, JudgeBatch};
 use crate::service::base::read_questions;
@@ -215,12 +215,15 @@ pub async fn report(
     viewer: &crate::service::study::Viewer,
 ) -> Result<()> {
     if args.list {
-        return print_json(&list_answers(ctx, args.run.as_deref()).await?);
+        return json_schema::print_list(
+            json_schema::ANSWERS_LIST,
+            &list_answers(ctx, args.run.as_deref()).await?,
+        );
     }
     let sight = crate::service::study::sight(ctx, viewer).await?;
     if let [a, b] = args.compare.as_slice() {
         let cmp = crate::service::evaluate::compare_answer_runs(ctx, a, b, &sight).await?;
-        return print_json(&cmp);
+        return json_schema::print(json_schema::ANSWERS_COMPARE, &cmp);
     }
     let value = answer_report(
         ctx,
@@ -231,5 +234,5 @@ pub async fn report(
     )
     .await?;
     // The report is a JSON document in both modes; `--json` is accepted for symmetry.
-    print_json(&value)
+    json_schema::print(json_schema::ANSWERS_REPORT, &value)
 }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::args::ShardArg;
-use super::{on_progress, print_json, progress_bar};
+use super::{json_schema, on_progress, progress_bar};
 use crate::core::variant::Variant;
 use crate::service::retrieval::{IndexReport, IndexRequest, build_index};
 use crate::service::{Context, ModelChoice};
@@ -70,7 +70,7 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
         tell!("ANN index: IVF_FLAT, {parts} partitions, built in {secs:.1}s");
     }
     if args.json {
-        return print_json(&report);
+        return json_schema::print(json_schema::INDEX, &report);
     }
     if let Some(m) = &report.token_model
         && report.tokens_counted > 0

@@ -67,7 +67,7 @@ pub async fn run(ctx: &Context, args: IngestArgs) -> Result<()> {
     bar.finish_and_clear();
     let summary = summary?;
     if args.json {
-        super::print_json(&summary)?;
+        super::json_schema::print(super::json_schema::INGEST, &summary)?;
     } else {
         say!(
             "ingested {} documents -> {} chunks ({} replaced) in {:.2}s ({:.0} chunks/s) [{}]",

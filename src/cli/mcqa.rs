@@ -10,7 +10,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::args::{GeneratorArgs, PromptArgs, ShardArg, TemperatureArgs};
-use super::{print_json, progress_bar};
+use super::{json_schema, progress_bar};
 use crate::core::mcqa::{Accuracy, Report, report};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
@@ -80,7 +80,7 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
     }
     let records = run_records(ctx, &args.run, &questions).await?;
     if args.list {
-        return print_json(&records);
+        return json_schema::print_list(json_schema::MCQA_LIST, &records);
     }
     // Kept for the TUI's Evaluation pane (a run with no answers leaves the last one).
     let rep = if records.is_empty() {
@@ -92,15 +92,18 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
     let first = records.iter().find(|r| r.k > 0).or(records.first());
     let answered: HashSet<&str> = records.iter().map(|r| r.question_id.as_str()).collect();
     if args.json {
-        return print_json(&JsonReport {
-            run: &args.run,
-            model_file: first.map(|r| r.model_file.as_str()),
-            method: first.map(|r| r.method.as_str()),
-            alpha: first.map(|r| r.alpha),
-            questions: answered.len(),
-            report: &rep,
-            frugality: frugality.as_ref(),
-        });
+        return json_schema::print(
+            json_schema::MCQA,
+            &JsonReport {
+                run: &args.run,
+                model_file: first.map(|r| r.model_file.as_str()),
+                method: first.map(|r| r.method.as_str()),
+                alpha: first.map(|r| r.alpha),
+                questions: answered.len(),
+                report: &rep,
+                frugality: frugality.as_ref(),
+            },
+        );
     }
     if let Some(r) = first {
         let retrieval = match r.method.as_str() {

@@ -30,12 +30,14 @@ pub mod annotate;
 mod args;
 mod bench;
 mod compare;
+mod config_file;
 mod corpus;
 mod eval;
 mod evalset;
 mod generate;
 mod index;
 mod ingest;
+pub mod json_schema;
 mod mcqa;
 mod raters;
 mod search;
@@ -165,6 +167,11 @@ pub enum Command {
     },
     /// Print where raglab keeps config, data, models and the workspace.
     Paths,
+    /// The config file: `raglab config init` writes one with every default shown.
+    Config {
+        #[command(subcommand)]
+        cmd: config_file::ConfigCmd,
+    },
     /// Print a shell completion script: `raglab completions bash > ~/.local/share/bash-completion/completions/raglab`.
     Completions(shell::CompletionsArgs),
     /// Print the manual page, or write one per command with `--out DIR`.
@@ -189,11 +196,12 @@ pub enum ReportCmd {
 }
 
 /// Run a command that needs no workspace, config or model (completions, manual
-/// pages); `None` when `command` needs them.
+/// pages, writing the config file); `None` when `command` needs them.
 pub fn run_standalone(command: &Command) -> Option<Result<()>> {
     match command {
         Command::Completions(args) => Some(shell::completions(args)),
         Command::Man(args) => Some(shell::man(args)),
+        Command::Config { cmd } => Some(config_file::run(cmd)),
         _ => None,
     }
 }
@@ -248,7 +256,9 @@ pub async fn run(
             say!("log:       {}", ctx.paths.log_file().display());
             Ok(())
         }
-        Command::Completions(_) | Command::Man(_) => run_standalone(&command).unwrap_or(Ok(())),
+        Command::Completions(_) | Command::Man(_) | Command::Config { .. } => {
+            run_standalone(&command).unwrap_or(Ok(()))
+        }
     }
 }
 

@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::args::{MethodArg, RankingArgs};
-use super::print_json;
+use super::json_schema;
 use crate::core::retrieval::Sparse;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
@@ -45,7 +45,7 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
     };
     let res = search(ctx, &req).await?;
     if args.json {
-        return print_json(&res);
+        return json_schema::print(json_schema::SEARCH, &res);
     }
     say!(
         "{} ({} sparse side) a={:.2}  R(d;a) = a/(60+r_dense) + (1-a)/(60+r_sparse)",

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::print_json;
+use super::json_schema;
 use crate::core::signing::short;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
@@ -75,7 +75,7 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
         } => {
             let view = study::roster_list(ctx).await?;
             if json {
-                return print_json(&view);
+                return json_schema::print(json_schema::ROSTER, &view);
             }
             if !view.signed {
                 say!(

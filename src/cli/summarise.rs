@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::args::{GeneratorArgs, ShardArg};
-use super::{print_json, progress_bar};
+use super::{json_schema, progress_bar};
 use crate::core::sampling::Sampling;
 use crate::service::Context;
 use crate::service::corpus::{SummaryBatch, SummaryRequest};
@@ -80,7 +80,7 @@ pub async fn run(ctx: &Context, args: SummariseArgs) -> Result<()> {
     bar.finish_and_clear();
     let rep = rep?;
     if args.json {
-        return print_json(&rep);
+        return json_schema::print(json_schema::SUMMARISE, &rep);
     }
     tell!(
         "done: {} summaries in {:.1}s ({:.1} per minute), {} output tokens",

@@ -123,7 +123,8 @@ fn generate_abstains_exactly_below_the_threshold() {
         "--abstain-below",
         &t.to_string(),
     ]);
-    let answers = env.json(&["report", "answers", "--run", "abst", "--list", "--json"]);
+    let answers =
+        env.json(&["report", "answers", "--run", "abst", "--list", "--json"])["items"].take();
     let answers = answers.as_array().expect("answers");
     assert_eq!(answers.len(), all.len());
     for a in answers {

@@ -288,7 +288,7 @@ fn missing_target_ids_are_named() {
     .expect("md");
     env.ok(&["ingest", docs.to_str().expect("utf8")]);
     env.ok(&["index", "--sparse-only"]);
-    let chunks = env.json(&["corpus", "list", "--json"]);
+    let chunks = env.json(&["corpus", "list", "--json"])["items"].take();
     let first = chunks[0]["id"].as_str().expect("chunk id").to_string();
     let q = env.dir.path().join("q.jsonl");
     std::fs::write(

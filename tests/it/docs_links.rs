@@ -625,3 +625,14 @@ fn a_command_that_does_not_parse_is_reported() {
     assert!(binary.check(&words("eval")).is_err());
     assert!(binary.check(&words("--no-such-global ingest x")).is_err());
 }
+
+/// docs/reference/json.md documents every `--json` shape raglab prints, at its current
+/// version, in the order of the code's list, and no other.
+#[test]
+fn the_json_page_documents_every_shape_at_its_version() {
+    let code: Vec<String> = raglab::cli::json_schema::ALL
+        .iter()
+        .map(|s| s.id())
+        .collect();
+    assert_eq!(crate::common::json_doc::documented_ids(), code);
+}

@@ -49,7 +49,7 @@ fn setup(servers: &[&Server], max_concurrent: usize, n: usize) -> (Env, PathBuf)
 }
 
 fn answers(env: &Env, run: &str) -> Vec<serde_json::Value> {
-    env.json(&["report", "answers", "--run", run, "--list", "--json"])
+    env.json(&["report", "answers", "--run", run, "--list", "--json"])["items"]
         .as_array()
         .cloned()
         .expect("answer list")
@@ -64,7 +64,7 @@ fn answers_so_far(env: &Env, run: &str) -> Vec<serde_json::Value> {
         .expect("spawn raglab");
     serde_json::from_slice::<serde_json::Value>(&out.stdout)
         .ok()
-        .and_then(|v| v.as_array().cloned())
+        .and_then(|v| v["items"].as_array().cloned())
         .unwrap_or_default()
 }
 
@@ -310,7 +310,7 @@ fn eval_mcqa_on_a_pool_answers_every_k_once_with_provenance_like_the_local_model
     };
     let report = json(&["--json"], "ep");
     let list = |run: &str| -> Vec<serde_json::Value> {
-        json(&["--list", "--report-only"], run)
+        json(&["--list", "--report-only"], run)["items"]
             .as_array()
             .cloned()
             .expect("records")

@@ -39,7 +39,7 @@ const AXES: [&str; 6] = [
 ];
 
 fn list(env: &Env) -> Vec<Value> {
-    env.json(&["evalset", "list", "--json"])
+    env.json(&["evalset", "list", "--json"])["items"]
         .as_array()
         .cloned()
         .expect("candidate list")
@@ -99,8 +99,7 @@ fn generate_critique_filter_on_the_sample_resume_after_sigkill() {
     let env = Env::new();
     let sample = common::sample_subset(env.dir.path(), &DOCS);
     env.ok(&["ingest", sample.to_str().expect("utf8"), "--index"]);
-    let chunks: Vec<Value> = env
-        .json(&["corpus", "list", "--json"])
+    let chunks: Vec<Value> = env.json(&["corpus", "list", "--json"])["items"]
         .as_array()
         .cloned()
         .expect("chunks");
@@ -393,7 +392,8 @@ fn generate_critique_filter_on_the_sample_resume_after_sigkill() {
         "--max-tokens",
         "8",
     ]);
-    let answers = env.json(&["report", "answers", "--run", "gen", "--list", "--json"]);
+    let answers =
+        env.json(&["report", "answers", "--run", "gen", "--list", "--json"])["items"].take();
     let answers = answers.as_array().expect("answers");
     assert_eq!(answers.len(), 2);
     for a in answers {

@@ -43,7 +43,7 @@ fn setup() -> (Env, std::path::PathBuf) {
 }
 
 fn answers(env: &Env, run: &str) -> Vec<serde_json::Value> {
-    env.json(&["report", "answers", "--run", run, "--list", "--json"])
+    env.json(&["report", "answers", "--run", run, "--list", "--json"])["items"]
         .as_array()
         .cloned()
         .expect("answer list")

@@ -68,7 +68,7 @@ fn bad_files_are_reported_and_the_rest_ingests() {
     assert_eq!(skipped.len(), 12, "{skipped:#?}");
 
     // good.md, sub/also-good.txt, records a and c; only-headers.md was read but empty.
-    let list = env.json(&["corpus", "list", "--json"]);
+    let list = env.json(&["corpus", "list", "--json"])["items"].take();
     let mut ids: Vec<&str> = list
         .as_array()
         .expect("list")
@@ -107,7 +107,7 @@ fn symlinked_files_in_a_folder_are_not_followed_unless_asked() {
     let out = env.json(&["ingest", corpus, "--json"]);
     let skipped = out["skipped"].as_array().expect("skipped").clone();
     assert!(reason_for(&skipped, "x.txt").contains("symbolic link, not followed"));
-    let list = env.json(&["corpus", "list", "--json"]);
+    let list = env.json(&["corpus", "list", "--json"])["items"].take();
     let ids: Vec<&str> = list
         .as_array()
         .expect("list")

@@ -15,7 +15,7 @@ fn sample_corpus_gives_one_chunk_per_passage_and_matches_question_targets() {
     assert_eq!(summary["chunks"], 261, "one chunk per MedQuAD passage");
     assert_eq!(summary["skipped"].as_array().map(Vec::len), Some(0));
 
-    let list = env.json(&["corpus", "list", "--json"]);
+    let list = env.json(&["corpus", "list", "--json"])["items"].take();
     let ids: BTreeSet<String> = list
         .as_array()
         .expect("array")
@@ -99,7 +99,7 @@ fn window_and_none_chunkers() {
     ]);
     // 1,500 characters of body at 500/50: windows start at 0, 450, 900, 1350.
     assert_eq!(s["chunker"], "window(500/50)");
-    let list = env.json(&["corpus", "list", "--doc", "a", "--json"]);
+    let list = env.json(&["corpus", "list", "--doc", "a", "--json"])["items"].take();
     assert_eq!(list.as_array().map(Vec::len), Some(4));
     let s = env.json(&[
         "ingest",

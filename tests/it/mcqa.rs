@@ -104,11 +104,11 @@ fn mcqa_answers_are_letters_with_consistent_provenance_and_report() {
         "t",
     ];
     let report = env.json(&[&args[..], &["--json"]].concat());
-    let records: Vec<Value> = env
-        .json(&[&args[..], &["--list", "--report-only"]].concat())
-        .as_array()
-        .cloned()
-        .expect("records");
+    let records: Vec<Value> =
+        env.json(&[&args[..], &["--list", "--report-only"]].concat())["items"]
+            .as_array()
+            .cloned()
+            .expect("records");
     let n = expected.len() as u64;
     assert_eq!(records.len() as u64, 3 * n, "one answer per question and k");
 
@@ -200,8 +200,7 @@ fn mcqa_answers_are_letters_with_consistent_provenance_and_report() {
     // Resuming answers nothing new; continuing with other settings is refused.
     let again = env.ok(&args);
     assert!(String::from_utf8_lossy(&again.stderr).contains("nothing left to answer"));
-    let after = env
-        .json(&[&args[..], &["--list", "--report-only"]].concat())
+    let after = env.json(&[&args[..], &["--list", "--report-only"]].concat())["items"]
         .as_array()
         .map_or(0, Vec::len);
     assert_eq!(after, records.len(), "no duplicates on resume");
@@ -228,17 +227,16 @@ fn mcqa_answers_are_letters_with_consistent_provenance_and_report() {
         v
     };
     env.ok(&["eval", "mcqa", "--questions", q, "--ks", "0", "--run", "t2"]);
-    let second: Vec<Value> = env
-        .json(&[
-            "eval",
-            "mcqa",
-            "--questions",
-            q,
-            "--run",
-            "t2",
-            "--list",
-            "--report-only",
-        ])
+    let second: Vec<Value> = env.json(&[
+        "eval",
+        "mcqa",
+        "--questions",
+        q,
+        "--run",
+        "t2",
+        "--list",
+        "--report-only",
+    ])["items"]
         .as_array()
         .cloned()
         .expect("records");

@@ -222,7 +222,7 @@ fn two_machines_ingesting_at_once_lose_no_document() {
         list.args(["corpus", "list", "--json"]);
         let listed: serde_json::Value =
             serde_json::from_slice(&ok(list, "corpus list").stdout).expect("json");
-        let ids: HashSet<String> = listed
+        let ids: HashSet<String> = listed["items"]
             .as_array()
             .expect("list")
             .iter()

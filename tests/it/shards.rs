@@ -205,7 +205,7 @@ fn generate_judge_and_mcqa_shards_split_by_id_and_cover_everything() {
     };
     assert!(!of(1).is_empty() && !of(2).is_empty(), "{:?}", of(1));
     let answered = |env: &Env| -> BTreeSet<String> {
-        env.json(&["report", "answers", "--run", "s", "--list", "--json"])
+        env.json(&["report", "answers", "--run", "s", "--list", "--json"])["items"]
             .as_array()
             .expect("list")
             .iter()
@@ -237,7 +237,7 @@ fn generate_judge_and_mcqa_shards_split_by_id_and_cover_everything() {
     assert_eq!(answered(&env), ids.iter().cloned().collect());
 
     // Judge by answer id, one shard at a time.
-    let list = env.json(&["report", "answers", "--run", "s", "--list", "--json"]);
+    let list = env.json(&["report", "answers", "--run", "s", "--list", "--json"])["items"].take();
     let answer_ids: Vec<String> = list
         .as_array()
         .expect("list")
@@ -391,7 +391,7 @@ fn summarise_shards_cover_every_chunk_once() {
 
 /// The ids of the workspace's chunks, as `corpus list` gives them.
 fn chunk_ids(env: &Env) -> Vec<String> {
-    env.json(&["corpus", "list", "--json"])
+    env.json(&["corpus", "list", "--json"])["items"]
         .as_array()
         .expect("chunks")
         .iter()

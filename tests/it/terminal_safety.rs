@@ -56,7 +56,7 @@ fn evil_workspace() -> (Env, std::path::PathBuf) {
     check("ingest", &String::from_utf8_lossy(&out.stdout));
     check("ingest stderr", &String::from_utf8_lossy(&out.stderr));
     env.ok(&["index", "--sparse-only"]);
-    let chunk = env.json(&["corpus", "list", "--json"])[0]["id"]
+    let chunk = env.json(&["corpus", "list", "--json"])["items"][0]["id"]
         .as_str()
         .expect("id")
         .to_string();
@@ -97,7 +97,7 @@ fn evil_workspace() -> (Env, std::path::PathBuf) {
 #[test]
 fn cli_text_output_is_clean() {
     let (env, q) = evil_workspace();
-    let chunk = env.json(&["corpus", "list", "--json"])[0]["id"]
+    let chunk = env.json(&["corpus", "list", "--json"])["items"][0]["id"]
         .as_str()
         .expect("id")
         .to_string();

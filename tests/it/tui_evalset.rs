@@ -55,7 +55,7 @@ async fn decide(app: &mut App, jobs: &mut Jobs, rx: &mut Rx, key: char) {
 }
 
 fn list(env: &common::Env) -> Vec<Value> {
-    env.json(&["evalset", "list", "--json"])
+    env.json(&["evalset", "list", "--json"])["items"]
         .as_array()
         .cloned()
         .expect("list")

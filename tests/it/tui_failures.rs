@@ -431,7 +431,7 @@ async fn a_questions_answers_show_their_target_rank_and_are_judged_and_sent_from
             gen_model,
         ]);
     }
-    let stored = env.json(&["report", "answers", "--list"]);
+    let stored = env.json(&["report", "answers", "--list"])["items"].take();
     let stored = stored.as_array().expect("answers");
     assert_eq!(stored.len(), 2);
 

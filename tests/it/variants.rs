@@ -29,7 +29,7 @@ fn subset(dir: &Path) -> PathBuf {
 }
 
 fn chunks(env: &Env) -> Vec<Value> {
-    env.json(&["corpus", "list", "--json"])
+    env.json(&["corpus", "list", "--json"])["items"]
         .as_array()
         .cloned()
         .expect("chunk list")
@@ -389,7 +389,8 @@ fn summarise_index_and_evaluate_the_three_variants() {
         "--max-tokens",
         "4",
     ]);
-    let answers = env.json(&["report", "answers", "--run", "on-s", "--list", "--json"]);
+    let answers =
+        env.json(&["report", "answers", "--run", "on-s", "--list", "--json"])["items"].take();
     let a = &answers[0];
     assert_eq!(a["chunk_ids"], serde_json::json!([target.chunk_id]));
     assert_eq!(a["corpus_variant"], "S");

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod json_doc;
 pub mod moto;
 pub mod server;
 pub mod tui;
@@ -48,14 +49,18 @@ impl Env {
         out
     }
 
+    /// Run with arguments and read the JSON document printed, checked against its
+    /// documentation (docs/reference/json.md).
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let out = self.ok(args);
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
                 "raglab {args:?} printed invalid JSON ({e}): {}",
                 String::from_utf8_lossy(&out.stdout)
             )
-        })
+        });
+        json_doc::check(&doc, args);
+        doc
     }
 }
 

@@ -700,7 +700,15 @@ fn fusion_with_tfidf_and_equal_linear_weights() {
         .concat(),
     );
     let table = parquet_rows(&pq_parquet);
-    let lists = ["dense", "tfidf", "hybrid-tfidf-a0.70", "linear-tfidf-a0.50"];
+    // Every list of the per-query table, in its column order: the three single lists
+    // (BM25 among them, though no configuration here fuses it), then the fused ones.
+    let lists = [
+        "dense",
+        "bm25",
+        "tfidf",
+        "hybrid-tfidf-a0.70",
+        "linear-tfidf-a0.50",
+    ];
     let mut expected = Vec::new();
     for row in &rows {
         for t in row["targets"].as_array().expect("targets") {

@@ -1372,11 +1372,12 @@ mod spill {
         out: Sink,
     }
 
-    /// Text (CSV, JSONL) through a buffer, or Parquet row groups.
+    /// Text (CSV, JSONL) through a buffer, or Parquet row groups (boxed: the Parquet
+    /// writer is ten times the size of a buffered file).
     enum Sink {
         Csv(BufWriter<File>),
         Jsonl(BufWriter<File>),
-        Parquet(ParquetTable),
+        Parquet(Box<ParquetTable>),
     }
 
     impl PerQueryFile {
@@ -1399,11 +1400,11 @@ mod spill {
             let out = match format {
                 Format::Csv => Sink::Csv(BufWriter::new(file)),
                 Format::Jsonl => Sink::Jsonl(BufWriter::new(file)),
-                Format::Parquet => Sink::Parquet(ParquetTable::create(
+                Format::Parquet => Sink::Parquet(Box::new(ParquetTable::create(
                     file,
                     &parquet_columns(empty),
                     &path.display().to_string(),
-                )?),
+                )?)),
             };
             let mut f = Self {
                 path: path.to_path_buf(),

@@ -41,8 +41,9 @@ pub fn run(cmd: &ConfigCmd) -> Result<()> {
     Ok(())
 }
 
-/// Write `text` to `file` whole (a temporary file renamed over it), never replacing an
-/// existing file unless `force`, and then keeping the old one beside it as `.bak`.
+/// Write `text` to `file` whole (`write_whole`: a temporary file synced and renamed over
+/// it), never replacing an existing file unless `force`, and then keeping the old one
+/// beside it as `.bak`.
 fn write_config(file: &Path, text: &str, force: bool) -> Result<()> {
     let dir = file.parent().context("the config file has no folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -57,8 +58,5 @@ fn write_config(file: &Path, text: &str, force: bool) -> Result<()> {
         std::fs::copy(file, &backup)
             .with_context(|| format!("keeping the old config as {}", backup.display()))?;
     }
-    let tmp = dir.join(format!(".config.toml.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, file).with_context(|| format!("writing {}", file.display()))?;
-    Ok(())
+    crate::service::base::write_whole(file, text.as_bytes())
 }

@@ -22,7 +22,7 @@ use crate::core::question::Question;
 use crate::core::retrieval::{Alpha, Method};
 use crate::core::rubric::{Judgement, Rubric};
 use crate::infer::generate::{GenStats, Generator, Sampling};
-use crate::service::base::{DEFAULT_K, Provenance, now_rfc3339};
+use crate::service::base::{Provenance, now_rfc3339};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
 use crate::store::records::Table;
 use crate::store::workspace::Workspace;
@@ -69,7 +69,7 @@ impl Default for RunConfig {
             method: Method::Hybrid,
             sparse: crate::core::retrieval::Sparse::Bm25,
             alpha: Alpha::DEFAULT.get(),
-            k: DEFAULT_K,
+            k: crate::config::defaults::K,
             context_budget: DEFAULT_CONTEXT_BUDGET,
             no_retrieval: false,
             sampling: Sampling::default(),

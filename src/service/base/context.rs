@@ -211,7 +211,8 @@ impl Context {
     }
 
     pub fn k(&self, flag: Option<usize>) -> usize {
-        flag.or(self.config.retrieval.k).unwrap_or(DEFAULT_K)
+        flag.or(self.config.retrieval.k)
+            .unwrap_or(crate::config::defaults::K)
     }
 
     /// Threads for llama.cpp work inside the TUI: one core stays free for the UI.
@@ -219,9 +220,6 @@ impl Context {
         crate::infer::backend::tui_threads()
     }
 }
-
-/// Chunks given to the generator when nothing says otherwise.
-pub const DEFAULT_K: usize = crate::config::defaults::K;
 
 /// Send logs to DATA_DIR/logs/raglab.log: stdout and stderr belong to the user (and
 /// to the TUI's screen). `RAGLAB_LOG` sets the filter (default `info`).

@@ -12,7 +12,7 @@ mod provenance;
 mod rubric;
 mod run;
 
-pub use context::{Context, DEFAULT_K, ModelChoice, init_logging, runtime};
+pub use context::{Context, ModelChoice, init_logging, runtime};
 pub use files::{create_temporary, dataset_stamp, publish, write_whole};
 pub use jsonl::{
     DESCRIPTIVE_FIELDS, MAX_JSONL_BYTES, parse_jsonl, parse_jsonl_numbered, parse_record,

@@ -256,27 +256,16 @@ mod tests {
         assert_eq!(names.join(","), header.trim_end());
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 4);
         let b = &batches[0];
-        let text = |i: usize| {
+        fn column<A: Array + Clone + 'static>(b: &arrow_array::RecordBatch, i: usize) -> A {
             b.column(i)
                 .as_any()
-                .downcast_ref::<StringArray>()
-                .expect("strings")
+                .downcast_ref::<A>()
+                .unwrap_or_else(|| panic!("column {i} has another type"))
                 .clone()
-        };
-        let rank = |i: usize| {
-            b.column(i)
-                .as_any()
-                .downcast_ref::<UInt64Array>()
-                .expect("counts")
-                .clone()
-        };
-        let score = |i: usize| {
-            b.column(i)
-                .as_any()
-                .downcast_ref::<Float64Array>()
-                .expect("doubles")
-                .clone()
-        };
+        }
+        let text = |i| column::<StringArray>(b, i);
+        let rank = |i| column::<UInt64Array>(b, i);
+        let score = |i| column::<Float64Array>(b, i);
         assert_eq!((text(0).value(0), text(1).value(1)), ("q,1", "u"));
         assert_eq!((rank(2).value(0), rank(2).is_null(1)), (2, true));
         assert_eq!((score(3).value(0), score(5).value(1)), (1.5, 0.25));

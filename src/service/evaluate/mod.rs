@@ -20,7 +20,10 @@ mod synthetic;
 mod variants;
 
 pub use crate::core::mcqa::McqaRecord;
-pub use answer_runs::{AnswerRunsComparison, CriterionComparison, compare_answer_runs};
+pub use answer_runs::{
+    AnswerRunsComparison, CriterionComparison, PairedAnswer, QuestionComparison,
+    compare_answer_runs, place_text,
+};
 pub use bench::{GenBench, bench_generate, bench_retrieval};
 pub use bench_embed::{EmbedBench, EmbedVariant, bench_embed};
 pub use frugality::{

@@ -38,6 +38,7 @@ mod reference_agreement;
 mod reference_raters;
 mod reference_sparse;
 mod reference_trec;
+mod repeats;
 mod retrieval;
 mod sample_data;
 mod secrets;

@@ -52,6 +52,11 @@ pub struct GenerateArgs {
     pub generator: GeneratorArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    /// Answer every question N times: repeat r samples with seed `--seed` + r, and its
+    /// answers record the repeat and the seed (`report answers` shows the pass rates'
+    /// spread across repeats). Repeat 0 is the run without repeats.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: u32,
 }
 
 pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
@@ -69,6 +74,7 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         sampling: args.sampling.sampling(),
         abstain_below: args.abstain_below,
         variant: args.variant,
+        repeat: None,
     };
     if args.prompt.ranking.ann {
         bail!("--ann is not supported by generate: it retrieves with the exact dense scan");
@@ -81,6 +87,7 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         reuse_prefix: !args.generator.no_prefix_reuse,
         limit: args.limit,
         local: args.local,
+        repeats: args.repeats,
     };
     let batch = AnswerBatch::prepare(ctx, req).await?;
     if let Some(w) = batch
@@ -91,10 +98,20 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     }
     let c = batch.config().clone();
     tell!(
-        "run `{}`: {} questions to answer ({} already done) with {} [{}]",
+        "run `{}`: {} answers to give ({} already done{}) with {} [{}]",
         c.run,
         batch.work().todo(),
         batch.work().already_done(),
+        if args.repeats > 1 {
+            format!(
+                "; {} repeats, seeds {}-{}",
+                args.repeats,
+                c.sampling.seed,
+                c.sampling.seed.wrapping_add(args.repeats - 1)
+            )
+        } else {
+            String::new()
+        },
         batch.work().model(),
         if c.no_retrieval {
             "no retrieval".to_string()
@@ -147,6 +164,16 @@ pub struct JudgeArgs {
     /// Judge with the local model even when `[[endpoints]]` are configured.
     #[arg(long)]
     pub local: bool,
+    /// Judge every answer N times: repeat r samples with seed 7 + r, and its judgements
+    /// record the repeat, seed and temperature (`report answers` shows the judge's
+    /// self-consistency, Cohen's kappa between repeats). Repeat 0 is the judging
+    /// without repeats.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: u32,
+    /// The judge's sampling temperature (0: greedy; greedy repeats on one back end give
+    /// the same labels, so `--repeats` measures self-consistency only above 0).
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
 }
 
 pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
@@ -163,6 +190,10 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
         args.limit,
         args.shard.shard,
         args.local,
+        crate::service::answer::JudgeRepeats {
+            repeats: args.repeats,
+            temperature: args.temperature,
+        },
     )
     .await?;
     if let Some(w) = batch

@@ -75,6 +75,11 @@ pub struct AnswerRecord {
     /// answer stored before variants existed, which ranked the full chunks).
     #[serde(default)]
     pub corpus_variant: Option<String>,
+    /// The repeat of `generate --repeats N` this answer belongs to (0-based; its seed
+    /// is the run's seed + repeat). None: a run without repeats, which counts as
+    /// repeat 0.
+    #[serde(default)]
+    pub repeat: Option<u32>,
 }
 
 /// A stored judgement.
@@ -95,6 +100,17 @@ pub struct JudgementRecord {
     /// Base URL of the endpoint that judged (None: the local model `judge_model`).
     #[serde(default)]
     pub endpoint: Option<String>,
+    // Added with `judge --repeats`: nullable and last.
+    /// The repeat of `judge --repeats N` (0-based). None: judged without repeats,
+    /// which counts as repeat 0.
+    #[serde(default)]
+    pub repeat: Option<u32>,
+    /// The judge's sampling seed and temperature (None in judgements stored before
+    /// they were recorded: those were greedy, seed 7).
+    #[serde(default)]
+    pub seed: Option<u32>,
+    #[serde(default)]
+    pub temperature: Option<f32>,
 }
 
 impl JudgementRecord {
@@ -120,6 +136,20 @@ impl JudgementRecord {
             .map(|(c, l)| format!("{c}={l}"))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+impl AnswerRecord {
+    /// The generation repeat (a run without repeats is repeat 0).
+    pub fn repeat_index(&self) -> u32 {
+        self.repeat.unwrap_or(0)
+    }
+}
+
+impl JudgementRecord {
+    /// The judge repeat (a judgement without repeats is repeat 0).
+    pub fn repeat_index(&self) -> u32 {
+        self.repeat.unwrap_or(0)
     }
 }
 

@@ -57,6 +57,8 @@ pub enum Action {
     Regenerate,
     /// Replay a stored answer at its recorded speed (no model needed).
     ReplayAnswer,
+    /// The Generate pane's Compare view of two answer runs (again, or esc: close).
+    CompareRuns,
     StopGeneration,
     ViewPrompt,
     SelectCriterion1,

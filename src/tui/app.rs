@@ -327,6 +327,15 @@ impl App {
                 let question = self.query.current.as_ref().map(|q| q.id.clone());
                 return Some(self.generate.start_replay(question));
             }
+            // The runs of the stored answers (the study's read of them) to pick from.
+            Action::CompareRuns if self.pane == Pane::Generate && !self.generate.compare.open => {
+                let mut runs: std::collections::BTreeMap<&str, usize> = Default::default();
+                for a in &self.query.stored {
+                    *runs.entry(a.run.as_str()).or_default() += 1;
+                }
+                let runs = runs.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
+                self.generate.compare.open_picker(runs);
+            }
             Action::SendToAnnotation if self.pane == Pane::Generate => {
                 return match self
                     .generate

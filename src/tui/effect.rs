@@ -35,6 +35,9 @@ pub enum Effect {
     LoadEvaluation,
     /// Replay a stored answer at its recorded speed; the newest ticket wins.
     Replay(ReplayJob),
+    /// Compare two answer runs (`report answers --compare A B`); the newest ticket
+    /// wins.
+    CompareAnswerRuns { ticket: u64, a: String, b: String },
     /// Read the evaluation-set candidates with their scores and decisions.
     LoadEvalset,
     /// Store an analyst's decision on a candidate (None: clear it).

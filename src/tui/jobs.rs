@@ -69,6 +69,11 @@ pub enum Msg {
     Evalset(Result<Vec<crate::service::evalset::CandidateView>, String>),
     /// A decision on a candidate was stored (what to say), or not.
     Decided(Result<String, String>),
+    /// Two answer runs compared (`report answers --compare`), or why not.
+    AnswerRunsCompared {
+        ticket: u64,
+        result: Result<Box<crate::service::evaluate::AnswerRunsComparison>, String>,
+    },
     /// A replay showed all its text, or was stopped.
     ReplayDone {
         ticket: u64,
@@ -193,6 +198,27 @@ impl Jobs {
         })
     }
 
+    /// Compare two answer runs for the viewer with the function `raglab report answers
+    /// --compare` calls, so the view and the command show the same numbers.
+    fn compare_answer_runs(
+        &self,
+        ticket: u64,
+        a: String,
+        b: String,
+    ) -> tokio::task::JoinHandle<()> {
+        let (ctx, tx, viewer) = (Arc::clone(&self.ctx), self.tx.clone(), self.viewer.clone());
+        tokio::spawn(async move {
+            let result = async {
+                let sight = crate::service::study::sight(&ctx, &viewer).await?;
+                crate::service::evaluate::compare_answer_runs(&ctx, &a, &b, &sight).await
+            }
+            .await
+            .map(Box::new)
+            .map_err(|e| format!("cannot compare `{a}` with `{b}`: {e:#}"));
+            let _ = tx.send(Msg::AnswerRunsCompared { ticket, result });
+        })
+    }
+
     /// Read the evaluation-set candidates with their critiques, decisions and the
     /// default filter's verdicts.
     fn load_evalset(&self) -> tokio::task::JoinHandle<()> {
@@ -277,6 +303,10 @@ impl Jobs {
                 self.track(task);
             }
             Effect::Replay(job) => self.replay(app, job),
+            Effect::CompareAnswerRuns { ticket, a, b } => {
+                let task = self.compare_answer_runs(ticket, a, b);
+                self.track(task);
+            }
             Effect::LoadEvalset => {
                 let task = self.load_evalset();
                 self.track(task);
@@ -644,6 +674,9 @@ impl Jobs {
                 }
             }
             Msg::ReplayDone { ticket, stopped } => app.generate.on_replay_done(ticket, stopped),
+            Msg::AnswerRunsCompared { ticket, result } => {
+                app.generate.compare.on_compared(ticket, result.map(|b| *b));
+            }
             Msg::Exported(r) => app.agreement.on_exported(r),
             Msg::Judged { ticket, result } => app.on_judged(ticket, result.map(|b| *b)),
             Msg::ItemAdded(r) => app.on_item_added(r),

@@ -89,6 +89,10 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
         sections.push(("Answers of the question (A)", "answers"));
         sections.push(("Opened chunk", "overlay"));
     }
+    if app.pane == Pane::Generate {
+        sections.push(("Compare answer runs: picking (c)", "runs_pick"));
+        sections.push(("Compare answer runs: the view", "runs_compare"));
+    }
     let labelling = matches!(app.pane, Pane::Annotate | Pane::Agreement);
     let label_keys = if labelling {
         rubric_label_keys(&app.annotate.rubric)

@@ -161,6 +161,9 @@ fn build(case: &Case) -> Study {
             raw_output: String::new(),
             created_at: String::new(),
             endpoint: None,
+            repeat: None,
+            seed: None,
+            temperature: None,
         });
     }
     let answers = (0..ITEMS)
@@ -603,6 +606,9 @@ async fn workspace(env: &common::Env) -> raglab::service::Context {
             raw_output: String::new(),
             created_at: String::new(),
             endpoint: None,
+            repeat: None,
+            seed: None,
+            temperature: None,
         };
         raglab::service::answer::judgements(&ctx.workspace)
             .append(&[j])

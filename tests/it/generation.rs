@@ -223,6 +223,7 @@ fn judge_grammar_always_parses_across_seeds() {
         endpoint: None,
         served_model: None,
         corpus_variant: None,
+        repeat: None,
     };
     for seed in 0..4 {
         let (rec, j) = judge(

@@ -24,7 +24,7 @@ fn fixture(fields: &[(&str, DataType, bool)]) -> Schema {
     )
 }
 
-use DataType::{Boolean, Float64, UInt32, UInt64, Utf8};
+use DataType::{Boolean, Float32, Float64, UInt32, UInt64, Utf8};
 
 #[test]
 fn answers_keep_their_schema() {
@@ -71,6 +71,8 @@ fn answers_keep_their_schema() {
         ("served_model", Utf8, true),
         // Added with corpus variants: which corpus retrieval ranked.
         ("corpus_variant", Utf8, true),
+        // Added with `generate --repeats`: the repeat (its seed is `seed`).
+        ("repeat", UInt32, true),
     ]);
     assert_eq!(*schema_of::<AnswerRecord>(), want);
 }
@@ -91,6 +93,10 @@ fn judgements_keep_their_schema() {
         ("created_at", Utf8, false),
         // Added with OpenAI-compatible endpoints (nullable, last).
         ("endpoint", Utf8, true),
+        // Added with `judge --repeats`: the repeat and the judge's sampling.
+        ("repeat", UInt32, true),
+        ("seed", UInt32, true),
+        ("temperature", Float32, true),
     ]);
     assert_eq!(*schema_of::<JudgementRecord>(), want);
 }

@@ -69,6 +69,9 @@ fn store_judgements(env: &Env) {
             raw_output: String::new(),
             created_at: String::new(),
             endpoint: None,
+            repeat: None,
+            seed: None,
+            temperature: None,
         })
         .collect();
     tokio::runtime::Runtime::new()

@@ -24,13 +24,23 @@ use crate::service::base::{
 };
 use crate::service::retrieval::Retriever;
 
-/// A batch of answers: questions of one run not answered yet, with the generator and
-/// retriever loaded. `prepare`, show what will happen, then `run`.
+/// A batch of answers: questions of one run not answered yet (in each of its
+/// repeats), with the generator and retriever loaded. `prepare`, show what will
+/// happen, then `run`.
 pub struct AnswerBatch {
-    work: Resumable<Question>,
+    work: Resumable<Repeated>,
     retriever: Option<Retriever>,
     config: RunConfig,
+    /// One config per repeat ([`RunConfig::repeats`]); `Repeated::repeat` indexes it.
+    configs: Vec<RunConfig>,
     missing: MissingTargets,
+}
+
+/// One question to answer in one repeat of the run.
+#[derive(Debug, Clone)]
+pub struct Repeated {
+    pub repeat: usize,
+    pub question: Question,
 }
 
 /// A batch to answer: the questions, how, and with which models.
@@ -47,6 +57,9 @@ pub struct BatchRequest {
     pub limit: Option<usize>,
     /// Use the local model even when endpoints are configured.
     pub local: bool,
+    /// Answer every question this many times, repeat r with seed `seed + r`
+    /// ([`RunConfig::repeats`]; 1: once, unmarked).
+    pub repeats: u32,
 }
 
 /// What a finished batch did.
@@ -60,8 +73,9 @@ pub struct BatchSummary {
 }
 
 impl AnswerBatch {
-    /// Load what the run needs and find the questions still to answer (answers are
-    /// keyed by run, question and seed, so a rerun continues where it stopped).
+    /// Load what the run needs and find the questions still to answer in each repeat
+    /// (answers are keyed by run, question and seed, so a rerun continues where it
+    /// stopped).
     pub async fn prepare(ctx: &Context, req: BatchRequest) -> Result<Self> {
         let BatchRequest {
             questions,
@@ -71,6 +85,7 @@ impl AnswerBatch {
             reuse_prefix,
             limit,
             local,
+            repeats,
         } = req;
         let backend = Backend::open(ctx, &generator, local, Role::Generator { reuse_prefix })?;
         let retriever = if config.no_retrieval {
@@ -88,17 +103,26 @@ impl AnswerBatch {
             Some(r)
         };
         let done = existing_answer_ids(&ctx.workspace).await?;
+        let configs = config.repeats(repeats);
+        let items: Vec<Repeated> = (0..configs.len())
+            .flat_map(|repeat| {
+                questions.iter().map(move |q| Repeated {
+                    repeat,
+                    question: q.clone(),
+                })
+            })
+            .collect();
         let work = Resumable::split(
-            questions,
+            items,
             limit,
-            |q| done.contains(&config.answer_id(&q.id)),
+            |it| done.contains(&configs[it.repeat].answer_id(&it.question.id)),
             backend,
         );
         let missing = match &retriever {
             Some(r) => MissingTargets::find(
                 work.todo
                     .iter()
-                    .map(|q| q.relevant.iter().map(String::as_str)),
+                    .map(|it| it.question.relevant.iter().map(String::as_str)),
                 |id| r.by_id.contains_key(id),
             ),
             None => MissingTargets::default(),
@@ -108,11 +132,13 @@ impl AnswerBatch {
             work,
             retriever,
             config,
+            configs,
         })
     }
 
-    /// The questions to answer, those answered before, and the generator.
-    pub fn work(&self) -> &Resumable<Question> {
+    /// The (repeat, question) pairs to answer, those answered before, and the
+    /// generator.
+    pub fn work(&self) -> &Resumable<Repeated> {
         &self.work
     }
 
@@ -138,15 +164,16 @@ impl AnswerBatch {
             Backend::Local(g, sha) => (g, sha.clone()),
             Backend::Pool(pool, _) => return self.run_pool(ctx, pool, progress).await,
         };
-        let answerer = Answerer {
-            retriever: self.retriever.as_ref(),
-            generator,
-            model_sha256: sha,
-            config: &self.config,
-            template: default_template(),
-        };
         let mut s = BatchSummary::default();
-        for (i, q) in self.work.todo.iter().enumerate() {
+        for (i, it) in self.work.todo.iter().enumerate() {
+            let answerer = Answerer {
+                retriever: self.retriever.as_ref(),
+                generator,
+                model_sha256: sha.clone(),
+                config: &self.configs[it.repeat],
+                template: default_template(),
+            };
+            let q = &it.question;
             let prepared = answerer.prepare(q)?;
             let rec = answerer.answer(q, prepared, Arc::new(AtomicBool::new(false)), |_| {})?;
             s.tokens += rec.output_tokens as usize;
@@ -177,17 +204,18 @@ impl AnswerBatch {
         let count = |t: &str| estimate_tokens(t);
         let mut jobs = Vec::new();
         let mut done = 0usize;
-        for q in &self.work.todo {
+        for it in &self.work.todo {
+            let (q, config) = (&it.question, &self.configs[it.repeat]);
             let prepared = prepare_prompt(
                 self.retriever.as_ref(),
-                &self.config,
+                config,
                 default_template(),
                 q,
                 &count,
                 pool.context_tokens(),
             )?;
             if prepared.abstain {
-                let rec = self.abstention(q, prepared)?;
+                let rec = self.abstention(config, q, prepared)?;
                 answers(&ctx.workspace).append(&[rec]).await?;
                 s.abstained += 1;
                 s.answered += 1;
@@ -195,11 +223,11 @@ impl AnswerBatch {
                 progress(done, total, s.tokens);
                 continue;
             }
-            jobs.push(Arc::new((q.clone(), prepared)));
+            jobs.push(Arc::new((q.clone(), prepared, it.repeat)));
         }
-        let sampling = self.config.sampling.clone();
-        let work = move |ep: Arc<Endpoint>, job: Arc<(Question, Prepared)>| {
-            let sampling = sampling.clone();
+        let samplings: Vec<_> = self.configs.iter().map(|c| c.sampling.clone()).collect();
+        let work = move |ep: Arc<Endpoint>, job: Arc<(Question, Prepared, usize)>| {
+            let sampling = samplings[job.2].clone();
             async move {
                 let messages = vec![ChatMessage::user(job.1.user_prompt.clone())];
                 let stop = AtomicBool::new(false);
@@ -214,11 +242,11 @@ impl AnswerBatch {
             pool,
             jobs,
             work,
-            async |job: Arc<(Question, Prepared)>, out: (ChatReply, String), i| {
+            async |job: Arc<(Question, Prepared, usize)>, out: (ChatReply, String), i| {
                 let (reply, sent) = out;
                 let (q, prepared) = (&job.0, job.1.clone());
                 let rec = record(
-                    &self.config,
+                    &self.configs[job.2],
                     self.retriever.as_ref(),
                     q,
                     prepared,
@@ -241,9 +269,14 @@ impl AnswerBatch {
     }
 
     /// The stored answer of a question the run abstains from: no model is asked.
-    fn abstention(&self, q: &Question, prepared: Prepared) -> Result<AnswerRecord> {
+    fn abstention(
+        &self,
+        config: &RunConfig,
+        q: &Question,
+        prepared: Prepared,
+    ) -> Result<AnswerRecord> {
         record(
-            &self.config,
+            config,
             self.retriever.as_ref(),
             q,
             prepared,
@@ -268,9 +301,12 @@ pub async fn all_answers(ctx: &Context) -> Result<Vec<AnswerRecord>> {
     Ok(answers(&ctx.workspace).read_all().await?)
 }
 
-/// Judging stored answers not yet judged by this judge model.
+/// Judging stored answers not yet judged by this judge model (in each judge repeat).
 pub struct JudgeBatch {
-    todo: Vec<AnswerRecord>,
+    /// Each answer with the judge repeat to give it (None: judged without repeats).
+    todo: Vec<(AnswerRecord, Option<u32>)>,
+    /// The judge's sampling temperature; repeat r samples with seed 7 + r.
+    temperature: f32,
     /// The local judge model, or None: the endpoint pool judges.
     generator: Option<Generator>,
     pool: Option<Pool>,
@@ -283,7 +319,31 @@ pub struct JudgeBatch {
     missing: MissingTargets,
 }
 
+/// How a judge batch samples: `repeats` judgements of every answer (1: one,
+/// unmarked), at `temperature` (0: greedy, the default; greedy repeats on one back
+/// end give the same labels, so self-consistency needs a temperature above 0).
+#[derive(Debug, Clone, Copy)]
+pub struct JudgeRepeats {
+    pub repeats: u32,
+    pub temperature: f32,
+}
+
+impl Default for JudgeRepeats {
+    fn default() -> Self {
+        Self {
+            repeats: 1,
+            temperature: 0.0,
+        }
+    }
+}
+
+/// The judge's seed in repeat `r`: 7 (the greedy judge's seed) + r.
+pub fn judge_seed(repeat: Option<u32>) -> u32 {
+    7u32.wrapping_add(repeat.unwrap_or(0))
+}
+
 impl JudgeBatch {
+    #[allow(clippy::too_many_arguments)]
     pub async fn prepare(
         ctx: &Context,
         rubric: Rubric,
@@ -292,6 +352,7 @@ impl JudgeBatch {
         limit: Option<usize>,
         shard: Option<crate::core::shard::Shard>,
         local: bool,
+        sampling: JudgeRepeats,
     ) -> Result<Self> {
         let (generator, pool, judge_name) =
             if let Some(chat) = ctx.chat_pool_config(model, local, true) {
@@ -304,11 +365,14 @@ impl JudgeBatch {
                 (Some(g), None, name)
             };
         let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
-        let judged: HashSet<(String, String)> = judgements(&ctx.workspace)
+        let judged: HashSet<(String, String, u32)> = judgements(&ctx.workspace)
             .read_all::<JudgementRecord>()
             .await?
             .into_iter()
-            .map(|j| (j.answer_id, j.judge_model))
+            .map(|j| {
+                let r = j.repeat_index();
+                (j.answer_id, j.judge_model, r)
+            })
             .collect();
         let texts: HashMap<String, String> = crate::service::corpus::chunks_or_empty(ctx)
             .await?
@@ -316,23 +380,29 @@ impl JudgeBatch {
             .map(|c| (c.id, c.text))
             .collect();
         let file = judge_name.clone();
-        let candidates: Vec<AnswerRecord> = all
-            .into_iter()
-            .filter(|a| run.is_none_or(|r| a.run == r))
-            .filter(|a| crate::core::shard::keep(shard, &a.answer_id))
-            .filter(|a| !judged.contains(&(a.answer_id.clone(), file.clone())))
+        let repeats: Vec<Option<u32>> = if sampling.repeats <= 1 {
+            vec![None]
+        } else {
+            (0..sampling.repeats).map(Some).collect()
+        };
+        let candidates: Vec<(AnswerRecord, Option<u32>)> = repeats
+            .iter()
+            .flat_map(|r| all.iter().map(move |a| (a.clone(), *r)))
+            .filter(|(a, _)| run.is_none_or(|r| a.run == r))
+            .filter(|(a, _)| crate::core::shard::keep(shard, &a.answer_id))
+            .filter(|(a, r)| !judged.contains(&(a.answer_id.clone(), file.clone(), r.unwrap_or(0))))
             .collect();
         let missing = MissingTargets::find(
             candidates
                 .iter()
-                .map(|a| a.target_ids.iter().map(String::as_str)),
+                .map(|(a, _)| a.target_ids.iter().map(String::as_str)),
             |id| texts.contains_key(id),
         );
         // The judge compares the answer with its target chunk: an answer none of whose
         // targets exists would be judged against an empty text.
         let todo = candidates
             .into_iter()
-            .filter(|a| {
+            .filter(|(a, _)| {
                 a.target_ids.is_empty() || a.target_ids.iter().any(|t| texts.contains_key(t))
             })
             .take(limit.unwrap_or(usize::MAX))
@@ -340,6 +410,7 @@ impl JudgeBatch {
         Ok(Self {
             missing,
             todo,
+            temperature: sampling.temperature,
             generator,
             pool,
             judge_name,
@@ -381,16 +452,19 @@ impl JudgeBatch {
             .join("\n\n")
     }
 
-    /// Judge every answer greedily (reproducible), committing each judgement.
+    /// Judge every answer (greedy and reproducible at temperature 0; repeat r with
+    /// seed 7 + r), committing each judgement.
     pub async fn run(self, ctx: &Context, progress: &dyn Fn(usize, usize)) -> Result<usize> {
         let generator = match (&self.generator, &self.pool) {
             (Some(g), _) => g,
             (None, Some(pool)) => return self.run_pool(ctx, pool, progress).await,
             (None, None) => bail!("no judge model"),
         };
-        for (i, a) in self.todo.iter().enumerate() {
+        for (i, (a, repeat)) in self.todo.iter().enumerate() {
             let target = self.target_text(a);
-            let (rec, _) = judge(generator, &self.rubric, a, &target, 0.0, 7)?;
+            let seed = judge_seed(*repeat);
+            let (mut rec, _) = judge(generator, &self.rubric, a, &target, self.temperature, seed)?;
+            rec.repeat = *repeat;
             judgements(&ctx.workspace)
                 .append(std::slice::from_ref(&rec))
                 .await?;
@@ -409,13 +483,14 @@ impl JudgeBatch {
         progress: &dyn Fn(usize, usize),
     ) -> Result<usize> {
         let total = self.todo.len();
-        let jobs: Vec<Arc<(AnswerRecord, PromptText)>> = self
+        let jobs: Vec<Arc<(AnswerRecord, PromptText, Option<u32>)>> = self
             .todo
             .iter()
-            .map(|a| {
+            .map(|(a, r)| {
                 Arc::new((
                     a.clone(),
                     judge_prompt(&self.rubric, a, &self.target_text(a)),
+                    *r,
                 ))
             })
             .collect();
@@ -423,19 +498,19 @@ impl JudgeBatch {
             name: "judgement".into(),
             schema: self.rubric.json_schema(),
         };
-        let work = move |ep: Arc<Endpoint>, job: Arc<(AnswerRecord, PromptText)>| {
+        let temperature = self.temperature;
+        let work = move |ep: Arc<Endpoint>, job: Arc<(AnswerRecord, PromptText, Option<u32>)>| {
             let constraint = constraint.clone();
+            let sampling = crate::infer::generate::Sampling {
+                temperature,
+                seed: judge_seed(job.2),
+                ..endpoint_judge_sampling()
+            };
             async move {
                 let messages = vec![ChatMessage::user(job.1.clone())];
                 let stop = AtomicBool::new(false);
-                ep.chat(
-                    &messages,
-                    &endpoint_judge_sampling(),
-                    Some(&constraint),
-                    &stop,
-                    &mut |_| {},
-                )
-                .await
+                ep.chat(&messages, &sampling, Some(&constraint), &stop, &mut |_| {})
+                    .await
             }
         };
         let mut done = 0usize;
@@ -443,8 +518,8 @@ impl JudgeBatch {
             pool,
             jobs,
             work,
-            async |job: Arc<(AnswerRecord, PromptText)>, reply: ChatReply, i| {
-                let (rec, _) = endpoint_judgement(
+            async |job: Arc<(AnswerRecord, PromptText, Option<u32>)>, reply: ChatReply, i| {
+                let (mut rec, _) = endpoint_judgement(
                     &self.rubric,
                     &job.0,
                     &job.1,
@@ -452,6 +527,8 @@ impl JudgeBatch {
                     &self.judge_name,
                     &pool.endpoints[i].spec.url,
                 )?;
+                (rec.repeat, rec.seed, rec.temperature) =
+                    (job.2, Some(judge_seed(job.2)), Some(self.temperature));
                 judgements(&ctx.workspace).append(&[rec]).await?;
                 done += 1;
                 progress(done, total);

@@ -47,6 +47,10 @@ pub struct RunConfig {
     /// The corpus variant retrieval ranks (the prompt always holds full chunks).
     #[serde(default)]
     pub variant: crate::core::variant::Variant,
+    /// The repeat of `generate --repeats N` this config answers (see
+    /// [`RunConfig::repeats`]); None: a run without repeats.
+    #[serde(default)]
+    pub repeat: Option<u32>,
 }
 
 impl RunConfig {
@@ -59,6 +63,24 @@ impl RunConfig {
     /// rerun finds what it already answered.
     pub fn answer_id(&self, question_id: &str) -> String {
         format!("{}/{}/s{}", self.run, question_id, self.sampling.seed)
+    }
+
+    /// The configs of `n` repeats of the run: repeat r samples with seed `seed + r`
+    /// (wrapping), so every repeat's answers have their own recorded seed and id, and
+    /// repeat 0 is the run without repeats (its answers count as repeat 0's). One
+    /// repeat (or none) is the run itself, unmarked.
+    pub fn repeats(&self, n: u32) -> Vec<Self> {
+        if n <= 1 {
+            return vec![self.clone()];
+        }
+        (0..n)
+            .map(|r| {
+                let mut c = self.clone();
+                c.sampling.seed = self.sampling.seed.wrapping_add(r);
+                c.repeat = Some(r);
+                c
+            })
+            .collect()
     }
 }
 
@@ -75,6 +97,7 @@ impl Default for RunConfig {
             sampling: Sampling::default(),
             abstain_below: None,
             variant: crate::core::variant::Variant::Full,
+            repeat: None,
         }
     }
 }
@@ -312,6 +335,7 @@ pub fn record(
         endpoint: model.endpoint,
         served_model: model.served_model,
         corpus_variant: (!c.no_retrieval).then(|| c.variant.to_string()),
+        repeat: c.repeat,
     })
 }
 
@@ -406,6 +430,9 @@ pub fn judge_streaming(
         raw_output: raw,
         created_at: now_rfc3339(),
         endpoint: None,
+        repeat: None,
+        seed: Some(seed),
+        temperature: Some(temperature),
     };
     Ok((rec, j))
 }
@@ -448,6 +475,9 @@ pub fn endpoint_judgement(
         raw_output: raw,
         created_at: now_rfc3339(),
         endpoint: Some(endpoint.to_string()),
+        repeat: None,
+        seed: None,
+        temperature: None,
     };
     Ok((rec, j))
 }

@@ -8,7 +8,10 @@ mod live;
 mod replay;
 
 pub use crate::core::answer::{AnswerRecord, JudgementRecord};
-pub use batches::{AnswerBatch, BatchRequest, BatchSummary, JudgeBatch, all_answers, save_answer};
+pub use batches::{
+    AnswerBatch, BatchRequest, BatchSummary, JudgeBatch, JudgeRepeats, Repeated, all_answers,
+    judge_seed, save_answer,
+};
 pub use generation::{
     ANSWERS, Answerer, JUDGEMENTS, Prepared, RunConfig, answers, default_template,
     endpoint_judge_sampling, endpoint_judgement, existing_answer_ids, judge, judge_prompt,

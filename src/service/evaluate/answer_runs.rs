@@ -6,6 +6,11 @@
 //! judgement the viewer may see; of that answer's judgements, the last stored; a
 //! question counts for a criterion when both runs' answers have a label for it. A label
 //! is a pass when it is `pass`. The criteria's p-values are Holm-adjusted together.
+//!
+//! Beside the statistics, every question either run answered, with the answer each run
+//! had picked by the same rule (a run's first stored answer when none is judged), its
+//! target's place in the prompt and its labels, and the criteria whose labels differ:
+//! the per-question view of the TUI's Compare view and of `--json`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -15,6 +20,8 @@ use serde::Serialize;
 use crate::core::significance::{McNemar, holm, mcnemar_exact};
 use crate::service::answer::{AnswerRecord, JudgementRecord, judgements};
 use crate::service::base::Context;
+
+use super::report::{PromptPlace, prompt_place};
 
 /// The pairing rule, printed with the comparison.
 pub const PAIRING: &str = "per run and question the first stored answer with a judgement, its last judgement; a question counts for a criterion when both answers have a label for it";
@@ -45,23 +52,137 @@ pub struct AnswerRunsComparison {
     pub judge_models: Vec<String>,
     pub pairing: &'static str,
     pub criteria: Vec<CriterionComparison>,
+    /// Every question either run answered, by question id.
+    pub questions: Vec<QuestionComparison>,
 }
 
-/// Each question's label per criterion in one run, by the pairing rule.
+/// One question of the comparison: each run's answer as the pairing rule picks it.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionComparison {
+    pub question_id: String,
+    pub question: String,
+    /// None: the run did not answer the question.
+    pub a: Option<PairedAnswer>,
+    pub b: Option<PairedAnswer>,
+    /// Criteria both answers have a label for, labelled differently.
+    pub differ: Vec<String>,
+}
+
+/// A run's answer to one question, with the judgement the pairing picked.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairedAnswer {
+    pub answer_id: String,
+    pub seed: u32,
+    /// Where the first target chunk sat in the prompt: `#r` (its fused rank among the
+    /// chunks kept), `dropped` (cut by the token budget) or `not retrieved`.
+    pub target_in_prompt: String,
+    pub answer: String,
+    /// The judge that gave `labels` (None: the answer is not judged, or not visible).
+    pub judge_model: Option<String>,
+    /// (criterion, label) in the judgement's order.
+    pub labels: Vec<(String, String)>,
+}
+
+/// How the per-question view writes a [`PromptPlace`].
+pub fn place_text(place: PromptPlace) -> String {
+    match place {
+        PromptPlace::Rank(r) => format!("#{r}"),
+        PromptPlace::Dropped => "dropped".into(),
+        PromptPlace::NotRetrieved => "not retrieved".into(),
+    }
+}
+
+/// Each question's answer in one run by the pairing rule: the first stored answer
+/// with a judgement and its last judgement, else (none judged) the first stored answer.
+fn picks<'a>(
+    answers: &[&'a AnswerRecord],
+    by_answer: &HashMap<&str, Vec<&'a JudgementRecord>>,
+) -> BTreeMap<&'a str, (&'a AnswerRecord, Option<&'a JudgementRecord>)> {
+    let mut out: BTreeMap<&str, (&AnswerRecord, Option<&JudgementRecord>)> = BTreeMap::new();
+    for a in answers {
+        let judged = by_answer
+            .get(a.answer_id.as_str())
+            .and_then(|js| js.last())
+            .copied();
+        match out.get(a.question_id.as_str()) {
+            Some((_, Some(_))) => {}
+            Some((_, None)) if judged.is_none() => {}
+            _ => {
+                out.insert(a.question_id.as_str(), (*a, judged));
+            }
+        }
+    }
+    out
+}
+
+/// Each question's judgement in one run, by the pairing rule.
 fn labels_by_question<'a>(
     answers: &[&'a AnswerRecord],
     by_answer: &HashMap<&str, Vec<&'a JudgementRecord>>,
 ) -> BTreeMap<&'a str, &'a JudgementRecord> {
-    let mut out = BTreeMap::new();
-    for a in answers {
-        if out.contains_key(a.question_id.as_str()) {
-            continue;
-        }
-        if let Some(j) = by_answer.get(a.answer_id.as_str()).and_then(|js| js.last()) {
-            out.insert(a.question_id.as_str(), *j);
-        }
-    }
-    out
+    picks(answers, by_answer)
+        .into_iter()
+        .filter_map(|(q, (_, j))| j.map(|j| (q, j)))
+        .collect()
+}
+
+/// The label of criterion `c` in `j`, if it has one.
+fn label_of<'a>(j: &'a JudgementRecord, c: &str) -> Option<&'a str> {
+    j.criteria
+        .iter()
+        .position(|x| x == c)
+        .and_then(|i| j.labels.get(i))
+        .map(String::as_str)
+}
+
+/// Every question either run answered, each run's picked answer beside the other's.
+pub fn question_pairs(
+    a: &[&AnswerRecord],
+    b: &[&AnswerRecord],
+    by_answer: &HashMap<&str, Vec<&JudgementRecord>>,
+) -> Vec<QuestionComparison> {
+    let (pa, pb) = (picks(a, by_answer), picks(b, by_answer));
+    let ids: BTreeSet<&str> = pa.keys().chain(pb.keys()).copied().collect();
+    let paired = |p: Option<&(&AnswerRecord, Option<&JudgementRecord>)>| {
+        p.map(|(x, j)| PairedAnswer {
+            answer_id: x.answer_id.clone(),
+            seed: x.seed,
+            target_in_prompt: place_text(prompt_place(x)),
+            answer: x.answer.clone(),
+            judge_model: j.map(|j| j.judge_model.clone()),
+            labels: j.map_or_else(Vec::new, |j| {
+                j.criteria
+                    .iter()
+                    .cloned()
+                    .zip(j.labels.iter().cloned())
+                    .collect()
+            }),
+        })
+    };
+    ids.into_iter()
+        .map(|q| {
+            let (xa, xb) = (pa.get(q), pb.get(q));
+            let differ = match (xa.and_then(|x| x.1), xb.and_then(|x| x.1)) {
+                (Some(ja), Some(jb)) => ja
+                    .criteria
+                    .iter()
+                    .filter(|c| {
+                        matches!((label_of(ja, c), label_of(jb, c)), (Some(x), Some(y)) if x != y)
+                    })
+                    .cloned()
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let question = xa.or(xb).map(|x| x.0.question.clone()).unwrap_or_default();
+            QuestionComparison {
+                question_id: q.to_string(),
+                question,
+                a: paired(xa),
+                b: paired(xb),
+                differ,
+            }
+        })
+        .collect()
 }
 
 /// Paired (A passed, B passed) outcomes per criterion.
@@ -74,13 +195,7 @@ pub fn paired_outcomes(
         labels_by_question(a, by_answer),
         labels_by_question(b, by_answer),
     );
-    let label = |j: &JudgementRecord, c: &str| {
-        j.criteria
-            .iter()
-            .position(|x| x == c)
-            .and_then(|i| j.labels.get(i))
-            .map(|l| l == "pass")
-    };
+    let label = |j: &JudgementRecord, c: &str| label_of(j, c).map(|l| l == "pass");
     let mut out: BTreeMap<String, Vec<(bool, bool)>> = BTreeMap::new();
     for (q, ja) in &la {
         let Some(jb) = lb.get(q) else { continue };
@@ -149,6 +264,7 @@ pub async fn compare_answer_runs(
         judge_models: judge_models.into_iter().collect(),
         pairing: PAIRING,
         criteria: compare_outcomes(&paired_outcomes(&ra, &rb, &by_answer)),
+        questions: question_pairs(&ra, &rb, &by_answer),
     })
 }
 
@@ -226,5 +342,60 @@ mod tests {
         // Holm over the two criteria: 0.25 x 2 = 0.5, then max(0.5, 1.0 x 1).
         assert!((c.p_holm - 0.5).abs() < 1e-15);
         assert_eq!(f.p_holm, 1.0);
+
+        // Per question: the answers the pairing picked, side by side.
+        let qs = question_pairs(&ra, &rb, &by_answer);
+        let ids: Vec<&str> = qs.iter().map(|q| q.question_id.as_str()).collect();
+        assert_eq!(ids, ["q1", "q2", "q3", "q4", "q5", "q6"]);
+        let side = |q: &QuestionComparison, b: bool| {
+            let x = if b { q.b.as_ref() } else { q.a.as_ref() };
+            x.map(|x| x.answer_id.clone())
+        };
+        assert_eq!(side(&qs[0], false).as_deref(), Some("a1"));
+        assert_eq!(qs[0].differ, ["c"]);
+        // q2: A's last judgement (f pass) against B's f fail; c pass against fail.
+        assert_eq!(qs[1].differ, ["f", "c"]);
+        assert_eq!(
+            qs[1].a.as_ref().map(|x| x.labels.clone()),
+            Some(vec![
+                (String::from("f"), String::from("pass")),
+                (String::from("c"), String::from("pass"))
+            ])
+        );
+        // q4: B has no "c" label, so only "f" could differ, and it does not.
+        assert!(qs[3].differ.is_empty());
+        assert!(qs[4].b.is_none() && side(&qs[4], false).is_some());
+        // q6: B's answer is shown though not judged.
+        let b6 = qs[5].b.as_ref().expect("b6 shown");
+        assert_eq!(
+            (b6.answer_id.as_str(), b6.judge_model.clone()),
+            ("b6", None)
+        );
+        assert!(b6.labels.is_empty() && qs[5].differ.is_empty());
+    }
+
+    /// A run's unjudged first answer gives way to a later judged one; with none judged
+    /// the first stored answer is shown.
+    #[test]
+    fn the_first_judged_answer_wins_over_an_earlier_unjudged_one() {
+        let a = [
+            answer("A", "q1", "x1"),
+            answer("A", "q1", "x2"),
+            answer("A", "q1", "x3"),
+            answer("A", "q2", "y1"),
+            answer("A", "q2", "y2"),
+        ];
+        let js = vec![
+            judged("x2", &[("f", "pass")]),
+            judged("x3", &[("f", "fail")]),
+        ];
+        let by_answer = crate::core::answer::by_answer(&js);
+        let ra: Vec<&AnswerRecord> = a.iter().collect();
+        let qs = question_pairs(&ra, &[], &by_answer);
+        let picked: Vec<&str> = qs
+            .iter()
+            .filter_map(|q| q.a.as_ref().map(|x| x.answer_id.as_str()))
+            .collect();
+        assert_eq!(picked, ["x2", "y1"]);
     }
 }

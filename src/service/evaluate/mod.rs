@@ -12,6 +12,7 @@ mod last;
 mod mcqa;
 mod models;
 mod per_query;
+mod repeats;
 mod report;
 mod retrieval;
 mod saved;
@@ -20,7 +21,10 @@ mod synthetic;
 mod variants;
 
 pub use crate::core::mcqa::McqaRecord;
-pub use answer_runs::{AnswerRunsComparison, CriterionComparison, compare_answer_runs};
+pub use answer_runs::{
+    AnswerRunsComparison, CriterionComparison, PairedAnswer, QuestionComparison,
+    compare_answer_runs, place_text,
+};
 pub use bench::{GenBench, bench_generate, bench_retrieval};
 pub use bench_embed::{EmbedBench, EmbedVariant, bench_embed};
 pub use frugality::{
@@ -38,6 +42,7 @@ pub use mcqa::{
     run_records, user_prompt,
 };
 pub use models::{BestConfig, ModelsReport, best_configs, evaluate_models};
+pub use repeats::{JudgeConsistency, RepeatPair, Repeats, SPREAD_RULE, Spread, repeats_of};
 pub use report::{
     PassCounts, PromptPlace, RANK_BUCKETS, answer_report, list_answers, pass_counts, prompt_place,
     rank_bucket,

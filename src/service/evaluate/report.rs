@@ -138,7 +138,7 @@ pub async fn answer_report(
         let n = answers.len() as f64;
         let mean = |f: &dyn Fn(&AnswerRecord) -> f64| answers.iter().map(|a| f(a)).sum::<f64>() / n;
         let (pass, judges) = pass_counts(answers, &by_answer);
-        let summary = serde_json::json!({
+        let mut summary = serde_json::json!({
             "answers": answers.len(),
             "model": answers[0].model_file,
             "no_retrieval": answers[0].no_retrieval,
@@ -160,6 +160,11 @@ pub async fn answer_report(
                 (c.clone(), serde_json::Value::Object(buckets))
             }).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
+        // Runs generated or judged with `--repeats`: the pass rates' spread across
+        // generation repeats and the judge's self-consistency.
+        if let Some(r) = super::repeats::repeats_of(answers, &by_answer) {
+            summary["repeats"] = serde_json::to_value(r)?;
+        }
         out.insert((*name).to_string(), summary);
     }
     if let Some(base) = baseline {

@@ -6,6 +6,7 @@
 //! loop draws at most once per frame. `p` replays a stored answer at its recorded
 //! speed (no model needed: a demo on a machine without the generator), labelled as a
 //! replay with the answer's id, model and date so it is never taken for a live one.
+//! `c` opens the Compare view of two stored answer runs ([`super::generate_compare`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +58,8 @@ pub struct GeneratePane {
     pub generator_missing: bool,
     /// Stored answers there are to replay (None: not read yet).
     pub stored: Option<usize>,
+    /// The Compare view of two answer runs (`c`).
+    pub compare: super::generate_compare::RunsCompare,
 }
 
 impl GeneratePane {
@@ -85,6 +88,7 @@ impl GeneratePane {
             replay: None,
             generator_missing: false,
             stored: None,
+            compare: super::generate_compare::RunsCompare::default(),
         }
     }
 
@@ -447,6 +451,9 @@ impl PaneView for GeneratePane {
     /// Apply an action (none of this pane's own actions has an effect: generating is
     /// started by the app, which knows the Query pane's question and settings).
     fn update(&mut self, action: Action) -> Option<Effect> {
+        if self.compare.open {
+            return self.compare.update(action);
+        }
         match action {
             Action::StopGeneration if self.running => {
                 self.stop.store(true, Ordering::Relaxed);
@@ -474,5 +481,16 @@ impl PaneView for GeneratePane {
         self.draw_live_line(f, live, theme);
         self.draw_answer(f, main, theme);
         self.draw_previous(f, side, theme);
+        if self.compare.open {
+            self.compare.draw(f, theme);
+        }
+    }
+
+    fn overlay_open(&self) -> bool {
+        self.compare.open
+    }
+
+    fn overlay_section(&self) -> &'static str {
+        self.compare.section()
     }
 }

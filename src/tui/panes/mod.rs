@@ -9,6 +9,7 @@ pub mod evaluation;
 pub mod evaluation_breakdowns;
 pub mod evaluation_compare;
 pub mod generate;
+pub mod generate_compare;
 pub mod query;
 
 use ratatui::Frame;

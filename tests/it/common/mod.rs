@@ -2,6 +2,7 @@
 //! environment (temporary config, data and workspace folders).
 #![allow(dead_code)]
 
+pub mod answer_runs;
 pub mod hostile;
 pub mod json_doc;
 pub mod moto;

@@ -9,13 +9,20 @@
 //! as real ones do. A second table of continuous scores without ties is the worst case
 //! for the randomisation test, which skips tied queries.
 //!
+//! Each comparison runs twice on the same table, in one run: with the randomisation test
+//! as it was (`sign_flip_p_one_by_one`, one permutation at a time) and as it is
+//! (`sign_flip_p`, 64 permutations summed side by side); the rows must be equal, p-values
+//! to the last bit, or the bench fails.
+//!
 //! `cargo bench --bench compare [-- QUERIES CONFIGS]` (default 14000 10).
 
 use std::time::Instant;
 
 use raglab::core::rng::Rng;
-use raglab::core::significance::{RunScores, ScoreTable, TestSettings};
-use raglab::service::evaluate::{CompareRequest, compare_table};
+use raglab::core::significance::{
+    RunScores, ScoreTable, SignFlip, TestSettings, sign_flip_p, sign_flip_p_one_by_one,
+};
+use raglab::service::evaluate::{CompareRequest, ComparisonReport, compare_table_with};
 
 /// Uniform in [0, 1).
 fn unit(rng: &mut Rng) -> f64 {
@@ -82,6 +89,18 @@ fn table(queries: usize, configs: usize, ties: bool) -> ScoreTable {
     }
 }
 
+/// One comparison with the randomisation test `flip`: the report and its seconds.
+fn timed(t: &ScoreTable, req: &CompareRequest, flip: SignFlip) -> (ComparisonReport, f64) {
+    let started = Instant::now();
+    match compare_table_with(t, req, "bench".into(), &[], flip) {
+        Ok(r) => (r, started.elapsed().as_secs_f64()),
+        Err(e) => {
+            eprintln!("compare failed: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
 fn main() {
     let args: Vec<usize> = std::env::args()
         .skip(1)
@@ -96,8 +115,8 @@ fn main() {
         settings.permutations, settings.resamples
     );
     println!(
-        "{:<26} {:>8} {:>12} {:>10}",
-        "scores", "pairs", "comparisons", "seconds"
+        "{:<22} {:>8} {:>12} {:>14} {:>14} {:>8}",
+        "scores", "pairs", "comparisons", "one-by-one s", "batched s", "speed-up"
     );
     for (name, ties) in [("rank-based (ties)", true), ("continuous (no ties)", false)] {
         let t = table(queries, configs, ties);
@@ -107,21 +126,23 @@ fn main() {
                 settings,
                 ..CompareRequest::default()
             };
-            let started = Instant::now();
-            let rep = match compare_table(&t, &req, name.into(), &[]) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("compare failed: {e:#}");
-                    std::process::exit(1);
-                }
-            };
-            let secs = started.elapsed().as_secs_f64();
+            let (old, old_s) = timed(&t, &req, sign_flip_p_one_by_one);
+            let (new, new_s) = timed(&t, &req, sign_flip_p);
+            if old.rows != new.rows {
+                eprintln!("the batched randomisation test changed a result");
+                std::process::exit(1);
+            }
             let pairs = if baseline.is_some() {
                 "baseline"
             } else {
                 "all"
             };
-            println!("{name:<26} {pairs:>8} {:>12} {secs:>10.2}", rep.rows.len());
+            println!(
+                "{name:<22} {pairs:>8} {:>12} {old_s:>14.2} {new_s:>14.2} {:>7.2}x",
+                new.rows.len(),
+                old_s / new_s
+            );
         }
     }
+    println!("rows of both implementations equal (p-values bit for bit)");
 }

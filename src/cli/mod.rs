@@ -29,6 +29,7 @@ macro_rules! tell {
 pub mod annotate;
 mod args;
 mod bench;
+mod charts;
 mod compare;
 mod config_file;
 mod corpus;
@@ -40,6 +41,7 @@ mod ingest;
 pub mod json_schema;
 mod mcqa;
 mod raters;
+mod report_study;
 mod search;
 mod shell;
 mod study;
@@ -193,6 +195,11 @@ pub enum BenchCmd {
 pub enum ReportCmd {
     /// Pass rates per criterion and target-rank bucket, latency and tokens, frugality.
     Answers(generate::ReportArgs),
+    /// One self-contained study report (`DIR/report.md` and SVG charts): corpus,
+    /// retrieval beside the paper, alpha sweep, breakdowns, significance, MCQA, judge
+    /// pass rates, agreement and frugality, each from its command's numbers, as the
+    /// viewer (`--role`, `--reviewer`) may see them.
+    Study(report_study::StudyArgs),
 }
 
 /// Run a command that needs no workspace, config or model (completions, manual
@@ -247,6 +254,12 @@ pub async fn run(
         } => {
             crate::service::study::confirm(ctx, viewer).await?;
             generate::report(ctx, args, viewer).await
+        }
+        Command::Report {
+            cmd: ReportCmd::Study(args),
+        } => {
+            crate::service::study::confirm(ctx, viewer).await?;
+            report_study::run(ctx, args, viewer).await
         }
         Command::Paths => {
             say!("config:    {}", ctx.paths.config_file().display());

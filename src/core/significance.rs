@@ -151,15 +151,71 @@ fn subset_sums(d: &[f64]) -> Vec<f64> {
     table
 }
 
+/// Permutations drawn and summed together by [`sign_flip_p`]: their random words are
+/// drawn first (in the stream's order), then each group's table row is read once for
+/// all of them while it sits in L1, instead of once per permutation from L2.
+const BATCH: usize = 64;
+
 /// Two-sided p-value of the paired randomisation (sign-flip) test with `permutations`
 /// seeded permutations: p = (1 + #{|S*| >= |S|}) / (1 + permutations).
 ///
 /// Permutation r takes ceil(k / 64) words of the generator seeded by `seed` (k the
 /// nonzero differences, in query order); bit j of that stream flips difference j.
+///
+/// [`BATCH`] permutations are summed side by side, each with the same additions in the
+/// same order as [`sign_flip_p_one_by_one`] (group g into partial sum g mod 4, then
+/// the four partial sums left to right), so every permuted sum, and so the p-value,
+/// is the same to the last bit; only the memory traffic differs.
 pub fn sign_flip_p(diffs: &[f64], permutations: usize, seed: u64) -> f64 {
     let (d, total, threshold) = flip_setup(diffs);
     if d.is_empty() {
         return 1.0; // every permutation gives S* = 0 = S
+    }
+    let table = subset_sums(&d);
+    let groups = table.len() / TABLE;
+    let per_word = 64 / GROUP;
+    let words = groups.div_ceil(per_word);
+    let mut rng = Rng::new(seed);
+    // bits[w * BATCH + p]: word w of permutation p of the batch.
+    let mut bits = vec![0u64; words * BATCH];
+    // sums[j * BATCH + p]: partial sum j of permutation p.
+    let mut sums = vec![0.0f64; 4 * BATCH];
+    let mut extreme = 0usize;
+    let mut done = 0usize;
+    while done < permutations {
+        let batch = BATCH.min(permutations - done);
+        for p in 0..batch {
+            for w in 0..words {
+                bits[w * BATCH + p] = rng.next_u64();
+            }
+        }
+        sums.fill(0.0);
+        for (g, row) in table.as_chunks::<TABLE>().0.iter().enumerate() {
+            let shift = GROUP * (g % per_word);
+            let word = &bits[(g / per_word) * BATCH..][..batch];
+            let part = &mut sums[(g & 3) * BATCH..][..batch];
+            for (s, b) in part.iter_mut().zip(word) {
+                *s += row[((b >> shift) as usize) & (TABLE - 1)];
+            }
+        }
+        for p in 0..batch {
+            let flipped = sums[p] + sums[BATCH + p] + sums[2 * BATCH + p] + sums[3 * BATCH + p];
+            if (total - 2.0 * flipped).abs() >= threshold {
+                extreme += 1;
+            }
+        }
+        done += batch;
+    }
+    (extreme + 1) as f64 / (permutations + 1) as f64
+}
+
+/// [`sign_flip_p`] one permutation at a time, the table read whole for each: the
+/// implementation it replaced, kept as the reference that the batched one must equal
+/// bit for bit (a unit test and `benches/compare.rs`, which times both).
+pub fn sign_flip_p_one_by_one(diffs: &[f64], permutations: usize, seed: u64) -> f64 {
+    let (d, total, threshold) = flip_setup(diffs);
+    if d.is_empty() {
+        return 1.0;
     }
     let table = subset_sums(&d);
     let mut rng = Rng::new(seed);
@@ -285,10 +341,26 @@ pub fn compare_pair(
     boot: (&[f64], &[f64]),
     settings: &TestSettings,
 ) -> PairedComparison {
+    compare_pair_with(baseline, candidate, boot, settings, sign_flip_p)
+}
+
+/// A randomisation test: (differences, permutations, seed) to a two-sided p-value.
+pub type SignFlip = fn(&[f64], usize, u64) -> f64;
+
+/// [`compare_pair`] with the randomisation test `flip` ([`sign_flip_p`] or the
+/// implementation it replaced, [`sign_flip_p_one_by_one`], which the bench times
+/// beside it).
+pub fn compare_pair_with(
+    baseline: &[f64],
+    candidate: &[f64],
+    boot: (&[f64], &[f64]),
+    settings: &TestSettings,
+    flip: SignFlip,
+) -> PairedComparison {
     let diffs = differences(baseline, candidate);
     let resampled: Vec<f64> = boot.0.iter().zip(boot.1).map(|(b, c)| c - b).collect();
     let t_test = paired_t(&diffs);
-    let randomisation_p = sign_flip_p(&diffs, settings.permutations, settings.seed);
+    let randomisation_p = flip(&diffs, settings.permutations, settings.seed);
     PairedComparison {
         queries: diffs.len(),
         baseline_mean: mean(baseline),

@@ -16,6 +16,7 @@ const FLOORS: &[&[&str]] = &[
     &["retrieval"],
     &["answer"],
     &["evaluate", "evalset", "study"],
+    &["report"],
 ];
 
 fn floor_of(folder: &str) -> Option<usize> {

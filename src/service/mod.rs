@@ -6,6 +6,8 @@
 //! which names what the fronts call. A folder imports only folders below it:
 //!
 //! ```text
+//!              report             the study report, gathered from the folders below
+//!              /     \
 //! evaluate   evalset   study      (side by side: none imports another)
 //!        \      |      /
 //!             answer              answers, judgements, live answering, replay
@@ -26,6 +28,7 @@ pub mod base;
 pub mod corpus;
 pub mod evalset;
 pub mod evaluate;
+pub mod report;
 pub mod retrieval;
 pub mod study;
 

@@ -45,6 +45,7 @@ mod secrets;
 mod shards;
 mod shell;
 mod study_keys;
+mod study_report;
 mod study_tmux;
 mod suite_rules;
 mod synthetic_bench;

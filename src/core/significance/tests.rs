@@ -140,6 +140,49 @@ fn sampled_sign_flip_spans_words() {
     assert!((p - t.p).abs() < 0.02, "sign flip {p}, t-test {}", t.p);
 }
 
+/// The batched test against the one-permutation-at-a-time implementation it replaced:
+/// the same p-value to the last bit, over lengths on both sides of a 64-bit word and of
+/// a group, tied (rank-based) and continuous differences, zeros, and permutation counts
+/// on both sides of a batch (0, 1, 63, 64, 65, 999).
+#[test]
+fn batched_sign_flip_equals_one_by_one_bit_for_bit() {
+    let mut rng = crate::core::rng::Rng::new(31);
+    for n in [1usize, 2, 3, 4, 5, 15, 16, 17, 63, 64, 65, 203, 1000, 4099] {
+        for kind in 0..3 {
+            let d: Vec<f64> = (0..n)
+                .map(|_| match kind {
+                    // Reciprocal-rank differences: many ties and zeros.
+                    0 => 1.0 / (1 + rng.below(5)) as f64 - 1.0 / (1 + rng.below(5)) as f64,
+                    // Continuous, slightly positive.
+                    1 => (rng.below(10_000) as f64 / 10_000.0) - 0.48,
+                    // Pass/fail: -1, 0, 1.
+                    _ => rng.below(3) as f64 - 1.0,
+                })
+                .collect();
+            for permutations in [0usize, 1, 63, 64, 65, 999] {
+                let seed = rng.next_u64();
+                let new = sign_flip_p(&d, permutations, seed);
+                let old = sign_flip_p_one_by_one(&d, permutations, seed);
+                assert_eq!(
+                    new.to_bits(),
+                    old.to_bits(),
+                    "n {n} kind {kind} permutations {permutations}: {new} vs {old}"
+                );
+            }
+        }
+    }
+    // A p-value neither 1 nor tiny, so an off-by-one bit or permutation would show.
+    let d: Vec<f64> = (0..300)
+        .map(|i| ((i * 37) % 101) as f64 / 100.0 - 0.49)
+        .collect();
+    let p = sign_flip_p(&d, 10_000, 20_240_601);
+    assert!(0.01 < p && p < 0.99, "{p}");
+    assert_eq!(
+        p.to_bits(),
+        sign_flip_p_one_by_one(&d, 10_000, 20_240_601).to_bits()
+    );
+}
+
 #[test]
 fn t_test_matches_scipy_ttest_rel() {
     let r = reference();

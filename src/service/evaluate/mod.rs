@@ -54,8 +54,8 @@ pub use retrieval::{
 };
 pub use saved::{LAST_MCQA, LAST_RETRIEVAL, LAST_SCORES, Saved};
 pub use significance::{
-    CompareRequest, ComparisonReport, RunSummary, compare_last, compare_table, evaluate_runs,
-    last_scores,
+    CompareRequest, ComparisonReport, RunSummary, compare_last, compare_table, compare_table_with,
+    evaluate_runs, last_scores,
 };
 pub use synthetic::{PaneWorkload, SyntheticBench, bench_synthetic, pane_workload};
 pub use variants::{VariantBest, VariantsReport, evaluate_variants};

@@ -19,8 +19,8 @@ use super::saved::{LAST_SCORES, Saved, load};
 use crate::core::metrics::order_run;
 use crate::core::retrieval::{QueryOutcome, judged, outcome};
 use crate::core::significance::{
-    ComparisonRow, PairedComparison, ScoreTable, TestSettings, adjust, bootstrap_means,
-    compare_pair, pairs, score_table,
+    ComparisonRow, PairedComparison, ScoreTable, SignFlip, TestSettings, adjust, bootstrap_means,
+    compare_pair_with, pairs, score_table, sign_flip_p,
 };
 use crate::service::base::{Context, write_whole};
 
@@ -255,6 +255,18 @@ pub fn compare_table(
     source: String,
     files: &[PathBuf],
 ) -> Result<ComparisonReport> {
+    compare_table_with(table, req, source, files, sign_flip_p)
+}
+
+/// [`compare_table`] with the randomisation test `flip`: `benches/compare.rs` times the
+/// implementation [`sign_flip_p`] replaced beside it, in one run, on the same table.
+pub fn compare_table_with(
+    table: &ScoreTable,
+    req: &CompareRequest,
+    source: String,
+    files: &[PathBuf],
+    flip: SignFlip,
+) -> Result<ComparisonReport> {
     let started = Instant::now();
     let (baseline, metrics) = resolve(table, req, files)?;
     let workers = threads(req);
@@ -275,7 +287,7 @@ pub fn compare_table(
         part.iter()
             .map(|&(mi, (b, c))| {
                 let (cb, cc) = (mi * runs + b, mi * runs + c);
-                compare_pair(columns[cb], columns[cc], (&boot[cb], &boot[cc]), &s)
+                compare_pair_with(columns[cb], columns[cc], (&boot[cb], &boot[cc]), &s, flip)
             })
             .collect()
     });

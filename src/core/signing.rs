@@ -771,6 +771,11 @@ mod tests {
                 signer: Some(MAL.into()),
                 ..l.clone()
             },
+            // Time per item: signed when present (0 ms differs from no time).
+            Label {
+                active_ms: Some(0),
+                ..l.clone()
+            },
         ];
         // In a bound study the rows read before writing are signed too.
         let a = Binding::Study("a".into());

@@ -736,7 +736,14 @@ pub fn agreement_of(
         order.sort_unstable();
         let order: Vec<&str> = order.into_iter().map(|(_, i)| i).collect();
         (raters.len() >= 2 && !order.is_empty()).then(|| {
-            super::raters::drift_report(rubric, &cur, &raters, &order, (&r1, &r2), req.window)
+            super::raters::drift_report(
+                rubric,
+                &cur,
+                &raters,
+                &order,
+                (r1.as_str(), r2.as_str()),
+                req.window,
+            )
         })
     };
     let raters = (raters.len() > 2 || (rubric.ordered && raters.len() == 2)).then(|| {

@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::labels::{
     ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
-    LABELS, Label, agreement_table, assignments_table, disagreements, final_labels, items_table,
-    judge_labels, labels_table, noise_table, pick_reviewers, read_items, save_labels,
+    LABELS, Label, agreement_table, disagreements, final_labels, items_table, judge_labels,
+    labels_table, noise_table, pick_reviewers, read_items, save_labels,
 };
 use super::trust::{self, TrustedLog};
 use crate::core::agreement::raters::RaterReport;

@@ -26,6 +26,7 @@ macro_rules! tell {
     };
 }
 
+mod agree;
 pub mod annotate;
 mod args;
 mod bench;

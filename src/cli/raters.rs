@@ -154,3 +154,76 @@ fn pair_grid(r: &RaterReport, cell: PairCell) -> String {
         .collect();
     grid(&header, &rows)
 }
+
+/// The lead's table of each reviewer's accuracy on gold items.
+pub fn render_gold(
+    gold: &[crate::core::gold::GoldAccuracy],
+    boot: crate::core::agreement::Bootstrap,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Accuracy on gold items (correct / scored units; 95% percentile bootstrap CI over gold items, B = {}, seed {})",
+        boot.resamples, boot.seed
+    );
+    for g in gold {
+        let _ = writeln!(
+            s,
+            "{:<24} {} ({} / {} units, {} items)",
+            clean(&g.reviewer),
+            fmt_est(&g.accuracy),
+            g.correct,
+            g.units,
+            g.items
+        );
+    }
+    s
+}
+
+/// The lead's table of each reviewer's active time per item.
+pub fn render_time(time: &[crate::core::timing::ReviewerTime]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Time per item (active time; key gaps over {} s left out)",
+        crate::core::timing::IDLE_GAP_MS / 1000
+    );
+    let secs = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |x| format!("{x:.1} s"));
+    for t in time {
+        let _ = writeln!(
+            s,
+            "{:<24} {} items · median {} · p90 {} · {} items/hour",
+            clean(&t.reviewer),
+            t.items,
+            secs(t.median_s),
+            secs(t.p90_s),
+            t.items_per_hour
+                .map_or_else(|| "—".to_string(), |x| format!("{x:.1}"))
+        );
+    }
+    s
+}
+
+/// Agreement per window of items in labelling order.
+pub fn render_drift(d: &crate::core::agreement::drift::Drift) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Agreement over time (windows of {} items in the order they were revealed; α nominal of every rater, κ of {}/{}):",
+        d.window,
+        clean(&d.pair.0),
+        clean(&d.pair.1)
+    );
+    let num = |v: Option<f64>| v.map_or_else(|| "undefined".to_string(), |x| format!("{x:.3}"));
+    for p in &d.points {
+        let _ = writeln!(
+            s,
+            "items {:>5}-{:<5} α {:<9} κ {}",
+            p.first,
+            p.last,
+            num(p.alpha),
+            num(p.kappa)
+        );
+    }
+    s
+}

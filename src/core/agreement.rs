@@ -183,20 +183,20 @@ pub use super::stats::percentile;
 
 /// The bootstrap values of several statistics: the defined ones, and how many
 /// resamples left each undefined (skipped and counted).
-struct Resamples {
+pub(crate) struct Resamples {
     values: Vec<Vec<f64>>,
     undefined: Vec<usize>,
 }
 
 impl Resamples {
-    fn new(statistics: usize) -> Self {
+    pub(crate) fn new(statistics: usize) -> Self {
         Self {
             values: vec![Vec::new(); statistics],
             undefined: vec![0; statistics],
         }
     }
 
-    fn push(&mut self, stats: &[Option<f64>]) {
+    pub(crate) fn push(&mut self, stats: &[Option<f64>]) {
         for (s, v) in stats.iter().enumerate() {
             match v {
                 Some(v) => self.values[s].push(*v),
@@ -206,7 +206,7 @@ impl Resamples {
     }
 
     /// Statistic `s`: its point value and 95% percentile interval.
-    fn estimate(&mut self, s: usize, point: Option<f64>) -> Estimate {
+    pub(crate) fn estimate(&mut self, s: usize, point: Option<f64>) -> Estimate {
         let mut v = std::mem::take(&mut self.values[s]);
         v.sort_by(f64::total_cmp);
         Estimate {
@@ -365,6 +365,7 @@ pub fn judge_within_noise(items: &[Vec<[String; 3]>], boot: Bootstrap) -> NoiseR
     }
 }
 
+pub mod drift;
 pub mod raters;
 
 #[cfg(test)]

@@ -89,11 +89,18 @@ pub struct Label {
     /// rows before it were removed. Added with study ids, so nullable and last.
     #[serde(default)]
     pub log_rows: Option<u64>,
+    /// The writer's active time on the item so far, in ms, when the label was given
+    /// ([`crate::core::timing`]: idle gaps over [`crate::core::timing::IDLE_GAP_MS`]
+    /// left out). Signed when present. `None` for imports and labels of older
+    /// studies. Added with time per item, so nullable and last.
+    #[serde(default)]
+    pub active_ms: Option<u64>,
 }
 
-/// An item assigned to a pair of reviewers. The newest assignment of an item (in the
-/// log's own order) wins from the moment it was made: `label_rows` is how many rows
-/// the label log held then, so an assignment never reaches back over labels given
+/// An item assigned to its reviewers: a pair, or k of the study's n reviewers
+/// ([`crate::core::assignment`]). The newest assignment of an item (in the log's
+/// own order) wins from the moment it was made: `label_rows` is how many rows the
+/// label log held then, so an assignment never reaches back over labels given
 /// before it (and never moves a reveal that had already happened).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Assignment {
@@ -111,6 +118,31 @@ pub struct Assignment {
     pub signer: Option<String>,
     #[serde(default)]
     pub signature: Option<String>,
+    /// The reviewers after `first` and `second` when an item has more than two (k of
+    /// n), comma-separated (a reviewer name holds no comma: [`check_reviewer`]).
+    /// Added with k-of-n assignments, so nullable and last; `None` on a pair.
+    #[serde(default)]
+    pub more_reviewers: Option<String>,
+}
+
+impl Assignment {
+    /// Every reviewer of the item, `first` and `second` first.
+    pub fn reviewers(&self) -> Vec<String> {
+        let mut all = vec![self.first.clone(), self.second.clone()];
+        all.extend(
+            self.more_reviewers
+                .iter()
+                .flat_map(|m| m.split(','))
+                .filter(|r| !r.is_empty())
+                .map(str::to_string),
+        );
+        all
+    }
+
+    /// `more_reviewers` for a list of reviewers (those after the first two).
+    pub fn more_of(reviewers: &[String]) -> Option<String> {
+        (reviewers.len() > 2).then(|| reviewers[2..].join(","))
+    }
 }
 
 /// One item and criterion on which two raters gave different labels.

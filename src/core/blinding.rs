@@ -1,13 +1,14 @@
-//! Blinding of a two-reviewer study, derived from the append-only label log.
+//! Blinding of a study, derived from the append-only label log.
 //!
 //! An item is *submitted* by a reviewer the first time every rubric criterion has a
-//! label from them; it is *revealed* when both of its human reviewers have submitted
-//! it. The pair is the item's assignment in force at that moment when there is one,
-//! else the first two reviewers to submit it. Before reveal a reviewer sees only their
-//! own labels; after it, the pair's labels, notes and the judge's. Any number of
-//! reviewers may label an item: one outside the pair sees the others' labels once the
-//! item is revealed and they have submitted it too, so their labels until then are
-//! blind (given before reveal, for them).
+//! label from them; it is *revealed* when every reviewer it is assigned to (a pair,
+//! or k of n) has submitted it. Reveal goes by the item's assignment in force at
+//! that moment when there is one, else by the first two reviewers to submit it.
+//! Before reveal a reviewer sees only their own labels; after it, once they have
+//! submitted it themselves, everyone's labels and notes and the judge's. Any number
+//! of reviewers may label an item: one outside its assignment sees the others'
+//! labels once the item is revealed and they have submitted it too, so their labels
+//! until then are blind (given before reveal, for them).
 //!
 //! Order is the log's own: the position of each label in the label dataset (commit
 //! order), never a clock a writer sets. A label's `seq` and `timestamp` are the
@@ -66,17 +67,23 @@ pub enum LabelVersion {
     Latest,
 }
 
-/// Which pair reviews which item, from which position of the label log on: an
+/// Which reviewers review which item, from which position of the label log on: an
 /// assignment made when the log held `n` labels is in force for the labels at
 /// positions `n` and later, so it never reaches back over labels given before it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Schedule {
-    /// item -> (first position in force, pair), in the order the assignments were made.
-    by_item: HashMap<String, Vec<(usize, Pair)>>,
+    /// item -> (first position in force, its reviewers: two or more), in the order
+    /// the assignments were made.
+    by_item: HashMap<String, Vec<(usize, Vec<String>)>>,
 }
 
 /// Two reviewers.
 type Pair = (String, String);
+
+/// The first two of `reviewers`.
+fn pair_of(reviewers: &[String]) -> Option<Pair> {
+    Some((reviewers.first()?.clone(), reviewers.get(1)?.clone()))
+}
 
 impl Schedule {
     /// Every pair in force from the start of the log.
@@ -88,28 +95,43 @@ impl Schedule {
         s
     }
 
-    /// Add an assignment made when the log held `from` labels (call in the order the
-    /// assignments were made).
+    /// Add a pair's assignment made when the log held `from` labels (call in the
+    /// order the assignments were made).
     pub fn assign(&mut self, item: &str, from: usize, pair: (String, String)) {
+        self.assign_all(item, from, vec![pair.0, pair.1]);
+    }
+
+    /// Add an assignment of `reviewers` (two or more; k of n) made when the log held
+    /// `from` labels.
+    pub fn assign_all(&mut self, item: &str, from: usize, reviewers: Vec<String>) {
         self.by_item
             .entry(item.to_string())
             .or_default()
-            .push((from, pair));
+            .push((from, reviewers));
     }
 
-    /// The pair in force for the label at log position `pos`: the newest assignment
-    /// made at or before it.
-    pub fn in_force(&self, item: &str, pos: usize) -> Option<&(String, String)> {
+    /// The reviewers in force for the label at log position `pos`: the newest
+    /// assignment made at or before it.
+    pub fn in_force(&self, item: &str, pos: usize) -> Option<&[String]> {
         self.by_item
             .get(item)?
             .iter()
             .rev()
             .find(|(from, _)| *from <= pos)
-            .map(|(_, p)| p)
+            .map(|(_, r)| r.as_slice())
     }
 
-    /// item -> its newest assignment.
+    /// item -> the first two reviewers of its newest assignment (the pair that
+    /// Table 6 compares).
     pub fn newest(&self) -> HashMap<String, (String, String)> {
+        self.by_item
+            .iter()
+            .filter_map(|(item, v)| Some((item.clone(), pair_of(&v.last()?.1)?)))
+            .collect()
+    }
+
+    /// item -> every reviewer of its newest assignment (whose queues hold it).
+    pub fn newest_reviewers(&self) -> HashMap<String, Vec<String>> {
         self.by_item
             .iter()
             .filter_map(|(item, v)| Some((item.clone(), v.last()?.1.clone())))
@@ -207,8 +229,8 @@ impl Blinding {
         out
     }
 
-    /// Reveal `item` if it is not yet and the pair in force at log position `at`
-    /// (else the first two to submit) have both submitted; labels from position
+    /// Reveal `item` if it is not yet and every reviewer in force at log position
+    /// `at` (else the first two to submit) has submitted; labels from position
     /// `after_from` on are then given after reveal.
     fn try_reveal(&mut self, item: &str, schedule: &Schedule, at: usize, after_from: usize) {
         if self.revealed.contains_key(item) {
@@ -218,9 +240,11 @@ impl Blinding {
             return;
         };
         let pair = match schedule.in_force(item, at) {
-            Some((a, b)) => {
-                (subs.contains_key(a) && subs.contains_key(b)).then(|| (a.clone(), b.clone()))
-            }
+            Some(all) => all
+                .iter()
+                .all(|r| subs.contains_key(r))
+                .then(|| pair_of(all))
+                .flatten(),
             None if subs.len() >= 2 => {
                 let mut first: Vec<(&String, &usize)> = subs.iter().collect();
                 first.sort_by_key(|(_, p)| **p);
@@ -254,8 +278,8 @@ impl Blinding {
         self.revealed.get(item).map(|(_, p)| *p)
     }
 
-    /// The item's reviewer pair: the pair it was revealed to, else its newest
-    /// assignment.
+    /// The item's reviewer pair: the first two reviewers of the assignment it was
+    /// revealed under (or the first two to submit it), else of its newest assignment.
     pub fn pair(&self, item: &str) -> Option<&(String, String)> {
         self.revealed
             .get(item)
@@ -421,6 +445,7 @@ mod tests {
             signer: None,
             signature: None,
             log_rows: None,
+            active_ms: None,
         };
         x.seq = seq;
         x
@@ -646,5 +671,49 @@ mod tests {
         copied.push(log[0].clone()); // a copy of ann's first row after the reveal
         let b = Blinding::replay(&copied, &C, &s);
         assert!(!b.after_reveal(&copied[0]), "a copied id marks nothing");
+    }
+
+    #[test]
+    fn three_assigned_reviewers_reveal_only_when_all_three_submitted() {
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "ann", "b", Some("pass"), 2), // ann submits
+            l("i", "bob", "a", Some("fail"), 3),
+            l("i", "bob", "b", Some("fail"), 4), // bob submits: a pair would reveal here
+            l("i", "carol", "a", Some("pass"), 5),
+            l("i", "carol", "b", Some("fail"), 6), // carol submits: revealed
+            l("i", "bob", "a", Some("pass"), 7),
+        ];
+        let mut s = Schedule::default();
+        s.assign_all("i", 0, vec!["ann".into(), "bob".into(), "carol".into()]);
+        let viewer = |n: &str| Viewer::Reviewer(n.to_string());
+        for upto in [4, 5] {
+            let b = Blinding::replay(&log[..upto], &C, &s);
+            assert_eq!(b.reveal_at("i"), None, "carol has not submitted");
+            assert!(!b.visible(&viewer("ann"), "i"));
+            assert!(!b.may_see(&viewer("ann"), &log[2]), "ann sees no bob label");
+            assert!(
+                !b.may_see(&viewer("carol"), &log[0]),
+                "carol sees no ann label"
+            );
+            assert!(b.may_see(&viewer("ann"), &log[0]), "her own");
+        }
+        let b = Blinding::replay(&log, &C, &s);
+        assert_eq!(b.reveal_at("i"), Some(6));
+        assert_eq!(b.pair("i"), Some(&("ann".to_string(), "bob".to_string())));
+        for who in ["ann", "bob", "carol"] {
+            assert!(b.visible(&viewer(who), "i"), "{who}");
+        }
+        assert!(!b.visible(&viewer("dan"), "i"), "dan never submitted");
+        let marked: Vec<u64> = log
+            .iter()
+            .filter(|x| b.after_reveal(x))
+            .map(|x| x.seq)
+            .collect();
+        assert_eq!(marked, vec![7], "only bob's change after the reveal");
+        assert_eq!(
+            s.newest_reviewers()["i"],
+            vec!["ann".to_string(), "bob".into(), "carol".into()]
+        );
     }
 }

@@ -13,6 +13,28 @@ pub struct Criterion {
     /// Overrides the rubric's labels for this criterion.
     #[serde(default)]
     pub labels: Option<Vec<String>>,
+    /// How reviewers apply this criterion (free text), shown with the worked
+    /// examples in the Annotate pane's guidelines overlay. Not part of the judge's
+    /// prompt. Absent fields are not written back, so a rubric without guidelines
+    /// serialises as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guidelines: Option<String>,
+    /// Worked examples: an answer (or excerpt), the label it earns and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
+}
+
+/// A worked example of a criterion (`[[criteria.examples]]` in the rubric file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    /// The answer, or the part of it that matters.
+    pub text: String,
+    /// The label it earns: one of the criterion's labels.
+    pub label: String,
+    /// Why.
+    #[serde(default)]
+    pub why: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +91,12 @@ impl Rubric {
         for c in &mut r.criteria {
             c.name = clean(&c.name);
             c.definition = clean(&c.definition);
+            // Paragraphs: `clean` keeps line breaks and drops every control else.
+            c.guidelines = c.guidelines.as_deref().map(clean);
+            for e in &mut c.examples {
+                e.text = clean(&e.text);
+                e.why = clean(&e.why);
+            }
         }
         if r.criteria.is_empty() {
             return Err(RubricError::Invalid("no criteria".into()));
@@ -97,6 +125,12 @@ impl Rubric {
                 return Err(RubricError::Invalid(format!(
                     "criterion `{}` has no usable labels",
                     c.key
+                )));
+            }
+            if let Some(e) = c.examples.iter().find(|e| !labels.contains(&e.label)) {
+                return Err(RubricError::Invalid(format!(
+                    "an example of criterion `{}` has label `{}`, which is not one of its labels",
+                    c.key, e.label
                 )));
             }
             let mut seen: Vec<(char, &str)> = Vec::new();
@@ -312,6 +346,8 @@ mod tests {
             name: k.into(),
             definition: "d".into(),
             labels: None,
+            guidelines: None,
+            examples: Vec::new(),
         };
         Rubric {
             name: "t".into(),

@@ -28,6 +28,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::annotation::{Assignment, FINAL, Label};
+use super::gold::GoldLabel;
 
 /// The role of a roster entry that leads the study.
 pub const LEAD: &str = "lead";
@@ -160,11 +161,19 @@ pub fn label_bytes(l: &Label, study: &Binding) -> Vec<u8> {
     if let Binding::Study(_) = study {
         c.num(l.log_rows);
     }
+    // Signed only when present, so every earlier label keeps its exact bytes; the
+    // field is length-tagged, so it can be neither stripped nor added.
+    if l.active_ms.is_some() {
+        c.num(l.active_ms);
+    }
     c.0
 }
 
 /// The bytes an assignment row is signed over in a study bound as `study` (every
-/// field but the signature).
+/// field but the signature). `more_reviewers` (k of n) is signed only when present,
+/// so every pair assignment keeps the exact bytes it was signed over before k-of-n
+/// assignments; since every field is length-prefixed, a row with it and a row
+/// without it never share bytes, so it can be neither stripped nor added.
 pub fn assignment_bytes(a: &Assignment, study: &Binding) -> Vec<u8> {
     let mut c = study.canon("assignment");
     c.str(&a.item_id)
@@ -174,6 +183,22 @@ pub fn assignment_bytes(a: &Assignment, study: &Binding) -> Vec<u8> {
         .num(Some(a.seq))
         .num(a.label_rows)
         .opt(a.signer.as_deref());
+    if a.more_reviewers.is_some() {
+        c.opt(a.more_reviewers.as_deref());
+    }
+    c.0
+}
+
+/// The bytes a gold row (an expected label the lead set) is signed over in a study
+/// bound as `study` (every field but the signature; a tag of its own).
+pub fn gold_bytes(g: &GoldLabel, study: &Binding) -> Vec<u8> {
+    let mut c = study.canon("gold");
+    c.str(&g.item_id)
+        .str(&g.criterion)
+        .opt(g.label.as_deref())
+        .str(&g.set_at)
+        .num(Some(g.seq))
+        .opt(g.signer.as_deref());
     c.0
 }
 
@@ -534,8 +559,9 @@ pub fn check_assignments(
             let bytes = |b: &Binding| assignment_bytes(&a, b);
             seal_fault(signer, sig, key, roster.binding(), &bytes, verify).map(|why| {
                 format!(
-                    "assignment of item {} to {} and {} is not signed by the lead's key{why}",
-                    a.item_id, a.first, a.second
+                    "assignment of item {} to {} is not signed by the lead's key{why}",
+                    a.item_id,
+                    names_and(&a.reviewers())
                 )
             })
         };
@@ -553,6 +579,37 @@ pub fn check_assignments(
     out
 }
 
+/// The gold rows that count: all in an unsigned study; under a roster, those signed
+/// by the lead's key (a reviewer cannot forge the expected labels they are scored
+/// against).
+pub fn check_gold(rows: Vec<GoldLabel>, roster: &Roster, verify: Verify) -> Checked<GoldLabel> {
+    let mut out = Checked::default();
+    for (pos, g) in rows.into_iter().enumerate() {
+        let fault = roster.is_signed().then(|| {
+            let key = roster.lead().map_or("", |(_, k)| k);
+            let (signer, sig) = (g.signer.as_deref(), g.signature.as_deref());
+            let bytes = |b: &Binding| gold_bytes(&g, b);
+            seal_fault(signer, sig, key, roster.binding(), &bytes, verify).map(|why| {
+                format!(
+                    "gold label of item {} on {} is not signed by the lead's key{why}",
+                    g.item_id, g.criterion
+                )
+            })
+        });
+        match fault.flatten() {
+            Some(why) => out.refused.push(Refusal {
+                item: Some(g.item_id.clone()),
+                why,
+            }),
+            None => {
+                out.kept.push(g);
+                out.rows.push(pos);
+            }
+        }
+    }
+    out
+}
+
 /// The schedule of `assignments` (in log order) over the kept labels: an
 /// assignment made when the stored log held `label_rows` rows is in force from the
 /// first kept label at or after that stored position (`label_rows` from `rows`,
@@ -562,9 +619,18 @@ pub fn schedule_of(assignments: &[Assignment], rows: &[usize]) -> super::blindin
     for a in assignments {
         let stored = usize::try_from(a.label_rows.unwrap_or(0)).unwrap_or(usize::MAX);
         let from = rows.partition_point(|&p| p < stored);
-        s.assign(&a.item_id, from, (a.first.clone(), a.second.clone()));
+        s.assign_all(&a.item_id, from, a.reviewers());
     }
     s
+}
+
+/// `a and b`, `a, b and c`: names for a message.
+fn names_and(names: &[String]) -> String {
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -644,6 +710,7 @@ mod tests {
             signer: Some(by.into()),
             signature: None,
             log_rows: None,
+            active_ms: None,
         };
         l.signature = Some(toy_sign(by, &label_bytes(&l, study)));
         l
@@ -704,11 +771,17 @@ mod tests {
                 signer: Some(MAL.into()),
                 ..l.clone()
             },
+            // Time per item: signed when present (0 ms differs from no time).
+            Label {
+                active_ms: Some(0),
+                ..l.clone()
+            },
         ];
         // In a bound study the rows read before writing are signed too.
         let a = Binding::Study("a".into());
         let read = Label {
             log_rows: Some(3),
+            active_ms: None,
             ..l.clone()
         };
         assert_ne!(label_bytes(&read, &a), label_bytes(&l, &a));
@@ -903,6 +976,7 @@ mod tests {
                 label_rows: Some(rows),
                 signer: Some(by.into()),
                 signature: None,
+                more_reviewers: None,
             };
             a.signature = Some(toy_sign(by, &assignment_bytes(&a, &bound)));
             a
@@ -921,7 +995,33 @@ mod tests {
         assert_eq!(s.in_force("i", 1), None);
         assert_eq!(
             s.in_force("i", 2),
-            Some(&("ann".to_string(), "bob".to_string()))
+            Some(&["ann".to_string(), "bob".to_string()][..])
+        );
+        // A k-of-n assignment signs its further reviewers: stripping or adding them
+        // breaks the lead's signature, and the schedule holds all three.
+        let mut three = assign(LENA, 0);
+        three.more_reviewers = Some("carol".into());
+        three.signature = Some(toy_sign(LENA, &assignment_bytes(&three, &bound)));
+        let mut stripped = three.clone();
+        stripped.more_reviewers = None;
+        let mut added = assign(LENA, 0);
+        added.more_reviewers = Some("mallory".into());
+        let mut widened = three.clone();
+        widened.more_reviewers = Some("carol,mallory".into());
+        let checked =
+            check_assignments(vec![three, stripped, added, widened], &roster, &toy_verify);
+        assert_eq!(checked.kept.len(), 1, "{:?}", checked.refused);
+        assert!(
+            checked.refused[1]
+                .why
+                .contains("to ann, bob and mallory is not signed by the lead's key"),
+            "{}",
+            checked.refused[1].why
+        );
+        let s = schedule_of(&checked.kept, &[]);
+        assert_eq!(
+            s.in_force("i", 0),
+            Some(&["ann".to_string(), "bob".into(), "carol".into()][..])
         );
     }
 }

@@ -93,6 +93,8 @@ pub enum Action {
     FirstUnlabelled,
     UndoLabel,
     Reveal,
+    /// The Annotate pane's overlay of the rubric's guidelines and worked examples.
+    ShowGuidelines,
     Refresh,
     NextPair,
     NextCriterion,

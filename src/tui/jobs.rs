@@ -597,6 +597,8 @@ impl Jobs {
             viewer: app.annotate.viewer(),
             version: app.agreement.version,
             judge_model: app.agreement.judge_model.clone(),
+            gold: Vec::new(),
+            window: study::DRIFT_WINDOW,
         };
         let task = tokio::spawn(async move {
             let result = study::agreement_with(&ctx, &rubric, req)

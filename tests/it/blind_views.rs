@@ -97,6 +97,7 @@ fn label(k: u64, item: usize, who: &str, c: &str, v: Option<&str>, note: String)
         signer: None,
         signature: None,
         log_rows: None,
+        active_ms: None,
     }
 }
 
@@ -374,6 +375,8 @@ fn check_agreement(app: &mut App, s: &Study, o: &Oracle, v: &Viewer, bad: &[Stri
                 viewer: v.clone(),
                 version,
                 judge_model: None,
+                gold: Vec::new(),
+                window: raglab::service::study::DRIFT_WINDOW,
             };
             app.agreement.pair = pair;
             match study::agreement_of(

@@ -165,6 +165,8 @@ fn items_and_labels_keep_their_schema() {
         ("signature", Utf8, true),
         // Added with study ids, nullable and last in the same way.
         ("log_rows", UInt64, true),
+        // Added with time per item, nullable and last in the same way.
+        ("active_ms", UInt64, true),
     ]);
     assert_eq!(*schema_of::<Label>(), labels);
 }
@@ -271,4 +273,148 @@ async fn chunks_written_with_the_earlier_schema_still_load() {
     };
     assert_eq!(unchanged(&after[0]), *flu);
     assert_eq!(after[1], *rabies);
+}
+
+/// Assignments: the pair columns of earlier releases, then `more_reviewers` (k of n),
+/// nullable and last.
+#[test]
+fn assignments_keep_their_schema() {
+    let want = fixture(&[
+        ("item_id", Utf8, false),
+        ("first", Utf8, false),
+        ("second", Utf8, false),
+        ("assigned_at", Utf8, false),
+        ("seq", UInt64, false),
+        ("label_rows", UInt64, true),
+        ("signer", Utf8, true),
+        ("signature", Utf8, true),
+        // Added with k-of-n assignments: nullable and last.
+        ("more_reviewers", Utf8, true),
+    ]);
+    assert_eq!(*schema_of::<raglab::service::study::Assignment>(), want);
+}
+
+/// An assignments dataset written before k-of-n assignments (no `more_reviewers`)
+/// still reads, its pairs intact, and takes a k-of-n row appended after it.
+#[tokio::test]
+async fn pair_assignments_written_before_k_of_n_still_read_and_append() {
+    use arrow_array::{ArrayRef, RecordBatch, RecordBatchIterator, StringArray, UInt64Array};
+    use raglab::service::study::{Assignment, assignments_table};
+    use raglab::store::workspace::Workspace;
+
+    let old = Arc::new(fixture(&[
+        ("item_id", Utf8, false),
+        ("first", Utf8, false),
+        ("second", Utf8, false),
+        ("assigned_at", Utf8, false),
+        ("seq", UInt64, false),
+        ("label_rows", UInt64, true),
+        ("signer", Utf8, true),
+        ("signature", Utf8, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from(vec!["i0"])),
+        Arc::new(StringArray::from(vec!["ann"])),
+        Arc::new(StringArray::from(vec!["bob"])),
+        Arc::new(StringArray::from(vec!["then"])),
+        Arc::new(UInt64Array::from(vec![7])),
+        Arc::new(UInt64Array::from(vec![Some(0)])),
+        Arc::new(StringArray::from(vec![None::<&str>])),
+        Arc::new(StringArray::from(vec![None::<&str>])),
+    ];
+    let batch = RecordBatch::try_new(old.clone(), columns).expect("batch");
+    let dir = tempfile::tempdir().expect("tmp");
+    let ws = Workspace::open(dir.path()).expect("workspace");
+    let uri = ws.uri(raglab::service::study::ASSIGNMENTS);
+    lance::Dataset::write(
+        RecordBatchIterator::new(vec![Ok(batch)], old),
+        uri.as_str(),
+        None,
+    )
+    .await
+    .expect("write the old dataset");
+    let table = assignments_table(&ws);
+    let read: Vec<Assignment> = table.read_all().await.expect("old assignments read");
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].reviewers(), vec!["ann", "bob"]);
+    assert_eq!((read[0].seq, read[0].more_reviewers.as_deref()), (7, None));
+    let three = Assignment {
+        item_id: "i1".into(),
+        more_reviewers: Some("carol".into()),
+        ..read[0].clone()
+    };
+    table.append(&[three]).await.expect("a k-of-n row appends");
+    let read: Vec<Assignment> = table.read_all().await.expect("read again");
+    assert_eq!(read.len(), 2);
+    assert_eq!(read[0].reviewers(), vec!["ann", "bob"]);
+    assert_eq!(read[1].reviewers(), vec!["ann", "bob", "carol"]);
+}
+
+/// A label log written before time per item (no `active_ms`) still reads, every
+/// label intact, and takes a timed label appended after it.
+#[tokio::test]
+async fn labels_written_before_time_per_item_still_read_and_append() {
+    use arrow_array::{ArrayRef, RecordBatch, RecordBatchIterator, StringArray, UInt64Array};
+    use raglab::service::study::{Label, labels_table};
+    use raglab::store::workspace::Workspace;
+
+    let old = Arc::new(fixture(&[
+        ("label_id", Utf8, false),
+        ("item_id", Utf8, false),
+        ("reviewer", Utf8, false),
+        ("criterion", Utf8, false),
+        ("label", Utf8, true),
+        ("note", Utf8, true),
+        ("timestamp", Utf8, false),
+        ("seq", UInt64, false),
+        ("rubric_version", Utf8, false),
+        ("adjudicator", Utf8, true),
+        ("signer", Utf8, true),
+        ("signature", Utf8, true),
+        ("log_rows", UInt64, true),
+    ]));
+    let text = |v: &str| -> ArrayRef { Arc::new(StringArray::from(vec![v])) };
+    let none = || -> ArrayRef { Arc::new(StringArray::from(vec![None::<&str>])) };
+    let columns: Vec<ArrayRef> = vec![
+        text("l1"),
+        text("i0"),
+        text("ann"),
+        text("clarity"),
+        text("pass"),
+        none(),
+        text("then"),
+        Arc::new(UInt64Array::from(vec![3])),
+        text("1"),
+        none(),
+        none(),
+        none(),
+        Arc::new(UInt64Array::from(vec![None::<u64>])),
+    ];
+    let batch = RecordBatch::try_new(old.clone(), columns).expect("batch");
+    let dir = tempfile::tempdir().expect("tmp");
+    let ws = Workspace::open(dir.path()).expect("workspace");
+    let uri = ws.uri(raglab::service::study::LABELS);
+    lance::Dataset::write(
+        RecordBatchIterator::new(vec![Ok(batch)], old),
+        uri.as_str(),
+        None,
+    )
+    .await
+    .expect("write the old dataset");
+    let table = labels_table(&ws);
+    let read: Vec<Label> = table.read_all().await.expect("old labels read");
+    assert_eq!(read.len(), 1);
+    assert_eq!(
+        (read[0].label.as_deref(), read[0].seq, read[0].active_ms),
+        (Some("pass"), 3, None)
+    );
+    let timed = Label {
+        label_id: "l2".into(),
+        active_ms: Some(4_200),
+        ..read[0].clone()
+    };
+    table.append(&[timed]).await.expect("a timed label appends");
+    let read: Vec<Label> = table.read_all().await.expect("read again");
+    let ms: Vec<Option<u64>> = read.iter().map(|l| l.active_ms).collect();
+    assert_eq!(ms, vec![None, Some(4_200)]);
 }

@@ -19,15 +19,16 @@ use raglab::service::study;
 use raglab::store::keys::Keypair;
 use raglab::store::workspace::Workspace;
 
-/// One person of the study: their own config and data folders on one workspace.
-struct Person {
-    home: PathBuf,
+/// One person of the study: their own config and data folders on one workspace
+/// (shared with the other study modules).
+pub(crate) struct Person {
+    pub(crate) home: PathBuf,
     ws: String,
     envs: Vec<(&'static str, String)>,
 }
 
 impl Person {
-    fn new(env: &Env, name: &str, ws: &str, envs: &[(&'static str, String)]) -> Self {
+    pub(crate) fn new(env: &Env, name: &str, ws: &str, envs: &[(&'static str, String)]) -> Self {
         Self {
             home: env.dir.path().join(name),
             ws: ws.to_string(),
@@ -35,7 +36,7 @@ impl Person {
         }
     }
 
-    fn cmd(&self) -> Command {
+    pub(crate) fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_raglab"));
         c.env("RAGLAB_CONFIG_DIR", self.home.join("config"))
             .env("RAGLAB_DATA_DIR", self.home.join("data"))
@@ -47,7 +48,7 @@ impl Person {
     }
 
     /// (success, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (bool, String, String) {
         let out = self.cmd().args(args).output().expect("spawn raglab");
         (
             out.status.success(),
@@ -56,22 +57,26 @@ impl Person {
         )
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args);
         assert!(ok, "raglab {args:?} failed: {err}\n{out}");
         out
     }
 
-    fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         self.ok(&["study", "key"]).trim().to_string()
     }
 
-    fn keypair(&self) -> Keypair {
+    pub(crate) fn keypair(&self) -> Keypair {
         Keypair::load_or_create(&self.home.join("config")).expect("key")
     }
 
     /// Import labels `(item, criterion, label)` in `reviewer`'s name.
-    fn import(&self, reviewer: &str, rows: &[(&str, &str, &str)]) -> (bool, String, String) {
+    pub(crate) fn import(
+        &self,
+        reviewer: &str,
+        rows: &[(&str, &str, &str)],
+    ) -> (bool, String, String) {
         let file = self.home.join(format!("labels-{}.jsonl", rows.len()));
         std::fs::create_dir_all(&self.home).expect("home");
         let text: String = rows
@@ -86,13 +91,13 @@ impl Person {
         self.run(&["labels", "import", file.to_str().expect("utf8")])
     }
 
-    fn agree(&self) -> serde_json::Value {
+    pub(crate) fn agree(&self) -> serde_json::Value {
         let out = self.ok(&["--role", "lead", "agree", "--json", "--bootstrap", "200"]);
         serde_json::from_str(&out).expect("agree json")
     }
 }
 
-fn criteria() -> Vec<String> {
+pub(crate) fn criteria() -> Vec<String> {
     default_rubric()
         .criteria
         .iter()
@@ -101,19 +106,28 @@ fn criteria() -> Vec<String> {
 }
 
 /// Every criterion of `item` labelled `v`.
-fn all<'a>(item: &'a str, crit: &'a [String], v: &'a str) -> Vec<(&'a str, &'a str, &'a str)> {
+pub(crate) fn all<'a>(
+    item: &'a str,
+    crit: &'a [String],
+    v: &'a str,
+) -> Vec<(&'a str, &'a str, &'a str)> {
     crit.iter().map(|c| (item, c.as_str(), v)).collect()
 }
 
 /// lena, ann, bob, carol and mal, each with their own config (own key), on `ws`.
-fn people(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5] {
+pub(crate) fn people(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5] {
     ["lena", "ann", "bob", "carol", "mal"].map(|n| Person::new(env, n, ws, envs))
 }
 
 /// Items i0, i1, created by `lena`.
 fn create_items(env: &Env, lena: &Person) {
+    create_n_items(env, lena, 2);
+}
+
+/// Items i0 .. i(n-1), created by `lena`.
+pub(crate) fn create_n_items(env: &Env, lena: &Person, n: usize) {
     let items = env.dir.path().join("items.jsonl");
-    let rows: String = (0..2)
+    let rows: String = (0..n)
         .map(|i| format!("{{\"item_id\":\"i{i}\",\"question\":\"Q{i}?\",\"answer\":\"A{i}\"}}\n"))
         .collect();
     std::fs::write(&items, rows).expect("items");
@@ -127,7 +141,7 @@ fn create_items(env: &Env, lena: &Person) {
 
 /// The roster: lena (lead), ann, bob, carol; mal holds a key but is on no roster.
 /// Returns what founding it said on stderr.
-fn found_roster([lena, ann, bob, carol, mal]: &[Person; 5]) -> String {
+pub(crate) fn found_roster([lena, ann, bob, carol, mal]: &[Person; 5]) -> String {
     // Before any roster the study is unsigned, and says so.
     assert!(
         lena.ok(&["study", "roster", "list"])
@@ -162,7 +176,7 @@ fn study_on(env: &Env, ws: &str, envs: &[(&'static str, String)]) -> [Person; 5]
     all
 }
 
-fn block<F: std::future::Future>(f: F) -> F::Output {
+pub(crate) fn block<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -185,7 +199,7 @@ fn items() -> Vec<Item> {
         .collect()
 }
 
-fn exported(p: &Person, args: &[&str]) -> (Vec<Label>, String) {
+pub(crate) fn exported(p: &Person, args: &[&str]) -> (Vec<Label>, String) {
     let (ok, out, err) = p.run(&[args, &["labels", "export"]].concat());
     assert!(ok, "{err}");
     let rows = out
@@ -258,6 +272,7 @@ fn forge(ws: &Workspace, ann: &Person, mal: &Person, genuine: &Label) -> Vec<(St
         label_rows: Some(0),
         signer: None,
         signature: None,
+        more_reviewers: None,
     };
     study::sign_assignment(&mut a, &ann.keypair(), &bound);
     block(study::assignments_table(ws).append(&[a])).expect("second writer appends assignments");

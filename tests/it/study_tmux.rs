@@ -327,7 +327,7 @@ fn a_blind_two_reviewer_study_with_adjudication() {
     });
     t.type_text("alice", "r");
     let s = t.wait("alice", Duration::from_secs(5), |s| {
-        s.contains("blind until both")
+        s.contains("blind until every reviewer")
     });
     assert!(
         !s.contains("bob:") && !s.contains("judge:"),

@@ -404,7 +404,7 @@ fn others_labels_and_notes_appear_once_both_submitted() {
         !screen.contains("bob on"),
         "notes hidden before reveal: {screen}"
     );
-    assert!(screen.contains("blind until both reviewers submit"));
+    assert!(screen.contains("blind until every reviewer of this item submits it"));
     let fx = keys(&mut app, "p");
     commit_all(&mut app, fx);
     keys(&mut app, "r");

@@ -49,4 +49,43 @@ mod tests {
         assert_eq!(r.labels, vec!["pass", "fail"]);
         assert!(parse_rubric("name = \"x\"\nversion = \"1\"\ncriteria = []\n").is_err());
     }
+
+    /// A rubric's guidelines and worked examples parse from TOML, are cleaned of
+    /// terminal controls (line breaks kept), and an example's label must be one of
+    /// its criterion's labels.
+    #[test]
+    fn guidelines_and_examples_parse_and_are_checked() {
+        let text = r#"
+name = "g"
+version = "1"
+[[criteria]]
+key = "faithfulness"
+name = "Faithfulness"
+definition = "No claims beyond the guidance."
+guidelines = """
+Fail an answer that adds a dose.[2J
+Pass paraphrases."""
+[[criteria.examples]]
+text = "Take 2 tablets (the guidance names no dose)."
+label = "fail"
+why = "Adds a dose."
+"#;
+        let r = parse_rubric(text).expect("valid");
+        let c = &r.criteria[0];
+        assert_eq!(
+            c.guidelines.as_deref(),
+            Some("Fail an answer that adds a dose.\nPass paraphrases.")
+        );
+        assert_eq!(c.examples.len(), 1);
+        assert_eq!(
+            (c.examples[0].label.as_str(), c.examples[0].why.as_str()),
+            ("fail", "Adds a dose.")
+        );
+        let bad = text.replace("label = \"fail\"", "label = \"maybe\"");
+        let err = format!("{:#}", parse_rubric(&bad).expect_err("maybe is no label"));
+        assert!(
+            err.contains("has label `maybe`, which is not one of its labels"),
+            "{err}"
+        );
+    }
 }

@@ -91,6 +91,7 @@ impl Label {
             signer: None,
             signature: None,
             log_rows: None,
+            active_ms: None,
         }
     }
 }

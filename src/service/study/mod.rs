@@ -3,23 +3,27 @@
 //! agreement between raters and the judge, and its reports.
 
 mod agreement;
+mod assign;
+mod gold;
 mod labels;
 mod raters;
 mod steps;
 mod trust;
 
 pub use agreement::{PAPER_OVERALL, fmt_est, noise_verdict, to_csv, to_markdown};
+pub use assign::{Assigned, assign};
+pub use gold::{GOLD, gold_report, gold_rows, gold_table, mark_gold};
 pub use labels::{
     ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
     LABELS, Label, PAPER_REFERENCE, agreement_table, assignments_table, criterion_rows, current,
     disagreements, final_labels, items_table, judge_labels, labels_table, noise_table, now_nanos,
     pairs_of, pick_reviewers, read_items, save_labels,
 };
-pub use raters::{human_reviewers, rater_report};
+pub use raters::{drift_report, human_reviewers, rater_report};
 pub use steps::{
-    Agreement, AgreementRequest, Blinding, CreatedItems, ExportFormat, History, ItemSource,
-    LabelExport, LabelVersion, NO_IDENTITY, RaterPair, Refusal, Schedule, Sight, Study, Viewer,
-    add_answer_item, agreement_of, agreement_with, assign, create_items, export_final,
+    Agreement, AgreementRequest, Blinding, CreatedItems, DRIFT_WINDOW, ExportFormat, History,
+    ItemSource, LabelExport, LabelVersion, NO_IDENTITY, RaterPair, Refusal, Schedule, Sight, Study,
+    Viewer, add_answer_item, agreement_of, agreement_with, create_items, export_final,
     export_labels, final_csv, final_label, finals_of, history_of, import_labels, items_from_file,
     label_history, labels_csv, labels_jsonl, load_study, read_label_file, save_label,
     save_label_batch, save_labels_each_once, sight, study_fingerprint, visible_judgements,

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::labels::{FINAL, JUDGE, Label};
 use crate::core::agreement::Bootstrap;
+use crate::core::agreement::drift::{Drift, ItemLabels, drift};
 use crate::core::agreement::raters::{RaterReport, Ratings, rater_agreement};
 use crate::core::rubric::Rubric;
 
@@ -48,4 +49,43 @@ pub fn rater_report(
         });
     }
     rater_agreement(&ratings, boot)
+}
+
+/// Agreement per window of `window` items of `order` (item ids in labelling
+/// order): alpha of `raters` and the kappa of `pair`, pooled over criteria.
+pub fn drift_report(
+    rubric: &Rubric,
+    cur: &Current,
+    raters: &[String],
+    order: &[&str],
+    pair: (&str, &str),
+    window: usize,
+) -> Drift {
+    let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
+    let names: Vec<String> = rubric.criteria.iter().map(|c| c.name.clone()).collect();
+    let items: Vec<ItemLabels> = order
+        .iter()
+        .map(|item| {
+            keys.iter()
+                .map(|c| {
+                    raters
+                        .iter()
+                        .map(|r| {
+                            cur.get(&(item.to_string(), r.clone(), c.to_string()))
+                                .and_then(|l| l.label.clone())
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let at = |name: &str| raters.iter().position(|r| r == name).unwrap_or(usize::MAX);
+    drift(
+        raters,
+        &rubric.all_labels(),
+        &names,
+        &items,
+        (at(pair.0), at(pair.1)),
+        window,
+    )
 }

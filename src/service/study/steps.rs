@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::labels::{
     ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
-    LABELS, Label, agreement_table, assignments_table, disagreements, final_labels, items_table,
-    judge_labels, labels_table, noise_table, pick_reviewers, read_items, save_labels,
+    LABELS, Label, agreement_table, disagreements, final_labels, items_table, judge_labels,
+    labels_table, noise_table, pick_reviewers, read_items, save_labels,
 };
 use super::trust::{self, TrustedLog};
 use crate::core::agreement::raters::RaterReport;
@@ -377,12 +377,12 @@ pub fn labels_jsonl(rows: &[Label]) -> Result<String> {
 pub fn labels_csv(all: &[Label]) -> String {
     let esc = crate::core::text::csv_quoted;
     let mut s = String::from(
-        "label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version\n",
+        "label_id,item_id,reviewer,criterion,label,note,timestamp,seq,rubric_version,active_ms\n",
     );
     for l in all {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{}",
             esc(&l.label_id),
             esc(&l.item_id),
             esc(&l.reviewer),
@@ -391,7 +391,8 @@ pub fn labels_csv(all: &[Label]) -> String {
             esc(l.note.as_deref().unwrap_or("")),
             esc(&l.timestamp),
             l.seq,
-            esc(&l.rubric_version)
+            esc(&l.rubric_version),
+            l.active_ms.map(|ms| ms.to_string()).unwrap_or_default()
         );
     }
     s
@@ -570,7 +571,15 @@ pub struct AgreementRequest {
     /// The judge model file whose judgements are compared (default: all, the
     /// newest judgement of an answer winning).
     pub judge_model: Option<String>,
+    /// The gold rows that count ([`super::gold_rows`]); scored only for the lead
+    /// ([`agreement_with`] reads them for the lead alone).
+    pub gold: Vec<crate::core::gold::GoldLabel>,
+    /// Items per window of the agreement over time ([`DRIFT_WINDOW`] by default).
+    pub window: usize,
 }
+
+/// The default window of the agreement over time, in items.
+pub const DRIFT_WINDOW: usize = 20;
 
 impl Default for AgreementRequest {
     fn default() -> Self {
@@ -582,6 +591,8 @@ impl Default for AgreementRequest {
             viewer: Viewer::Nobody,
             version: LabelVersion::BeforeReveal,
             judge_model: None,
+            gold: Vec::new(),
+            window: DRIFT_WINDOW,
         }
     }
 }
@@ -616,6 +627,16 @@ pub struct Agreement {
     pub signed: bool,
     /// Every reviewer's agreement at once (more than two reviewers, or ordered labels).
     pub raters: Option<RaterReport>,
+    /// Each reviewer's accuracy on the gold items (the lead's report only; absent
+    /// for a reviewer, so nothing they read tells gold items apart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold: Option<Vec<crate::core::gold::GoldAccuracy>>,
+    /// Agreement per window of items in the order they were revealed (every
+    /// rater's alpha and the pair's kappa), over the items the viewer may see.
+    pub drift: Option<crate::core::agreement::drift::Drift>,
+    /// Each reviewer's active time per item (the lead's report only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<Vec<crate::core::timing::ReviewerTime>>,
     /// Items on which the selected pair disagrees (only items the viewer may see).
     #[serde(skip)]
     pub disagreements: Vec<Disagreement>,
@@ -626,10 +647,14 @@ pub struct Agreement {
 pub async fn agreement_with(
     ctx: &Context,
     rubric: &Rubric,
-    req: AgreementRequest,
+    mut req: AgreementRequest,
 ) -> Result<Agreement> {
     if req.viewer == Viewer::Nobody {
         bail!("{NO_IDENTITY}");
+    }
+    let mut gold_refused = Vec::new();
+    if req.viewer == Viewer::Lead {
+        (req.gold, gold_refused) = super::gold_rows(ctx).await?;
     }
     let (items, log, labels) = study_log(ctx, req.judge_model.as_deref()).await?;
     let judge_models: Vec<String> = judgements(&ctx.workspace)
@@ -655,6 +680,7 @@ pub async fn agreement_with(
     .context("the agreement computation stopped")??;
     a.signed = signed;
     a.refused = refused;
+    a.refused.extend(gold_refused);
     Ok(a)
 }
 
@@ -688,7 +714,7 @@ pub fn agreement_of(
         Ok(pair) => pair,
         // Said without naming any way around it: waiting is the only way.
         Err(_) if hidden_items > 0 && req.viewer != Viewer::Lead => bail!(
-            "blind: none of the {hidden_items} labelled items is revealed to you yet (an item is revealed to you once both of its reviewers have submitted it and you have submitted it too)"
+            "blind: none of the {hidden_items} labelled items is revealed to you yet (an item is revealed to you once all of its assigned reviewers have submitted it and you have submitted it too)"
         ),
         Err(e) => return Err(e),
     };
@@ -699,14 +725,42 @@ pub fn agreement_of(
     let judge_vs_final = judge_against_final(rubric, &cur, &finals, req.boot);
     let reviewer_names = super::raters::human_reviewers(&cur);
     let raters = req.raters.clone().unwrap_or_else(|| reviewer_names.clone());
+    let drift = {
+        // Labelling order: each item where it was revealed (all its reviewers had
+        // submitted it) in the label log; items not yet revealed are left out.
+        let mut order: Vec<(usize, &str)> = all_items
+            .iter()
+            .filter(|i| blinding.visible(&req.viewer, i))
+            .filter_map(|&i| Some((blinding.reveal_at(i)?, i)))
+            .collect();
+        order.sort_unstable();
+        let order: Vec<&str> = order.into_iter().map(|(_, i)| i).collect();
+        (raters.len() >= 2 && !order.is_empty()).then(|| {
+            super::raters::drift_report(
+                rubric,
+                &cur,
+                &raters,
+                &order,
+                (r1.as_str(), r2.as_str()),
+                req.window,
+            )
+        })
+    };
     let raters = (raters.len() > 2 || (rubric.ordered && raters.len() == 2)).then(|| {
         let visible = |item: &str| blinding.visible(&req.viewer, item);
         super::raters::rater_report(rubric, &cur, &raters, visible, req.boot)
     });
+    let gold = (req.viewer == Viewer::Lead && !req.gold.is_empty())
+        .then(|| super::gold_report(&cur, &req.gold, &reviewer_names, req.boot));
+    let time = (req.viewer == Viewer::Lead)
+        .then(|| crate::core::timing::time_per_item(&visible, &reviewer_names));
     let seconds = started.elapsed().as_secs_f64();
     let (a, b) = req.pair.raters((&r1, &r2));
     Ok(Agreement {
         raters,
+        drift,
+        gold,
+        time,
         disagreements: disagreements(&cur, &latest, &a, &b),
         changed_after_reveal: blinding.changed_after_reveal(&visible),
         labels_after_reveal: visible.iter().filter(|l| blinding.after_reveal(l)).count(),
@@ -758,58 +812,6 @@ fn judge_against_final(
             )
         })
         .collect()
-}
-
-/// Assign items (all, or one set) to a reviewer pair. Returns how many.
-pub async fn assign(
-    ctx: &Context,
-    (first, second): (&str, &str),
-    set: Option<&str>,
-) -> Result<usize> {
-    for r in [first, second] {
-        crate::core::annotation::check_reviewer(r).map_err(anyhow::Error::msg)?;
-    }
-    if first == second {
-        bail!("a pair needs two different reviewers (got {first} twice)");
-    }
-    let key = trust::require_lead(ctx, "annotate assign").await?;
-    let (roster, _) = trust::roster(ctx).await?;
-    if let Some(r) = [first, second]
-        .into_iter()
-        .find(|r| roster.is_signed() && roster.key_of(r).is_none())
-    {
-        bail!("{r} is not on the study roster: add them first (`raglab study roster add {r} KEY`)");
-    }
-    let items: Vec<Item> = read_items(&ctx.workspace).await?;
-    // In force from the label log's present end on: it never reaches back over a
-    // label already given, nor moves a reveal that has happened.
-    let label_rows = labels_table(&ctx.workspace).count_rows().await?;
-    let rows: Vec<Assignment> = items
-        .iter()
-        .filter(|i| set.is_none_or(|s| i.set == s))
-        .map(|i| {
-            let mut a = Assignment {
-                item_id: i.item_id.clone(),
-                first: first.into(),
-                second: second.into(),
-                assigned_at: crate::service::base::now_rfc3339(),
-                seq: super::labels::now_nanos(),
-                label_rows: Some(label_rows),
-                signer: None,
-                signature: None,
-            };
-            trust::sign_assignment(&mut a, &key, roster.binding());
-            a
-        })
-        .collect();
-    if rows.is_empty() {
-        bail!(
-            "no items{} to assign (see `raglab annotate create`)",
-            set.map(|s| format!(" in set `{s}`")).unwrap_or_default()
-        );
-    }
-    assignments_table(&ctx.workspace).append(&rows).await?;
-    Ok(rows.len())
 }
 
 /// A lead's final label for one item and criterion, with its rationale.

@@ -13,7 +13,10 @@
 //! With more than two reviewers (or ordered labels) a band shows every reviewer at
 //! once: Fleiss' kappa and Krippendorff's alpha per criterion, and the pairwise kappa
 //! matrix of the selected criterion. Tables fit their columns to the widest cell and
-//! scroll sideways (`h`/`l`) rather than cut a number.
+//! scroll sideways (`h`/`l`) rather than cut a number. Under them, agreement over
+//! time: alpha and the pair's kappa per window of items in the order they were
+//! revealed (`agreement_drift`); for the lead, each reviewer's accuracy on gold items
+//! and time per item (`agreement_lead`).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -789,9 +792,17 @@ impl PaneView for AgreementPane {
         let raters_height = self
             .raters()
             .map_or(0, |r| r.rows.len().max(r.raters.len()) as u16 + 3);
-        let [table_area, raters_area, bottom] = Layout::vertical([
+        let drift = self.last.as_ref().and_then(|a| a.drift.as_ref());
+        let drift_height = drift.map_or(0, |_| super::agreement_drift::HEIGHT);
+        let lead_height = self
+            .last
+            .as_deref()
+            .map_or(0, super::agreement_lead::height);
+        let [table_area, raters_area, lead_area, drift_area, bottom] = Layout::vertical([
             Constraint::Length(self.rows.len() as u16 + 6),
             Constraint::Length(raters_height),
+            Constraint::Length(lead_height),
+            Constraint::Length(drift_height),
             Constraint::Min(6),
         ])
         .areas(area);
@@ -803,6 +814,12 @@ impl PaneView for AgreementPane {
         .areas(bottom);
         self.draw_table(f, table_area, theme);
         self.draw_raters(f, raters_area, theme);
+        if let Some(a) = self.last.as_deref().filter(|_| lead_height > 0) {
+            super::agreement_lead::draw(f, lead_area, a, self.scroll, theme);
+        }
+        if let Some(d) = drift {
+            super::agreement_drift::draw_drift(f, drift_area, d, theme);
+        }
         self.draw_chart(f, chart_area, theme);
         self.draw_confusion(f, matrix_area, theme);
         self.draw_disagreements(f, list_area, theme);

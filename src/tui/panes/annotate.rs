@@ -1,14 +1,16 @@
-//! Annotate pane: one reviewer labels items on any rubric, blind to the other reviewer
-//! and to the judge until both reviewers of the item have submitted it (then
+//! Annotate pane: one reviewer labels items on any rubric, blind to the other reviewers
+//! and to the judge until every reviewer of the item has submitted it (then
 //! `r` shows their labels and notes, disagreements highlighted). Single keys: `1`-`9`
 //! pick a criterion, each label's key from the rubric labels it (and moves to the next
 //! criterion), `n`/`N` note on the criterion, `]`/`[` next/previous item, `u` first
 //! unlabelled item, `z` undo the last label. The four texts take focus (`h`/`l`),
 //! scroll (`J`/`K` line, `pgdn`/`pgup`/space page, `g`/`G` top/bottom) and zoom to the
-//! whole pane (`enter`, `esc`). Each reviewer sees their assigned items in their own
-//! seeded order; `s` filters by item set. The lead (`--role lead`) sees every label
-//! and each reviewer's progress. A label shows as saved only once its lance commit has
-//! returned.
+//! whole pane (`enter`, `esc`); `i` opens the rubric's guidelines and worked examples
+//! of the current criterion (`annotate_guidelines`). Each reviewer sees their
+//! assigned items in their own seeded order; `s` filters by item set. Every key
+//! feeds the active-time clock, and each label carries the time on its item. The
+//! lead (`--role lead`) sees every label and each reviewer's progress. A label shows
+//! as saved only once its lance commit has returned.
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
@@ -22,6 +24,7 @@ use crate::core::blinding::{Blinding, Schedule, Sight, Viewer, reviewer_order};
 use crate::core::rubric::Rubric;
 use crate::core::signing::{Refusal, Roster, short};
 use crate::core::text::sanitize_for_terminal as clean;
+use crate::core::timing::{ActiveClock, IDLE_GAP_MS};
 use crate::service::study::{Item, JUDGE, Label};
 use crate::tui::action::Action;
 use crate::tui::effect::Effect;
@@ -73,8 +76,9 @@ pub struct AnnotatePane {
     pub order_seed: u64,
     /// Only items of this set (`s` cycles).
     pub set_filter: Option<String>,
-    /// item -> assigned reviewer pair (the newest).
-    pub assignments: HashMap<String, (String, String)>,
+    /// item -> every reviewer of its newest assignment (a pair, or k of n): whose
+    /// queues hold it.
+    pub assigned: HashMap<String, Vec<String>>,
     /// Who reviews which item from which position of the label log on.
     pub schedule: Schedule,
     /// The study roster (empty in an unsigned study) and this user's public key: a
@@ -96,6 +100,12 @@ pub struct AnnotatePane {
     pub scroll: [Scroll; 4],
     /// (rows, wrapped lines) of each text as last drawn, for page moves.
     pub geometry: Cell<[(usize, usize); 4]>,
+    /// Active time per item ([`crate::core::timing`]), fed by every key.
+    pub clock: ActiveClock,
+    /// The clock's zero.
+    pub started: std::time::Instant,
+    /// The guidelines overlay (`i`) is open.
+    pub guidelines: bool,
 }
 
 /// The four texts of an item, in display order.
@@ -128,7 +138,7 @@ impl AnnotatePane {
             order: Vec::new(),
             order_seed: 1,
             set_filter: None,
-            assignments: HashMap::new(),
+            assigned: HashMap::new(),
             schedule: Schedule::default(),
             roster: Roster::default(),
             my_key: None,
@@ -139,6 +149,9 @@ impl AnnotatePane {
             zoom: false,
             scroll: [Scroll::default(); 4],
             geometry: Cell::new([(1, 0); 4]),
+            clock: ActiveClock::new(IDLE_GAP_MS),
+            started: std::time::Instant::now(),
+            guidelines: false,
         }
     }
 
@@ -190,7 +203,7 @@ impl AnnotatePane {
         self.labels = labels;
         self.labels.extend(keep);
         self.items = items;
-        self.assignments = schedule.newest();
+        self.assigned = schedule.newest_reviewers();
         self.schedule = schedule;
         self.study_read = true;
         self.relabel();
@@ -237,11 +250,7 @@ impl AnnotatePane {
     pub fn rebuild_order(&mut self) {
         let current = self.item().map(|i| i.item_id.clone());
         let me = self.reviewer.clone().unwrap_or_default();
-        let assigned_to_me = |i: &Item| match self.assignments.get(&i.item_id) {
-            Some((a, b)) => *a == me || *b == me,
-            // Without any assignment every reviewer labels every item.
-            None => self.assignments.is_empty(),
-        };
+        let assigned_to_me = |i: &Item| self.assigned_to(&i.item_id, &me);
         let mine: Vec<usize> = self
             .items
             .iter()
@@ -316,16 +325,22 @@ impl AnnotatePane {
             .count()
     }
 
+    /// Whether `item` is in `reviewer`'s queue: one of its assigned reviewers, or
+    /// any item while the study has no assignment (every reviewer labels every item).
+    pub fn assigned_to(&self, item: &str, reviewer: &str) -> bool {
+        match self.assigned.get(item) {
+            Some(all) => all.iter().any(|r| r == reviewer),
+            None => self.assigned.is_empty(),
+        }
+    }
+
     /// Items of `reviewer`'s assignment (all items without assignments) and how many
     /// they have submitted: the lead's progress view.
     pub fn progress_of(&self, reviewer: &str) -> (usize, usize) {
         let mine: Vec<&Item> = self
             .items
             .iter()
-            .filter(|i| match self.assignments.get(&i.item_id) {
-                Some((a, b)) => a == reviewer || b == reviewer,
-                None => self.assignments.is_empty(),
-            })
+            .filter(|i| self.assigned_to(&i.item_id, reviewer))
             .collect();
         let done = mine
             .iter()
@@ -340,11 +355,7 @@ impl AnnotatePane {
             .labels
             .iter()
             .map(|l| l.reviewer.clone())
-            .chain(
-                self.assignments
-                    .values()
-                    .flat_map(|(a, b)| [a.clone(), b.clone()]),
-            )
+            .chain(self.assigned.values().flatten().cloned())
             .filter(|r| r != JUDGE && r != crate::core::annotation::FINAL)
             .collect();
         v.sort();
@@ -367,8 +378,28 @@ impl AnnotatePane {
             .and_then(|l| l.note.as_deref())
     }
 
-    /// Hold `label` as pending and ask for its commit.
-    fn queue(&mut self, label: Label) -> Option<Effect> {
+    /// This reviewer's active ms on `item` so far: this session's clock, started
+    /// from the largest time their stored labels of it carry.
+    pub fn active_ms_of(&mut self, item: &str) -> u64 {
+        let me = self.reviewer.as_deref().unwrap_or_default();
+        let stored = self
+            .labels
+            .iter()
+            .filter(|l| l.item_id == item && l.reviewer == me)
+            .filter_map(|l| l.active_ms)
+            .max();
+        if let Some(ms) = stored {
+            self.clock.resume(item, ms);
+        }
+        self.clock.active_ms(item)
+    }
+
+    /// Hold `label` as pending and ask for its commit; the reviewer's own labels
+    /// carry their active time on the item.
+    fn queue(&mut self, mut label: Label) -> Option<Effect> {
+        if self.reviewer.as_deref() == Some(label.reviewer.as_str()) {
+            label.active_ms = Some(self.active_ms_of(&label.item_id));
+        }
         self.ticket += 1;
         self.pending.insert(self.ticket, label.clone());
         self.pressed.insert(self.ticket, std::time::Instant::now());
@@ -1049,7 +1080,11 @@ impl AnnotatePane {
                 }
                 self.zoom = !self.zoom;
             }
-            Action::CloseOverlay => self.zoom = false,
+            Action::CloseOverlay => {
+                self.zoom = false;
+                self.guidelines = false;
+            }
+            Action::ShowGuidelines => self.guidelines = !self.guidelines,
             Action::CycleSet if self.refuse_leaving().is_none() => self.cycle_set(),
             _ => {}
         }
@@ -1075,13 +1110,15 @@ impl AnnotatePane {
             return;
         }
         let me = self.reviewer.clone().unwrap_or_default();
+        // Says nothing of how many reviewers the item has, so a gold item (which
+        // every reviewer labels) reads like any other.
         let waiting = if self.blinding.submitted(&item, &me) {
-            "waiting for the other reviewer to submit it"
+            "waiting for its other reviewers to submit it"
         } else {
             "label every criterion of this item first"
         };
         self.status = Some(format!(
-            "blind until both reviewers submit this item: {waiting}"
+            "blind until every reviewer of this item submits it: {waiting}"
         ));
     }
 
@@ -1124,14 +1161,21 @@ impl PaneView for AnnotatePane {
         if self.reviewer.is_none() {
             return self.update_name_prompt(action);
         }
-        if self.note_input.is_active() {
-            return self.update_note(action);
-        }
-        if let Some(effect) = self.update_labelling(action) {
-            return effect;
-        }
-        self.update_view(action);
-        None
+        // The interval since the previous key goes to the item shown during it.
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let shown = self.item().map(|i| i.item_id.clone());
+        self.clock.key(now, shown.as_deref());
+        let effect = if self.note_input.is_active() {
+            self.update_note(action)
+        } else if let Some(effect) = self.update_labelling(action) {
+            effect
+        } else {
+            self.update_view(action);
+            None
+        };
+        let shown = self.item().map(|i| i.item_id.clone());
+        self.clock.shown(shown.as_deref());
+        effect
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
@@ -1167,6 +1211,9 @@ impl PaneView for AnnotatePane {
         .areas(rest);
         self.draw_texts(f, texts, item, theme);
         self.draw_rubric(f, rubric_area, item, me, theme);
+        if self.guidelines {
+            super::annotate_guidelines::draw(f, area, &self.rubric, self.criterion, theme);
+        }
     }
 
     /// Whether typed characters go to a text field (reviewer name or note).

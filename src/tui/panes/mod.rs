@@ -1,8 +1,11 @@
 //! One pane per file.
 
 pub mod agreement;
+pub mod agreement_drift;
 pub mod agreement_grid;
+pub mod agreement_lead;
 pub mod annotate;
+pub mod annotate_guidelines;
 pub mod corpus;
 pub mod evalset;
 pub mod evaluation;

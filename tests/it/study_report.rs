@@ -66,6 +66,9 @@ fn judged(a: &AnswerRecord, labels: &[&str]) -> JudgementRecord {
         raw_output: String::new(),
         created_at: String::new(),
         endpoint: None,
+        repeat: None,
+        seed: None,
+        temperature: None,
     }
 }
 

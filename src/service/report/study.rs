@@ -23,7 +23,6 @@
 use std::time::Instant;
 
 use crate::core::agreement::Bootstrap;
-use crate::core::blinding::LabelVersion;
 use crate::core::stats::{CorpusStats, corpus_stats};
 use crate::service::base::Context;
 use crate::service::evaluate::{
@@ -31,7 +30,7 @@ use crate::service::evaluate::{
     RetrievalReport, Saved, Temperatures, answer_report, compare_last, judge_pass_rates, last_mcqa,
     last_retrieval, last_scores, list_answers, mcqa_frugality, mcqa_table,
 };
-use crate::service::study::{self, Agreement, AgreementRequest, RaterPair, Viewer};
+use crate::service::study::{self, Agreement, AgreementRequest, Viewer};
 use anyhow::Result;
 
 /// The command that produces each section, for the report's "missing" lines.
@@ -288,13 +287,9 @@ async fn agreement_section(ctx: &Context, req: &StudyRequest, r: &mut StudyRepor
         Err(e) => return r.miss("agreement", format!("{e:#}")),
     };
     let areq = AgreementRequest {
-        reviewers: None,
-        raters: None,
         boot: req.boot,
-        pair: RaterPair::Reviewers,
         viewer: req.viewer.clone(),
-        version: LabelVersion::BeforeReveal,
-        judge_model: None,
+        ..AgreementRequest::default()
     };
     match study::agreement_with(ctx, &rubric, areq).await {
         Ok(a) => r.agreement = Some(a),

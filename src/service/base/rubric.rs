@@ -63,7 +63,7 @@ key = "faithfulness"
 name = "Faithfulness"
 definition = "No claims beyond the guidance."
 guidelines = """
-Fail an answer that adds a dose.[2J
+Fail an answer that adds a dose.\u001b[2J
 Pass paraphrases."""
 [[criteria.examples]]
 text = "Take 2 tablets (the guidance names no dose)."

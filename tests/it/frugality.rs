@@ -8,11 +8,12 @@
 
 use crate::common;
 
+use common::records::{MODEL_SHA, answer, judged};
 use common::{Env, frugality_by_hand as by_hand};
 use raglab::config::{Config, Paths};
 use raglab::service::Context;
 use raglab::service::answer::save_answer;
-use raglab::service::answer::{AnswerRecord, JudgementRecord, judgements};
+use raglab::service::answer::{AnswerRecord, judgements};
 use raglab::service::evaluate::{McqaRecord, mcqa_table};
 
 fn context(env: &Env) -> Context {
@@ -21,50 +22,6 @@ fn context(env: &Env) -> Context {
         data_dir: env.dir.path().join("data"),
     };
     Context::with(paths, Config::default(), &env.workspace()).expect("context")
-}
-
-const MODEL_SHA: &str = "1111111111111111111111111111111111111111111111111111111111111111";
-
-/// One answer of `run` to `q` taking `seconds` end to end.
-fn answer(run: &str, q: &str, k: u32, method: &str, seconds: f64) -> AnswerRecord {
-    AnswerRecord {
-        answer_id: format!("{run}/{q}/s42"),
-        run: run.into(),
-        question_id: q.into(),
-        question: format!("question {q}?"),
-        k,
-        method: method.into(),
-        alpha: 0.7,
-        no_retrieval: k == 0,
-        model_file: "SmolLM2-135M-Instruct.Q4_1.gguf".into(),
-        model_sha256: MODEL_SHA.into(),
-        seed: 42,
-        total_ms: seconds * 1e3,
-        ..AnswerRecord::default()
-    }
-}
-
-fn judged(a: &AnswerRecord, labels: &[&str]) -> JudgementRecord {
-    JudgementRecord {
-        answer_id: a.answer_id.clone(),
-        run: a.run.clone(),
-        judge_model: "judge.gguf".into(),
-        rubric: "pubhealth".into(),
-        rubric_version: "1".into(),
-        criteria: ["faithfulness", "completeness"][..labels.len()]
-            .iter()
-            .map(|c| (*c).to_string())
-            .collect(),
-        labels: labels.iter().map(|l| (*l).to_string()).collect(),
-        rationale: String::new(),
-        prompt: String::new(),
-        raw_output: String::new(),
-        created_at: String::new(),
-        endpoint: None,
-        repeat: None,
-        seed: None,
-        temperature: None,
-    }
 }
 
 const P: &str = "pass";

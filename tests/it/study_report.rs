@@ -12,15 +12,15 @@ use crate::common;
 
 use std::path::Path;
 
+use common::records::{self, MODEL_SHA, judged};
 use common::{Env, sample_guidance};
 use raglab::config::Config;
-use raglab::service::answer::{AnswerRecord, JudgementRecord, judgements, save_answer};
+use raglab::service::answer::{AnswerRecord, judgements, save_answer};
 use raglab::service::base::default_rubric;
 use raglab::service::evaluate::{McqaRecord, mcqa_table};
 use raglab::service::study;
 use serde_json::Value;
 
-const SHA: &str = "1111111111111111111111111111111111111111111111111111111111111111";
 const P: &str = "pass";
 const F: &str = "fail";
 
@@ -33,42 +33,10 @@ fn answer(
     rank: Option<u32>,
 ) -> AnswerRecord {
     AnswerRecord {
-        answer_id: format!("{run}/{q}/s42"),
-        run: run.into(),
-        question_id: q.into(),
-        question: format!("question {q}?"),
         answer: format!("answer of {run} to {q}"),
-        k,
-        method: method.into(),
-        alpha: 0.7,
-        no_retrieval: k == 0,
-        model_file: "SmolLM2-135M-Instruct.Q4_1.gguf".into(),
-        model_sha256: SHA.into(),
-        seed: 42,
-        total_ms: seconds * 1e3,
         target_rank: rank,
         target_prompt_rank: rank,
-        ..AnswerRecord::default()
-    }
-}
-
-fn judged(a: &AnswerRecord, labels: &[&str]) -> JudgementRecord {
-    JudgementRecord {
-        answer_id: a.answer_id.clone(),
-        run: a.run.clone(),
-        judge_model: "judge.gguf".into(),
-        rubric: "pubhealth".into(),
-        rubric_version: "1".into(),
-        criteria: vec!["faithfulness".into(), "completeness".into()],
-        labels: labels.iter().map(|l| (*l).to_string()).collect(),
-        rationale: String::new(),
-        prompt: String::new(),
-        raw_output: String::new(),
-        created_at: String::new(),
-        endpoint: None,
-        repeat: None,
-        seed: None,
-        temperature: None,
+        ..records::answer(run, q, k, method, seconds)
     }
 }
 
@@ -165,7 +133,7 @@ async fn store_mcqa(ctx: &raglab::service::Context, dir: &Path) -> std::path::Pa
                 retrieval_ms: 0.0,
                 total_ms: 500.0 * f64::from(k + 1),
                 model_file: "SmolLM2-135M-Instruct.Q4_1.gguf".into(),
-                model_sha256: SHA.into(),
+                model_sha256: MODEL_SHA.into(),
                 created_at: String::new(),
                 endpoint: None,
                 served_model: None,

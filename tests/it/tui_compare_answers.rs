@@ -38,12 +38,15 @@ fn row_line<'a>(screen: &'a str, criterion: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no row for {criterion}:\n{screen}"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_compare_view_shows_the_numbers_of_report_answers_compare() {
-    let env = common::Env::new();
-    answer_runs::judged_runs(&env);
-    let report = env.json(&["report", "answers", "--compare", "rag", "bare", "--json"]);
-    let ctx = common::context(&env, Config::default());
+/// Drives the view on `env`'s two judged runs ([`answer_runs::judged_runs`]) and checks
+/// it against `report`, their `report answers --compare rag bare --json`. Called by
+/// `compare_answers`' test on its runs, so the two real runs are made and judged once.
+pub async fn the_compare_view_shows_the_numbers_of_report_answers_compare(
+    env: &common::Env,
+    report: &Value,
+) {
+    let report = report.clone();
+    let ctx = common::context(env, Config::default());
     let mut app = raglab::tui::build_app(
         &ctx,
         &raglab::tui::TuiOptions::default(),

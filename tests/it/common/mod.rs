@@ -6,6 +6,7 @@ pub mod answer_runs;
 pub mod hostile;
 pub mod json_doc;
 pub mod moto;
+pub mod records;
 pub mod server;
 pub mod tui;
 

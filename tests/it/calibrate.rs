@@ -77,7 +77,7 @@ fn intended(i: usize, c: usize) -> &'static str {
 
 /// Where bob disagrees with ann (the lead then settles on the intended label).
 fn bob_flips(i: usize, c: usize) -> bool {
-    (i * 4 + c) % 5 == 0
+    (i * 4 + c).is_multiple_of(5)
 }
 
 fn flip(l: &str) -> &'static str {

@@ -269,7 +269,7 @@ fn gold_items_reach_every_queue_unmarked_and_the_lead_sees_accuracy() {
             .contains(&format!("set {} gold labels", crit.len() + 1))
     );
     // A gold row forged by ann (her own key, straight into the dataset) counts for nothing.
-    let ws = raglab::store::workspace::Workspace::open(&env.workspace()).expect("ws");
+    let ws = raglab::store::workspace::Workspace::open(env.workspace()).expect("ws");
     let bound = block(study::binding(&ws)).expect("study id");
     let mut forged = raglab::core::gold::GoldLabel {
         item_id: "i0".into(),

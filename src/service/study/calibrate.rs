@@ -351,8 +351,8 @@ fn report_rows(
                     keys.iter()
                         .filter_map(|k| {
                             Some([
-                                judge_of(plain, &a.item_id, *k)?,
-                                judge_of(calibrated, &a.item_id, *k)?,
+                                judge_of(plain, &a.item_id, k)?,
+                                judge_of(calibrated, &a.item_id, k)?,
                                 (*finals.get(&(a.item_id.as_str(), *k))?).to_string(),
                             ])
                         })

@@ -194,6 +194,7 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
             repeats: args.repeats,
             temperature: args.temperature,
         },
+        crate::service::answer::JudgeScope::default(),
     )
     .await?;
     if let Some(w) = batch

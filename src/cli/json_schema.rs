@@ -57,6 +57,7 @@ schemas! {
     ANSWERS_LIST = "answers-list" / 1 : "raglab report answers --list";
     ANSWERS_COMPARE = "answers-compare" / 1 : "raglab report answers --compare A B";
     AGREEMENT = "agreement" / 1 : "raglab agree --json";
+    CALIBRATION = "calibration" / 1 : "raglab calibrate --json";
     ROSTER = "roster" / 1 : "raglab study roster list --json";
     BENCH_RETRIEVAL = "bench-retrieval" / 1 : "raglab bench retrieval --json";
     BENCH_SYNTHETIC = "bench-synthetic" / 1 : "raglab bench retrieval --synthetic N --json";

@@ -30,6 +30,7 @@ mod agree;
 pub mod annotate;
 mod args;
 mod bench;
+mod calibrate;
 mod charts;
 mod compare;
 mod config_file;
@@ -158,6 +159,10 @@ pub enum Command {
     },
     /// Agreement table: kappa and macro-F1 with bootstrap CIs per criterion and overall.
     Agree(annotate::AgreeArgs),
+    /// Calibrate the judge on the study's final labels: few-shot examples chosen by
+    /// k-fold (no item judged by a prompt that saw it); kappa against the final
+    /// labels before and after, their paired difference, judge within human noise.
+    Calibrate(calibrate::CalibrateArgs),
     /// Who is who in a study: your signing key, the roster of reviewers' keys.
     Study {
         #[command(subcommand)]
@@ -237,6 +242,10 @@ pub async fn run(
         Command::Agree(args) => {
             crate::service::study::confirm(ctx, viewer).await?;
             annotate::agree(ctx, args, viewer).await
+        }
+        Command::Calibrate(args) => {
+            crate::service::study::confirm(ctx, viewer).await?;
+            calibrate::run(ctx, args, viewer).await
         }
         Command::Study { cmd } => study::run(ctx, cmd).await,
         Command::Bench {

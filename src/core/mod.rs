@@ -9,6 +9,7 @@ pub mod answer;
 pub mod assignment;
 pub mod beir;
 pub mod blinding;
+pub mod calibration;
 pub mod candidates;
 pub mod chunk;
 pub mod compare;

@@ -54,6 +54,19 @@ impl PromptText {
         Self { text, untrusted }
     }
 
+    /// Append `other`, its untrusted ranges kept (shifted to where it lands).
+    pub fn push(&mut self, other: &PromptText) {
+        let at = self.text.len();
+        self.text.push_str(&other.text);
+        self.untrusted
+            .extend(other.untrusted.iter().map(|r| r.start + at..r.end + at));
+    }
+
+    /// Append trusted text.
+    pub fn push_str(&mut self, text: &str) {
+        self.text.push_str(text);
+    }
+
     /// The untrusted parts, in order.
     pub fn untrusted_parts(&self) -> impl Iterator<Item = &str> {
         self.untrusted
@@ -69,6 +82,9 @@ pub enum Slot<'a> {
     Untrusted(&'a str),
     /// Text the program or its configuration wrote (a rubric's criteria).
     Trusted(&'a str),
+    /// Text filled from another template: inserted as it is, its untrusted ranges
+    /// kept (a judge's few-shot examples section).
+    Filled(&'a PromptText),
 }
 
 /// Fill the `{name}` placeholders of `template` with `values`, in one pass over the
@@ -92,6 +108,7 @@ pub fn fill(template: &str, values: &[(&str, Slot<'_>)]) -> PromptText {
         out.text.push_str(&rest[..open]);
         match value {
             Slot::Trusted(v) => out.text.push_str(v),
+            Slot::Filled(p) => out.push(p),
             Slot::Untrusted(v) => {
                 let start = out.text.len();
                 out.text.push_str(v);
@@ -325,6 +342,21 @@ mod tests {
         );
         assert_eq!(p.text, "{}x");
         assert_eq!(p.untrusted, std::iter::once(2..3).collect::<Vec<_>>());
+        // A filled text inserted into another keeps its untrusted ranges, shifted.
+        let inner = fill("<{x}>", &[("x", Slot::Untrusted("{y}"))]);
+        let mut outer = fill(
+            "ab{in}{y}",
+            &[("in", Slot::Filled(&inner)), ("y", Slot::Untrusted("z"))],
+        );
+        assert_eq!(outer.text, "ab<{y}>z");
+        assert_eq!(outer.untrusted, vec![3..6, 7..8]);
+        outer.push_str("!");
+        outer.push(&inner);
+        assert_eq!(outer.text, "ab<{y}>z!<{y}>");
+        assert_eq!(
+            outer.untrusted_parts().collect::<Vec<_>>(),
+            vec!["{y}", "z", "{y}"]
+        );
         // Multi-byte text keeps byte ranges on character boundaries.
         let p = fill("é{q}ü", &[("q", Slot::Untrusted("ß"))]);
         assert_eq!(p.untrusted, std::iter::once(2..4).collect::<Vec<_>>());

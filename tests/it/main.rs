@@ -12,6 +12,7 @@ mod abstention;
 mod annotation;
 mod beir;
 mod blind_views;
+mod calibrate;
 mod compare_answers;
 mod compare_runs;
 mod data_safety;

@@ -9,8 +9,8 @@ use anyhow::{Result, bail};
 
 use super::generation::{
     Answerer, Prepared, RunConfig, answers, default_template, endpoint_judge_sampling,
-    endpoint_judgement, existing_answer_ids, judge, judge_prompt, judgements, prepare_prompt,
-    record,
+    endpoint_judgement, existing_answer_ids, judge_prompt_with, judge_prompted, judgements,
+    prepare_prompt, record,
 };
 use crate::core::abstention::ABSTAIN_ANSWER;
 use crate::core::answer::{AnswerRecord, JudgementRecord};
@@ -310,8 +310,13 @@ pub struct JudgeBatch {
     /// The local judge model, or None: the endpoint pool judges.
     generator: Option<Generator>,
     pool: Option<Pool>,
-    /// The judge's name as judgements store it: the GGUF file, or the pool's model.
+    /// The judge's name as judgements store it: the GGUF file, or the pool's model
+    /// (with the few-shot tag of a calibrated judge, see [`JudgeScope`]).
     judge_name: String,
+    /// The judge's own name (the GGUF file, or the pool's model).
+    base_name: String,
+    /// Each answer's few-shot examples section (none: the plain prompt).
+    examples: HashMap<String, PromptText>,
     rubric: Rubric,
     /// Text of each chunk id (the targets are shown to the judge).
     texts: HashMap<String, String>,
@@ -337,12 +342,33 @@ impl Default for JudgeRepeats {
     }
 }
 
+/// Which answers a judge batch judges, and with which prompt: every answer with the
+/// plain prompt (the default), or only the listed answers, each with its few-shot
+/// examples section when `few_shot` is given (`raglab calibrate`).
+#[derive(Debug, Clone, Default)]
+pub struct JudgeScope {
+    /// Judge only these answer ids (None: every answer).
+    pub answers: Option<HashSet<String>>,
+    pub few_shot: Option<FewShot>,
+}
+
+/// A calibrated judge: the few-shot examples section of each answer, and the tag
+/// its judgements are stored under, appended to the judge's name
+/// (`model.gguf+calibrated-k5-s4-seed1`), so they never mix with the plain judge's.
+#[derive(Debug, Clone, Default)]
+pub struct FewShot {
+    pub tag: String,
+    pub examples: HashMap<String, PromptText>,
+}
+
 /// The judge's seed in repeat `r`: 7 (the greedy judge's seed) + r.
 pub fn judge_seed(repeat: Option<u32>) -> u32 {
     7u32.wrapping_add(repeat.unwrap_or(0))
 }
 
 impl JudgeBatch {
+    /// Load the judge (the endpoint pool when one is configured and not refused) and
+    /// choose the answers to judge ([`Self::select`]).
     #[allow(clippy::too_many_arguments)]
     pub async fn prepare(
         ctx: &Context,
@@ -353,8 +379,9 @@ impl JudgeBatch {
         shard: Option<crate::core::shard::Shard>,
         local: bool,
         sampling: JudgeRepeats,
+        scope: JudgeScope,
     ) -> Result<Self> {
-        let (generator, pool, judge_name) =
+        let (generator, pool, base_name) =
             if let Some(chat) = ctx.chat_pool_config(model, local, true) {
                 let pool = Pool::from_config(&chat)?;
                 let name = pool.model_name().await?;
@@ -364,6 +391,47 @@ impl JudgeBatch {
                 let name = g.info.file.clone();
                 (Some(g), None, name)
             };
+        let texts: HashMap<String, String> = crate::service::corpus::chunks_or_empty(ctx)
+            .await?
+            .into_iter()
+            .map(|c| (c.id, c.text))
+            .collect();
+        let mut batch = Self {
+            missing: MissingTargets::default(),
+            todo: Vec::new(),
+            temperature: sampling.temperature,
+            generator,
+            pool,
+            judge_name: base_name.clone(),
+            base_name,
+            examples: HashMap::new(),
+            rubric,
+            texts,
+        };
+        batch
+            .select(ctx, run, limit, shard, sampling.repeats, scope)
+            .await?;
+        Ok(batch)
+    }
+
+    /// Choose what the batch judges, in place of an earlier choice (the judge stays
+    /// loaded): the answers of `run` (None: every run) within `scope` and `shard`,
+    /// in each of `repeats` repeats, that this judge (with the scope's few-shot tag)
+    /// has not judged yet; at most `limit`.
+    pub async fn select(
+        &mut self,
+        ctx: &Context,
+        run: Option<&str>,
+        limit: Option<usize>,
+        shard: Option<crate::core::shard::Shard>,
+        repeats: u32,
+        scope: JudgeScope,
+    ) -> Result<()> {
+        (self.judge_name, self.examples) = match scope.few_shot {
+            Some(f) => (format!("{}+{}", self.base_name, f.tag), f.examples),
+            None => (self.base_name.clone(), HashMap::new()),
+        };
+        let wanted = scope.answers;
         let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
         let judged: HashSet<(String, String, u32)> = judgements(&ctx.workspace)
             .read_all::<JudgementRecord>()
@@ -374,25 +442,22 @@ impl JudgeBatch {
                 (j.answer_id, j.judge_model, r)
             })
             .collect();
-        let texts: HashMap<String, String> = crate::service::corpus::chunks_or_empty(ctx)
-            .await?
-            .into_iter()
-            .map(|c| (c.id, c.text))
-            .collect();
-        let file = judge_name.clone();
-        let repeats: Vec<Option<u32>> = if sampling.repeats <= 1 {
+        let file = self.judge_name.clone();
+        let repeats: Vec<Option<u32>> = if repeats <= 1 {
             vec![None]
         } else {
-            (0..sampling.repeats).map(Some).collect()
+            (0..repeats).map(Some).collect()
         };
         let candidates: Vec<(AnswerRecord, Option<u32>)> = repeats
             .iter()
             .flat_map(|r| all.iter().map(move |a| (a.clone(), *r)))
             .filter(|(a, _)| run.is_none_or(|r| a.run == r))
+            .filter(|(a, _)| wanted.as_ref().is_none_or(|w| w.contains(&a.answer_id)))
             .filter(|(a, _)| crate::core::shard::keep(shard, &a.answer_id))
             .filter(|(a, r)| !judged.contains(&(a.answer_id.clone(), file.clone(), r.unwrap_or(0))))
             .collect();
-        let missing = MissingTargets::find(
+        let texts = &self.texts;
+        self.missing = MissingTargets::find(
             candidates
                 .iter()
                 .map(|(a, _)| a.target_ids.iter().map(String::as_str)),
@@ -400,23 +465,14 @@ impl JudgeBatch {
         );
         // The judge compares the answer with its target chunk: an answer none of whose
         // targets exists would be judged against an empty text.
-        let todo = candidates
+        self.todo = candidates
             .into_iter()
             .filter(|(a, _)| {
                 a.target_ids.is_empty() || a.target_ids.iter().any(|t| texts.contains_key(t))
             })
             .take(limit.unwrap_or(usize::MAX))
             .collect();
-        Ok(Self {
-            missing,
-            todo,
-            temperature: sampling.temperature,
-            generator,
-            pool,
-            judge_name,
-            rubric,
-            texts,
-        })
+        Ok(())
     }
 
     pub fn todo(&self) -> usize {
@@ -442,6 +498,23 @@ impl JudgeBatch {
         &self.rubric
     }
 
+    /// The judge's name as its judgements store it (with the few-shot tag).
+    pub fn judge_name(&self) -> &str {
+        &self.judge_name
+    }
+
+    /// The judge's own name: the GGUF file, or the endpoints' model.
+    pub fn base_name(&self) -> &str {
+        &self.base_name
+    }
+
+    /// The judge's prompt for an answer: the plain one, or with its examples.
+    fn prompt(&self, a: &AnswerRecord) -> PromptText {
+        let none = PromptText::default();
+        let examples = self.examples.get(&a.answer_id).unwrap_or(&none);
+        judge_prompt_with(&self.rubric, a, &self.target_text(a), examples)
+    }
+
     /// The target text the judge is shown for an answer.
     fn target_text(&self, a: &AnswerRecord) -> String {
         a.target_ids
@@ -454,17 +527,24 @@ impl JudgeBatch {
 
     /// Judge every answer (greedy and reproducible at temperature 0; repeat r with
     /// seed 7 + r), committing each judgement.
-    pub async fn run(self, ctx: &Context, progress: &dyn Fn(usize, usize)) -> Result<usize> {
+    pub async fn run(&self, ctx: &Context, progress: &dyn Fn(usize, usize)) -> Result<usize> {
         let generator = match (&self.generator, &self.pool) {
             (Some(g), _) => g,
             (None, Some(pool)) => return self.run_pool(ctx, pool, progress).await,
             (None, None) => bail!("no judge model"),
         };
         for (i, (a, repeat)) in self.todo.iter().enumerate() {
-            let target = self.target_text(a);
             let seed = judge_seed(*repeat);
-            let (mut rec, _) = judge(generator, &self.rubric, a, &target, self.temperature, seed)?;
+            let (mut rec, _) = judge_prompted(
+                generator,
+                &self.rubric,
+                a,
+                self.prompt(a),
+                (self.temperature, seed),
+                |_| {},
+            )?;
             rec.repeat = *repeat;
+            rec.judge_model.clone_from(&self.judge_name);
             judgements(&ctx.workspace)
                 .append(std::slice::from_ref(&rec))
                 .await?;
@@ -486,13 +566,7 @@ impl JudgeBatch {
         let jobs: Vec<Arc<(AnswerRecord, PromptText, Option<u32>)>> = self
             .todo
             .iter()
-            .map(|(a, r)| {
-                Arc::new((
-                    a.clone(),
-                    judge_prompt(&self.rubric, a, &self.target_text(a)),
-                    *r,
-                ))
-            })
+            .map(|(a, r)| Arc::new((a.clone(), self.prompt(a), *r)))
             .collect();
         let constraint = Constraint::JsonSchema {
             name: "judgement".into(),

@@ -353,6 +353,18 @@ pub async fn existing_answer_ids(ws: &Workspace) -> Result<HashSet<String>> {
 /// one pass. The rubric's criteria are trusted (a file the project or its user wrote);
 /// the question, reference answer, chunk and answer are not.
 pub fn judge_prompt(rubric: &Rubric, a: &AnswerRecord, target_text: &str) -> PromptText {
+    judge_prompt_with(rubric, a, target_text, &PromptText::default())
+}
+
+/// [`judge_prompt`] with a few-shot examples section after the criteria
+/// ([`crate::core::calibration::examples_section`], its texts untrusted); an empty
+/// section gives the plain prompt, character for character.
+pub fn judge_prompt_with(
+    rubric: &Rubric,
+    a: &AnswerRecord,
+    target_text: &str,
+    examples: &PromptText,
+) -> PromptText {
     let criteria = rubric.describe();
     let reference = match a.reference_answer.as_deref() {
         Some(r) => Slot::Untrusted(r),
@@ -362,6 +374,7 @@ pub fn judge_prompt(rubric: &Rubric, a: &AnswerRecord, target_text: &str) -> Pro
         include_str!("../../../assets/prompts/judge.txt"),
         &[
             ("criteria", Slot::Trusted(&criteria)),
+            ("examples", Slot::Filled(examples)),
             ("question", Slot::Untrusted(&a.question)),
             ("reference", reference),
             ("chunk", Slot::Untrusted(target_text)),
@@ -397,10 +410,22 @@ pub fn judge_streaming(
     rubric: &Rubric,
     a: &AnswerRecord,
     target_text: &str,
-    (temperature, seed): (f32, u32),
+    sampling: (f32, u32),
     on_token: impl FnMut(&str),
 ) -> Result<(JudgementRecord, Judgement)> {
     let prompt = judge_prompt(rubric, a, target_text);
+    judge_prompted(generator, rubric, a, prompt, sampling, on_token)
+}
+
+/// Judge one answer with a prompt already filled ([`judge_prompt_with`]).
+pub fn judge_prompted(
+    generator: &Generator,
+    rubric: &Rubric,
+    a: &AnswerRecord,
+    prompt: PromptText,
+    (temperature, seed): (f32, u32),
+    on_token: impl FnMut(&str),
+) -> Result<(JudgementRecord, Judgement)> {
     let sampling = Sampling {
         temperature,
         seed,
@@ -528,6 +553,12 @@ mod tests {
         }
         let none = judge_prompt(&rubric, &AnswerRecord::default(), "g");
         assert!(none.text.contains("Reference answer: (none)"));
+        assert!(
+            none.text
+                .contains(&format!("{}\n\nQuestion: ", rubric.describe())),
+            "no examples: the criteria and the question as before"
+        );
+        assert!(!p.text.contains("{examples}"));
     }
 
     #[test]

@@ -9,13 +9,13 @@ mod replay;
 
 pub use crate::core::answer::{AnswerRecord, JudgementRecord};
 pub use batches::{
-    AnswerBatch, BatchRequest, BatchSummary, JudgeBatch, JudgeRepeats, Repeated, all_answers,
-    judge_seed, save_answer,
+    AnswerBatch, BatchRequest, BatchSummary, FewShot, JudgeBatch, JudgeRepeats, JudgeScope,
+    Repeated, all_answers, judge_seed, save_answer,
 };
 pub use generation::{
     ANSWERS, Answerer, JUDGEMENTS, Prepared, RunConfig, answers, default_template,
     endpoint_judge_sampling, endpoint_judgement, existing_answer_ids, judge, judge_prompt,
-    judge_streaming, judgements, prepare_prompt, record,
+    judge_prompt_with, judge_prompted, judge_streaming, judgements, prepare_prompt, record,
 };
 pub use live::{GeneratorSlot, answer_live, answer_live_endpoint, judge_live, live_on_endpoints};
 pub use replay::pick_replay;

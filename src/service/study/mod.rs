@@ -1,9 +1,11 @@
 //! The annotation study: items to label (from stored answers or a file), raters'
 //! labels and their history, reviewer assignment, adjudicated final labels, the
-//! agreement between raters and the judge, and its reports.
+//! agreement between raters and the judge, its reports, and the judge calibrated on
+//! the final labels.
 
 mod agreement;
 mod assign;
+mod calibrate;
 mod gold;
 mod labels;
 mod raters;
@@ -12,6 +14,7 @@ mod trust;
 
 pub use agreement::{PAPER_OVERALL, fmt_est, noise_verdict, to_csv, to_markdown};
 pub use assign::{Assigned, assign};
+pub use calibrate::{CalibrateRequest, Calibration, CalibrationRow, Judged, calibrate};
 pub use gold::{GOLD, gold_report, gold_rows, gold_table, mark_gold};
 pub use labels::{
     ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,

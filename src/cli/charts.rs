@@ -73,6 +73,31 @@ fn y_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
+/// The builder every chart here starts from: a caption and the label areas (x's
+/// height varies with its labels: rotated bar names need more room).
+fn builder<'a, 'b, 'c>(
+    root: &'a DrawingArea<SVGBackend<'c>, Shift>,
+    title: &str,
+    x_label_area: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'c>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, (FONT, 18))
+        .margin(12)
+        .x_label_area_size(x_label_area)
+        .y_label_area_size(56);
+    b
+}
+
+/// The x label of a category segment: `name(i)` for segment i, empty past the last.
+fn segment_label(v: &SegmentValue<i32>, name: impl Fn(usize) -> Option<String>) -> String {
+    match v {
+        SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+            usize::try_from(*i).ok().and_then(name).unwrap_or_default()
+        }
+        SegmentValue::Last => String::new(),
+    }
+}
+
 /// A line chart over numeric x (alpha, k): one polyline per series, a dot per point.
 pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String> {
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
@@ -92,12 +117,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Resu
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x0..x1, y0..y1)?;
+        let mut chart = builder(&root, title, 40).build_cartesian_2d(x0..x1, y0..y1)?;
         chart
             .configure_mesh()
             .x_desc(x_desc)
@@ -129,20 +149,9 @@ pub fn category_lines(
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d((0..n - 1).into_segmented(), y0..y1)?;
-        let label = |v: &SegmentValue<i32>| match v {
-            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => usize::try_from(*i)
-                .ok()
-                .and_then(|i| categories.get(i))
-                .cloned()
-                .unwrap_or_default(),
-            SegmentValue::Last => String::new(),
-        };
+        let mut chart =
+            builder(&root, title, 40).build_cartesian_2d((0..n - 1).into_segmented(), y0..y1)?;
+        let label = |v: &SegmentValue<i32>| segment_label(v, |i| categories.get(i).cloned());
         chart
             .configure_mesh()
             .x_labels(categories.len())
@@ -174,19 +183,12 @@ pub fn bars(title: &str, y_desc: &str, bars: &[(String, f64)]) -> Result<String>
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(12)
-            .x_label_area_size(90)
-            .y_label_area_size(56)
-            .build_cartesian_2d((0..n - 1).into_segmented(), y0..y1)?;
-        let label = |v: &SegmentValue<i32>| match v {
-            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => usize::try_from(*i)
-                .ok()
-                .and_then(|i| bars.get(i))
-                .map(|b| crate::core::text::snippet(&b.0, 16))
-                .unwrap_or_default(),
-            SegmentValue::Last => String::new(),
+        let mut chart =
+            builder(&root, title, 90).build_cartesian_2d((0..n - 1).into_segmented(), y0..y1)?;
+        let label = |v: &SegmentValue<i32>| {
+            segment_label(v, |i| {
+                bars.get(i).map(|b| crate::core::text::snippet(&b.0, 16))
+            })
         };
         chart
             .configure_mesh()

@@ -307,6 +307,32 @@ impl Estimate {
 /// [`NoiseReport`] over items, each holding one `[human 1, human 2, judge]` label
 /// triple per criterion (pooled criteria give several per item). Resamples whole items.
 pub fn judge_within_noise(items: &[Vec<[String; 3]>], boot: Bootstrap) -> NoiseReport {
+    // kappa(h1, h2), kappa(judge, h1), kappa(judge, h2) on each resample.
+    let (items, [vs_first, vs_second]) =
+        paired_kappa_bootstrap(items, [(0, 1), (2, 0), (2, 1)], boot, |[hh, j1, j2]| {
+            let d = |j: Option<f64>| Some(j? - hh?);
+            [d(j1), d(j2)]
+        });
+    NoiseReport {
+        items,
+        vs_first,
+        vs_second,
+    }
+}
+
+/// A paired percentile bootstrap over items of statistics made from Cohen's kappas.
+/// Each item holds label triples (one per criterion, several when criteria are
+/// pooled); `pairs` names, per kappa, the two triple positions it compares; `combine`
+/// turns the P kappas of one (re)sample into the S reported statistics. Every kappa is
+/// recomputed on the same resample of whole items, so the kappas share their sampling
+/// noise and a difference between them gets a paired CI. Items with no triple are left
+/// out; the count returned is of the items used.
+pub(crate) fn paired_kappa_bootstrap<const P: usize, const S: usize>(
+    items: &[Vec<[String; 3]>],
+    pairs: [(usize, usize); P],
+    boot: Bootstrap,
+    combine: impl Fn([Option<f64>; P]) -> [Option<f64>; S],
+) -> (usize, [Estimate; S]) {
     let items: Vec<&Vec<[String; 3]>> = items.iter().filter(|v| !v.is_empty()).collect();
     let labels: Vec<String> = items
         .iter()
@@ -318,51 +344,44 @@ pub fn judge_within_noise(items: &[Vec<[String; 3]>], boot: Bootstrap) -> NoiseR
     let idx = |l: &str| labels.iter().position(|x| x == l).unwrap_or(0);
     let per_item: Vec<Vec<[usize; 3]>> = items
         .iter()
-        .map(|v| {
-            v.iter()
-                .map(|t| [idx(&t[0]), idx(&t[1]), idx(&t[2])])
-                .collect()
-        })
+        .map(|v| v.iter().map(|t| t.each_ref().map(|l| idx(l))).collect())
         .collect();
-    // Confusions of (h1, h2), (judge, h1), (judge, h2) over a multiset of items.
-    let diffs = |pick: &mut dyn FnMut() -> usize, n: usize| {
-        let mut c = [(); 3].map(|()| Confusion {
+    let stats = |pick: &mut dyn FnMut() -> usize, n: usize| {
+        let mut c = [(); P].map(|()| Confusion {
             labels: labels.clone(),
             counts: vec![vec![0; k]; k],
         });
         for _ in 0..n {
             for t in &per_item[pick()] {
-                c[0].counts[t[0]][t[1]] += 1;
-                c[1].counts[t[2]][t[0]] += 1;
-                c[2].counts[t[2]][t[1]] += 1;
+                for (c, &(row, col)) in c.iter_mut().zip(&pairs) {
+                    c.counts[t[row]][t[col]] += 1;
+                }
             }
         }
-        let [hh, j1, j2] = c.each_ref().map(cohen_kappa);
-        let d = |j: Option<f64>| Some(j? - hh?);
-        [d(j1), d(j2)]
+        combine(c.each_ref().map(cohen_kappa))
     };
     let n = per_item.len();
     let mut i = 0;
-    let point = diffs(
+    let point = stats(
         &mut || {
             i += 1;
             i - 1
         },
         n,
     );
-    let mut resamples = Resamples::new(2);
+    let mut resamples = Resamples::new(S);
     if n > 0 {
         let mut rng = Rng::new(boot.seed);
         for _ in 0..boot.resamples {
-            resamples.push(&diffs(&mut || rng.below(n), n));
+            resamples.push(&stats(&mut || rng.below(n), n));
         }
     }
-    let mut est = |s: usize| resamples.estimate(s, point[s]);
-    NoiseReport {
-        items: n,
-        vs_first: est(0),
-        vs_second: est(1),
-    }
+    let mut s = 0;
+    let estimates = point.map(|p| {
+        s += 1;
+        resamples.estimate(s - 1, p)
+    });
+    (n, estimates)
 }
 
 pub mod drift;

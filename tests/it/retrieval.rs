@@ -557,6 +557,17 @@ fn eval_drops_queries_with_no_results() {
     );
 }
 
+/// Four one-section pages, three of them about vaccines.
+const FOUR_PAGES: [(&str, &str); 4] = [
+    ("a.md", "# Rabies\n\nRabies vaccine for dogs and cats."),
+    ("b.md", "# Flu\n\nInfluenza vaccine every year for adults."),
+    ("c.md", "# Hands\n\nWash hands with soap and water."),
+    (
+        "d.md",
+        "# Measles\n\nMeasles vaccine: two doses for children.",
+    ),
+];
+
 /// Hybrid and linear fused with TF-IDF on a small corpus: linear fusion's default is
 /// equal weights, run files carry the whole configuration in their names, the JSONL
 /// per-query file agrees with them, and each fused score is recomputed by hand from
@@ -564,18 +575,7 @@ fn eval_drops_queries_with_no_results() {
 #[test]
 fn fusion_with_tfidf_and_equal_linear_weights() {
     let env = Env::new();
-    let dir = write_docs(
-        &env,
-        &[
-            ("a.md", "# Rabies\n\nRabies vaccine for dogs and cats."),
-            ("b.md", "# Flu\n\nInfluenza vaccine every year for adults."),
-            ("c.md", "# Hands\n\nWash hands with soap and water."),
-            (
-                "d.md",
-                "# Measles\n\nMeasles vaccine: two doses for children.",
-            ),
-        ],
-    );
+    let dir = write_docs(&env, &FOUR_PAGES);
     env.ok(&["ingest", dir.to_str().expect("utf8")]);
     env.ok(&["index"]);
     let q = env.dir.path().join("q.jsonl");
@@ -765,18 +765,7 @@ fn fusion_with_tfidf_and_equal_linear_weights() {
 #[test]
 fn several_embedding_models_in_one_report() {
     let env = Env::new();
-    let dir = write_docs(
-        &env,
-        &[
-            ("a.md", "# Rabies\n\nRabies vaccine for dogs and cats."),
-            ("b.md", "# Flu\n\nInfluenza vaccine every year for adults."),
-            ("c.md", "# Hands\n\nWash hands with soap and water."),
-            (
-                "d.md",
-                "# Measles\n\nMeasles vaccine: two doses for children.",
-            ),
-        ],
-    );
+    let dir = write_docs(&env, &FOUR_PAGES);
     env.ok(&["ingest", dir.to_str().expect("utf8")]);
     let minilm = common::model(raglab::config::DEFAULT_EMBED_MODEL);
     let twin = env.dir.path().join("twin-MiniLM.F16.gguf");

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::agreement::{Bootstrap, Confusion, Estimate, Resamples, cohen_kappa};
+use super::agreement::{Bootstrap, Estimate, paired_kappa_bootstrap};
 use super::annotation::Item;
 use super::prompt::{PromptText, Slot, fill};
 use super::rng::Rng;
@@ -216,50 +216,24 @@ pub fn examples_section(shots: &[&Shot]) -> PromptText {
 /// recomputed on the same resample. `None` (the value or a resample) when either
 /// kappa is undefined.
 pub fn kappa_difference(items: &[Vec<[String; 3]>], boot: Bootstrap) -> Estimate {
-    let items: Vec<&Vec<[String; 3]>> = items.iter().filter(|v| !v.is_empty()).collect();
-    let labels: Vec<String> = items
-        .iter()
-        .flat_map(|v| v.iter().flatten().cloned())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let k = labels.len();
-    let idx = |l: &str| labels.iter().position(|x| x == l).unwrap_or(0);
-    let per_item: Vec<Vec<[usize; 3]>> = items
-        .iter()
-        .map(|v| v.iter().map(|t| t.each_ref().map(|l| idx(l))).collect())
-        .collect();
-    let diff = |pick: &mut dyn FnMut() -> usize, n: usize| {
-        let mut c = [(); 2].map(|()| Confusion {
-            labels: labels.clone(),
-            counts: vec![vec![0; k]; k],
+    let (_, [difference]) =
+        paired_kappa_bootstrap(items, [(0, 2), (1, 2)], boot, |[before, after]| {
+            [after.zip(before).map(|(a, b)| a - b)]
         });
-        for _ in 0..n {
-            for t in &per_item[pick()] {
-                c[0].counts[t[0]][t[2]] += 1;
-                c[1].counts[t[1]][t[2]] += 1;
-            }
-        }
-        let [before, after] = c.each_ref().map(cohen_kappa);
-        Some(after? - before?)
-    };
-    let n = per_item.len();
-    let mut i = 0;
-    let point = diff(
-        &mut || {
-            i += 1;
-            i - 1
-        },
-        n,
-    );
-    let mut resamples = Resamples::new(1);
-    if n > 0 {
-        let mut rng = Rng::new(boot.seed);
-        for _ in 0..boot.resamples {
-            resamples.push(&[diff(&mut || rng.below(n), n)]);
-        }
-    }
-    resamples.estimate(0, point)
+    difference
+}
+
+/// The tag of a calibrated judge's judgements, appended to the judge's name with `+`
+/// (`model.gguf+calibrated-k5-s4-seed1`): folds, shots and seed name the plan.
+pub fn calibrated_tag(folds: usize, shots: usize, seed: u64) -> String {
+    format!("calibrated-k{folds}-s{shots}-seed{seed}")
+}
+
+/// Whether judgements stored under `judge_model` are a calibrated judge's. Views
+/// that count "the judge" without a named model (pass rates, `agree`) leave them out,
+/// so calibrating never changes the plain judge's numbers behind the user's back.
+pub fn is_calibrated(judge_model: &str) -> bool {
+    judge_model.contains("+calibrated-k")
 }
 
 #[cfg(test)]

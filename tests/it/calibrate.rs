@@ -409,6 +409,13 @@ async fn the_calibrated_judge_never_sees_its_own_item_and_its_kappas_match_a_han
     );
     assert_eq!(again["rows"], doc["rows"]);
     assert_eq!(again["plan"], doc["plan"]);
+    // Pass rates count the plain judge only: calibrating changes no number there.
+    let report = env.json(&["--role", "lead", "report", "answers", "--json"]);
+    assert_eq!(
+        report["cal"]["judge_models"],
+        serde_json::json!([doc["judge_model"]]),
+        "{report}"
+    );
     // Without the lead's role it is refused.
     let out = env
         .cmd()

@@ -120,7 +120,8 @@ pub async fn judge_pass_rates(ctx: &Context, sight: &Sight) -> Result<Option<Jud
     if judg.is_empty() {
         return Ok(None);
     }
-    let judg = sight.judgements_seen(judg);
+    let mut judg = sight.judgements_seen(judg);
+    judg.retain(|j| !crate::core::calibration::is_calibrated(&j.judge_model));
     let by_answer = crate::core::answer::by_answer(&judg);
     let judged: Vec<&AnswerRecord> = all
         .iter()

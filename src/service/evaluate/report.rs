@@ -124,7 +124,9 @@ pub async fn answer_report(
         bail!("run `{r}` has no answers");
     }
     // Only the judge labels the viewer may see (blind study items left out).
-    let judg = sight.judgements_seen(judgements(&ctx.workspace).read_all().await?);
+    // A calibrated judge's labels are `calibrate`'s to report, not the pass rates'.
+    let mut judg = sight.judgements_seen(judgements(&ctx.workspace).read_all().await?);
+    judg.retain(|j| !crate::core::calibration::is_calibrated(&j.judge_model));
     let by_answer = crate::core::answer::by_answer(&judg);
     let mut runs: BTreeMap<&str, Vec<&AnswerRecord>> = BTreeMap::new();
     for a in &all {

@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::labels::{FinalLabel, Item, JUDGE, Label, criterion_rows, final_labels, noise_table};
@@ -190,7 +190,9 @@ pub async fn calibrate(
         );
     }
     let items = read_items(&ctx.workspace).await?;
-    let f = finals(ctx, rubric, req.reviewers.clone()).await?;
+    let f = finals(ctx, rubric, req.reviewers.clone())
+        .await
+        .context("calibration learns from the study's final labels (two reviewers' agreed labels and the lead's adjudications)")?;
     let stored: HashSet<String> = answers(&ctx.workspace)
         .read_all::<AnswerRecord>()
         .await?
@@ -237,7 +239,7 @@ pub async fn calibrate(
     )
     .await?;
     let before = batch.run(ctx, &|d, t| progress("before", d, t)).await?;
-    let tag = format!("calibrated-k{}-s{}-seed{}", req.folds, req.shots, req.seed);
+    let tag = crate::core::calibration::calibrated_tag(req.folds, req.shots, req.seed);
     batch
         .select(
             ctx,

@@ -105,6 +105,7 @@ pub async fn save_labels(
     labels: &[Label],
 ) -> Result<u64> {
     let known: BTreeSet<&str> = items.iter().map(|i| i.item_id.as_str()).collect();
+    let pairwise = rubric.pairwise();
     let versions: BTreeSet<&str> = labels.iter().map(|l| l.rubric_version.as_str()).collect();
     if versions.len() > 1 {
         bail!("labels mix rubric versions {versions:?}; import one version at a time");
@@ -130,6 +131,12 @@ pub async fn save_labels(
         if !known.contains(l.item_id.as_str()) {
             bail!("label {}: unknown item `{}`", l.label_id, l.item_id);
         }
+        // A pair item is labelled first/second/tie on the rubric's criteria.
+        let rubric = if crate::core::preference::is_pair_item(&l.item_id) {
+            &pairwise
+        } else {
+            rubric
+        };
         let Some(c) = rubric.criterion(&l.criterion) else {
             bail!(
                 "label {}: unknown criterion `{}` (rubric {} has {:?})",
@@ -344,7 +351,12 @@ pub fn judge_labels(
         .collect();
     let mut out = Vec::new();
     for (n, j) in judg.iter().enumerate() {
-        if model.is_some_and(|m| m != j.judge_model) {
+        // A named model, else every plain judge (a calibrated judge only by name).
+        let counted = match model {
+            Some(m) => m == j.judge_model,
+            None => !crate::core::calibration::is_calibrated(&j.judge_model),
+        };
+        if !counted {
             continue;
         }
         if let Some(item) = by_answer.get(j.answer_id.as_str()) {

@@ -762,3 +762,145 @@ fn walk_logs(dir: &Path) -> Option<String> {
     }
     None
 }
+
+/// Carol's labels: alice's plan, changed on about a quarter of the units (not where
+/// bob's change).
+fn carol_plan(i: usize, c: usize) -> &'static str {
+    let a = LABELS
+        .iter()
+        .position(|l| *l == plan("alice", i, c))
+        .expect("label");
+    LABELS[if (i * 5 + c) % 4 == 1 { (a + 2) % 3 } else { a }]
+}
+
+/// Anyone's label in the three-reviewer study.
+fn plan3(who: &str, i: usize, c: usize) -> &'static str {
+    match who {
+        "carol" => carol_plan(i, c),
+        _ => plan(who, i, c),
+    }
+}
+
+/// Three reviewers, two per item, and a gold item every reviewer gets unmarked: each
+/// labels their queue in their own process; a reviewer sees no one else's labels
+/// before submitting; the lead's `agree --json` gives each reviewer's accuracy on the
+/// gold item as counted here from the label plan, and every reviewer's agreement;
+/// a reviewer's own `agree --json` carries no gold field.
+#[test]
+fn a_three_reviewer_study_with_a_gold_item() {
+    const N: usize = 7;
+    const GOLD: usize = 6;
+    let env = Env::new();
+    let dir = env.dir.path().to_path_buf();
+    let rubric = common::repo().join("tests/data/rubrics/six_yes_no_partly.toml");
+    let rubric = rubric.to_str().expect("utf8");
+    let items = dir.join("three.jsonl");
+    let rows: String = (0..N)
+        .map(|i| {
+            format!(
+                "{{\"item_id\": \"i{i:02}\", \"question\": \"ITEM-i{i:02}: how is disease {i} prevented?\", \"reference_answer\": \"Reference {i}.\", \"target_chunk\": \"Guidance text {i}.\", \"answer\": \"Answer {i}.\"}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&items, rows).expect("items");
+    env.ok(&[
+        "annotate",
+        "create",
+        "--from-file",
+        items.to_str().expect("utf8"),
+    ]);
+    // The gold item's expected labels: alice's plan, so alice scores 6/6.
+    let gold = dir.join("gold.jsonl");
+    let rows: String = CRITERIA
+        .iter()
+        .enumerate()
+        .map(|(c, k)| {
+            format!(
+                "{{\"item_id\": \"i{GOLD:02}\", \"criterion\": \"{k}\", \"label\": \"{}\"}}\n",
+                plan("alice", GOLD, c)
+            )
+        })
+        .collect();
+    std::fs::write(&gold, rows).expect("gold");
+    env.ok(&[
+        "--rubric",
+        rubric,
+        "annotate",
+        "gold",
+        gold.to_str().expect("utf8"),
+    ]);
+    let out = env.ok(&[
+        "annotate",
+        "assign",
+        "--reviewers",
+        "alice,bob,carol",
+        "--per-item",
+        "2",
+    ]);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(said.contains("(1 gold, to every reviewer)"), "{said}");
+    // Six items two per reviewer over three reviewers, plus the gold item: 5 each.
+    let queue = (N - 1) * 2 / 3 + 1;
+
+    let t = Tmux::new(&env);
+    for who in ["alice", "bob", "carol"] {
+        t.start(who, &["--reviewer", who, "--rubric", rubric], &dir);
+        t.type_text(who, "4");
+        for n in 1..=queue {
+            let s = t.wait(who, Duration::from_secs(10), |s| {
+                s.contains(&format!("item {n}/{queue}"))
+            });
+            assert!(!s.contains("gold"), "the gold item is marked:\n{s}");
+            let i = item_on(&s);
+            if who == "carol" && n == 1 {
+                // Nothing of the others shows before carol submits.
+                t.type_text(who, "r");
+                let s = t.wait(who, Duration::from_secs(5), |s| {
+                    s.contains("blind until every reviewer")
+                });
+                assert!(!s.contains("alice:") && !s.contains("bob:"), "{s}");
+            }
+            let keys: String = (0..CRITERIA.len())
+                .map(|c| key_of(plan3(who, i, c)))
+                .collect();
+            t.type_text(who, &keys);
+            t.type_text(who, "]");
+        }
+        t.wait(who, Duration::from_secs(20), |s| {
+            s.contains(&format!("{queue}/{queue} done")) && !s.contains("saving…")
+        });
+        t.quit(who);
+        let err = std::fs::read_to_string(dir.join(format!("{who}.err"))).unwrap_or_default();
+        assert!(!err.contains("NOT saved"), "{who}: {err}");
+    }
+
+    let lead = env.json(&["--role", "lead", "--rubric", rubric, "agree", "--json"]);
+    let gold = lead["gold"]
+        .as_array()
+        .expect("the lead sees gold accuracy");
+    for who in ["alice", "bob", "carol"] {
+        let g = gold
+            .iter()
+            .find(|g| g["reviewer"] == who)
+            .unwrap_or_else(|| panic!("no gold row for {who}: {gold:?}"));
+        let correct = (0..CRITERIA.len())
+            .filter(|&c| plan3(who, GOLD, c) == plan("alice", GOLD, c))
+            .count();
+        assert_eq!(g["units"], CRITERIA.len(), "{g}");
+        assert_eq!(g["correct"], correct, "{who}: {g}");
+        let acc = g["accuracy"]["value"].as_f64().expect("accuracy");
+        assert!((acc - correct as f64 / CRITERIA.len() as f64).abs() < 1e-12);
+    }
+    let raters: Vec<&str> = lead["raters"]["raters"]
+        .as_array()
+        .expect("every reviewer's agreement")
+        .iter()
+        .map(|r| r.as_str().expect("name"))
+        .collect();
+    assert_eq!(raters, ["alice", "bob", "carol"]);
+    let mine = env.json(&["--reviewer", "alice", "--rubric", rubric, "agree", "--json"]);
+    assert!(
+        mine.get("gold").is_none(),
+        "gold shown to a reviewer: {mine}"
+    );
+}

@@ -54,6 +54,11 @@ pub struct CreateArgs {
     /// Generation run whose answers become items.
     #[arg(long, conflicts_with = "from_file")]
     pub from_run: Option<String>,
+    /// Two runs whose answers to the same question become pair items (a pairwise
+    /// study: reviewers label each criterion first, second or tie; the order of each
+    /// pair is drawn with --seed and the run names are hidden).
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["from_run", "from_file"])]
+    pub pairs: Option<Vec<String>>,
     /// JSONL items `{item_id, question, reference_answer, target_chunk, answer}`.
     #[arg(long)]
     pub from_file: Option<PathBuf>,
@@ -149,10 +154,27 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
             return Ok(());
         }
     };
+    if let Some(runs) = &args.pairs {
+        let [a, b] = runs.as_slice() else {
+            bail!("--pairs takes two runs: --pairs RUN_A,RUN_B");
+        };
+        let sample = args.sample.map(|n| (n, args.seed));
+        let n = study::create_pair_items(ctx, (a, b), args.set, sample, args.seed).await?;
+        match n {
+            0 => say!("no new pair items (all already present)"),
+            n => say!(
+                "created {n} pair items of {} and {} (order drawn with seed {}); reviewers label each criterion first, second or tie",
+                clean(a),
+                clean(b),
+                args.seed
+            ),
+        }
+        return Ok(());
+    }
     let source = match (args.from_run, args.from_file) {
         (Some(run), _) => ItemSource::Run(run),
         (None, Some(f)) => ItemSource::File(f),
-        (None, None) => bail!("give --from-run RUN or --from-file FILE"),
+        (None, None) => bail!("give --from-run RUN, --from-file FILE or --pairs RUN_A,RUN_B"),
     };
     let sample = args.sample.map(|n| (n, args.seed));
     let done = study::create_items(ctx, &source, args.set, sample).await?;

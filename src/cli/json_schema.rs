@@ -58,6 +58,7 @@ schemas! {
     ANSWERS_COMPARE = "answers-compare" / 1 : "raglab report answers --compare A B";
     AGREEMENT = "agreement" / 1 : "raglab agree --json";
     CALIBRATION = "calibration" / 1 : "raglab calibrate --json";
+    PREFERENCES = "preferences" / 1 : "raglab preferences --json";
     ROSTER = "roster" / 1 : "raglab study roster list --json";
     BENCH_RETRIEVAL = "bench-retrieval" / 1 : "raglab bench retrieval --json";
     BENCH_SYNTHETIC = "bench-synthetic" / 1 : "raglab bench retrieval --synthetic N --json";

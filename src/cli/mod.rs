@@ -42,6 +42,7 @@ mod index;
 mod ingest;
 pub mod json_schema;
 mod mcqa;
+mod preferences;
 mod raters;
 mod report_study;
 mod search;
@@ -163,6 +164,10 @@ pub enum Command {
     /// k-fold (no item judged by a prompt that saw it); kappa against the final
     /// labels before and after, their paired difference, judge within human noise.
     Calibrate(calibrate::CalibrateArgs),
+    /// Rank the runs of a pairwise study (`annotate create --pairs A,B`): Bradley-Terry
+    /// scores with bootstrap CIs, head-to-head records, reviewers' agreement on their
+    /// preferences (the study lead's: `--role lead`).
+    Preferences(preferences::PreferencesArgs),
     /// Who is who in a study: your signing key, the roster of reviewers' keys.
     Study {
         #[command(subcommand)]
@@ -246,6 +251,10 @@ pub async fn run(
         Command::Calibrate(args) => {
             crate::service::study::confirm(ctx, viewer).await?;
             calibrate::run(ctx, args, viewer).await
+        }
+        Command::Preferences(args) => {
+            crate::service::study::confirm(ctx, viewer).await?;
+            preferences::run(ctx, args, viewer).await
         }
         Command::Study { cmd } => study::run(ctx, cmd).await,
         Command::Bench {

@@ -197,6 +197,42 @@ impl Rubric {
         c.labels.as_deref().unwrap_or(&self.labels)
     }
 
+    /// The rubric of pair items: the same criteria (names, definitions, guidelines),
+    /// each labelled `first`, `second` or `tie` (keys f, s, t), unordered, without the
+    /// worked examples (theirs are labels of single answers). Its version is this
+    /// one's with `+pairwise`, so a pair label names the rubric it was given under.
+    /// A pairwise rubric is returned as it is.
+    pub fn pairwise(&self) -> Rubric {
+        use crate::core::preference::PAIR_LABELS;
+        if self.is_pairwise() {
+            return self.clone();
+        }
+        Rubric {
+            name: format!("{} (pairwise)", self.name),
+            version: format!("{}+pairwise", self.version),
+            labels: PAIR_LABELS.iter().map(|l| l.to_string()).collect(),
+            criteria: self
+                .criteria
+                .iter()
+                .map(|c| Criterion {
+                    labels: None,
+                    examples: Vec::new(),
+                    ..c.clone()
+                })
+                .collect(),
+            keys: Default::default(),
+            ordered: false,
+        }
+    }
+
+    /// Whether every criterion is labelled `first`, `second` or `tie`.
+    pub fn is_pairwise(&self) -> bool {
+        use crate::core::preference::PAIR_LABELS;
+        self.criteria
+            .iter()
+            .all(|c| self.labels_of(c).iter().map(String::as_str).eq(PAIR_LABELS))
+    }
+
     pub fn criterion(&self, key: &str) -> Option<&Criterion> {
         self.criteria.iter().find(|c| c.key == key)
     }

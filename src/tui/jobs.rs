@@ -48,6 +48,11 @@ pub enum Msg {
         ticket: u64,
         result: Result<Box<Agreement>, String>,
     },
+    /// The lead's ranking of a pairwise study (`None`: no pair items).
+    Preferences {
+        ticket: u64,
+        result: Result<Option<Box<study::Preferences>>, String>,
+    },
     /// The study's datasets changed on disk (another process, or our own commits).
     StudyChanged(Vec<Option<String>>),
     Exported(Result<String, String>),
@@ -609,6 +614,30 @@ impl Jobs {
         });
         // Quitting waits for it like for the start-up reads (see `settle`).
         self.track(task);
+        if app.annotate.viewer() == crate::core::blinding::Viewer::Lead {
+            self.refresh_preferences(app);
+        }
+    }
+
+    /// Rank a pairwise study's runs (the lead's band of the Agreement pane), under
+    /// the same ticket as the agreement it goes with.
+    fn refresh_preferences(&mut self, app: &App) {
+        let (ctx, tx, ticket) = (Arc::clone(&self.ctx), self.tx.clone(), app.agreement.ticket);
+        let rubric = app.annotate.rubric.clone();
+        let task = tokio::spawn(async move {
+            let ranked: anyhow::Result<Option<Box<study::Preferences>>> = async {
+                if !study::is_pairwise(&ctx.workspace).await? {
+                    return Ok(None);
+                }
+                let lead = crate::core::blinding::Viewer::Lead;
+                let p = study::preferences(&ctx, &rubric, &lead, Bootstrap::default()).await?;
+                Ok(Some(Box::new(p)))
+            }
+            .await;
+            let result = ranked.map_err(|e| format!("{e:#}"));
+            let _ = tx.send(Msg::Preferences { ticket, result });
+        });
+        self.track(task);
     }
 
     /// Apply a finished job's message to the app.
@@ -690,6 +719,7 @@ impl Jobs {
             Msg::Agreement { ticket, result } => {
                 app.agreement.on_agreement(ticket, result.map(|b| *b));
             }
+            Msg::Preferences { ticket, result } => app.agreement.on_preferences(ticket, result),
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Schema};
 use raglab::service::answer::{AnswerRecord, JudgementRecord};
 use raglab::service::evaluate::McqaRecord;
-use raglab::service::study::{Item, Label};
+use raglab::service::study::{Item, Label, PairItem};
 use raglab::store::records::schema_of;
 
 fn list(t: DataType) -> DataType {
@@ -417,4 +417,19 @@ async fn labels_written_before_time_per_item_still_read_and_append() {
     let read: Vec<Label> = table.read_all().await.expect("read again");
     let ms: Vec<Option<u64>> = read.iter().map(|l| l.active_ms).collect();
     assert_eq!(ms, vec![None, Some(4_200)]);
+}
+
+/// The order record of a pairwise study's items: which run each shows first.
+#[test]
+fn pair_items_keep_their_schema() {
+    let want = fixture(&[
+        ("item_id", Utf8, false),
+        ("question_id", Utf8, false),
+        ("first_run", Utf8, false),
+        ("first_answer_id", Utf8, false),
+        ("second_run", Utf8, false),
+        ("second_answer_id", Utf8, false),
+        ("seed", UInt64, false),
+    ]);
+    assert_eq!(*schema_of::<PairItem>(), want);
 }

@@ -8,6 +8,7 @@ mod assign;
 mod calibrate;
 mod gold;
 mod labels;
+mod pairwise;
 mod raters;
 mod steps;
 mod trust;
@@ -21,6 +22,10 @@ pub use labels::{
     LABELS, Label, PAPER_REFERENCE, agreement_table, assignments_table, criterion_rows, current,
     disagreements, final_labels, items_table, judge_labels, labels_table, noise_table, now_nanos,
     pairs_of, pick_reviewers, read_items, save_labels,
+};
+pub use pairwise::{
+    PAIR_ITEMS, PairItem, Preferences, create_pair_items, is_pairwise, pair_items_table,
+    preferences,
 };
 pub use raters::{drift_report, human_reviewers, rater_report};
 pub use steps::{

@@ -98,7 +98,11 @@ async fn items_from_run(
 
 /// The item of one stored answer: its question, reference, target chunks' text and
 /// the answer; the item id is the answer id.
-fn item_of_answer(a: AnswerRecord, chunks: &[crate::core::chunk::Chunk], set: &str) -> Item {
+pub(super) fn item_of_answer(
+    a: AnswerRecord,
+    chunks: &[crate::core::chunk::Chunk],
+    set: &str,
+) -> Item {
     Item {
         item_id: a.answer_id.clone(),
         set: set.to_string(),
@@ -142,6 +146,16 @@ pub fn items_from_file(f: &Path, set: Option<String>) -> Result<Vec<Item>> {
         f,
         "an item {item_id, question, answer, reference_answer?, target_chunk?, answer_id?}",
     )?;
+    if let Some(r) = rows
+        .iter()
+        .find(|r| crate::core::preference::is_pair_item(&r.item_id))
+    {
+        bail!(
+            "item id `{}` starts with `{}`, which marks pair items (made by `annotate create --pairs`); rename it",
+            crate::core::text::sanitize_for_terminal(&r.item_id),
+            crate::core::preference::PAIR_ITEM_PREFIX
+        );
+    }
     Ok(rows
         .into_iter()
         .map(|r| Item {
@@ -201,10 +215,16 @@ pub fn read_label_file(file: &Path, rubric: &Rubric) -> Result<Vec<Label>> {
         file,
         "a label row {item_id, reviewer, criterion, label (null retracts), note?, rubric_version?}",
     )?;
+    let pairwise = rubric.pairwise();
     Ok(rows
         .iter()
         .map(|r| {
-            let version = r.rubric_version.as_deref().unwrap_or(&rubric.version);
+            let default = if crate::core::preference::is_pair_item(&r.item_id) {
+                &pairwise.version
+            } else {
+                &rubric.version
+            };
+            let version = r.rubric_version.as_deref().unwrap_or(default);
             Label::new(
                 &r.item_id,
                 &r.reviewer,
@@ -568,8 +588,9 @@ pub struct AgreementRequest {
     /// them and submitted by them; the lead sees everything.
     pub viewer: Viewer,
     pub version: LabelVersion,
-    /// The judge model file whose judgements are compared (default: all, the
-    /// newest judgement of an answer winning).
+    /// The judge model file whose judgements are compared (default: every plain
+    /// judge, the newest judgement of an answer winning; a calibrated judge's only
+    /// when named).
     pub judge_model: Option<String>,
     /// The gold rows that count ([`super::gold_rows`]); scored only for the lead
     /// ([`agreement_with`] reads them for the lead alone).
@@ -701,9 +722,19 @@ pub fn agreement_of(
     }
     let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
     let blinding = Blinding::replay(labels, &keys, schedule);
-    let visible = blinding.visible_labels(&req.viewer, labels);
-    let all_items: std::collections::BTreeSet<&str> =
-        labels.iter().map(|l| l.item_id.as_str()).collect();
+    // Pair items' first/second/tie labels count only in a pairwise rubric's table
+    // (`preferences` gives their agreement), single answers' only in the others.
+    let kind = |item: &str| crate::core::preference::is_pair_item(item) == rubric.is_pairwise();
+    let visible: Vec<&Label> = blinding
+        .visible_labels(&req.viewer, labels)
+        .into_iter()
+        .filter(|l| kind(&l.item_id))
+        .collect();
+    let all_items: std::collections::BTreeSet<&str> = labels
+        .iter()
+        .map(|l| l.item_id.as_str())
+        .filter(|i| kind(i))
+        .collect();
     let hidden_items = all_items
         .iter()
         .filter(|i| !blinding.visible(&req.viewer, i))
@@ -715,6 +746,9 @@ pub fn agreement_of(
         // Said without naming any way around it: waiting is the only way.
         Err(_) if hidden_items > 0 && req.viewer != Viewer::Lead => bail!(
             "blind: none of the {hidden_items} labelled items is revealed to you yet (an item is revealed to you once all of its assigned reviewers have submitted it and you have submitted it too)"
+        ),
+        Err(e) if labels.iter().any(|l| !kind(&l.item_id)) && !rubric.is_pairwise() => bail!(
+            "{e:#}; the labels here are on pair items (first/second/tie): their ranking and agreement are `raglab --role lead preferences`"
         ),
         Err(e) => return Err(e),
     };

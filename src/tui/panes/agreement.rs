@@ -68,9 +68,33 @@ pub struct AgreementPane {
     pub adjudication: Option<(Option<String>, TextInput)>,
     /// Columns the wide tables are scrolled by (`h`/`l`).
     pub scroll: usize,
+    /// The lead's ranking of a pairwise study's runs (`None`: not the lead, or no
+    /// pair items).
+    pub preferences: Option<Box<crate::service::study::Preferences>>,
 }
 
 impl AgreementPane {
+    /// The ranking of a pairwise study finished (for the newest request only); an
+    /// error is shown when there is no agreement table to show instead.
+    pub fn on_preferences(
+        &mut self,
+        ticket: u64,
+        result: Result<Option<Box<crate::service::study::Preferences>>, String>,
+    ) {
+        if ticket != self.ticket {
+            return;
+        }
+        match result {
+            Ok(p) => self.preferences = p,
+            Err(e) => {
+                self.preferences = None;
+                if self.rows.is_empty() {
+                    self.status = Some(e);
+                }
+            }
+        }
+    }
+
     /// Apply a finished computation.
     pub fn on_result(&mut self, a: Agreement) {
         self.rows = a.rows.clone();
@@ -771,6 +795,22 @@ impl PaneView for AgreementPane {
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let band = self
+            .preferences
+            .as_deref()
+            .map_or(0, super::agreement_preferences::height);
+        let [band_area, rest] =
+            Layout::vertical([Constraint::Length(band), Constraint::Min(3)]).areas(area);
+        if let Some(p) = self.preferences.as_deref() {
+            super::agreement_preferences::draw(f, band_area, p, self.scroll, theme);
+        }
+        self.draw_agreement(f, rest, theme);
+    }
+}
+
+impl AgreementPane {
+    /// Everything but the preferences band.
+    fn draw_agreement(&self, f: &mut Frame, area: Rect, theme: &Theme) {
         if self.rows.is_empty() {
             let msg = if self.computing {
                 "computing the bootstrap…".to_string()

@@ -155,6 +155,17 @@ impl AnnotatePane {
         }
     }
 
+    /// The rubric of the item on screen: the study's, or its pairwise form (first,
+    /// second, tie on the same criteria) on a pair item.
+    pub fn shown_rubric(&self) -> std::borrow::Cow<'_, Rubric> {
+        match self.item() {
+            Some(i) if crate::core::preference::is_pair_item(&i.item_id) => {
+                std::borrow::Cow::Owned(self.rubric.pairwise())
+            }
+            _ => std::borrow::Cow::Borrowed(&self.rubric),
+        }
+    }
+
     pub fn item(&self) -> Option<&Item> {
         self.items.get(*self.order.get(self.pos)?)
     }
@@ -286,10 +297,10 @@ impl AnnotatePane {
         self.reviewer.is_some()
             && !self.lead
             && self
-                .rubric
+                .shown_rubric()
                 .criteria
                 .get(self.criterion)
-                .is_some_and(|cr| self.rubric.label_for_key(cr, c).is_some())
+                .is_some_and(|cr| self.shown_rubric().label_for_key(cr, c).is_some())
     }
 
     /// Move the focused text (or the answer, when none is focused).
@@ -471,8 +482,9 @@ impl AnnotatePane {
         ) else {
             return None;
         };
-        let c = self.rubric.criteria.get(self.criterion)?;
-        if !self.rubric.labels_of(c).iter().any(|l| l == value) {
+        let rubric = self.shown_rubric().into_owned();
+        let c = rubric.criteria.get(self.criterion)?;
+        if !rubric.labels_of(c).iter().any(|l| l == value) {
             self.status = Some(format!("`{value}` is not a label of {}", c.name));
             return None;
         }
@@ -494,9 +506,9 @@ impl AnnotatePane {
             &c.key,
             Some(value),
             note.as_deref(),
-            &self.rubric.version,
+            &rubric.version,
         );
-        if self.criterion + 1 < self.rubric.criteria.len() {
+        if self.criterion + 1 < rubric.criteria.len() {
             self.criterion += 1;
         }
         self.queue(label)
@@ -580,7 +592,8 @@ impl AnnotatePane {
         }
         match self.label_of(&item, &me, &c).and_then(|l| l.label.clone()) {
             Some(v) => {
-                let label = Label::new(&item, &me, &c, Some(&v), Some(&note), &self.rubric.version);
+                let version = self.shown_rubric().version.clone();
+                let label = Label::new(&item, &me, &c, Some(&v), Some(&note), &version);
                 self.queue(label)
             }
             None => {
@@ -751,13 +764,13 @@ impl AnnotatePane {
             .shows_others(&item.item_id)
             .then(|| self.others(&item.item_id));
         let mut lines = Vec::new();
-        for (i, c) in self.rubric.criteria.iter().enumerate() {
+        let rubric = self.shown_rubric();
+        for (i, c) in rubric.criteria.iter().enumerate() {
             lines.push(self.label_row(item, me, i, others.as_deref(), theme));
-            let keys: Vec<String> = self
-                .rubric
+            let keys: Vec<String> = rubric
                 .labels_of(c)
                 .iter()
-                .map(|l| format!("{}={l}", self.rubric.key_of(l)))
+                .map(|l| format!("{}={l}", rubric.key_of(l)))
                 .collect();
             lines.push(Line::styled(
                 format!("      [{}] {}", keys.join(" "), c.definition),
@@ -781,8 +794,8 @@ impl AnnotatePane {
             Paragraph::new(lines).block(theme.block(
                 format!(
                     " Rubric {} v{} · 1-{n} pick · label keys in [ ] · n note · [ ] items · u unlabelled · z undo · r reveal · h/l text · ? help{note}",
-                    clean(&self.rubric.name),
-                    clean(&self.rubric.version)
+                    clean(&rubric.name),
+                    clean(&rubric.version)
                 ),
                 self.focus.is_none(),
             )),
@@ -810,7 +823,7 @@ impl AnnotatePane {
             .pending
             .values()
             .any(|l| l.item_id == item.item_id && l.criterion == c.key);
-        let first = self.rubric.labels_of(c).first().cloned();
+        let first = self.shown_rubric().labels_of(c).first().cloned();
         let style = |v: &Option<String>| match v {
             None => theme.muted,
             Some(v) if Some(v) == first.as_ref() => theme.pass,
@@ -1026,11 +1039,11 @@ impl AnnotatePane {
                 None
             }
             Action::LabelKey(c) => {
-                let label = self
-                    .rubric
+                let rubric = self.shown_rubric();
+                let label = rubric
                     .criteria
                     .get(self.criterion)
-                    .and_then(|cr| self.rubric.label_for_key(cr, c))
+                    .and_then(|cr| rubric.label_for_key(cr, c))
                     .map(str::to_string);
                 label.and_then(|l| self.label_current(&l))
             }

@@ -4,6 +4,7 @@ pub mod agreement;
 pub mod agreement_drift;
 pub mod agreement_grid;
 pub mod agreement_lead;
+pub mod agreement_preferences;
 pub mod annotate;
 pub mod annotate_guidelines;
 pub mod corpus;

@@ -79,3 +79,19 @@ pub async fn on_query_pane(
     .await;
     (app, jobs, rx)
 }
+
+/// The TUI as `raglab` opens it on `ctx` with `opts` (`tui::run` without a terminal):
+/// the app, its jobs told the viewer and started on their start-up reads, and their
+/// channel.
+pub async fn opened(
+    ctx: &raglab::service::Context,
+    opts: &raglab::tui::TuiOptions,
+) -> (App, Jobs, UnboundedReceiver<Msg>) {
+    let app = raglab::tui::build_app(ctx, opts, raglab::tui::keymap::Keymap::default_keymap())
+        .await
+        .expect("app");
+    let (mut jobs, rx) = Jobs::new(ctx);
+    jobs.set_viewer(app.annotate.viewer());
+    jobs.load_background();
+    (app, jobs, rx)
+}

@@ -402,28 +402,21 @@ mod tests {
             resamples: 400,
             seed: 7,
         };
-        let small: Vec<Comparison> = (0..9)
-            .flat_map(|i| {
-                games(
-                    i,
-                    usize::from(i % 3 == 0),
-                    usize::from(i % 3 != 0),
-                    1,
-                    false,
-                )
-            })
-            .collect();
-        let large: Vec<Comparison> = (0..90)
-            .flat_map(|i| {
-                games(
-                    i,
-                    usize::from(i % 3 == 0),
-                    usize::from(i % 3 != 0),
-                    1,
-                    false,
-                )
-            })
-            .collect();
+        // n items, a third won by the first run and two thirds by the second.
+        let items = |n: usize| -> Vec<Comparison> {
+            (0..n)
+                .flat_map(|i| {
+                    games(
+                        i,
+                        usize::from(i % 3 == 0),
+                        usize::from(i % 3 != 0),
+                        1,
+                        false,
+                    )
+                })
+                .collect()
+        };
+        let (small, large) = (items(9), items(90));
         let a = scores_with_ci(2, &small, boot);
         let b = scores_with_ci(2, &large, boot);
         assert_eq!(a, scores_with_ci(2, &small, boot));

@@ -554,7 +554,7 @@ impl Jobs {
         self.label_saving = true;
         let batch = std::mem::take(&mut self.label_queue);
         let (ctx, tx) = (Arc::clone(&self.ctx), self.tx.clone());
-        let (rubric, items) = (app.annotate.rubric.clone(), app.annotate.items.clone());
+        let (rubric, items) = (app.annotate.rubric().clone(), app.annotate.items.clone());
         let task = tokio::spawn(async move {
             let labels: Vec<_> = batch.iter().map(|(_, l)| l.clone()).collect();
             let results = match study::save_label_batch(&ctx, &rubric, &items, &labels).await {
@@ -593,7 +593,7 @@ impl Jobs {
         app.agreement.ticket += 1;
         app.agreement.computing = true;
         let (ctx, tx, ticket) = (Arc::clone(&self.ctx), self.tx.clone(), app.agreement.ticket);
-        let rubric = app.annotate.rubric.clone();
+        let rubric = app.annotate.rubric().clone();
         let req = study::AgreementRequest {
             reviewers: app.agreement.pair_choice.clone(),
             raters: None,
@@ -623,7 +623,7 @@ impl Jobs {
     /// the same ticket as the agreement it goes with.
     fn refresh_preferences(&mut self, app: &App) {
         let (ctx, tx, ticket) = (Arc::clone(&self.ctx), self.tx.clone(), app.agreement.ticket);
-        let rubric = app.annotate.rubric.clone();
+        let rubric = app.annotate.rubric().clone();
         let task = tokio::spawn(async move {
             let ranked: anyhow::Result<Option<Box<study::Preferences>>> = async {
                 if !study::is_pairwise(&ctx.workspace).await? {

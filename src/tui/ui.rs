@@ -95,12 +95,12 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
     }
     let labelling = matches!(app.pane, Pane::Annotate | Pane::Agreement);
     let label_keys = if labelling {
-        rubric_label_keys(&app.annotate.shown_rubric())
+        rubric_label_keys(app.annotate.shown_rubric())
     } else {
         Vec::new()
     };
     let mut lines = if labelling {
-        label_key_lines(&app.annotate.shown_rubric(), &label_keys, theme)
+        label_key_lines(app.annotate.shown_rubric(), &label_keys, theme)
     } else {
         Vec::new()
     };

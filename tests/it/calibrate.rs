@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::Value;
 
 use crate::common::{self, Env};
-use raglab::service::answer::{AnswerRecord, JudgementRecord, judgements, save_answer};
+use raglab::service::answer::{JudgementRecord, judgements, save_answer};
 use raglab::service::base::default_rubric;
 use raglab::service::study;
 
@@ -92,20 +92,7 @@ async fn study(env: &Env) -> BTreeMap<(String, String), String> {
     env.ok(&["ingest", docs.to_str().expect("utf8")]);
     let ctx = common::context(env, raglab::config::Config::default());
     for (i, (q, reference, answer, target)) in QA.iter().enumerate() {
-        let a = AnswerRecord {
-            answer_id: format!("cal/q{i}/s42"),
-            run: "cal".into(),
-            question_id: format!("q{i}"),
-            question: (*q).into(),
-            reference_answer: Some((*reference).into()),
-            answer: (*answer).into(),
-            target_ids: vec![(*target).into()],
-            method: "none".into(),
-            no_retrieval: true,
-            model_file: "hand-written".into(),
-            seed: 42,
-            ..AnswerRecord::default()
-        };
+        let a = common::records::written("cal", i, q, reference, answer, target);
         save_answer(&ctx, &a).await.expect("answer");
     }
     study::create_items(&ctx, &study::ItemSource::Run("cal".into()), None, None)

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{self, Env};
-use raglab::service::answer::{AnswerRecord, save_answer};
+use raglab::service::answer::save_answer;
 use raglab::service::base::default_rubric;
 use raglab::service::study::{self, PairItem};
 use raglab::tui::app::Pane;
@@ -52,20 +52,14 @@ async fn two_runs(env: &Env) -> raglab::service::Context {
     let ctx = common::context(env, raglab::config::Config::default());
     for (r, run) in RUNS.iter().enumerate() {
         for i in 0..QUESTIONS {
-            let a = AnswerRecord {
-                answer_id: format!("{run}/q{i}/s42"),
-                run: (*run).into(),
-                question_id: format!("q{i}"),
-                question: format!("How is the flu prevented (case {i})?"),
-                reference_answer: Some("A yearly vaccine.".into()),
-                answer: answer_text(r, i),
-                target_ids: vec!["flu#prevention".into()],
-                method: "none".into(),
-                no_retrieval: true,
-                model_file: "hand-written".into(),
-                seed: 42,
-                ..AnswerRecord::default()
-            };
+            let a = common::records::written(
+                run,
+                i,
+                &format!("How is the flu prevented (case {i})?"),
+                "A yearly vaccine.",
+                &answer_text(r, i),
+                "flu#prevention",
+            );
             save_answer(&ctx, &a).await.expect("answer");
         }
     }
@@ -177,36 +171,27 @@ async fn a_pairwise_study_ranks_the_runs_blind() {
     let file = env.dir.path().join("prefs.jsonl");
     std::fs::write(&file, rows).expect("labels");
     env.ok(&["labels", "import", file.to_str().expect("utf8")]);
-    // A single-answer label on a pair item is refused.
-    let bad = env.dir.path().join("bad.jsonl");
-    std::fs::write(
-        &bad,
-        format!(
-            "{{\"item_id\":\"{}\",\"reviewer\":\"ann\",\"criterion\":\"clarity\",\"label\":\"pass\"}}\n",
-            records[0].item_id
-        ),
-    )
-    .expect("bad");
-    let refused = env
-        .cmd()
-        .args(["labels", "import", bad.to_str().expect("utf8")])
-        .output()
-        .expect("run");
-    assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("not a label"));
-    // And a pair label on a single answer.
-    std::fs::write(
-        &bad,
-        "{\"item_id\":\"alpha-run/q0/s42\",\"reviewer\":\"ann\",\"criterion\":\"clarity\",\"label\":\"first\"}\n",
-    )
-    .expect("bad");
-    let refused = env
-        .cmd()
-        .args(["labels", "import", bad.to_str().expect("utf8")])
-        .output()
-        .expect("run");
-    assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("not a label"));
+    // A label from the other kind of item is refused: a single answer's label on a
+    // pair item, and a pair's label on a single answer.
+    let refuses = |item_id: &str, label: &str| {
+        let bad = env.dir.path().join("bad.jsonl");
+        std::fs::write(
+            &bad,
+            format!(
+                "{{\"item_id\":\"{item_id}\",\"reviewer\":\"ann\",\"criterion\":\"clarity\",\"label\":\"{label}\"}}\n"
+            ),
+        )
+        .expect("bad");
+        let refused = env
+            .cmd()
+            .args(["labels", "import", bad.to_str().expect("utf8")])
+            .output()
+            .expect("run");
+        assert!(!refused.status.success(), "{item_id} {label} was taken");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("not a label"));
+    };
+    refuses(&records[0].item_id, "pass");
+    refuses("alpha-run/q0/s42", "first");
 
     // Only the lead ranks.
     let blind = env

@@ -281,17 +281,19 @@ fn quantile(v: &mut [f64], q: f64) -> f64 {
     v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
 }
 
-#[test]
-fn a_blind_two_reviewer_study_with_adjudication() {
-    let env = Env::new();
-    let dir = env.dir.path().to_path_buf();
-    let rubric = common::repo().join("tests/data/rubrics/six_yes_no_partly.toml");
-    let rubric = rubric.to_str().expect("utf8");
-    let items = dir.join("study.jsonl");
-    let rows: String = (0..ITEMS)
+/// Create the study's `n` items `i00`.. from an items file (each question names its
+/// item, so a screen shows which item is open), with answer ids when `answer_ids`.
+fn create_items(env: &Env, n: usize, answer_ids: bool) {
+    let items = env.dir.path().join("items.jsonl");
+    let rows: String = (0..n)
         .map(|i| {
+            let answer_id = if answer_ids {
+                format!(", \"answer_id\": \"ans-{i:02}\"")
+            } else {
+                String::new()
+            };
             format!(
-                "{{\"item_id\": \"i{i:02}\", \"question\": \"ITEM-i{i:02}: how is disease {i} prevented?\", \"reference_answer\": \"Reference {i}.\", \"target_chunk\": \"Guidance text {i}.\", \"answer\": \"Answer {i}.\", \"answer_id\": \"ans-{i:02}\"}}\n"
+                "{{\"item_id\": \"i{i:02}\", \"question\": \"ITEM-i{i:02}: how is disease {i} prevented?\", \"reference_answer\": \"Reference {i}.\", \"target_chunk\": \"Guidance text {i}.\", \"answer\": \"Answer {i}.\"{answer_id}}}\n"
             )
         })
         .collect();
@@ -302,6 +304,15 @@ fn a_blind_two_reviewer_study_with_adjudication() {
         "--from-file",
         items.to_str().expect("utf8"),
     ]);
+}
+
+#[test]
+fn a_blind_two_reviewer_study_with_adjudication() {
+    let env = Env::new();
+    let dir = env.dir.path().to_path_buf();
+    let rubric = common::repo().join("tests/data/rubrics/six_yes_no_partly.toml");
+    let rubric = rubric.to_str().expect("utf8");
+    create_items(&env, ITEMS, true);
     env.ok(&["annotate", "assign", "--reviewers", "alice,bob"]);
     store_judgements(&env);
 
@@ -794,21 +805,7 @@ fn a_three_reviewer_study_with_a_gold_item() {
     let dir = env.dir.path().to_path_buf();
     let rubric = common::repo().join("tests/data/rubrics/six_yes_no_partly.toml");
     let rubric = rubric.to_str().expect("utf8");
-    let items = dir.join("three.jsonl");
-    let rows: String = (0..N)
-        .map(|i| {
-            format!(
-                "{{\"item_id\": \"i{i:02}\", \"question\": \"ITEM-i{i:02}: how is disease {i} prevented?\", \"reference_answer\": \"Reference {i}.\", \"target_chunk\": \"Guidance text {i}.\", \"answer\": \"Answer {i}.\"}}\n"
-            )
-        })
-        .collect();
-    std::fs::write(&items, rows).expect("items");
-    env.ok(&[
-        "annotate",
-        "create",
-        "--from-file",
-        items.to_str().expect("utf8"),
-    ]);
+    create_items(&env, N, false);
     // The gold item's expected labels: alice's plan, so alice scores 6/6.
     let gold = dir.join("gold.jsonl");
     let rows: String = CRITERIA

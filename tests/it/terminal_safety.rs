@@ -157,13 +157,15 @@ async fn every_pane_is_clean() {
     let study = raglab::service::study::load_study(&ctx)
         .await
         .expect("study");
-    app.annotate.rubric = parse_rubric(&format!(
+    app.annotate.set_rubric(
+        parse_rubric(&format!(
         "name = {}\nversion = \"1\"\n[[criteria]]\nkey = \"clarity\"\nname = {}\ndefinition = {}\n",
         toml_string(&evil("Rubric")),
         toml_string(&evil("Clarity")),
         toml_string(&evil("Is it clear?"))
     ))
-    .expect("rubric");
+    .expect("rubric"),
+    );
     // Both reviewers submitted the item's one criterion: revealed, so the other
     // reviewer's label and note are on screen too.
     app.annotate

@@ -32,7 +32,7 @@ fn app(reviewer: &str, rubric: raglab::core::rubric::Rubric) -> App {
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Annotate;
     app.annotate.reviewer = Some(reviewer.to_string());
-    app.annotate.rubric = rubric;
+    app.annotate.set_rubric(rubric);
     app.annotate
         .load(items(3), Vec::new(), std::collections::HashMap::new());
     app

@@ -38,7 +38,11 @@ pub struct AnnotatePane {
     /// The reviewer's name, asked for when none was given.
     pub reviewer_input: TextInput,
     pub items: Vec<Item>,
-    pub rubric: Rubric,
+    /// The study's rubric, and its pairwise form (first, second, tie on the same
+    /// criteria) for pair items, built once here rather than on every draw and key.
+    /// Private so that the two cannot drift apart: [`Self::set_rubric`] sets both.
+    rubric: Rubric,
+    pair_rubric: Rubric,
     pub pos: usize,
     pub criterion: usize,
     /// Every label version known (this and other reviewers, the judge).
@@ -117,6 +121,7 @@ impl AnnotatePane {
             reviewer,
             reviewer_input: TextInput::default(),
             items: Vec::new(),
+            pair_rubric: rubric.pairwise(),
             rubric,
             pos: 0,
             criterion: 0,
@@ -157,13 +162,22 @@ impl AnnotatePane {
 
     /// The rubric of the item on screen: the study's, or its pairwise form (first,
     /// second, tie on the same criteria) on a pair item.
-    pub fn shown_rubric(&self) -> std::borrow::Cow<'_, Rubric> {
+    pub fn shown_rubric(&self) -> &Rubric {
         match self.item() {
-            Some(i) if crate::core::preference::is_pair_item(&i.item_id) => {
-                std::borrow::Cow::Owned(self.rubric.pairwise())
-            }
-            _ => std::borrow::Cow::Borrowed(&self.rubric),
+            Some(i) if crate::core::preference::is_pair_item(&i.item_id) => &self.pair_rubric,
+            _ => &self.rubric,
         }
+    }
+
+    /// The study's rubric (its plain form).
+    pub fn rubric(&self) -> &Rubric {
+        &self.rubric
+    }
+
+    /// Replace the study's rubric (and with it the pairwise form).
+    pub fn set_rubric(&mut self, rubric: Rubric) {
+        self.pair_rubric = rubric.pairwise();
+        self.rubric = rubric;
     }
 
     pub fn item(&self) -> Option<&Item> {
@@ -294,13 +308,13 @@ impl AnnotatePane {
     /// Whether `c` is a label key of the current criterion (label keys come first in
     /// this pane: a rubric may give `n` to "no").
     pub fn is_label_key(&self, c: char) -> bool {
+        let rubric = self.shown_rubric();
         self.reviewer.is_some()
             && !self.lead
-            && self
-                .shown_rubric()
+            && rubric
                 .criteria
                 .get(self.criterion)
-                .is_some_and(|cr| self.shown_rubric().label_for_key(cr, c).is_some())
+                .is_some_and(|cr| rubric.label_for_key(cr, c).is_some())
     }
 
     /// Move the focused text (or the answer, when none is focused).
@@ -482,7 +496,7 @@ impl AnnotatePane {
         ) else {
             return None;
         };
-        let rubric = self.shown_rubric().into_owned();
+        let rubric = self.shown_rubric().clone();
         let c = rubric.criteria.get(self.criterion)?;
         if !rubric.labels_of(c).iter().any(|l| l == value) {
             self.status = Some(format!("`{value}` is not a label of {}", c.name));

@@ -27,6 +27,32 @@ pub fn answer(run: &str, q: &str, k: u32, method: &str, seconds: f64) -> AnswerR
     }
 }
 
+/// A hand-written answer (no model, no retrieval) of `run` to question `q{i}` about
+/// the target `target`, seed 42: for studies whose items only need text to label.
+pub fn written(
+    run: &str,
+    i: usize,
+    question: &str,
+    reference: &str,
+    answer: &str,
+    target: &str,
+) -> AnswerRecord {
+    AnswerRecord {
+        answer_id: format!("{run}/q{i}/s42"),
+        run: run.into(),
+        question_id: format!("q{i}"),
+        question: question.into(),
+        reference_answer: Some(reference.into()),
+        answer: answer.into(),
+        target_ids: vec![target.into()],
+        method: "none".into(),
+        no_retrieval: true,
+        model_file: "hand-written".into(),
+        seed: 42,
+        ..AnswerRecord::default()
+    }
+}
+
 /// A judgement of `a` by `judge.gguf` with `labels` on the first `labels.len()` of
 /// faithfulness and completeness.
 pub fn judged(a: &AnswerRecord, labels: &[&str]) -> JudgementRecord {

@@ -152,9 +152,15 @@ fn subset_sums(d: &[f64]) -> Vec<f64> {
 }
 
 /// Permutations drawn and summed together by [`sign_flip_p`]: their random words are
-/// drawn first (in the stream's order), then each group's table row is read once for
-/// all of them while it sits in L1, instead of once per permutation from L2.
+/// drawn first (in the stream's order), then each word's table rows are read for all
+/// of them while they sit in L1, instead of once per permutation from L2.
 const BATCH: usize = 64;
+
+/// Groups per random word: each group takes [`GROUP`] of its bits.
+const PER_WORD: usize = 64 / GROUP;
+
+/// The table rows of one random word.
+const WORD_TABLE: usize = PER_WORD * TABLE;
 
 /// Two-sided p-value of the paired randomisation (sign-flip) test with `permutations`
 /// seeded permutations: p = (1 + #{|S*| >= |S|}) / (1 + permutations).
@@ -162,24 +168,25 @@ const BATCH: usize = 64;
 /// Permutation r takes ceil(k / 64) words of the generator seeded by `seed` (k the
 /// nonzero differences, in query order); bit j of that stream flips difference j.
 ///
-/// [`BATCH`] permutations are summed side by side, each with the same additions in the
-/// same order as [`sign_flip_p_one_by_one`] (group g into partial sum g mod 4, then
-/// the four partial sums left to right), so every permuted sum, and so the p-value,
-/// is the same to the last bit; only the memory traffic differs.
+/// [`BATCH`] permutations are summed side by side, a word at a time: each
+/// permutation's four partial sums stay in registers while the word's sixteen groups
+/// are added (group g into partial sum g mod 4), so every partial sum receives the
+/// same additions in the same order as in [`sign_flip_p_one_by_one`], and the four are
+/// then added left to right as there: every permuted sum, and so the p-value, is the
+/// same to the last bit; only the memory traffic and the instructions per group
+/// differ. The table is padded with zero rows to whole words; adding +0.0 changes no
+/// partial sum (none can be -0.0: they start at +0.0 and add sums of nonzero values).
 pub fn sign_flip_p(diffs: &[f64], permutations: usize, seed: u64) -> f64 {
     let (d, total, threshold) = flip_setup(diffs);
     if d.is_empty() {
         return 1.0; // every permutation gives S* = 0 = S
     }
-    let table = subset_sums(&d);
-    let groups = table.len() / TABLE;
-    let per_word = 64 / GROUP;
-    let words = groups.div_ceil(per_word);
+    let mut table = subset_sums(&d);
+    let words = (table.len() / TABLE).div_ceil(PER_WORD);
+    table.resize(words * WORD_TABLE, 0.0);
     let mut rng = Rng::new(seed);
     // bits[w * BATCH + p]: word w of permutation p of the batch.
     let mut bits = vec![0u64; words * BATCH];
-    // sums[j * BATCH + p]: partial sum j of permutation p.
-    let mut sums = vec![0.0f64; 4 * BATCH];
     let mut extreme = 0usize;
     let mut done = 0usize;
     while done < permutations {
@@ -189,17 +196,17 @@ pub fn sign_flip_p(diffs: &[f64], permutations: usize, seed: u64) -> f64 {
                 bits[w * BATCH + p] = rng.next_u64();
             }
         }
-        sums.fill(0.0);
-        for (g, row) in table.as_chunks::<TABLE>().0.iter().enumerate() {
-            let shift = GROUP * (g % per_word);
-            let word = &bits[(g / per_word) * BATCH..][..batch];
-            let part = &mut sums[(g & 3) * BATCH..][..batch];
-            for (s, b) in part.iter_mut().zip(word) {
-                *s += row[((b >> shift) as usize) & (TABLE - 1)];
+        // sums[p][j]: partial sum j of permutation p.
+        let mut sums = [[0.0f64; 4]; BATCH];
+        for (w, rows) in table.as_chunks::<WORD_TABLE>().0.iter().enumerate() {
+            for (s, &b) in sums.iter_mut().zip(&bits[w * BATCH..][..batch]) {
+                for j in 0..PER_WORD {
+                    s[j & 3] += rows[j * TABLE + (((b >> (GROUP * j)) as usize) & (TABLE - 1))];
+                }
             }
         }
-        for p in 0..batch {
-            let flipped = sums[p] + sums[BATCH + p] + sums[2 * BATCH + p] + sums[3 * BATCH + p];
+        for s in &sums[..batch] {
+            let flipped = s[0] + s[1] + s[2] + s[3];
             if (total - 2.0 * flipped).abs() >= threshold {
                 extreme += 1;
             }
@@ -223,7 +230,7 @@ pub fn sign_flip_p_one_by_one(diffs: &[f64], permutations: usize, seed: u64) -> 
     for _ in 0..permutations {
         // Four partial sums: additions that do not wait on each other.
         let mut flipped = [0.0f64; 4];
-        for word in table.chunks(64 / GROUP * TABLE) {
+        for word in table.chunks(WORD_TABLE) {
             let bits = rng.next_u64();
             for (j, t) in word.chunks_exact(TABLE).enumerate() {
                 flipped[j & 3] += t[((bits >> (GROUP * j)) as usize) & (TABLE - 1)];

@@ -13,6 +13,7 @@
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 const SIZE: (u32, u32) = (860, 480);
 const FONT: &str = "sans-serif";
@@ -38,18 +39,28 @@ fn colour(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
-/// The legend in the top right of `root`: a swatch and the name of each series.
-fn legend(root: &DrawingArea<SVGBackend<'_>, Shift>, names: &[&str]) -> Result<()> {
-    let x = i32::try_from(SIZE.0).unwrap_or(800) - 250;
+/// Width of the legend column right of a line chart's plot.
+const LEGEND_WIDTH: u32 = 190;
+
+/// Split `root` into the plot and, right of it, the legend column: the legend never
+/// covers a line, wherever the lines run.
+fn with_legend_column<'a>(
+    root: &DrawingArea<SVGBackend<'a>, Shift>,
+) -> (
+    DrawingArea<SVGBackend<'a>, Shift>,
+    DrawingArea<SVGBackend<'a>, Shift>,
+) {
+    root.split_horizontally(SIZE.0 - LEGEND_WIDTH)
+}
+
+/// The legend in `column`: a swatch and the name of each series (names cut to fit).
+fn legend(column: &DrawingArea<SVGBackend<'_>, Shift>, names: &[&str]) -> Result<()> {
     for (i, name) in names.iter().enumerate() {
-        let y = 40 + 18 * i32::try_from(i).unwrap_or(0);
-        root.draw(&Rectangle::new(
-            [(x, y), (x + 12, y + 12)],
-            colour(i).filled(),
-        ))?;
-        root.draw(&Text::new(
-            (*name).to_string(),
-            (x + 18, y),
+        let y = 48 + 18 * i32::try_from(i).unwrap_or(0);
+        column.draw(&Rectangle::new([(4, y), (16, y + 12)], colour(i).filled()))?;
+        column.draw(&Text::new(
+            crate::core::text::snippet(name, 24),
+            (22, y),
             (FONT, 13).into_font(),
         ))?;
     }
@@ -117,7 +128,8 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Resu
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut chart = builder(&root, title, 40).build_cartesian_2d(x0..x1, y0..y1)?;
+        let (plot, side) = with_legend_column(&root);
+        let mut chart = builder(&plot, title, 40).build_cartesian_2d(x0..x1, y0..y1)?;
         chart
             .configure_mesh()
             .x_desc(x_desc)
@@ -129,7 +141,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Resu
             chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
         }
         let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
-        legend(&root, &names)?;
+        legend(&side, &names)?;
         root.present()?;
     }
     Ok(svg)
@@ -149,8 +161,9 @@ pub fn category_lines(
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
+        let (plot, side) = with_legend_column(&root);
         let mut chart =
-            builder(&root, title, 40).build_cartesian_2d((0..n - 1).into_segmented(), y0..y1)?;
+            builder(&plot, title, 40).build_cartesian_2d((0..n - 1).into_segmented(), y0..y1)?;
         let label = |v: &SegmentValue<i32>| segment_label(v, |i| categories.get(i).cloned());
         chart
             .configure_mesh()
@@ -169,7 +182,7 @@ pub fn category_lines(
             chart.draw_series(points.iter().map(|p| Circle::new(p.clone(), 3, c.filled())))?;
         }
         let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
-        legend(&root, &names)?;
+        legend(&side, &names)?;
         root.present()?;
     }
     Ok(svg)
@@ -185,19 +198,27 @@ pub fn bars(title: &str, y_desc: &str, bars: &[(String, f64)]) -> Result<String>
         root.fill(&WHITE)?;
         let mut chart =
             builder(&root, title, 90).build_cartesian_2d((0..n - 1).into_segmented(), y0..y1)?;
-        let label = |v: &SegmentValue<i32>| {
-            segment_label(v, |i| {
-                bars.get(i).map(|b| crate::core::text::snippet(&b.0, 16))
-            })
-        };
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(bars.len())
-            .x_label_formatter(&label)
-            .x_label_style((FONT, 11).into_font().transform(FontTransform::Rotate90))
+            .x_labels(0)
+            .x_label_formatter(&|_: &SegmentValue<i32>| String::new())
             .y_desc(y_desc)
             .draw()?;
+        // Each bar's name, turned to run down from under the bar's centre. Drawn here
+        // rather than by the mesh, which centres every x label on its tick: turned,
+        // half of each name would sit inside the plot, hidden behind the bars.
+        let name_style = TextStyle::from((FONT, 11).into_font().transform(FontTransform::Rotate90))
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, (name, _)) in bars.iter().enumerate() {
+            let Ok(i) = i32::try_from(i) else { break };
+            let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i), y0));
+            root.draw(&Text::new(
+                crate::core::text::snippet(name, 16),
+                (x, y + 6),
+                name_style.clone(),
+            ))?;
+        }
         chart.draw_series(bars.iter().enumerate().filter_map(|(i, (_, v))| {
             let i = i32::try_from(i).ok()?;
             let right = if i + 1 < n {

@@ -287,6 +287,51 @@ fn bars(text: &str) -> usize {
         .count()
 }
 
+/// The names under a bar chart's bars, left to right: the `<text>`s turned 90
+/// degrees. Each must be anchored at its start, below the bars' common bottom edge:
+/// a name turned about its middle, or starting above that edge, runs into the plot,
+/// hidden by the bars.
+fn bar_names(text: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(text).expect("the SVG parses as XML");
+    let number = |n: &roxmltree::Node, a: &str| -> f64 {
+        n.attribute(a).expect(a).parse().expect("a number")
+    };
+    let bottom = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .filter(|n| {
+            n.attribute("fill")
+                .is_some_and(|f| f.eq_ignore_ascii_case("#1F77B4"))
+        })
+        .map(|n| number(&n, "y") + number(&n, "height"))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut names: Vec<(f64, String)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter(|n| {
+            n.attribute("transform")
+                .is_some_and(|t| t.starts_with("rotate(90"))
+        })
+        .map(|n| {
+            assert!(
+                number(&n, "y") > bottom,
+                "a bar's name starts inside the plot"
+            );
+            assert_eq!(
+                n.attribute("text-anchor"),
+                Some("start"),
+                "a turned name centred on its tick runs half into the plot"
+            );
+            (
+                number(&n, "x"),
+                n.text().unwrap_or_default().trim().to_string(),
+            )
+        })
+        .collect();
+    names.sort_by(|a, b| a.0.total_cmp(&b.0));
+    names.into_iter().map(|(_, name)| name).collect()
+}
+
 fn report(env: &Env, viewer: &[&str], name: &str) -> (String, std::path::PathBuf) {
     let out = env.dir.path().join(name);
     let o = out.to_str().expect("utf8");
@@ -464,6 +509,18 @@ async fn study_report_numbers_equal_the_commands_json() {
         assert_eq!(find(&topics, &[g])[2], f4(&m["ndcg10"]), "{g}");
     }
     assert_eq!(bars(&svg(&dir, "topic.svg")), groups.len());
+    let mut named = bar_names(&svg(&dir, "topic.svg"));
+    named.sort();
+    // Names past 16 characters are cut to 15 and an ellipsis.
+    let mut topic_names: Vec<String> = groups
+        .keys()
+        .map(|k| match k.chars().count() {
+            0..=16 => k.clone(),
+            _ => k.chars().take(15).chain(['…']).collect(),
+        })
+        .collect();
+    topic_names.sort();
+    assert_eq!(named, topic_names);
     let lengths = ev["by_target_length"]["groups"]
         .as_object()
         .expect("groups");

@@ -144,6 +144,17 @@ async fn run_synthetic(ctx: &Context, args: &BenchArgs) -> Result<()> {
         d["scalar_checked"],
         d["identical_top_k"]
     );
+    let t = &out["tfidf_pruning"];
+    say!(
+        "tf-idf top {}: pruned p50 {:.3} ms vs every posting read {:.3} ms on {} queries, identical: {}; {:.1}% of the query terms' postings read, {:.0} documents scored exactly (p50)",
+        out["depth"],
+        f(&t["pruned_p50_ms"]),
+        f(&t["exhaustive_p50_ms"]),
+        t["checked"],
+        t["identical_top_k"],
+        100.0 * f(&t["postings_read_share"]),
+        f(&t["candidates_p50"])
+    );
     for a in out["ann"].as_array().into_iter().flatten() {
         say!(
             "ANN IVF_PQ top {} nprobes {:>4} refine {}: p50 {:>8.3} ms  p95 {:>8.3} ms  recall@{} {:.3}",

@@ -8,8 +8,11 @@
 //!   `ln((1 + N) / (1 + df)) + 1`, L2 norm) over tantivy's tokens. N and df count live
 //!   documents only (tantivy's own `doc_freq` still counts deleted ones until a merge),
 //!   and query terms no live document holds are out of the vocabulary and ignored, as
-//!   `TfidfVectorizer.transform` ignores them. Document frequencies and norms need one
-//!   pass over the whole inverted index; they are computed on first use and kept.
+//!   `TfidfVectorizer.transform` ignores them. Document frequencies, norms and each
+//!   term's largest weight in a unit document vector take three passes over the whole
+//!   inverted index; they are computed on first use and kept.
+//!   A top-k query prunes (see [`SparseIndex::tfidf`]): frequent terms' long posting
+//!   lists are read only where they can still change the top k.
 //!
 //! Chunk ids come from a table read once from the stored documents (per segment, by
 //! doc id), so a query reads no stored document.
@@ -68,6 +71,10 @@ struct TfIdfCache {
     n: f64,
     /// Term (its value bytes) -> number of live documents holding it (> 0).
     df: HashMap<Vec<u8>, u64>,
+    /// Term (its value bytes) -> its largest weight in a unit document vector,
+    /// `tf * idf / norm` over the live documents: a query term of weight `qw` adds at
+    /// most `qw * max_weight / |q|` to any document's cosine (what pruning bounds by).
+    max_weight: HashMap<Vec<u8>, f64>,
     /// Segment ord -> doc id -> L2 norm of its tf-idf vector (0 for a deleted doc).
     norms: Vec<Vec<f64>>,
 }
@@ -505,43 +512,330 @@ impl SparseIndex {
             }
         }
         let mut norms = Vec::new();
+        let mut max_weight: HashMap<Vec<u8>, f64> = HashMap::new();
         for seg in searcher.segment_readers() {
-            let inv = seg
-                .inverted_index(self.fields.text)
-                .map_err(|e| err(&self.path, e))?;
             let mut sq = vec![0.0f64; seg.max_doc() as usize];
-            let mut stream = inv.terms().stream().map_err(|e| err(&self.path, e))?;
-            while stream.advance() {
-                let idf = Self::idf(n, df.get(stream.key()).copied().unwrap_or(0) as f64);
-                let mut postings = inv
-                    .read_postings_from_terminfo(stream.value(), IndexRecordOption::WithFreqs)
-                    .map_err(|e| err(&self.path, e))?;
-                let mut d = postings.doc();
-                while d != TERMINATED {
-                    if !seg.is_deleted(d) {
-                        let w = f64::from(postings.term_freq()) * idf;
-                        sq[d as usize] += w * w;
-                    }
-                    d = postings.advance();
+            self.walk_weights(seg, n, &df, |step| {
+                if let Walk::Posting(d, w) = step {
+                    sq[d as usize] += w * w;
                 }
-            }
-            norms.push(sq.into_iter().map(f64::sqrt).collect());
+            })?;
+            let seg_norms: Vec<f64> = sq.into_iter().map(f64::sqrt).collect();
+            // Each term's largest unit-vector weight (needs the norms: a second pass).
+            let mut most = 0.0f64;
+            self.walk_weights(seg, n, &df, |step| match step {
+                Walk::Posting(d, w) => {
+                    let norm = seg_norms[d as usize];
+                    if norm > 0.0 {
+                        most = most.max(w / norm);
+                    }
+                }
+                Walk::TermDone(key) => {
+                    if most > 0.0 {
+                        let m = max_weight.entry(key.to_vec()).or_default();
+                        *m = m.max(most);
+                    }
+                    most = 0.0;
+                }
+            })?;
+            norms.push(seg_norms);
         }
-        Ok(self.tfidf.get_or_init(|| TfIdfCache { n, df, norms }))
+        Ok(self.tfidf.get_or_init(|| TfIdfCache {
+            n,
+            df,
+            max_weight,
+            norms,
+        }))
+    }
+
+    /// Every live posting of `seg`'s text, term by term: its document and its tf-idf
+    /// weight `tf * idf` (`Walk::Posting`), then the term's bytes (`Walk::TermDone`).
+    fn walk_weights(
+        &self,
+        seg: &tantivy::SegmentReader,
+        n: f64,
+        df: &HashMap<Vec<u8>, u64>,
+        mut on: impl FnMut(Walk<'_>),
+    ) -> Result<()> {
+        let inv = seg
+            .inverted_index(self.fields.text)
+            .map_err(|e| err(&self.path, e))?;
+        let mut stream = inv.terms().stream().map_err(|e| err(&self.path, e))?;
+        while stream.advance() {
+            let idf = Self::idf(n, df.get(stream.key()).copied().unwrap_or(0) as f64);
+            let mut postings = inv
+                .read_postings_from_terminfo(stream.value(), IndexRecordOption::WithFreqs)
+                .map_err(|e| err(&self.path, e))?;
+            let mut d = postings.doc();
+            while d != TERMINATED {
+                if !seg.is_deleted(d) {
+                    on(Walk::Posting(d, f64::from(postings.term_freq()) * idf));
+                }
+                d = postings.advance();
+            }
+            on(Walk::TermDone(stream.key()));
+        }
+        Ok(())
     }
 
     /// Top `k` chunks by tf-idf cosine, best first; equal scores by chunk id
-    /// descending. Dot products accumulate in a dense per-segment array (each
-    /// document's sum in the order of the query's terms sorted by their bytes, the
-    /// same on every call); only the k best ids are cloned.
+    /// descending: the first `k` of [`SparseIndex::tfidf_ranked`]'s whole ranking, with
+    /// the same score bits, without reading every posting.
     pub fn tfidf(&self, query: &str, k: usize) -> Result<Vec<Scored>> {
-        Ok(self.tfidf_ranked(query, k, &[])?.0)
+        Ok(self.tfidf_pruned(query, k)?.0)
     }
 
-    /// [`SparseIndex::tfidf`], and the place (rank from 1, score) of each of `wanted`
-    /// in the whole ranking (`None`: no shared term, or not indexed), counted over the
-    /// same accumulator: a document comes before a wanted one if it scores higher, or
-    /// the same with a greater chunk id.
+    /// The query's terms in the vocabulary in the one order every document's dot
+    /// product is added in, whatever the path: largest bound (`qw * max_weight`)
+    /// first, equal bounds by their bytes. A pruned pass reads terms whole in this
+    /// order, so its partial sums are the first additions of every full sum, and the
+    /// terms it did not read are added after them, in the same order. Also the query
+    /// vector's norm (its squares added in byte order).
+    fn tfidf_terms(&self, cache: &TfIdfCache, query: &str) -> Result<(Vec<QueryTerm>, f64)> {
+        let mut qtf: HashMap<Term, u32> = HashMap::new();
+        for t in self.analyse(query)? {
+            *qtf.entry(t).or_default() += 1;
+        }
+        let mut qtf: Vec<(Term, u32)> = qtf.into_iter().collect();
+        qtf.sort_by(|a, b| {
+            a.0.serialized_value_bytes()
+                .cmp(b.0.serialized_value_bytes())
+        });
+        let mut terms = Vec::with_capacity(qtf.len());
+        let mut qnorm = 0.0;
+        for (term, tf) in qtf {
+            // Out of the vocabulary (no live document holds it): no weight, no norm.
+            let bytes = term.serialized_value_bytes();
+            let Some(&df) = cache.df.get(bytes) else {
+                continue;
+            };
+            let idf = Self::idf(cache.n, df as f64);
+            let qw = f64::from(tf) * idf;
+            qnorm += qw * qw;
+            let max_weight = cache.max_weight.get(bytes).copied().unwrap_or(0.0);
+            terms.push(QueryTerm {
+                term,
+                qw,
+                idf,
+                max_weight,
+            });
+        }
+        // Stable: equal bounds keep the byte order.
+        terms.sort_by(|a, b| (b.qw * b.max_weight).total_cmp(&(a.qw * a.max_weight)));
+        Ok((terms, qnorm.sqrt()))
+    }
+
+    /// Add `qw * tf * idf` of `term` to `acc[doc]` for each live document holding it
+    /// in `seg`, noting each document first touched; returns the postings read.
+    fn accumulate(
+        &self,
+        seg: &tantivy::SegmentReader,
+        ord: usize,
+        t: &QueryTerm,
+        acc: &mut [f64],
+        touched: &mut Vec<(usize, u32)>,
+    ) -> Result<usize> {
+        let inv = seg
+            .inverted_index(self.fields.text)
+            .map_err(|e| err(&self.path, e))?;
+        let Some(mut postings) = inv
+            .read_postings(&t.term, IndexRecordOption::WithFreqs)
+            .map_err(|e| err(&self.path, e))?
+        else {
+            return Ok(0);
+        };
+        let mut read = 0;
+        let mut d = postings.doc();
+        while d != TERMINATED {
+            if !seg.is_deleted(d) {
+                read += 1;
+                let slot = &mut acc[d as usize];
+                // Every contribution is > 0: a zero slot is one not yet touched.
+                if *slot == 0.0 {
+                    touched.push((ord, d));
+                }
+                *slot += t.qw * f64::from(postings.term_freq()) * t.idf;
+            }
+            d = postings.advance();
+        }
+        Ok(read)
+    }
+
+    /// Finish the dot-product sum of each of `docs` (live, sorted by segment then doc
+    /// id) from its partial sum in `sums`: the terms not read whole (`rest`, the tail
+    /// of the fixed order) added in order, each `qw * tf * idf`, exactly as the
+    /// exhaustive pass adds them, so the sums have its bits. Each term's postings are
+    /// moved forward to each document (skipping whole blocks), never read whole.
+    fn finish_sums(
+        &self,
+        segments: &[tantivy::SegmentReader],
+        rest: &[QueryTerm],
+        docs: &[(usize, u32)],
+        sums: &mut [f64],
+    ) -> Result<()> {
+        for t in rest {
+            let mut start = 0;
+            for (ord, seg) in segments.iter().enumerate() {
+                let end = start + docs[start..].partition_point(|d| d.0 == ord);
+                if end == start {
+                    continue;
+                }
+                let inv = seg
+                    .inverted_index(self.fields.text)
+                    .map_err(|e| err(&self.path, e))?;
+                if let Some(mut postings) = inv
+                    .read_postings(&t.term, IndexRecordOption::WithFreqs)
+                    .map_err(|e| err(&self.path, e))?
+                {
+                    for (sum, &(_, d)) in sums[start..end].iter_mut().zip(&docs[start..end]) {
+                        if postings.doc() < d {
+                            postings.seek(d);
+                        }
+                        if postings.doc() == d {
+                            *sum += t.qw * f64::from(postings.term_freq()) * t.idf;
+                        }
+                    }
+                }
+                start = end;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`SparseIndex::tfidf`] with what it read. Terms are read whole in the fixed
+    /// order (largest bound first) into partial sums, until the bounds of the terms
+    /// left add up to less than a floor: the k-th best exact score among the k best
+    /// partial ones, which at least k documents reach. A document none of the read
+    /// terms holds scores at most that sum, so below k others: it cannot be in the top
+    /// k, ties included. The documents read whose partial sum plus the bound left
+    /// still reaches the floor are then finished (the terms left added in order) and
+    /// the k best kept. Bounds and floor compare with a relative margin of 1e-9, far
+    /// above the rounding of the bounds' own arithmetic.
+    pub fn tfidf_pruned(&self, query: &str, k: usize) -> Result<(Vec<Scored>, TfIdfReads)> {
+        let cache = self.tfidf_cache()?;
+        let ids = self.doc_ids()?;
+        let searcher = self.reader.searcher();
+        let segments = searcher.segment_readers();
+        let (terms, qnorm) = self.tfidf_terms(cache, query)?;
+        let mut reads = TfIdfReads {
+            postings_total: terms
+                .iter()
+                .map(|t| cache.df[t.term.serialized_value_bytes()] as usize)
+                .sum(),
+            ..TfIdfReads::default()
+        };
+        if k == 0 || terms.is_empty() || qnorm <= 0.0 {
+            return Ok((Vec::new(), reads));
+        }
+        let score = |ord: usize, d: u32, sum: f64| sum / (cache.norms[ord][d as usize] * qnorm);
+        let below = |bound: f64, floor: f64| bound < floor - floor.abs() * 1e-9;
+        // `left[i]`: what the terms from the i-th on can add to a cosine at most.
+        let mut left = vec![0.0f64; terms.len() + 1];
+        for i in (0..terms.len()).rev() {
+            left[i] = left[i + 1] + terms[i].qw * terms[i].max_weight / qnorm;
+        }
+        let mut dot = self.take_scratch(&cache.norms);
+        let mut touched: Vec<(usize, u32)> = Vec::new();
+        let mut floor = f64::NEG_INFINITY;
+        let mut read = 0;
+        while read < terms.len() {
+            if touched.len() >= k {
+                floor = self.tfidf_floor(segments, &terms[read..], &touched, &dot, k, &score)?;
+                if below(left[read], floor) {
+                    break;
+                }
+            }
+            for (ord, seg) in segments.iter().enumerate() {
+                reads.postings_read +=
+                    self.accumulate(seg, ord, &terms[read], &mut dot[ord], &mut touched)?;
+            }
+            read += 1;
+        }
+        if read == terms.len() && touched.len() >= k {
+            floor = self.tfidf_floor(segments, &[], &touched, &dot, k, &score)?;
+        }
+        let mut candidates: Vec<(usize, u32)> = Vec::new();
+        for &(ord, d) in &touched {
+            let slot = &mut dot[ord][d as usize];
+            if !below(score(ord, d, *slot) + left[read], floor) {
+                candidates.push((ord, d));
+            }
+        }
+        candidates.sort_unstable();
+        let mut sums: Vec<f64> = candidates
+            .iter()
+            .map(|&(ord, d)| dot[ord][d as usize])
+            .collect();
+        for &(ord, d) in &touched {
+            dot[ord][d as usize] = 0.0;
+        }
+        self.give_scratch(dot);
+        reads.candidates = candidates.len();
+        // The terms left one at a time; after each, a document whose sum plus what
+        // the rest can add falls below the floor is dropped (it cannot reach the top k).
+        for j in read..terms.len() {
+            self.finish_sums(segments, &terms[j..=j], &candidates, &mut sums)?;
+            let mut kept = 0;
+            for i in 0..candidates.len() {
+                let (ord, d) = candidates[i];
+                if !below(score(ord, d, sums[i]) + left[j + 1], floor) {
+                    candidates[kept] = candidates[i];
+                    sums[kept] = sums[i];
+                    kept += 1;
+                }
+            }
+            candidates.truncate(kept);
+            sums.truncate(kept);
+        }
+        let mut best = TopK::new(k);
+        for (&(ord, d), &sum) in candidates.iter().zip(&sums) {
+            best.offer(score(ord, d, sum), &ids.ids[ord][d as usize]);
+        }
+        Ok((best.into_sorted(), reads))
+    }
+
+    /// The k-th best exact score among the `k` documents of `touched` with the best
+    /// partial sums in `dot` (finished with the terms not read, `rest`): at least k
+    /// documents score this much or more.
+    fn tfidf_floor(
+        &self,
+        segments: &[tantivy::SegmentReader],
+        rest: &[QueryTerm],
+        touched: &[(usize, u32)],
+        dot: &[Vec<f64>],
+        k: usize,
+        score: &impl Fn(usize, u32, f64) -> f64,
+    ) -> Result<f64> {
+        // The k best partial scores in a heap of k (no list of every touched document).
+        let mut best: BinaryHeap<Reverse<(TotalF64, (usize, u32))>> =
+            BinaryHeap::with_capacity(k + 1);
+        for &(ord, d) in touched {
+            let s = TotalF64(score(ord, d, dot[ord][d as usize]));
+            if best.len() < k {
+                best.push(Reverse((s, (ord, d))));
+            } else if best.peek().is_some_and(|Reverse(worst)| s > worst.0) {
+                best.pop();
+                best.push(Reverse((s, (ord, d))));
+            }
+        }
+        let mut docs: Vec<(usize, u32)> = best.into_iter().map(|Reverse((_, at))| at).collect();
+        docs.sort_unstable();
+        let mut sums: Vec<f64> = docs.iter().map(|&(ord, d)| dot[ord][d as usize]).collect();
+        self.finish_sums(segments, rest, &docs, &mut sums)?;
+        Ok(docs
+            .iter()
+            .zip(&sums)
+            .map(|(&(ord, d), &sum)| score(ord, d, sum))
+            .fold(f64::INFINITY, f64::min))
+    }
+
+    /// Top `k` by tf-idf cosine with every posting of every query term read (the
+    /// reference [`SparseIndex::tfidf`] prunes against), and the place (rank from 1,
+    /// score) of each of `wanted` in the whole ranking (`None`: no shared term, or not
+    /// indexed), counted over the same accumulator: a document comes before a wanted
+    /// one if it scores higher, or the same with a greater chunk id. Dot products
+    /// accumulate in a dense per-segment array, each document's sum in the query
+    /// terms' fixed order (see `tfidf_terms`); only the k best ids are cloned.
     pub fn tfidf_ranked(
         &self,
         query: &str,
@@ -551,55 +845,15 @@ impl SparseIndex {
         let cache = self.tfidf_cache()?;
         let ids = self.doc_ids()?;
         let searcher = self.reader.searcher();
-        let mut qtf: HashMap<Term, u32> = HashMap::new();
-        for t in self.analyse(query)? {
-            *qtf.entry(t).or_default() += 1;
-        }
-        // One order of the terms, whatever the map's: the sums' rounding is then the
-        // same for the same query.
-        let mut qtf: Vec<(Term, u32)> = qtf.into_iter().collect();
-        qtf.sort_by(|a, b| {
-            a.0.serialized_value_bytes()
-                .cmp(b.0.serialized_value_bytes())
-        });
+        let (terms, qnorm) = self.tfidf_terms(cache, query)?;
         let segments = searcher.segment_readers();
         let mut dot = self.take_scratch(&cache.norms);
         let mut touched: Vec<(usize, u32)> = Vec::new();
-        let mut qnorm = 0.0;
-        for (term, tf) in &qtf {
-            // Out of the vocabulary (no live document holds it): no weight, no norm.
-            let Some(&df) = cache.df.get(term.serialized_value_bytes()) else {
-                continue;
-            };
-            let idf = Self::idf(cache.n, df as f64);
-            let qw = f64::from(*tf) * idf;
-            qnorm += qw * qw;
+        for t in &terms {
             for (ord, seg) in segments.iter().enumerate() {
-                let inv = seg
-                    .inverted_index(self.fields.text)
-                    .map_err(|e| err(&self.path, e))?;
-                let Some(mut postings) = inv
-                    .read_postings(term, IndexRecordOption::WithFreqs)
-                    .map_err(|e| err(&self.path, e))?
-                else {
-                    continue;
-                };
-                let acc = &mut dot[ord];
-                let mut d = postings.doc();
-                while d != TERMINATED {
-                    if !seg.is_deleted(d) {
-                        let slot = &mut acc[d as usize];
-                        // Every contribution is > 0: a zero slot is one not yet touched.
-                        if *slot == 0.0 {
-                            touched.push((ord, d));
-                        }
-                        *slot += qw * f64::from(postings.term_freq()) * idf;
-                    }
-                    d = postings.advance();
-                }
+                self.accumulate(seg, ord, t, &mut dot[ord], &mut touched)?;
             }
         }
-        let qnorm = qnorm.sqrt();
         let score = |ord: usize, d: u32, sum: f64| {
             let norm = cache.norms[ord][d as usize];
             (norm > 0.0 && qnorm > 0.0).then(|| sum / (norm * qnorm))
@@ -665,6 +919,32 @@ impl SparseIndex {
             s.push(dot);
         }
     }
+}
+
+/// One step of [`SparseIndex::walk_weights`].
+enum Walk<'a> {
+    /// A live document of the term and its weight `tf * idf`.
+    Posting(u32, f64),
+    /// The term (its value bytes) whose postings were just walked.
+    TermDone(&'a [u8]),
+}
+
+/// A query term in the TF-IDF vocabulary: its weight in the query (`tf * idf`), its
+/// idf, and its largest weight in any unit document vector.
+struct QueryTerm {
+    term: Term,
+    qw: f64,
+    idf: f64,
+    max_weight: f64,
+}
+
+/// What a pruned TF-IDF query read: postings of the terms read whole, postings all
+/// the query's terms hold, and documents scored exactly at the end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TfIdfReads {
+    pub postings_read: usize,
+    pub postings_total: usize,
+    pub candidates: usize,
 }
 
 /// A query's BM25 weights (see [`SparseIndex::bm25_query`]).

@@ -54,6 +54,7 @@ mod study_tmux;
 mod suite_rules;
 mod synthetic_bench;
 mod terminal_safety;
+mod tfidf_pruning;
 mod tui_annotate;
 mod tui_compare;
 mod tui_compare_answers;

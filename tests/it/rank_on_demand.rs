@@ -26,24 +26,14 @@ fn chunk(i: usize) -> Chunk {
     let text: Vec<&str> = (0..=p + 2)
         .map(|j| WORDS[(p * 3 + j * (p + 1)) % 9])
         .collect();
-    Chunk {
-        id: format!("c{i:03}"),
-        doc_id: "d".into(),
-        title: "t".into(),
-        topic: None,
-        header_path: vec!["h".into()],
-        text: if i % 50 == 49 {
-            "unrelated words only".into()
-        } else {
-            text.join(" ")
-        },
-        byte_start: 0,
-        byte_end: 0,
-        word_count: p + 3,
-        ordinal: i,
-        token_count: None,
-        token_model: None,
-    }
+    let text = if i % 50 == 49 {
+        "unrelated words only".to_string()
+    } else {
+        text.join(" ")
+    };
+    let mut c = crate::common::text_chunk(format!("c{i:03}"), text);
+    c.ordinal = i;
+    c
 }
 
 /// A unit vector from a seed; rows with equal seeds are equal (dense ties).

@@ -355,6 +355,36 @@ fn scan_figures(
     })
 }
 
+/// TF-IDF's pruned top-k beside the exhaustive pass that reads every posting, on a
+/// few queries: same lists (ids and score bits)? how much faster? what share of the
+/// query terms' postings did pruning read?
+fn tfidf_figures(
+    sparse: &SparseIndex,
+    queries: &[(String, Vec<f32>)],
+) -> Result<serde_json::Value> {
+    let (mut whole, mut pruned) = (vec![], vec![]);
+    let (mut read, mut total, mut candidates) = (0usize, 0usize, vec![]);
+    let mut identical = true;
+    for (q, _) in queries.iter().take(SCALAR_CHECKS) {
+        let t = Instant::now();
+        let (a, _) = sparse.tfidf_ranked(q, DEPTH, &[])?;
+        whole.push(ms(t));
+        let t = Instant::now();
+        let (b, reads) = sparse.tfidf_pruned(q, DEPTH)?;
+        pruned.push(ms(t));
+        identical &= a == b;
+        read += reads.postings_read;
+        total += reads.postings_total;
+        candidates.push(reads.candidates as f64);
+    }
+    Ok(serde_json::json!({
+        "checked": whole.len(), "exhaustive_p50_ms": pct(&whole, 0.5),
+        "pruned_p50_ms": pct(&pruned, 0.5), "identical_top_k": identical,
+        "postings_read_share": if total > 0 { read as f64 / total as f64 } else { 0.0 },
+        "candidates_p50": pct(&candidates, 0.5),
+    }))
+}
+
 /// What the Query pane bench opens: the synthetic workspace of `chunks` chunks (built
 /// on first use, as `bench retrieval --synthetic` builds it), loaded, and `queries`
 /// questions with their query vectors and target chunks.
@@ -424,6 +454,7 @@ pub async fn bench_synthetic(
     say(&format!("timing {} queries", queries.len()));
     let tm = time_queries(&w, &queries, req).await?;
     let scan = scan_figures(&w.vectors, &queries, pct(&tm.dense, 0.5));
+    let tfidf = tfidf_figures(&w.sparse, &queries)?;
     let ann_rows: Vec<serde_json::Value> = tm
         .ann
         .iter()
@@ -450,6 +481,7 @@ pub async fn bench_synthetic(
         ],
         "dense_rescored_p50": pct(&tm.rescored, 0.5),
         "dense_scan": scan,
+        "tfidf_pruning": tfidf,
         "ann": ann_rows,
     }))
 }

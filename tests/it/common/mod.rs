@@ -116,6 +116,24 @@ pub fn sample_subset(dir: &Path, docs: &[&str]) -> PathBuf {
     root
 }
 
+/// A chunk of one section holding `text` (for indexes built in process).
+pub fn text_chunk(id: String, text: String) -> raglab::core::chunk::Chunk {
+    raglab::core::chunk::Chunk {
+        id,
+        doc_id: "d".into(),
+        title: "t".into(),
+        topic: None,
+        header_path: vec!["h".into()],
+        word_count: text.split_whitespace().count(),
+        byte_start: 0,
+        byte_end: text.len(),
+        text,
+        ordinal: 0,
+        token_count: None,
+        token_model: None,
+    }
+}
+
 /// The chunks of the header chunking of `sample-data/guidance`, in process (what
 /// `raglab ingest` stores).
 pub fn sample_chunks() -> Vec<raglab::core::chunk::Chunk> {

@@ -496,14 +496,25 @@ impl AnnotatePane {
         ) else {
             return None;
         };
-        let rubric = self.shown_rubric().clone();
-        let c = rubric.criteria.get(self.criterion)?;
-        if !rubric.labels_of(c).iter().any(|l| l == value) {
-            self.status = Some(format!("`{value}` is not a label of {}", c.name));
-            return None;
-        }
+        // What the label needs from the shown rubric, owned (the pane changes below).
+        let checked = {
+            let rubric = self.shown_rubric();
+            let c = rubric.criteria.get(self.criterion)?;
+            if rubric.labels_of(c).iter().any(|l| l == value) {
+                Ok((c.key.clone(), rubric.version.clone(), rubric.criteria.len()))
+            } else {
+                Err(format!("`{value}` is not a label of {}", c.name))
+            }
+        };
+        let (criterion, version, criteria) = match checked {
+            Ok(owned) => owned,
+            Err(message) => {
+                self.status = Some(message);
+                return None;
+            }
+        };
         let note = match self.pending_note.take() {
-            Some((key, note)) if key == c.key => {
+            Some((key, note)) if key == criterion => {
                 self.note_warned = false;
                 Some(note)
             }
@@ -511,18 +522,18 @@ impl AnnotatePane {
             // keeps the criterion's stored note.
             other => {
                 self.pending_note = other;
-                self.note_of(&item, &me, &c.key).map(str::to_string)
+                self.note_of(&item, &me, &criterion).map(str::to_string)
             }
         };
         let label = Label::new(
             &item,
             &me,
-            &c.key,
+            &criterion,
             Some(value),
             note.as_deref(),
-            &rubric.version,
+            &version,
         );
-        if self.criterion + 1 < rubric.criteria.len() {
+        if self.criterion + 1 < criteria {
             self.criterion += 1;
         }
         self.queue(label)

@@ -35,10 +35,11 @@ pub struct RankingArgs {
     /// GGUF embedding model (default: config, else the MiniLM GGUF from setup).
     #[arg(long)]
     pub embed_model: Option<PathBuf>,
-    /// Dense list from the lance ANN index (`raglab index --ann`) instead of exact search.
+    /// Dense list from an in-memory IVF instead of the exact scan: the exact top k of
+    /// the `--nprobes` lists nearest the query (clustered on the first search).
     #[arg(long)]
     pub ann: bool,
-    /// IVF partitions probed by `--ann`.
+    /// IVF lists probed by `--ann` (of about sqrt(n)/2).
     #[arg(long, default_value_t = 8)]
     pub nprobes: usize,
 }

@@ -25,8 +25,9 @@ pub struct BenchArgs {
     /// Use at most this many queries (with --synthetic: this many synthetic queries).
     #[arg(long, default_value_t = 200)]
     pub limit: usize,
-    /// With --synthetic: IVF partitions probed by the ANN search, one row each.
-    #[arg(long, value_delimiter = ',', default_values_t = [5, 10, 20])]
+    /// IVF lists probed by the ANN searches (the in-memory IVF of `--ann`; with
+    /// --synthetic also lance's IVF_PQ), one row each.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8])]
     pub nprobes: Vec<usize>,
     /// With --synthetic: the ANN search rescores k x this many rows in full.
     #[arg(long, default_value_t = 40)]
@@ -42,7 +43,7 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
     let (Some(queries), None) = (&args.queries, args.synthetic) else {
         return run_synthetic(ctx, &args).await;
     };
-    let out = bench_retrieval(ctx, queries, args.limit, args.threads).await?;
+    let out = bench_retrieval(ctx, queries, args.limit, args.threads, &args.nprobes).await?;
     if args.json {
         return json_schema::print(json_schema::BENCH_RETRIEVAL, &out);
     }
@@ -88,6 +89,7 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
             d["identical_top_k"]
         );
     }
+    say_ivf(&out["ivf"]);
     Ok(())
 }
 
@@ -167,7 +169,34 @@ async fn run_synthetic(ctx: &Context, args: &BenchArgs) -> Result<()> {
             f(&a["recall_at_k"])
         );
     }
+    say_ivf(&out["ivf"]);
     Ok(())
+}
+
+/// The in-memory IVF's lines: its build, then per `nprobes` time and recall.
+fn say_ivf(ivf: &serde_json::Value) {
+    if !ivf.is_object() {
+        return;
+    }
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    say!(
+        "in-memory IVF (--ann): {} lists, clustered in {:.1} s, {:.0} MB besides the vectors",
+        ivf["lists"],
+        f(&ivf["build_s"]),
+        f(&ivf["bytes"]) / 1e6
+    );
+    for a in ivf["rows"].as_array().into_iter().flatten() {
+        say!(
+            "ANN IVF int8 top {} nprobes {:>4}: p50 {:>8.3} ms  p95 {:>8.3} ms  recall@{} {:.3}  ({:.0} rows scanned, p50)",
+            a["k"],
+            a["nprobes"],
+            f(&a["p50_ms"]),
+            f(&a["p95_ms"]),
+            a["k"],
+            f(&a["recall_at_k"]),
+            f(&a["rows_scanned_p50"])
+        );
+    }
 }
 
 #[derive(Debug, Args)]

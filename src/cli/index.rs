@@ -22,7 +22,9 @@ pub struct IndexArgs {
     /// Threads for embedding (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
-    /// Also build a lance IVF_FLAT index on the vectors for `--ann` search.
+    /// Also cluster the vectors as `--ann` searches do (in memory, about sqrt(n)/2
+    /// lists) and report the lists and the time; nothing is written: `--ann` clusters
+    /// on its first search.
     #[arg(long, conflicts_with = "shard")]
     pub ann: bool,
     /// Corpus variant to index: F (full chunks), S (every chunk's summary), R (the
@@ -67,7 +69,9 @@ pub async fn run(ctx: &Context, args: IndexArgs) -> Result<()> {
     }
     let report = build(ctx, &req).await?;
     if let (Some(parts), Some(secs)) = (report.ann_partitions, report.ann_seconds) {
-        tell!("ANN index: IVF_FLAT, {parts} partitions, built in {secs:.1}s");
+        tell!(
+            "ANN (in-memory IVF, clustered on each process's first --ann search): {parts} lists, clustered in {secs:.1}s"
+        );
     }
     if args.json {
         return json_schema::print(json_schema::INDEX, &report);

@@ -213,6 +213,19 @@ impl Quantised {
         }
     }
 
+    /// The query in int8 (padded to whole groups) and its sizes, or `None` where the
+    /// pre-scan cannot be used: a set or query holding a non-finite value, a query of
+    /// another dimension, or an all-zero query.
+    fn quantise_query(&self, query: &[f32]) -> (Vec<i8>, Option<QuantRow>) {
+        let mut qq = vec![0i8; self.groups * GROUP];
+        let info = if self.f32_only || query.len() != self.dim {
+            None
+        } else {
+            quantise(query, &mut qq[..self.dim]).filter(|q| q.scale > 0.0)
+        };
+        (qq, info)
+    }
+
     pub fn rows(&self) -> usize {
         self.rows
     }
@@ -235,73 +248,8 @@ impl Quantised {
     where
         K: Ord + ?Sized + 'a,
     {
-        if k == 0 || self.rows == 0 {
-            return (Vec::new(), ScanStats::default());
-        }
-        let mut qq = vec![0i8; self.groups * GROUP];
-        let q_info = if self.f32_only || query.len() != self.dim {
-            None
-        } else {
-            quantise(query, &mut qq[..self.dim]).filter(|q| q.scale > 0.0)
-        };
-        let Some(q_info) = q_info else {
-            let all: Vec<usize> = (0..self.rows).collect();
-            let stats = ScanStats {
-                rescored: self.rows,
-                f32_scan: true,
-            };
-            return (rescore(row_major, self.dim, query, &all, k, &key), stats);
-        };
-        let bound = self.maxima.bound(&q_info, self.dim);
-        let quantised_query = QueryBytes::new(&qq);
-        // In units of `s_r * (q_r . q_q)`, the scan's own numbers: `a_r / s_q`.
-        let window = 2.0 * bound / f64::from(q_info.scale);
-        let panels = self.rows.div_ceil(LANES);
-        let parts = if self.rows >= PARALLEL_ROWS {
-            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
-        } else {
-            1
-        };
-        let per_part = panels.div_ceil(parts);
-        let scans: Vec<PartScan> = if parts == 1 {
-            vec![self.scan_part(&quantised_query, 0..panels, k, window)]
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (0..parts)
-                    .map(|p| {
-                        let range = (p * per_part).min(panels)..((p + 1) * per_part).min(panels);
-                        let q = &quantised_query;
-                        s.spawn(move || self.scan_part(q, range, k, window))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect()
-            })
-        };
-        // The k-th largest approximate score over every part.
-        let mut best: Vec<f32> = scans.iter().flat_map(|s| s.best.iter().copied()).collect();
-        let threshold = if best.len() < k {
-            f64::NEG_INFINITY
-        } else {
-            let (_, kth, _) = best.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
-            f64::from(*kth)
-        };
-        let candidates: Vec<usize> = scans
-            .iter()
-            .flat_map(|s| s.candidates.iter())
-            .filter(|&&(v, _)| f64::from(v) >= threshold - window)
-            .map(|&(_, r)| r as usize)
-            .collect();
-        let stats = ScanStats {
-            rescored: candidates.len(),
-            f32_scan: false,
-        };
-        (
-            rescore(row_major, self.dim, query, &candidates, k, &key),
-            stats,
-        )
+        let all = 0..self.rows;
+        self.top_k_in(row_major, query, k, std::slice::from_ref(&all), |i| i, key)
     }
 
     /// The place of each of `wanted` (row numbers) in the ranking of every row by
@@ -338,12 +286,7 @@ impl Quantised {
             .map(|(i, &r)| (score(r), r, i))
             .collect();
         sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut qq = vec![0i8; self.groups * GROUP];
-        let q_info = if self.f32_only || query.len() != self.dim {
-            None
-        } else {
-            quantise(query, &mut qq[..self.dim]).filter(|q| q.scale > 0.0)
-        };
+        let (qq, q_info) = self.quantise_query(query);
         let m = sorted.len();
         let tally = match &q_info {
             Some(q) => {
@@ -377,20 +320,9 @@ impl Quantised {
         } else {
             1
         };
-        let per_part = panels.div_ceil(parts);
         let exact = q_info.is_none();
-        let diffs: Vec<Vec<isize>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..parts)
-                .map(|p| {
-                    let range = (p * per_part).min(panels)..((p + 1) * per_part).min(panels);
-                    let (q, job) = (&query_bytes, &job);
-                    s.spawn(move || self.rank_part(q, range, job, exact))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
+        let diffs: Vec<Vec<isize>> = on_each(&split_panels(panels, parts), |range| {
+            self.rank_part(&query_bytes, range.clone(), &job, exact)
         });
         let mut out = vec![(0, 0.0f32); m];
         let mut running = 0isize;
@@ -515,22 +447,280 @@ impl Quantised {
         }
     }
 
-    /// The pre-scan of `panels`: the k largest approximate scores seen and every row
-    /// within `window` of the k-th largest at the time it was seen (a superset of
-    /// those within `window` of the final k-th largest, which only grows).
-    fn scan_part(
+    /// A copy holding the rows `order` of this one, in that order (row `i` of the copy
+    /// is row `order[i]` here): the same bytes and scales, and the same error maxima
+    /// (a bound for every row here holds for any subset of them).
+    pub fn gather(&self, order: &[u32]) -> Quantised {
+        let panel_len = self.groups * LANES * GROUP;
+        let mut panels = vec![0i8; order.len().div_ceil(LANES) * panel_len];
+        let mut scales = Vec::with_capacity(order.len());
+        for (to, &from) in order.iter().enumerate() {
+            let from = from as usize;
+            scales.push(self.scales[from]);
+            let (src, src_lane) = (
+                &self.panels[(from / LANES) * panel_len..][..panel_len],
+                from % LANES,
+            );
+            let (dst, dst_lane) = (
+                &mut panels[(to / LANES) * panel_len..][..panel_len],
+                to % LANES,
+            );
+            for g in 0..self.groups {
+                dst[(g * LANES + dst_lane) * GROUP..][..GROUP]
+                    .copy_from_slice(&src[(g * LANES + src_lane) * GROUP..][..GROUP]);
+            }
+        }
+        Quantised {
+            dim: self.dim,
+            groups: self.groups,
+            rows: order.len(),
+            panels,
+            scales,
+            maxima: self.maxima,
+            f32_only: self.f32_only,
+        }
+    }
+
+    /// For every row, the centre (`centres`: row-major, `dim` floats each) with the
+    /// largest approximate dot product, by the int8 kernel: a clustering's assignment,
+    /// where the int8 rounding only moves rows that are nearly as close to two
+    /// centres. Ties go to the first centre; an all-zero or non-finite centre is
+    /// never chosen. Rows are split over the cores; each tile of rows stays in cache
+    /// while every centre is scored against it.
+    pub fn assign(&self, centres: &[f32]) -> Vec<u32> {
+        let dim = self.dim;
+        if dim == 0 || self.rows == 0 {
+            return vec![0; self.rows];
+        }
+        let queries: Vec<(usize, QueryBytes, f32)> = centres
+            .chunks_exact(dim)
+            .enumerate()
+            .filter_map(|(c, centre)| {
+                let mut q = vec![0i8; self.groups * GROUP];
+                let info = quantise(centre, &mut q[..dim]).filter(|i| i.scale > 0.0)?;
+                Some((c, QueryBytes::new(&q), info.scale))
+            })
+            .collect();
+        let panels = self.rows.div_ceil(LANES);
+        let parts = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let assign_part = |range: std::ops::Range<usize>| -> Vec<u32> {
+            const TILE: usize = 64;
+            let panel_len = self.groups * LANES * GROUP;
+            let first_row = range.start * LANES;
+            let end_row = (range.end * LANES).min(self.rows);
+            let mut best = vec![(f32::NEG_INFINITY, 0u32); end_row.saturating_sub(first_row)];
+            let mut sums = vec![0i32; TILE * LANES];
+            let mut panel = range.start;
+            while panel < range.end {
+                let n = (range.end - panel).min(TILE);
+                let bytes = &self.panels[panel * panel_len..(panel + n) * panel_len];
+                let first = panel * LANES;
+                let live = self.rows.saturating_sub(first).min(n * LANES);
+                for (c, q, s_c) in &queries {
+                    dots(bytes, self.groups, q, &mut sums[..n * LANES]);
+                    for (i, &sum) in sums[..live].iter().enumerate() {
+                        let v = self.scales[first + i] * sum as f32 * s_c;
+                        let b = &mut best[first + i - first_row];
+                        if v > b.0 {
+                            *b = (v, *c as u32);
+                        }
+                    }
+                }
+                panel += n;
+            }
+            best.into_iter().map(|(_, c)| c).collect()
+        };
+        on_each(&split_panels(panels, parts), |range| {
+            assign_part(range.clone())
+        })
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// [`Quantised::top_k`] among the rows in `ranges` only (rows of this copy): the
+    /// `k` best by (exact f32 score, then key), where row `i` of this copy is row
+    /// `original(i)` of `row_major` and the answer names rows of `row_major`. The
+    /// int8 pre-scan finds the k-th largest approximate score `T` among the rows
+    /// scanned; every row within `2B` of it is rescored in f32 (module notes). The
+    /// rows are split over the cores once there are enough of them.
+    pub fn top_k_in<'a, K>(
         &self,
-        query: &QueryBytes,
-        panels: std::ops::Range<usize>,
+        row_major: &[f32],
+        query: &[f32],
         k: usize,
-        window: f64,
-    ) -> PartScan {
-        let mut best: BinaryHeap<Reverse<OrdF32>> = BinaryHeap::with_capacity(k + 1);
-        let mut candidates: Vec<(f32, u32)> = Vec::new();
-        let mut prune_at = 4 * k + 1024;
-        self.approx_tiles(query, panels, |first, approx| {
+        ranges: &[std::ops::Range<usize>],
+        original: impl Fn(usize) -> usize,
+        key: impl Fn(usize) -> &'a K,
+    ) -> (Vec<(f32, usize)>, ScanStats)
+    where
+        K: Ord + ?Sized + 'a,
+    {
+        if k == 0 || self.rows == 0 {
+            return (Vec::new(), ScanStats::default());
+        }
+        let ranges: Vec<std::ops::Range<usize>> = ranges
+            .iter()
+            .map(|r| r.start.min(self.rows)..r.end.min(self.rows))
+            .collect();
+        let (qq, q_info) = self.quantise_query(query);
+        let Some(q_info) = q_info else {
+            let all: Vec<usize> = ranges
+                .iter()
+                .flat_map(|r| r.clone())
+                .map(&original)
+                .collect();
+            let stats = ScanStats {
+                rescored: all.len(),
+                f32_scan: true,
+            };
+            return (rescore(row_major, self.dim, query, &all, k, &key), stats);
+        };
+        // In units of `s_r * (q_r . q_q)`, the scan's own numbers: `a_r / s_q`.
+        let window = 2.0 * self.maxima.bound(&q_info, self.dim) / f64::from(q_info.scale);
+        let quantised_query = QueryBytes::new(&qq);
+        let rows: usize = ranges.iter().map(|r| r.len()).sum();
+        let parts = if rows >= PARALLEL_ROWS {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+        } else {
+            1
+        };
+        let scan = |pieces: &[std::ops::Range<usize>]| {
+            let mut scan = PreScan::new(k, window);
+            for r in pieces {
+                scan.scan(self, &quantised_query, r.clone());
+            }
+            scan.finish()
+        };
+        let pieces = split_rows(&ranges, parts);
+        let scans: Vec<PartScan> = on_each(&pieces, |p| scan(p));
+        let candidates: Vec<usize> = candidates(&scans, k, window)
+            .into_iter()
+            .map(original)
+            .collect();
+        let stats = ScanStats {
+            rescored: candidates.len(),
+            f32_scan: false,
+        };
+        (
+            rescore(row_major, self.dim, query, &candidates, k, &key),
+            stats,
+        )
+    }
+}
+
+/// `f` of every item, each on its own thread (one item: on this one), in order; a
+/// panic in one is raised again here.
+fn on_each<I: Sync, T: Send>(items: &[I], f: impl Fn(&I) -> T + Sync) -> Vec<T> {
+    if let [one] = items {
+        return vec![f(one)];
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .iter()
+            .map(|item| {
+                let f = &f;
+                s.spawn(move || f(item))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// `panels` panels cut into `parts` runs of panels of about equal length.
+fn split_panels(panels: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+    let per_part = panels.div_ceil(parts.max(1)).max(1);
+    (0..parts.max(1))
+        .map(|p| (p * per_part).min(panels)..((p + 1) * per_part).min(panels))
+        .collect()
+}
+
+/// `ranges` cut into at most `parts` runs of about equal rows, each a whole number of
+/// panels long (but the last), so no two parts compute the same panel.
+fn split_rows(ranges: &[std::ops::Range<usize>], parts: usize) -> Vec<Vec<std::ops::Range<usize>>> {
+    let rows: usize = ranges.iter().map(|r| r.len()).sum();
+    let per = rows
+        .div_ceil(parts.max(1))
+        .next_multiple_of(LANES)
+        .max(LANES);
+    let mut out = vec![Vec::new()];
+    let mut room = per;
+    for r in ranges {
+        let mut r = r.clone();
+        while !r.is_empty() {
+            if room == 0 {
+                out.push(Vec::new());
+                room = per;
+            }
+            let take = r.len().min(room);
+            out.last_mut()
+                .unwrap_or_else(|| unreachable!())
+                .push(r.start..r.start + take);
+            r.start += take;
+            room -= take;
+        }
+    }
+    out
+}
+
+/// The rows of a pre-scan's parts that could still be in the top `k`: within
+/// `window` of the k-th largest approximate score over every part.
+fn candidates(scans: &[PartScan], k: usize, window: f64) -> Vec<usize> {
+    let mut best: Vec<f32> = scans.iter().flat_map(|s| s.best.iter().copied()).collect();
+    let threshold = if best.len() < k {
+        f64::NEG_INFINITY
+    } else {
+        let (_, kth, _) = best.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+        f64::from(*kth)
+    };
+    scans
+        .iter()
+        .flat_map(|s| s.candidates.iter())
+        .filter(|&&(v, _)| f64::from(v) >= threshold - window)
+        .map(|&(_, r)| r as usize)
+        .collect()
+}
+
+/// A pre-scan in progress: the k largest approximate scores seen and every row
+/// within `window` of the k-th largest at the time it was seen (a superset of those
+/// within `window` of the final k-th largest, which only grows).
+struct PreScan {
+    k: usize,
+    window: f64,
+    best: BinaryHeap<Reverse<OrdF32>>,
+    candidates: Vec<(f32, u32)>,
+    prune_at: usize,
+}
+
+impl PreScan {
+    fn new(k: usize, window: f64) -> Self {
+        PreScan {
+            k,
+            window,
+            best: BinaryHeap::with_capacity(k + 1),
+            candidates: Vec::new(),
+            prune_at: 4 * k + 1024,
+        }
+    }
+
+    /// Scan `rows` of `set` (the panels holding them; their other rows are skipped).
+    fn scan(&mut self, set: &Quantised, query: &QueryBytes, rows: std::ops::Range<usize>) {
+        if rows.is_empty() {
+            return;
+        }
+        let (k, window) = (self.k, self.window);
+        let panels = rows.start / LANES..rows.end.div_ceil(LANES);
+        let (best, candidates) = (&mut self.best, &mut self.candidates);
+        let prune_at = &mut self.prune_at;
+        set.approx_tiles(query, panels, |first, approx| {
             for (i, &v) in approx.iter().enumerate() {
                 let row = first + i;
+                if !rows.contains(&row) {
+                    continue;
+                }
                 let floor = match best.peek() {
                     Some(Reverse(w)) if best.len() >= k => f64::from(w.0),
                     _ => f64::NEG_INFINITY,
@@ -545,18 +735,21 @@ impl Quantised {
                     best.push(Reverse(OrdF32(v)));
                 }
             }
-            if candidates.len() > prune_at
+            if candidates.len() > *prune_at
                 && let Some(Reverse(w)) = best.peek()
                 && best.len() >= k
             {
                 let floor = f64::from(w.0) - window;
                 candidates.retain(|&(v, _)| f64::from(v) >= floor);
-                prune_at = prune_at.max(2 * candidates.len());
+                *prune_at = (*prune_at).max(2 * candidates.len());
             }
         });
+    }
+
+    fn finish(self) -> PartScan {
         PartScan {
-            best: best.into_iter().map(|Reverse(v)| v.0).collect(),
-            candidates,
+            best: self.best.into_iter().map(|Reverse(v)| v.0).collect(),
+            candidates: self.candidates,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! tantivy index. Async where lance is async; never imported by `core`.
 
 pub mod chunks;
+pub mod dense_ivf;
 pub mod dense_scan;
 pub mod keys;
 pub mod lists;

@@ -19,6 +19,7 @@ use lance::dataset::WriteMode;
 use lance::index::vector::VectorIndexParams;
 use lance_linalg::distance::MetricType;
 
+use super::dense_ivf::{Ivf, IvfStats, default_lists};
 use super::dense_scan::{Quantised, ScanStats, exact_score};
 use super::workspace::Workspace;
 use super::{Result, StoreError};
@@ -66,6 +67,8 @@ pub struct VectorSet {
     /// Row numbers sorted by id, built on the first [`VectorSet::ranks_of`]: 4 bytes a
     /// row where a map from id would copy every id.
     pub(crate) by_id: OnceLock<Vec<u32>>,
+    /// The in-memory IVF of [`VectorSet::ann_search`], built on its first use.
+    pub(crate) ivf: OnceLock<Ivf>,
 }
 
 impl VectorSet {
@@ -77,6 +80,7 @@ impl VectorSet {
             data,
             quantised: OnceLock::new(),
             by_id: OnceLock::new(),
+            ivf: OnceLock::new(),
         }
     }
 
@@ -119,14 +123,17 @@ impl VectorSet {
                 .top_k(&self.data[..self.len() * self.dim], query, k, |i| {
                     self.ids[i].as_str()
                 });
-        let hits = top
-            .into_iter()
+        (self.scored(top), stats)
+    }
+
+    /// Rows with their f32 scores as chunk ids with scores.
+    fn scored(&self, top: Vec<(f32, usize)>) -> Vec<Scored> {
+        top.into_iter()
             .map(|(s, i)| Scored {
                 id: self.ids[i].clone(),
                 score: f64::from(s),
             })
-            .collect();
-        (hits, stats)
+            .collect()
     }
 
     /// The row holding `id`, if any.
@@ -163,6 +170,38 @@ impl VectorSet {
                     .map(|(rank, s)| (rank, f64::from(s)))
             })
             .collect()
+    }
+
+    /// Build the IVF of [`VectorSet::ann_search`] now rather than on its first search.
+    pub fn prepare_ann(&self) -> &Ivf {
+        self.ivf.get_or_init(|| {
+            let rows = &self.data[..self.len() * self.dim];
+            Ivf::build(
+                self.quantised(),
+                rows,
+                self.dim,
+                default_lists(self.len()),
+                IVF_SEED,
+            )
+        })
+    }
+
+    /// Approximate cosine top-k: the exact top k (scores, order and ties as
+    /// [`VectorSet::search`]) of the rows filed in the `nprobes` lists of the
+    /// in-memory IVF whose centres best match `query`; a neighbour filed in another
+    /// list is missed. With every list probed it is [`VectorSet::search`].
+    pub fn ann_search(&self, query: &[f32], k: usize, nprobes: usize) -> (Vec<Scored>, IvfStats) {
+        if self.dim == 0 || query.len() != self.dim {
+            return (self.search_scalar(query, k), IvfStats::default());
+        }
+        let (top, stats) = self.prepare_ann().top_k(
+            &self.data[..self.len() * self.dim],
+            query,
+            k,
+            nprobes,
+            |i| self.ids[i].as_str(),
+        );
+        (self.scored(top), stats)
     }
 
     /// Bytes of the int8 copy one search scans.
@@ -439,26 +478,17 @@ pub fn merge(
     out
 }
 
+/// Seed of the IVF's k-means: the same set always gets the same lists.
+const IVF_SEED: u64 = 0x1f_5eed;
+
 /// Name of the approximate index on the `vector` column.
 pub const ANN_INDEX: &str = "vector_ivf";
 
 impl VectorStore<'_> {
-    /// Build (or rebuild) an IVF_FLAT cosine index on the vectors: √n partitions.
-    /// Exact search stays the default; this is for corpora where a scan gets slow.
-    pub async fn build_ann(&self) -> Result<usize> {
-        let mut partitions = 1;
-        self.build_index(|n| {
-            partitions = ((n as f64).sqrt() as usize).clamp(1, 1024);
-            VectorIndexParams::ivf_flat(partitions, MetricType::Cosine)
-        })
-        .await?;
-        Ok(partitions)
-    }
-
     /// Build (or rebuild) an IVF_PQ cosine index: `partitions` lists, product
     /// quantisation with 8-dimension sub-vectors of 8 bits, k-means stopped after
-    /// `iterations`. For a million rows, where IVF_FLAT's lists are as large as the
-    /// vectors themselves; searches rescore a few times k rows in full
+    /// `iterations`: lance's ANN, which the synthetic bench sets beside the in-memory
+    /// IVF of [`VectorSet::ann_search`]; searches rescore a few times k rows in full
     /// ([`AnnSearcher::search_refined`]) to win back what the codes lose.
     pub async fn build_ivf_pq(
         &self,
@@ -505,13 +535,6 @@ impl VectorStore<'_> {
         Ok(())
     }
 
-    /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions
-    /// read. Opens the dataset for this one search: many searches keep an
-    /// [`AnnSearcher`] instead.
-    pub async fn ann_search(&self, query: &[f32], k: usize, nprobes: usize) -> Result<Vec<Scored>> {
-        self.ann_searcher().await?.search(query, k, nprobes).await
-    }
-
     /// The vectors' dataset opened once for ANN searches.
     pub async fn ann_searcher(&self) -> Result<AnnSearcher> {
         Ok(AnnSearcher {
@@ -529,15 +552,10 @@ pub struct AnnSearcher {
 }
 
 impl AnnSearcher {
-    /// Top-k by the ANN index (cosine; score = 1 - distance), `nprobes` partitions
-    /// read; equal scores by chunk id descending.
-    pub async fn search(&self, query: &[f32], k: usize, nprobes: usize) -> Result<Vec<Scored>> {
-        self.search_refined(query, k, nprobes, None).await
-    }
-
-    /// [`AnnSearcher::search`], with the index's best `k * refine` rows rescored on
-    /// their full vectors before the top k is taken (an IVF_PQ index's codes are
-    /// approximate).
+    /// Top-k by the lance IVF_PQ index (cosine; score = 1 - distance), `nprobes`
+    /// partitions read, the index's best `k * refine` rows rescored on their full
+    /// vectors before the top k is taken (the codes are approximate); equal scores
+    /// by chunk id descending. The bench's comparison for [`VectorSet::ann_search`].
     pub async fn search_refined(
         &self,
         query: &[f32],

@@ -461,8 +461,10 @@ fn sample_search_and_evaluation() {
     }
     assert!(checked > 250, "{checked} fused scores checked");
 
-    // The lance ANN index gives an approximate dense list of the same quality.
-    env.ok(&["index", "--ann"]);
+    // The in-memory IVF, probing 2 of its 8 lists, gives a dense list of nearly the
+    // same quality.
+    let report = env.json(&["index", "--ann", "--json"]);
+    assert_eq!(report["ann_partitions"], 8, "{report}");
     let ann = env.json(&[
         "eval",
         "retrieval",
@@ -471,6 +473,8 @@ fn sample_search_and_evaluation() {
         "--methods",
         "dense",
         "--ann",
+        "--nprobes",
+        "2",
         "--json",
     ]);
     let exact = out["results"]

@@ -1,7 +1,8 @@
 //! `raglab bench retrieval --synthetic N` through the binary, on a small N: the
 //! synthetic workspace is built once under the data folder and reused, every stage is
 //! reported, the int8 scan returns the plain f32 scan's top 100 on the queries it is
-//! checked against, and the ANN recall is a fraction of the exact top 10.
+//! checked against, and the ANN recall is a fraction of the exact top 10 (all of it
+//! when the in-memory IVF probes every list).
 
 use crate::common;
 
@@ -65,6 +66,17 @@ fn synthetic_bench_builds_once_and_reports_every_stage() {
     // but for PQ's approximate candidate list: at least 0.9 of it.
     let all = ann[1]["recall_at_k"].as_f64().expect("recall");
     assert!(all >= 0.9, "recall with every partition probed: {all}");
+    // The in-memory IVF of `--ann` has round(sqrt(3000) / 2) = 27 lists: probing 54
+    // probes them all, so its top 10 is the exact top 10 and every row is scanned.
+    let ivf = &first["ivf"];
+    assert_eq!(ivf["lists"], 27, "{ivf}");
+    let rows = ivf["rows"].as_array().expect("ivf rows");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["nprobes"], 54);
+    assert_eq!(rows[1]["recall_at_k"].as_f64(), Some(1.0), "{ivf}");
+    assert_eq!(rows[1]["rows_scanned_p50"].as_f64(), Some(3000.0), "{ivf}");
+    let some = rows[0]["recall_at_k"].as_f64().expect("recall");
+    assert!((0.0..=1.0).contains(&some), "recall {some}");
 
     // The second run reuses the workspace: the build figures are the stored ones.
     let second = env.json(&args);

@@ -2,6 +2,7 @@
 //! retrieval and the alpha sweep's cost; generation tokens/s against llama.cpp's own
 //! perf counters.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -17,6 +18,7 @@ use crate::infer::generate::{GenStats, Generator};
 use crate::service::answer::{Answerer, RunConfig, default_template};
 use crate::service::base::{Context, ModelChoice, read_questions, read_texts};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
+use crate::store::vectors::VectorSet;
 
 /// Per-stage latency of hybrid queries (p50/p95) over at most `limit` questions, and
 /// the cost of the alpha sweep against one alpha. Reports; does not assert.
@@ -25,6 +27,7 @@ pub async fn bench_retrieval(
     queries: &Path,
     limit: usize,
     threads: i32,
+    nprobes: &[usize],
 ) -> Result<serde_json::Value> {
     let queries: Vec<String> = read_texts(queries)?.into_iter().take(limit).collect();
     if queries.is_empty() {
@@ -73,7 +76,12 @@ pub async fn bench_retrieval(
         }
     }
     let sweep = t.elapsed().as_secs_f64() * 1e3;
-    let scan = dense_scan(&r, &queries)?;
+    let (scan, vectors) = dense_scan(&r, &queries)?;
+    let ivf = if vectors.is_empty() {
+        serde_json::Value::Null
+    } else {
+        ivf_figures(&r.vectors, &vectors, nprobes)
+    };
     let retrieval: f64 = total.iter().sum();
     let row = |name: &str, v: &mut Vec<f64>| serde_json::json!({"stage": name, "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)});
     let stages = vec![
@@ -90,6 +98,7 @@ pub async fn bench_retrieval(
         "eval_one_alpha_ms": retrieval + one, "eval_sweep_ms": retrieval + sweep,
         "sweep_over_one_ratio": (retrieval + sweep) / (retrieval + one),
         "dense_scan": scan,
+        "ivf": ivf,
     });
     Ok(out)
 }
@@ -97,10 +106,10 @@ pub async fn bench_retrieval(
 /// The exact dense scan of the workspace's vectors (int8 pre-scan, f32 rescoring),
 /// timed per query beside the plain scalar scan it replaced (their top 100 compared)
 /// and beside a copy of as many bytes as the int8 copy holds (the memory-bandwidth
-/// reference), all in this run.
-fn dense_scan(r: &Retriever, queries: &[String]) -> Result<serde_json::Value> {
-    let Some(e) = &r.embedder else {
-        return Ok(serde_json::Value::Null);
+/// reference), all in this run; and the queries' vectors.
+fn dense_scan(r: &Retriever, queries: &[String]) -> Result<(serde_json::Value, Vec<Vec<f32>>)> {
+    let Some(e) = r.embedder.as_ref().filter(|_| !r.vectors.is_empty()) else {
+        return Ok((serde_json::Value::Null, Vec::new()));
     };
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     let v = &r.vectors;
@@ -110,8 +119,10 @@ fn dense_scan(r: &Retriever, queries: &[String]) -> Result<serde_json::Value> {
     let bytes = v.scanned_bytes();
     let src = vec![1u8; bytes];
     let mut dst = vec![0u8; bytes];
+    let mut vectors = Vec::with_capacity(queries.len());
     for q in queries {
         let q = e.embed_query(q)?;
+        vectors.push(q.clone());
         let t = Instant::now();
         let a = v.search_scalar(&q, DEFAULT_DEPTH);
         scalar.push(ms(t));
@@ -133,14 +144,57 @@ fn dense_scan(r: &Retriever, queries: &[String]) -> Result<serde_json::Value> {
         }
     };
     let (s, p, c) = (pct(&scalar, 0.5), pct(&fast, 0.5), pct(&copy, 0.5));
-    Ok(serde_json::json!({
+    let figures = serde_json::json!({
         "rows": v.len(), "dim": v.dim, "k": DEFAULT_DEPTH, "scanned_bytes": bytes,
         "scalar_p50_ms": s, "int8_p50_ms": p, "memcpy_p50_ms": c,
         "rescored_p50": pct(&rescored, 0.5),
         "int8_gb_per_s": gbps(p), "memcpy_gb_per_s": gbps(c),
         "int8_over_memcpy": if p > 0.0 { c / p } else { 0.0 },
         "identical_top_k": identical,
-    }))
+    });
+    Ok((figures, vectors))
+}
+
+/// The in-memory IVF of `--ann` on `vectors`: the time to cluster them, then per
+/// `nprobes` the time of a top 10 and its recall against the exact top 10, over
+/// `queries` (query vectors).
+pub(super) fn ivf_figures(
+    vectors: &VectorSet,
+    queries: &[Vec<f32>],
+    nprobes: &[usize],
+) -> serde_json::Value {
+    const K: usize = 10;
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let ivf = vectors.prepare_ann();
+    let build_s = t.elapsed().as_secs_f64();
+    let exact: Vec<HashSet<String>> = queries
+        .iter()
+        .map(|q| vectors.search(q, K).into_iter().map(|s| s.id).collect())
+        .collect();
+    let rows: Vec<serde_json::Value> = nprobes
+        .iter()
+        .map(|&n| {
+            let (mut times, mut recall, mut scanned) = (vec![], vec![], vec![]);
+            for (q, want) in queries.iter().zip(&exact) {
+                let t = Instant::now();
+                let (hits, stats) = vectors.ann_search(q, K, n);
+                times.push(ms(t));
+                let found = hits.iter().filter(|h| want.contains(&h.id)).count();
+                recall.push(found as f64 / want.len().max(1) as f64);
+                scanned.push(stats.rows_scanned as f64);
+            }
+            serde_json::json!({
+                "nprobes": n, "k": K,
+                "p50_ms": pct(&times, 0.5), "p95_ms": pct(&times, 0.95),
+                "recall_at_k": recall.iter().sum::<f64>() / recall.len().max(1) as f64,
+                "rows_scanned_p50": pct(&scanned, 0.5),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "lists": ivf.lists(), "build_s": build_s, "bytes": ivf.bytes(), "rows": rows,
+    })
 }
 
 /// What `bench generate` runs.

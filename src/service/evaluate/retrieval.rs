@@ -66,7 +66,7 @@ pub struct RetrievalEval {
     pub per_query: Option<PathBuf>,
     pub embed: ModelChoice,
     pub depth: usize,
-    /// Dense lists from the lance ANN index, probing this many partitions.
+    /// Dense lists from the in-memory IVF ([`crate::store::vectors::VectorSet::ann_search`]), probing this many lists.
     pub ann_nprobes: Option<usize>,
     /// The corpus variant ranked (C_F by default).
     pub variant: crate::core::variant::Variant,
@@ -273,7 +273,6 @@ fn best_alphas(sweep: &[SweepPoint]) -> Vec<BestAlpha> {
 
 /// Every rank list of every question, `req.depth` deep (exact or ANN dense lists).
 async fn rank_all(
-    ctx: &Context,
     r: &Retriever,
     queries: &[Question],
     req: &RetrievalEval,
@@ -282,10 +281,7 @@ async fn rank_all(
     let mut lists = Vec::with_capacity(queries.len());
     for (i, q) in queries.iter().enumerate() {
         let (l, _) = match req.ann_nprobes {
-            Some(nprobes) => {
-                r.query_ann(&ctx.workspace, &q.text, req.depth, nprobes)
-                    .await?
-            }
+            Some(nprobes) => r.query_ann(&q.text, req.depth, nprobes)?,
             None => r.query(&q.text, req.depth)?,
         };
         lists.push((q.id.clone(), l));
@@ -612,11 +608,7 @@ async fn rank_phase(
             Some(nprobes) => {
                 let mut v = Vec::with_capacity(block.len());
                 for q in block {
-                    v.push(
-                        r.query_ann(&ctx.workspace, &q.text, req.depth, nprobes)
-                            .await?
-                            .0,
-                    );
+                    v.push(r.query_ann(&q.text, req.depth, nprobes)?.0);
                 }
                 v
             }
@@ -938,7 +930,7 @@ pub async fn rank_shard(
     let total = queries.len();
     let mine = shard.select(queries, |q| q.id.as_str());
     let r = open_ranker(ctx, req).await?;
-    let lists = rank_all(ctx, &r, &mine, req, progress).await?;
+    let lists = rank_all(&r, &mine, req, progress).await?;
     let created = crate::service::base::now_rfc3339();
     let rows: Vec<ListsRow> = lists
         .iter()

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 
+use super::bench::ivf_figures;
 use crate::core::chunk::{Chunker, chunk_document};
 use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
 use crate::core::retrieval::QueryLists;
@@ -453,6 +454,9 @@ pub async fn bench_synthetic(
     let queries = make_queries(&w, documents, req.queries);
     say(&format!("timing {} queries", queries.len()));
     let tm = time_queries(&w, &queries, req).await?;
+    say("clustering the vectors for the in-memory IVF");
+    let vectors: Vec<Vec<f32>> = queries.iter().map(|(_, v)| v.clone()).collect();
+    let ivf = ivf_figures(&w.vectors, &vectors, &req.nprobes);
     let scan = scan_figures(&w.vectors, &queries, pct(&tm.dense, 0.5));
     let tfidf = tfidf_figures(&w.sparse, &queries)?;
     let ann_rows: Vec<serde_json::Value> = tm
@@ -483,5 +487,6 @@ pub async fn bench_synthetic(
         "dense_scan": scan,
         "tfidf_pruning": tfidf,
         "ann": ann_rows,
+        "ivf": ivf,
     }))
 }

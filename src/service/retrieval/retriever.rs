@@ -17,7 +17,7 @@ use crate::infer::embed::{EmbedConfig, Embedder};
 use crate::service::base::{Context, ModelChoice, Progress};
 use crate::store::chunks::ChunkStore;
 use crate::store::sparse::{SparseIndex, SyncSummary, text_hash};
-use crate::store::vectors::{AnnSearcher, VectorSet, VectorStore, merge, stale};
+use crate::store::vectors::{VectorSet, VectorStore, merge, stale};
 use crate::store::workspace::Workspace;
 
 /// Depth of each retriever's list: deep enough that reciprocal rank is computed over
@@ -63,8 +63,6 @@ pub struct Retriever {
     pub summarised: usize,
     /// The chunks as the variant indexes them (`None` for C_F: `chunks` themselves).
     indexed: Option<Vec<Chunk>>,
-    /// The vectors dataset opened for ANN search on the first `--ann` query, kept.
-    ann: tokio::sync::OnceCell<AnnSearcher>,
 }
 
 /// Where a variant's sparse index lives (`index/bm25`, `index/bm25-S`, ...).
@@ -158,7 +156,6 @@ impl Retriever {
             variant,
             summarised,
             indexed,
-            ann: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -353,27 +350,23 @@ impl Retriever {
         self.embedder.is_some() && !self.vectors.is_empty()
     }
 
-    /// Like [`Retriever::query`], with the dense list from the lance ANN index instead of
-    /// the exact scan (`raglab index --ann` builds it).
-    pub async fn query_ann(
+    /// Like [`Retriever::query`], with the dense list from the in-memory IVF
+    /// ([`VectorSet::ann_search`], clustered on the first `--ann` query) instead of the
+    /// exact scan: the exact top `depth` of the `nprobes` lists nearest the query.
+    pub fn query_ann(
         &self,
-        ws: &Workspace,
         query: &str,
         depth: usize,
         nprobes: usize,
     ) -> Result<(QueryLists, QueryTimings)> {
-        let (Some(e), Some(name)) = (&self.embedder, self.vectors_key()) else {
-            bail!("ANN search needs an embedding model");
+        let Some(e) = self.embedder.as_ref().filter(|_| !self.vectors.is_empty()) else {
+            bail!("ANN search needs an embedding model and the corpus's vectors (raglab index)");
         };
         let s = Instant::now();
         let q = e.embed_query(query)?;
         let embed_ms = s.elapsed().as_secs_f64() * 1e3;
         let s = Instant::now();
-        let ann = self
-            .ann
-            .get_or_try_init(|| async { VectorStore::new(ws, &name).ann_searcher().await })
-            .await?;
-        let dense = ann.search(&q, depth, nprobes).await?;
+        let (dense, _) = self.vectors.ann_search(&q, depth, nprobes);
         let dense_ms = s.elapsed().as_secs_f64() * 1e3;
         let (lists, mut t) = self.query_with_dense(query, depth, Some(dense))?;
         t.embed_ms = embed_ms;
@@ -588,7 +581,9 @@ pub fn rank_on_demand(
 }
 
 /// What `raglab index` builds: the sparse index, and the embeddings unless
-/// `sparse_only`; with `ann`, also a lance IVF_FLAT index on the vectors.
+/// `sparse_only`; with `ann`, the vectors are also clustered as `--ann` searches
+/// cluster them (in memory, on first use; nothing is written), to report the lists
+/// and the time.
 #[derive(Debug, Clone, Default)]
 pub struct IndexRequest {
     pub embed: ModelChoice,
@@ -645,10 +640,9 @@ pub async fn build_index(
         tokens_counted,
         token_model: r.model_name.clone(),
     };
-    if let (true, Some(name)) = (req.ann, r.vectors_key()) {
+    if req.ann && !r.vectors.is_empty() {
         let t = Instant::now();
-        let parts = VectorStore::new(&ctx.workspace, &name).build_ann().await?;
-        report.ann_partitions = Some(parts);
+        report.ann_partitions = Some(r.vectors.prepare_ann().lists());
         report.ann_seconds = Some(t.elapsed().as_secs_f64());
     }
     Ok(report)
@@ -754,10 +748,7 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
     let r = open_variant_for(ctx, req.method, &req.embed, req.variant).await?;
     let depth = DEFAULT_DEPTH.max(req.k);
     let (lists, timings) = match req.ann_nprobes {
-        Some(nprobes) => {
-            r.query_ann(&ctx.workspace, &req.question, depth, nprobes)
-                .await?
-        }
+        Some(nprobes) => r.query_ann(&req.question, depth, nprobes)?,
         None => r.query(&req.question, depth)?,
     };
     // Single-list methods still show the hybrid fused score beside their ranks.

@@ -756,8 +756,7 @@ impl SparseIndex {
         }
         let mut candidates: Vec<(usize, u32)> = Vec::new();
         for &(ord, d) in &touched {
-            let slot = &mut dot[ord][d as usize];
-            if !below(score(ord, d, *slot) + left[read], floor) {
+            if !below(score(ord, d, dot[ord][d as usize]) + left[read], floor) {
                 candidates.push((ord, d));
             }
         }

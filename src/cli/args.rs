@@ -39,8 +39,8 @@ pub struct RankingArgs {
     /// the `--nprobes` lists nearest the query (clustered on the first search).
     #[arg(long)]
     pub ann: bool,
-    /// IVF lists probed by `--ann` (of about sqrt(n)/2).
-    #[arg(long, default_value_t = 8)]
+    /// IVF lists probed by `--ann` (at least 1, of about sqrt(n)/2).
+    #[arg(long, default_value_t = 8, value_parser = lists_probed)]
     pub nprobes: usize,
 }
 
@@ -166,6 +166,15 @@ impl TemperatureArgs {
             accuracy: self.temp_accuracy,
             cost_s: self.temp_cost,
         }
+    }
+}
+
+/// `--nprobes`: a count of IVF lists, at least 1 (probing none would answer with an
+/// empty dense list, not refuse).
+pub fn lists_probed(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not a count of lists of at least 1")),
     }
 }
 

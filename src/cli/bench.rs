@@ -26,8 +26,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 200)]
     pub limit: usize,
     /// IVF lists probed by the ANN searches (the in-memory IVF of `--ann`; with
-    /// --synthetic also lance's IVF_PQ), one row each.
-    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8])]
+    /// --synthetic also lance's IVF_PQ), one row each; each at least 1.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8], value_parser = super::args::lists_probed)]
     pub nprobes: Vec<usize>,
     /// With --synthetic: the ANN search rescores k x this many rows in full.
     #[arg(long, default_value_t = 40)]

@@ -25,7 +25,7 @@ pub struct IndexArgs {
     /// Also cluster the vectors as `--ann` searches do (in memory, about sqrt(n)/2
     /// lists) and report the lists and the time; nothing is written: `--ann` clusters
     /// on its first search.
-    #[arg(long, conflicts_with = "shard")]
+    #[arg(long, conflicts_with_all = ["shard", "sparse_only"])]
     pub ann: bool,
     /// Corpus variant to index: F (full chunks), S (every chunk's summary), R (the
     /// summary of chunks over 512 tokens); S and R need `raglab summarise` first.

@@ -51,6 +51,16 @@ const TILE_PANELS: usize = 512;
 /// than the split saves).
 const PARALLEL_ROWS: usize = 65_536;
 
+/// Threads a scan of `rows` rows is split over: one below [`PARALLEL_ROWS`], else
+/// one per core up to 8 (the scan is bound by memory bandwidth, which a few cores
+/// already fill).
+fn scan_threads(rows: usize) -> usize {
+    if rows < PARALLEL_ROWS {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
 /// The f32 score of one row: the sum every search's answer is defined by.
 #[inline]
 pub fn exact_score(row: &[f32], query: &[f32]) -> f32 {
@@ -315,11 +325,7 @@ impl Quantised {
         };
         let query_bytes = QueryBytes::new(&qq);
         let panels = self.rows.div_ceil(LANES);
-        let parts = if self.rows >= PARALLEL_ROWS {
-            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
-        } else {
-            1
-        };
+        let parts = scan_threads(self.rows);
         let exact = q_info.is_none();
         let diffs: Vec<Vec<isize>> = on_each(&split_panels(panels, parts), |range| {
             self.rank_part(&query_bytes, range.clone(), &job, exact)
@@ -502,7 +508,8 @@ impl Quantised {
             })
             .collect();
         let panels = self.rows.div_ceil(LANES);
-        let parts = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        // Split whatever the size: every row is scored against every centre.
+        let parts = scan_threads(PARALLEL_ROWS.max(self.rows));
         let assign_part = |range: std::ops::Range<usize>| -> Vec<u32> {
             const TILE: usize = 64;
             let panel_len = self.groups * LANES * GROUP;
@@ -580,11 +587,7 @@ impl Quantised {
         let window = 2.0 * self.maxima.bound(&q_info, self.dim) / f64::from(q_info.scale);
         let quantised_query = QueryBytes::new(&qq);
         let rows: usize = ranges.iter().map(|r| r.len()).sum();
-        let parts = if rows >= PARALLEL_ROWS {
-            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
-        } else {
-            1
-        };
+        let parts = scan_threads(rows);
         let scan = |pieces: &[std::ops::Range<usize>]| {
             let mut scan = PreScan::new(k, window);
             for r in pieces {

@@ -465,30 +465,45 @@ fn sample_search_and_evaluation() {
     // same quality.
     let report = env.json(&["index", "--ann", "--json"]);
     assert_eq!(report["ann_partitions"], 8, "{report}");
-    let ann = env.json(&[
-        "eval",
-        "retrieval",
-        "--queries",
-        q.to_str().expect("utf8"),
-        "--methods",
-        "dense",
-        "--ann",
-        "--nprobes",
-        "2",
-        "--json",
-    ]);
-    let exact = out["results"]
+    let dense_ann = |nprobes: &str| {
+        let q = q.to_str().expect("utf8");
+        let args = ["eval", "retrieval", "--queries", q, "--methods", "dense"];
+        let ann = env.json(&[&args[..], &["--ann", "--nprobes", nprobes, "--json"]].concat());
+        ann["results"][0]["metrics"].clone()
+    };
+    let exact_metrics = &out["results"]
         .as_array()
         .expect("r")
         .iter()
         .find(|r| r["method"] == "dense")
-        .expect("dense")["metrics"]["recall10"]
-        .as_f64()
-        .expect("x");
-    let approx = ann["results"][0]["metrics"]["recall10"]
-        .as_f64()
-        .expect("a");
+        .expect("dense")["metrics"];
+    let exact = exact_metrics["recall10"].as_f64().expect("x");
+    let approx = dense_ann("2")["recall10"].as_f64().expect("a");
     assert!(approx > 0.9, "ANN recall@10 {approx} vs exact {exact}");
+    // Probing all 8 lists is the exact scan: the same metrics, to the bit.
+    assert_eq!(&dense_ann("8"), exact_metrics);
+    // No list probed is refused, not answered with an empty dense list.
+    for args in [
+        &["search", "--ann", "--nprobes", "0", "rabies"][..],
+        &["bench", "retrieval", "--nprobes", "2,0", "--limit", "1"][..],
+    ] {
+        let o = env.cmd().args(args).output().expect("spawn");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("--nprobes"),
+            "{args:?}: {err}"
+        );
+    }
+    let o = env
+        .cmd()
+        .args(["index", "--sparse-only", "--ann"])
+        .output()
+        .expect("spawn");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--sparse-only"),
+        "{err}"
+    );
 }
 
 /// A question its method retrieves nothing for is absent from that method's run and

@@ -279,13 +279,10 @@ async fn rank_all(
     progress: Progress<'_>,
 ) -> Result<Vec<(String, QueryLists)>> {
     let mut lists = Vec::with_capacity(queries.len());
-    for (i, q) in queries.iter().enumerate() {
-        let (l, _) = match req.ann_nprobes {
-            Some(nprobes) => r.query_ann(&q.text, req.depth, nprobes)?,
-            None => r.query(&q.text, req.depth)?,
-        };
-        lists.push((q.id.clone(), l));
-        progress(i + 1, queries.len());
+    for block in queries.chunks(BLOCK) {
+        let ranked = rank_block(r, block, req.depth, req.ann_nprobes)?;
+        lists.extend(block.iter().map(|q| q.id.clone()).zip(ranked));
+        progress(lists.len(), queries.len());
     }
     Ok(lists)
 }
@@ -604,16 +601,7 @@ async fn rank_phase(
     }
     let mut done = 0;
     for block in queries.chunks(BLOCK) {
-        let lists = match req.ann_nprobes {
-            Some(nprobes) => {
-                let mut v = Vec::with_capacity(block.len());
-                for q in block {
-                    v.push(r.query_ann(&q.text, req.depth, nprobes)?.0);
-                }
-                v
-            }
-            None => rank_block(r, block, req.depth)?,
-        };
+        let lists = rank_block(r, block, req.depth, req.ann_nprobes)?;
         for (q, l) in block.iter().zip(&lists) {
             out.push(&q.id, ids, l)?;
         }
@@ -626,13 +614,26 @@ async fn rank_phase(
 /// One block's lists in query order: the block's query embeddings in one request to
 /// the embedding worker (which encodes several texts per model call), then the
 /// searches on two threads.
-fn rank_block(r: &Retriever, block: &[Question], depth: usize) -> Result<Vec<QueryLists>> {
+fn rank_block(
+    r: &Retriever,
+    block: &[Question],
+    depth: usize,
+    ann_nprobes: Option<usize>,
+) -> Result<Vec<QueryLists>> {
     let texts: Vec<String> = block.iter().map(|q| q.text.clone()).collect();
     let vectors = r.embed_queries(&texts)?;
+    if ann_nprobes.is_some() && vectors.is_none() {
+        bail!("ANN search needs an embedding model and the corpus's vectors (raglab index)");
+    }
     let vector = |i: usize| vectors.as_ref().and_then(|v| v.get(i)).map(Vec::as_slice);
     let rank = |range: std::ops::Range<usize>| -> Result<Vec<QueryLists>> {
         range
-            .map(|i| Ok(r.query_embedded(&block[i].text, vector(i), depth)?.0))
+            .map(|i| {
+                Ok(
+                    r.query_embedded(&block[i].text, vector(i), depth, ann_nprobes)?
+                        .0,
+                )
+            })
             .collect()
     };
     let half = block.len().div_ceil(2);

@@ -115,8 +115,9 @@ async fn run_synthetic(ctx: &Context, args: &BenchArgs) -> Result<()> {
         out["depth"]
     );
     say!(
-        "load {:.2} s; peak RSS {:.0} MB{}",
+        "load {:.2} s (sparse statistics {:.2} s); peak RSS {:.0} MB{}",
         f(&out["load_s"]),
+        f(&out["sparse_stats_s"]),
         f(&out["peak_rss_mb"]),
         if out["peak_rss_is_search_phase"] == true {
             " (load and search, after the build)"

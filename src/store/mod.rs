@@ -11,6 +11,7 @@ pub mod parquet_table;
 pub mod records;
 pub mod sources;
 pub mod sparse;
+mod sparse_stats;
 pub mod vectors;
 pub mod workspace;
 

@@ -10,12 +10,13 @@
 //!   and query terms no live document holds are out of the vocabulary and ignored, as
 //!   `TfidfVectorizer.transform` ignores them. Document frequencies, norms and each
 //!   term's largest weight in a unit document vector take three passes over the whole
-//!   inverted index; they are computed on first use and kept.
+//!   inverted index; they are computed on first use and kept, in memory and in a file
+//!   beside the index for its state (`sparse_stats`), so the next process reads them.
 //!   A top-k query prunes (see [`SparseIndex::tfidf`]): frequent terms' long posting
 //!   lists are read only where they can still change the top k.
 //!
 //! Chunk ids come from a table read once from the stored documents (per segment, by
-//! doc id), so a query reads no stored document.
+//! doc id) and kept beside the index the same way, so a query reads no stored document.
 //!
 //! The index is updated incrementally: each document stores its chunk id and a hash of
 //! its indexed text; `sync` deletes and re-adds only what changed.
@@ -33,6 +34,7 @@ use tantivy::{
     DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, TantivyDocument, Term,
 };
 
+use super::sparse_stats::{self as stats, DocIds, TfIdfCache};
 use super::{Result, StoreError};
 use crate::core::chunk::Chunk;
 use crate::core::fusion::Scored;
@@ -57,26 +59,6 @@ struct Fields {
     id: Field,
     hash: Field,
     text: Field,
-}
-
-/// The chunk id of every live document, by segment ord then doc id (empty for a
-/// deleted doc): read from the stored documents once, so a query reads none.
-struct DocIds {
-    ids: Vec<Vec<String>>,
-}
-
-/// TF-IDF data of the live documents: document frequencies and document norms.
-struct TfIdfCache {
-    /// Live documents.
-    n: f64,
-    /// Term (its value bytes) -> number of live documents holding it (> 0).
-    df: HashMap<Vec<u8>, u64>,
-    /// Term (its value bytes) -> its largest weight in a unit document vector,
-    /// `tf * idf / norm` over the live documents: a query term of weight `qw` adds at
-    /// most `qw * max_weight / |q|` to any document's cosine (what pruning bounds by).
-    max_weight: HashMap<Vec<u8>, f64>,
-    /// Segment ord -> doc id -> L2 norm of its tf-idf vector (0 for a deleted doc).
-    norms: Vec<Vec<f64>>,
 }
 
 pub struct SparseIndex {
@@ -141,6 +123,15 @@ impl SparseIndex {
 
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
+    }
+
+    /// Build (or read) and keep what queries need besides the postings, the chunk
+    /// ids and TF-IDF's statistics, so that the next process's first query does not
+    /// pay for them (`index` calls this after a sync).
+    pub fn prepare(&self) -> Result<()> {
+        self.doc_ids()?;
+        self.tfidf_cache()?;
+        Ok(())
     }
 
     /// (chunk id, hash) of every live document.
@@ -255,12 +246,27 @@ impl SparseIndex {
         Ok(terms)
     }
 
-    /// Every live document's chunk id (built on first use, kept until the next sync).
+    /// Every live document's chunk id (on first use: read from the file kept beside
+    /// the index for its state, or built and kept there; held until the next sync).
     fn doc_ids(&self) -> Result<&DocIds> {
         if let Some(d) = self.doc_ids.get() {
             return Ok(d);
         }
         let searcher = self.reader.searcher();
+        let (key, shape) = (stats::state_key(&searcher), stats::shape(&searcher));
+        let ids = match stats::load_doc_ids(&self.path, &key, &shape) {
+            Some(ids) => ids,
+            None => {
+                let ids = self.read_doc_ids(&searcher)?;
+                stats::save_doc_ids(&self.path, &key, &ids);
+                ids
+            }
+        };
+        Ok(self.doc_ids.get_or_init(|| ids))
+    }
+
+    /// Every live document's chunk id, read from the stored documents.
+    fn read_doc_ids(&self, searcher: &tantivy::Searcher) -> Result<DocIds> {
         let mut ids = Vec::new();
         for seg in searcher.segment_readers() {
             let store = seg.get_store_reader(64).map_err(|e| err(&self.path, e))?;
@@ -275,7 +281,7 @@ impl SparseIndex {
             }
             ids.push(of_seg);
         }
-        Ok(self.doc_ids.get_or_init(|| DocIds { ids }))
+        Ok(DocIds::from_segments(ids))
     }
 
     /// The BM25 weights of a query: the disjunction of its analysed terms (each
@@ -369,10 +375,9 @@ impl SparseIndex {
         let ids = self.doc_ids()?;
         let mut best = TopK::new(k);
         for (ord, seg) in searcher.segment_readers().iter().enumerate() {
-            let of_seg = &ids.ids[ord];
             let floor = best.floor().unwrap_or(f32::NEG_INFINITY);
             self.bm25_pass(&q, seg, floor, |doc, score| {
-                best.offer(f64::from(score), &of_seg[doc as usize]);
+                best.offer(f64::from(score), ids.id(ord, doc));
                 best.floor().unwrap_or(f32::NEG_INFINITY)
             })?;
         }
@@ -450,7 +455,7 @@ impl SparseIndex {
         for (ord, seg) in segments.iter().enumerate() {
             self.bm25_pass(&q, seg, lowest, |doc, score| {
                 if score >= lowest {
-                    let id = ids.ids[ord][doc as usize].as_str();
+                    let id = ids.id(ord, doc);
                     let n = targets.partition_point(|t| t.0.total_cmp(&score).is_lt());
                     diff[0] += 1;
                     diff[n] -= 1;
@@ -480,11 +485,28 @@ impl SparseIndex {
         ((1.0 + n) / (1.0 + df)).ln() + 1.0
     }
 
+    /// The TF-IDF data of the live documents (on first use: read from the file kept
+    /// beside the index for its state, or built and kept there).
     fn tfidf_cache(&self) -> Result<&TfIdfCache> {
         if let Some(c) = self.tfidf.get() {
             return Ok(c);
         }
         let searcher = self.reader.searcher();
+        let (key, shape) = (stats::state_key(&searcher), stats::shape(&searcher));
+        let cache = match stats::load_tfidf(&self.path, &key, &shape) {
+            Some(c) => c,
+            None => {
+                let c = self.build_tfidf(&searcher)?;
+                stats::save_tfidf(&self.path, &key, &c);
+                c
+            }
+        };
+        Ok(self.tfidf.get_or_init(|| cache))
+    }
+
+    /// Document frequencies, norms and largest unit weights: three passes over every
+    /// posting.
+    fn build_tfidf(&self, searcher: &tantivy::Searcher) -> Result<TfIdfCache> {
         let n = searcher.num_docs() as f64;
         // Global document frequencies first (a term's df spans segments).
         let mut df: HashMap<Vec<u8>, u64> = HashMap::new();
@@ -540,12 +562,12 @@ impl SparseIndex {
             })?;
             norms.push(seg_norms);
         }
-        Ok(self.tfidf.get_or_init(|| TfIdfCache {
+        Ok(TfIdfCache {
             n,
             df,
             max_weight,
             norms,
-        }))
+        })
     }
 
     /// Every live posting of `seg`'s text, term by term: its document and its tf-idf
@@ -788,7 +810,7 @@ impl SparseIndex {
         }
         let mut best = TopK::new(k);
         for (&(ord, d), &sum) in candidates.iter().zip(&sums) {
-            best.offer(score(ord, d, sum), &ids.ids[ord][d as usize]);
+            best.offer(score(ord, d, sum), ids.id(ord, d));
         }
         Ok((best.into_sorted(), reads))
     }
@@ -881,7 +903,7 @@ impl SparseIndex {
             let Some(s) = score(ord, d, sum) else {
                 continue;
             };
-            let id = &ids.ids[ord][d as usize];
+            let id = ids.id(ord, d);
             best.offer(s, id);
             if targets.is_empty() {
                 continue;
@@ -893,7 +915,7 @@ impl SparseIndex {
                 if t.0.total_cmp(&s).is_gt() {
                     break;
                 }
-                before[j] += usize::from(id.as_str() > t.1);
+                before[j] += usize::from(id > t.1);
             }
         }
         self.give_scratch(dot);

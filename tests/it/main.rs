@@ -47,6 +47,7 @@ mod sample_data;
 mod secrets;
 mod shards;
 mod shell;
+mod sparse_stats;
 mod study_keys;
 mod study_raters;
 mod study_report;

@@ -41,16 +41,29 @@ fn zipf_text(draws: &[f64]) -> String {
 }
 
 #[derive(Debug, Clone)]
-struct Case {
+pub(crate) struct Case {
     /// Texts of the first sync; chunk i of the second sync keeps text i, takes a
     /// duplicate of another, or is dropped.
-    texts: Vec<String>,
+    pub texts: Vec<String>,
     /// Per chunk in the second sync: None dropped, Some(j) the text of chunk j.
-    second: Vec<Option<usize>>,
-    queries: Vec<String>,
+    pub second: Vec<Option<usize>>,
+    pub queries: Vec<String>,
 }
 
-fn case() -> impl Strategy<Value = Case> {
+impl Case {
+    /// The chunks of the second sync: chunk i keeps a text of the first (its own or
+    /// another's) or is dropped.
+    pub(crate) fn second_chunks(&self) -> Vec<Chunk> {
+        self.second
+            .iter()
+            .enumerate()
+            .filter_map(|(i, j)| j.map(|j| (i, j)))
+            .map(|(i, j)| crate::common::text_chunk(format!("c{i:03}"), self.texts[j].clone()))
+            .collect()
+    }
+}
+
+pub(crate) fn case() -> impl Strategy<Value = Case> {
     (40usize..160).prop_flat_map(|n| {
         (
             proptest::collection::vec(proptest::collection::vec(0.0f64..1.0, 1..25), n),
@@ -78,7 +91,7 @@ fn case() -> impl Strategy<Value = Case> {
     })
 }
 
-fn chunks(texts: &[String]) -> Vec<Chunk> {
+pub(crate) fn chunks(texts: &[String]) -> Vec<Chunk> {
     texts
         .iter()
         .enumerate()
@@ -98,14 +111,7 @@ proptest! {
         // Half the cases change the corpus: deleted documents in the old segment and
         // a new segment, with duplicate texts (ties).
         if case.texts.len() % 2 == 0 {
-            let second: Vec<Chunk> = case
-                .second
-                .iter()
-                .enumerate()
-                .filter_map(|(i, j)| j.map(|j| (i, j)))
-                .map(|(i, j)| crate::common::text_chunk(format!("c{i:03}"), case.texts[j].clone()))
-                .collect();
-            sparse.sync(&second).expect("second sync");
+            sparse.sync(&case.second_chunks()).expect("second sync");
         }
         let n = case.texts.len();
         for q in &case.queries {

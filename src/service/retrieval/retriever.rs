@@ -224,7 +224,11 @@ impl Retriever {
         let indexed = self.indexed.as_deref().unwrap_or(&self.chunks);
         let sparse = match shard {
             Some(_) => SyncSummary::default(),
-            None => self.sparse.sync(indexed)?,
+            None => {
+                let summary = self.sparse.sync(indexed)?;
+                self.sparse.prepare()?;
+                summary
+            }
         };
         let mut summary = IndexSummary {
             chunks: self.chunks.len(),

@@ -9,10 +9,13 @@
 //! out of both.
 //! - **old**: every chunk ranked (dense, BM25 and TF-IDF at depth = every chunk, as the
 //!   pane asked before) and the places read off those whole lists;
-//! - **new**: the lists 100 deep and the places of their chunks and of the target
-//!   ranked on demand (`service::retrieval::rank_on_demand`, what the pane asks now).
+//! - **new**: ranking on demand in the pane's two steps: the lists 100 deep
+//!   (`service::retrieval::lists_on_demand`), drawn at once with the places outside
+//!   the lists pending (**first frame**), then the places of the lists' chunks and of
+//!   the target ranked on demand (`places_on_demand`) and drawn again (**placed**).
 //!
-//! Both screens are compared on every question (they must be identical).
+//! The old screen and the new placed screen are compared on every question (they must
+//! be identical).
 //!
 //! `cargo bench --bench query_pane [-- N...]` (default 20000; `RAGLAB_PANE_QUERIES`
 //! questions, default 20; prints p50/p95 in ms).
@@ -23,11 +26,11 @@ use raglab::core::compare::WholePlaces;
 use raglab::core::question::Question;
 use raglab::core::retrieval::QueryLists;
 use raglab::service::evaluate::pane_workload;
-use raglab::service::retrieval::{DEFAULT_DEPTH, QueryTimings, rank_on_demand};
+use raglab::service::retrieval::{DEFAULT_DEPTH, QueryTimings, lists_on_demand, places_on_demand};
 use raglab::tui::action::Action;
 use raglab::tui::effect::Effect;
 use raglab::tui::panes::PaneView;
-use raglab::tui::panes::query::{ChunkInfo, ChunkMeta, QueryPane};
+use raglab::tui::panes::query::QueryPane;
 use raglab::tui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -80,22 +83,12 @@ fn main() -> anyhow::Result<()> {
     let rt = raglab::service::base::runtime()?;
     let ctx = raglab::service::Context::new(None)?;
     let theme = Theme::builtin("dark")?;
-    println!("chunks | old p50 / p95 ms | new p50 / p95 ms | identical screens | load s");
+    println!(
+        "chunks | old p50 / p95 ms | new first frame p50 / p95 ms | new placed p50 / p95 ms | identical screens | load s"
+    );
     for n in sizes {
         let w = rt.block_on(pane_workload(&ctx, n, n_queries + 1, &|l| eprintln!("{l}")))?;
-        let info: ChunkInfo = w
-            .chunks
-            .iter()
-            .map(|c| {
-                let meta = ChunkMeta {
-                    path: c.path_label(),
-                    text: c.text.clone(),
-                    words: c.word_count,
-                    topic: c.topic.clone(),
-                };
-                (c.id.clone(), meta)
-            })
-            .collect();
+        let info = raglab::tui::app::chunk_info(&w.chunks);
         let questions: Vec<Question> = w
             .queries
             .iter()
@@ -109,64 +102,93 @@ fn main() -> anyhow::Result<()> {
             .collect();
         let mut pane = QueryPane::new(questions, Vec::new(), info);
         let mut term = Terminal::new(TestBackend::new(200, 50))?;
-        let (mut old, mut new, mut same) = (Vec::new(), Vec::new(), 0);
-        // The new path's stages: dense, BM25, TF-IDF (each with its rank_of).
-        let mut stages: [Vec<f64>; 3] = Default::default();
+        let (mut old, mut first, mut placed, mut same) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        // The new path's stages: the first step's dense, BM25 and TF-IDF lists, then
+        // the second step's dense, BM25 and TF-IDF places.
+        let mut stages: [Vec<f64>; 6] = Default::default();
+        let none = QueryTimings::default();
         // Question 0 warms both paths (TF-IDF norms, id tables, the int8 copy).
         for i in 0..w.queries.len() {
-            let mut screens = Vec::new();
-            for on_demand in [false, true] {
-                let (_, q, target) = &w.queries[i];
+            let (_, q, target) = &w.queries[i];
+            let targets = std::slice::from_ref(target);
+            let open = |pane: &mut QueryPane| -> anyhow::Result<(u64, String, Instant)> {
                 pane.question_sel = i;
                 let started = Instant::now();
                 let Some(Effect::Search { ticket, text }) = pane.update(Action::RunSelected) else {
                     anyhow::bail!("Enter on a question did not search");
                 };
-                let result = if on_demand {
-                    let r = rank_on_demand(
-                        &w.sparse,
-                        &w.vectors,
-                        &text,
-                        Some(q),
-                        DEFAULT_DEPTH,
-                        std::slice::from_ref(target),
-                    )?;
-                    if i > 0 {
-                        for (v, t) in
-                            stages
-                                .iter_mut()
-                                .zip([r.2.dense_ms, r.2.bm25_ms, r.2.tfidf_ms])
-                        {
-                            v.push(t);
-                        }
-                    }
-                    r
-                } else {
-                    old_way(&w, &text, q, target)?
-                };
-                pane.on_result(ticket, Ok((result.0, result.1, QueryTimings::default())));
-                let frame = term.draw(|f| pane.draw(f, f.area(), &theme))?;
-                let screen = format!("{:?}", frame.buffer);
-                let t = started.elapsed().as_secs_f64() * 1e3;
-                if i > 0 {
-                    if on_demand { new.push(t) } else { old.push(t) }
+                Ok((ticket, text, started))
+            };
+            let ms = |s: Instant| s.elapsed().as_secs_f64() * 1e3;
+            // Old: every chunk ranked, then one frame.
+            let (ticket, text, started) = open(&mut pane)?;
+            let (lists, places, _) = old_way(&w, &text, q, target)?;
+            pane.on_result(ticket, Ok((lists, places, none)));
+            let old_screen = format!(
+                "{:?}",
+                term.draw(|f| pane.draw(f, f.area(), &theme))?.buffer
+            );
+            let old_ms = ms(started);
+            // The old path's whole lists (a million entries each) freed before the new
+            // path's timer starts: the pane never holds such lists now.
+            pane.lists = None;
+            // New: the lists drawn, then the places.
+            let (ticket, text, started) = open(&mut pane)?;
+            let (lists, within, t1) = lists_on_demand(
+                &w.sparse,
+                &w.vectors,
+                &text,
+                Some(q),
+                DEFAULT_DEPTH,
+                targets,
+            )?;
+            pane.on_result(ticket, Ok((lists.clone(), within, none)));
+            term.draw(|f| pane.draw(f, f.area(), &theme))?;
+            let first_ms = ms(started);
+            let (places, t2) =
+                places_on_demand(&w.sparse, &w.vectors, &text, Some(q), &lists, targets)?;
+            pane.on_places(ticket, Ok((places, none)));
+            let new_screen = format!(
+                "{:?}",
+                term.draw(|f| pane.draw(f, f.area(), &theme))?.buffer
+            );
+            let placed_ms = ms(started);
+            if i > 0 {
+                old.push(old_ms);
+                first.push(first_ms);
+                placed.push(placed_ms);
+                let each = [
+                    t1.dense_ms,
+                    t1.bm25_ms,
+                    t1.tfidf_ms,
+                    t2.dense_ms,
+                    t2.bm25_ms,
+                    t2.tfidf_ms,
+                ];
+                for (v, t) in stages.iter_mut().zip(each) {
+                    v.push(t);
                 }
-                screens.push(screen);
             }
-            same += usize::from(screens[0] == screens[1]);
+            same += usize::from(old_screen == new_screen);
         }
+        let p50 = |v: &[f64]| pct(v, 0.5);
         eprintln!(
-            "{n}: new path p50 ms: dense {:.1}, bm25 {:.1}, tf-idf {:.1} (each with its rank_of)",
-            pct(&stages[0], 0.5),
-            pct(&stages[1], 0.5),
-            pct(&stages[2], 0.5)
+            "{n}: new path p50 ms: lists dense {:.1}, bm25 {:.1}, tf-idf {:.1}; places dense {:.1}, bm25 {:.1}, tf-idf {:.1}",
+            p50(&stages[0]),
+            p50(&stages[1]),
+            p50(&stages[2]),
+            p50(&stages[3]),
+            p50(&stages[4]),
+            p50(&stages[5])
         );
         println!(
-            "{n} | {:.1} / {:.1} | {:.1} / {:.1} | {same}/{} | {:.1}",
+            "{n} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} / {:.1} | {same}/{} | {:.1}",
             pct(&old, 0.5),
             pct(&old, 0.95),
-            pct(&new, 0.5),
-            pct(&new, 0.95),
+            pct(&first, 0.5),
+            pct(&first, 0.95),
+            pct(&placed, 0.5),
+            pct(&placed, 0.95),
             w.queries.len(),
             w.load_s
         );

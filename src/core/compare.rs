@@ -55,13 +55,82 @@ pub struct ListPlaces {
 
 /// The whole-corpus places of the chunks a query's view can show: every chunk of its
 /// cut lists and its targets. Retrieval computes them for those chunks alone
-/// (ranking on demand); a chunk it was not asked about has no known place.
+/// (ranking on demand); a chunk it was not asked about has no known place. Until
+/// `placing` is done, only the places each cut list gives its own chunks are known: a
+/// chunk a list does not hold is still being placed (or could not be), not absent
+/// from the whole list.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct WholePlaces(HashMap<String, ListPlaces>);
+pub struct WholePlaces {
+    places: HashMap<String, ListPlaces>,
+    placing: Placing,
+}
+
+/// Whether the places outside the cut lists are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placing {
+    /// Every place is known: a chunk without one is not in that list at all.
+    #[default]
+    Done,
+    /// Being ranked.
+    Pending,
+    /// Ranking them failed: they stay unknown.
+    Failed,
+}
 
 impl WholePlaces {
     pub fn new(places: HashMap<String, ListPlaces>) -> Self {
-        Self(places)
+        Self {
+            places,
+            placing: Placing::Done,
+        }
+    }
+
+    /// The places the cut `lists` give their own chunks, for those chunks and
+    /// `extra`; pending until the places outside the lists are ranked.
+    pub fn within<S: AsRef<str>>(lists: &QueryLists, extra: &[S]) -> Self {
+        let ids: Vec<&str> = lists
+            .dense
+            .iter()
+            .chain(&lists.bm25)
+            .chain(&lists.tfidf)
+            .map(|s| s.id.as_str())
+            .chain(extra.iter().map(AsRef::as_ref))
+            .collect();
+        Self {
+            placing: Placing::Pending,
+            ..Self::from_full(lists, &ids)
+        }
+    }
+
+    /// Whether the places outside the cut lists are still being ranked.
+    pub fn is_pending(&self) -> bool {
+        self.placing == Placing::Pending
+    }
+
+    /// The places outside the cut lists will not come (their ranking failed or was
+    /// replaced): what is unknown stays unknown.
+    pub fn give_up(&mut self) {
+        if self.placing == Placing::Pending {
+            self.placing = Placing::Failed;
+        }
+    }
+
+    /// How a place missing from these is shown: `None` when every place is known (the
+    /// list does not hold the chunk), else the mark of a place not known.
+    pub fn unknown_mark(&self) -> Option<&'static str> {
+        match self.placing {
+            Placing::Done => None,
+            Placing::Pending => Some("placing…"),
+            Placing::Failed => Some("?"),
+        }
+    }
+
+    /// [`WholePlaces::unknown_mark`] where a narrow cell shows it.
+    pub fn unknown_short_mark(&self) -> Option<&'static str> {
+        match self.placing {
+            Placing::Pending => Some("…"),
+            _ => self.unknown_mark(),
+        }
     }
 
     /// The places of `ids` read off lists of the whole corpus (every chunk ranked):
@@ -88,19 +157,19 @@ impl WholePlaces {
                 p.tfidf = Some(Place::at(i, s));
             }
         }
-        Self(out)
+        Self::new(out)
     }
 
     pub fn get(&self, id: &str) -> Option<&ListPlaces> {
-        self.0.get(id)
+        self.places.get(id)
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.places.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.places.is_empty()
     }
 }
 

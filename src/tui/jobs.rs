@@ -22,9 +22,15 @@ use crate::service::study::{self, Agreement, Study};
 pub enum Msg {
     /// The retrieval state, and why dense retrieval is off if it is.
     Retriever(Result<(Arc<Retriever>, Option<String>), String>),
+    /// A search's lists, with the places they give their own chunks.
     Search {
         ticket: u64,
         result: Result<Box<(QueryLists, WholePlaces, QueryTimings)>, String>,
+    },
+    /// The same search's whole-corpus places (the second step of ranking on demand).
+    Placed {
+        ticket: u64,
+        result: Result<Box<(WholePlaces, QueryTimings)>, String>,
     },
     /// The exact prompt, and where the answer is generated (CPU or the GPU with its
     /// layers offloaded, or the endpoint).
@@ -471,9 +477,12 @@ impl Jobs {
             return;
         };
         let (r, tx) = (Arc::clone(r), self.tx.clone());
-        // Ranked on demand: the lists as deep as the pane cuts them, and the
-        // whole-corpus places of the chunks they hold and of the targets (where the
-        // target sits is exact wherever it ranks, without ranking the whole corpus).
+        // Ranked on demand in two steps: the lists as deep as the pane cuts them
+        // (drawn at once), then the whole-corpus places of the chunks they hold and of
+        // the targets (exact wherever a chunk ranks, without ranking the whole corpus).
+        // A newer search aborts this task: a second step not yet started never starts
+        // (one already running on the blocking pool finishes, and its answer, of an
+        // old ticket, is dropped).
         let depth = app.query.depth.max(DEFAULT_DEPTH).max(app.query.k);
         let targets = app
             .query
@@ -482,14 +491,47 @@ impl Jobs {
             .map(|q| q.relevant.clone())
             .unwrap_or_default();
         self.searching.start(async move {
-            let result = tokio::task::spawn_blocking(move || {
-                r.query_places(&text, depth, &targets)
-                    .map(Box::new)
-                    .map_err(|e| format!("{e:#}"))
+            let first = {
+                let (r, text, targets) = (Arc::clone(&r), text.clone(), targets.clone());
+                tokio::task::spawn_blocking(move || {
+                    let (vector, embed_ms) = r.embed_for_places(&text)?;
+                    let (lists, within, mut t) =
+                        r.lists_on_demand(&text, vector.as_deref(), depth, &targets)?;
+                    t.embed_ms = embed_ms;
+                    anyhow::Ok((lists, within, t, vector))
+                })
+                .await
+            };
+            let (lists, vector) = match first {
+                Ok(Ok((lists, within, t, vector))) => {
+                    let shown = Box::new((lists.clone(), within, t));
+                    let _ = tx.send(Msg::Search {
+                        ticket,
+                        result: Ok(shown),
+                    });
+                    (lists, vector)
+                }
+                Ok(Err(e)) => {
+                    let result = Err(format!("{e:#}"));
+                    let _ = tx.send(Msg::Search { ticket, result });
+                    return;
+                }
+                Err(e) => {
+                    let result = Err(format!("the search stopped: {e}"));
+                    let _ = tx.send(Msg::Search { ticket, result });
+                    return;
+                }
+            };
+            let placed = tokio::task::spawn_blocking(move || {
+                r.places_on_demand(&text, vector.as_deref(), &lists, &targets)
             })
-            .await
-            .unwrap_or_else(|e| Err(format!("the search stopped: {e}")));
-            let _ = tx.send(Msg::Search { ticket, result });
+            .await;
+            let result = match placed {
+                Ok(Ok(p)) => Ok(Box::new(p)),
+                Ok(Err(e)) => Err(format!("{e:#}")),
+                Err(e) => Err(format!("it stopped: {e}")),
+            };
+            let _ = tx.send(Msg::Placed { ticket, result });
         });
     }
 
@@ -651,6 +693,7 @@ impl Jobs {
                 app.query.on_retriever(dense_off);
             }
             Msg::Search { ticket, result } => app.query.on_result(ticket, result.map(|b| *b)),
+            Msg::Placed { ticket, result } => app.query.on_places(ticket, result.map(|b| *b)),
             Msg::GenPrompt {
                 ticket,
                 prompt,

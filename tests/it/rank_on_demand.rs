@@ -10,7 +10,7 @@
 use raglab::core::chunk::Chunk;
 use raglab::core::compare::WholePlaces;
 use raglab::core::fusion::Scored;
-use raglab::service::retrieval::rank_on_demand;
+use raglab::service::retrieval::{lists_on_demand, rank_on_demand};
 use raglab::store::sparse::SparseIndex;
 use raglab::store::vectors::VectorSet;
 
@@ -169,7 +169,32 @@ fn ranks_on_demand_equal_the_whole_rankings_with_ties() {
                 .chain(extra.iter().cloned())
                 .collect();
             let want = WholePlaces::from_full(&full, &asked);
+            assert!(!places.is_pending(), "both steps give every place");
             assert_eq!(places.len(), want.len(), "{query}: one place per chunk");
+            // The first step alone: the same lists, each place a list gives its own
+            // chunk already right, every other one pending (unknown, not absent).
+            let (first, within, _) =
+                lists_on_demand(&sparse, &vectors, query, Some(&qv), depth, &extra).expect("lists");
+            assert_eq!(
+                (&first.dense, &first.bm25, &first.tfidf),
+                (&lists.dense, &lists.bm25, &lists.tfidf)
+            );
+            assert!(within.is_pending());
+            for id in &asked {
+                let (got, exp) = (within.get(id).expect("asked"), want.get(id).expect("known"));
+                let inside = |list: &[Scored]| list.iter().any(|s| &s.id == id);
+                for (g, e, held) in [
+                    (got.dense, exp.dense, inside(&lists.dense)),
+                    (got.bm25, exp.bm25, inside(&lists.bm25)),
+                    (got.tfidf, exp.tfidf, inside(&lists.tfidf)),
+                ] {
+                    assert_eq!(
+                        g,
+                        if held { e } else { None },
+                        "{query} at {depth}: {id} first step"
+                    );
+                }
+            }
             for id in &asked {
                 let (got, exp) = (places.get(id), want.get(id));
                 assert_eq!(got, exp, "{query} at depth {depth}: places of {id}");
@@ -184,4 +209,101 @@ fn ranks_on_demand_equal_the_whole_rankings_with_ties() {
     }
     assert!(tied.iter().all(|t| *t), "ties in every list: {tied:?}");
     assert!(beyond > 50, "places beyond the cut were ranked: {beyond}");
+}
+
+/// The Query pane through its keys and a `TestBackend`, on real retrieval: Enter on a
+/// question draws the lists at once with the target's places outside them pending
+/// (`placing…`, `…` in its opened line, never "not in list"), the second step fills
+/// them in, an answer of an old ticket is ignored, and a second step that fails
+/// leaves them unknown (`?`) with the error shown, not pending for ever.
+#[test]
+fn the_query_pane_draws_the_lists_first_then_the_places() {
+    use raglab::core::question::Question;
+    use raglab::service::retrieval::{DEFAULT_DEPTH, places_on_demand};
+    use raglab::tui::action::Action;
+    use raglab::tui::effect::Effect;
+    use raglab::tui::panes::PaneView;
+    use raglab::tui::panes::query::QueryPane;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    let tmp = tempfile::tempdir().expect("tmp");
+    let n = 400;
+    let chunks: Vec<Chunk> = (0..n).map(chunk).collect();
+    let mut sparse = SparseIndex::open(&tmp.path().join("bm25")).expect("open");
+    sparse.sync(&chunks).expect("sync");
+    let ids: Vec<String> = chunks.iter().map(|c| c.id.clone()).collect();
+    let data: Vec<f32> = (0..n).flat_map(|i| unit(i as u64)).collect();
+    let vectors = VectorSet::new(DIM, ids, vec![String::new(); n], data);
+    let (text, qv) = ("fever measles", unit(1000));
+    // The target: the chunk the dense ranking puts last (far outside its top 100).
+    let whole_dense = vectors.search_scalar(&qv, n);
+    let target = whole_dense.last().expect("ranked").id.clone();
+    let info = raglab::tui::app::chunk_info(&chunks);
+    let question = Question {
+        id: "q0".into(),
+        text: text.into(),
+        relevant: vec![target.clone()],
+        ..Question::default()
+    };
+    let mut pane = QueryPane::new(vec![question], Vec::new(), info);
+    let theme = raglab::tui::theme::Theme::builtin("dark").expect("theme");
+    let mut term = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
+    let mut screen = |pane: &QueryPane| {
+        let frame = term.draw(|f| pane.draw(f, f.area(), &theme)).expect("draw");
+        let b = frame.buffer;
+        (0..b.area.height)
+            .map(|y| {
+                (0..b.area.width)
+                    .map(|x| b[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let targets = std::slice::from_ref(&target);
+    let enter = |pane: &mut QueryPane| match pane.update(Action::RunSelected) {
+        Some(Effect::Search { ticket, text }) => (ticket, text),
+        other => panic!("Enter did not search: {other:?}"),
+    };
+
+    let (ticket, asked) = enter(&mut pane);
+    let (lists, within, t) =
+        lists_on_demand(&sparse, &vectors, &asked, Some(&qv), DEFAULT_DEPTH, targets)
+            .expect("lists");
+    assert!(
+        !lists.dense.iter().any(|s| s.id == target),
+        "target outside"
+    );
+    pane.on_result(ticket, Ok((lists.clone(), within, t)));
+    pane.update(Action::OpenTarget);
+    let first = screen(&pane);
+    assert!(first.contains("(placing…)"), "{first}");
+    assert!(first.contains("dense … ·"), "{first}");
+    assert!(!first.contains(&format!("dense #{n}")), "{first}");
+
+    let (places, t2) =
+        places_on_demand(&sparse, &vectors, &asked, Some(&qv), &lists, targets).expect("places");
+    // An answer of an older ticket changes nothing.
+    pane.on_places(ticket.wrapping_sub(1), Ok((places.clone(), t2)));
+    assert_eq!(screen(&pane), first);
+    pane.on_places(ticket, Ok((places, t2)));
+    let placed = screen(&pane);
+    assert!(placed.contains(&format!("dense #{n} ·")), "{placed}");
+    assert!(!placed.contains("placing"), "{placed}");
+
+    // A second search whose second step fails: unknown, said, not pending.
+    pane.update(Action::CloseOverlay);
+    let (ticket, asked) = enter(&mut pane);
+    let (lists, within, t) =
+        lists_on_demand(&sparse, &vectors, &asked, Some(&qv), DEFAULT_DEPTH, targets)
+            .expect("lists");
+    pane.on_result(ticket, Ok((lists, within, t)));
+    pane.on_places(ticket, Err("the index went away".into()));
+    let failed = screen(&pane);
+    assert!(failed.contains("the index went away"), "{failed}");
+    assert!(!failed.contains("placing…"), "{failed}");
+    pane.update(Action::OpenTarget);
+    let opened = screen(&pane);
+    assert!(opened.contains("dense ? ·"), "{opened}");
 }

@@ -84,7 +84,10 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
         key(&mut app, &mut jobs, KeyCode::Char(c));
     }
     key(&mut app, &mut jobs, KeyCode::Enter);
-    pump(&mut jobs, &mut app, &mut rx, |_, a| !a.query.busy).await;
+    pump(&mut jobs, &mut app, &mut rx, |_, a| {
+        !a.query.busy && !a.query.whole.is_pending()
+    })
+    .await;
 
     // Greedy, so the server's own answer to the same request is the reference.
     let sampling = Sampling {

@@ -36,8 +36,14 @@ async fn pump(
     common::tui::pump(jobs, app, rx, done, Duration::from_secs(60), (0, 0)).await;
 }
 
-/// Type `question` in the Query pane, search, and wait for the ranked lists.
-async fn ask(app: &mut App, jobs: &mut Jobs, rx: &mut UnboundedReceiver<Msg>, question: &str) {
+/// Type `question` in the Query pane, search, and wait for the ranked lists (the
+/// first step of ranking on demand: places outside the lists still pending).
+async fn ask_first(
+    app: &mut App,
+    jobs: &mut Jobs,
+    rx: &mut UnboundedReceiver<Msg>,
+    question: &str,
+) {
     press(app, jobs, '/');
     for c in question.chars() {
         press(app, jobs, c);
@@ -45,6 +51,15 @@ async fn ask(app: &mut App, jobs: &mut Jobs, rx: &mut UnboundedReceiver<Msg>, qu
     press_key(app, jobs, KeyCode::Enter);
     pump(jobs, app, rx, |_, a| {
         !a.query.busy && a.query.lists.is_some()
+    })
+    .await;
+}
+
+/// [`ask_first`], then wait for the whole-corpus places.
+async fn ask(app: &mut App, jobs: &mut Jobs, rx: &mut UnboundedReceiver<Msg>, question: &str) {
+    ask_first(app, jobs, rx, question).await;
+    pump(jobs, app, rx, |_, a| {
+        !a.query.whole.is_pending() || a.query.status.is_some()
     })
     .await;
 }
@@ -191,7 +206,10 @@ async fn failures_are_browsed_filtered_and_stepped_through_in_their_configuratio
         // corpus, cut, fusion, why panel, alpha curve, one frame).
         let started = std::time::Instant::now();
         press(&mut app, &mut jobs, key);
-        pump(&mut jobs, &mut app, &mut rx, |_, a| !a.query.busy).await;
+        pump(&mut jobs, &mut app, &mut rx, |_, a| {
+            !a.query.busy && !a.query.whole.is_pending()
+        })
+        .await;
         let screen = render(&app);
         eprintln!(
             "opened failure {} ({first_label}) in {:.1} ms",
@@ -460,7 +478,7 @@ async fn a_questions_answers_show_their_target_rank_and_are_judged_and_sent_from
     // The first listed question is the one answered.
     press_key(&mut app, &mut jobs, KeyCode::Enter);
     pump(&mut jobs, &mut app, &mut rx, |_, a| {
-        !a.query.busy && a.query.lists.is_some()
+        !a.query.busy && a.query.lists.is_some() && !a.query.whole.is_pending()
     })
     .await;
     press(&mut app, &mut jobs, 'A');
@@ -557,14 +575,56 @@ async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
     assert!(questions.len() >= 5, "{}", questions.len());
     let mut deeper = 0;
     for q in questions.iter().filter(|q| !q.relevant.is_empty()) {
-        ask(&mut app, &mut jobs, &mut rx, &q.text).await;
-        assert!(app.query.status.is_none(), "{:?}", app.query.status);
-        press(&mut app, &mut jobs, 't');
-        let on_demand = render(&app);
         // The same pane state from the whole-corpus lists.
         let (full, _) = r.query(&q.text, all).expect("full");
         let every: Vec<String> = r.chunks.iter().map(|c| c.id.clone()).collect();
         let whole = WholePlaces::from_full(&full, &every);
+        let show = |p: Option<raglab::core::compare::Place>, unknown: &str| {
+            p.map_or(unknown.to_string(), |p| format!("#{}", p.rank))
+        };
+        // First the lists: the target's place in each list that holds it, every other
+        // place pending (drawn as such, never as absent; on the sample, 100 deep, the
+        // targets sit inside every list that holds them: the pending marks are proved
+        // in `rank_on_demand::the_query_pane_draws_the_lists_first_then_the_places`).
+        ask_first(&mut app, &mut jobs, &mut rx, &q.text).await;
+        assert!(app.query.status.is_none(), "{:?}", app.query.status);
+        assert!(app.query.whole.is_pending(), "{}: places pending", q.text);
+        press(&mut app, &mut jobs, 't');
+        let first = render(&app);
+        let target = &q.relevant[0];
+        let cut = full.truncated(DEFAULT_DEPTH);
+        let held = |list: &[raglab::core::fusion::Scored],
+                    p: Option<raglab::core::compare::Place>| {
+            if list.iter().any(|s| &s.id == target) {
+                show(p, "…")
+            } else {
+                "…".to_string()
+            }
+        };
+        let p = whole.get(target).copied().unwrap_or_default();
+        let expected = format!(
+            "dense {} · bm25 {} · tfidf {}",
+            held(&cut.dense, p.dense),
+            held(&cut.bm25, p.bm25),
+            held(&cut.tfidf, p.tfidf)
+        );
+        assert!(
+            first.contains(&expected) && first.contains("(placing…)"),
+            "{}: before the places, the opened target shows {expected}\n{first}",
+            q.text
+        );
+        // Then the places.
+        pump(&mut jobs, &mut app, &mut rx, |_, a| {
+            !a.query.whole.is_pending() || a.query.status.is_some()
+        })
+        .await;
+        assert!(app.query.status.is_none(), "{:?}", app.query.status);
+        let on_demand = render(&app);
+        assert!(
+            !on_demand.contains("placing…"),
+            "{}: placed\n{on_demand}",
+            q.text
+        );
         let got = app
             .query
             .lists
@@ -583,16 +643,11 @@ async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
                 q.text
             );
         }
-        let target = &q.relevant[0];
-        let p = whole.get(target).copied().unwrap_or_default();
-        let show = |p: Option<raglab::core::compare::Place>| {
-            p.map_or("-".to_string(), |p| format!("#{}", p.rank))
-        };
         let expected = format!(
             "dense {} · bm25 {} · tfidf {}",
-            show(p.dense),
-            show(p.bm25),
-            show(p.tfidf)
+            show(p.dense, "-"),
+            show(p.bm25, "-"),
+            show(p.tfidf, "-")
         );
         assert!(
             on_demand.contains(&expected),

@@ -1,14 +1,14 @@
 //! The retrieval service: keeps the sparse index and the dense vectors of a workspace in
 //! step with its chunks, and computes every rank list of a query once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use crate::core::chunk::Chunk;
-use crate::core::compare::{ListPlaces, Place, WholePlaces};
+use crate::core::compare::WholePlaces;
 use crate::core::fusion::{Fusion, RRF_C, Scored};
 use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
 use crate::core::shard::Shard;
@@ -19,6 +19,8 @@ use crate::store::chunks::ChunkStore;
 use crate::store::sparse::{SparseIndex, SyncSummary, text_hash};
 use crate::store::vectors::{VectorSet, VectorStore, merge, stale};
 use crate::store::workspace::Workspace;
+
+use super::on_demand::{lists_on_demand, places_on_demand};
 
 /// Depth of each retriever's list: deep enough that reciprocal rank is computed over
 /// (nearly) the whole ranking, as trec_eval's is.
@@ -32,6 +34,19 @@ pub struct QueryTimings {
     pub bm25_ms: f64,
     pub tfidf_ms: f64,
     pub fusion_ms: f64,
+}
+
+impl QueryTimings {
+    /// Each stage's time in both (two steps of one query).
+    pub fn plus(&self, other: &Self) -> Self {
+        Self {
+            embed_ms: self.embed_ms + other.embed_ms,
+            dense_ms: self.dense_ms + other.dense_ms,
+            bm25_ms: self.bm25_ms + other.bm25_ms,
+            tfidf_ms: self.tfidf_ms + other.tfidf_ms,
+            fusion_ms: self.fusion_ms + other.fusion_ms,
+        }
+    }
 }
 
 /// Chunks embedded between two checkpoints of `raglab index` by default.
@@ -417,37 +432,46 @@ impl Retriever {
         Ok((lists, t))
     }
 
-    /// The lists of `query` cut at `depth`, and the whole-corpus places (rank and
-    /// score in the dense, BM25 and TF-IDF rankings of every chunk) of each chunk they
-    /// hold and of `extra` (a question's targets), without ranking the whole corpus:
-    /// what the Query pane shows. See [`rank_on_demand`].
-    pub fn query_places(
-        &self,
-        query: &str,
-        depth: usize,
-        extra: &[String],
-    ) -> Result<(QueryLists, WholePlaces, QueryTimings)> {
+    /// The query's embedding when this retriever has a dense side (with the time it
+    /// took, ms), for the two steps of ranking on demand.
+    pub fn embed_for_places(&self, query: &str) -> Result<(Option<Vec<f32>>, f64)> {
         if query.trim().is_empty() {
             bail!("empty query");
         }
-        let (vector, embed_ms) = match &self.embedder {
+        Ok(match &self.embedder {
             Some(e) if !self.vectors.is_empty() => {
                 let s = Instant::now();
                 let q = e.embed_query(query)?;
                 (Some(q), s.elapsed().as_secs_f64() * 1e3)
             }
             _ => (None, 0.0),
-        };
-        let (lists, places, mut t) = rank_on_demand(
-            &self.sparse,
-            &self.vectors,
-            query,
-            vector.as_deref(),
-            depth,
-            extra,
-        )?;
-        t.embed_ms = embed_ms;
-        Ok((lists, places, t))
+        })
+    }
+
+    /// Ranking on demand's first step: the lists of `query` cut at `depth`, with the
+    /// places they give their own chunks and `extra` (a question's targets); what the
+    /// Query pane draws first. See [`lists_on_demand`].
+    pub fn lists_on_demand(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        depth: usize,
+        extra: &[String],
+    ) -> Result<(QueryLists, WholePlaces, QueryTimings)> {
+        lists_on_demand(&self.sparse, &self.vectors, query, vector, depth, extra)
+    }
+
+    /// Ranking on demand's second step: the whole-corpus places (rank and score in
+    /// the dense, BM25 and TF-IDF rankings of every chunk) of each chunk of `lists`
+    /// and of `extra`, without ranking the whole corpus. See [`places_on_demand`].
+    pub fn places_on_demand(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        lists: &QueryLists,
+        extra: &[String],
+    ) -> Result<(WholePlaces, QueryTimings)> {
+        places_on_demand(&self.sparse, &self.vectors, query, vector, lists, extra)
     }
 
     fn query_with_dense(
@@ -485,111 +509,6 @@ impl Retriever {
         t.fusion_ms = ms(s);
         Ok((lists, t))
     }
-}
-
-/// Ranking on demand: the dense, BM25 and TF-IDF lists of `query` cut at `depth`,
-/// and where each chunk those lists hold, and each of `extra`, sits in every
-/// whole-corpus list, exactly as lists of every chunk would place it (ties by id
-/// descending), at the cost of a few passes rather than a sort of the corpus: a
-/// chunk inside a list has its place there; one outside it is counted by the list's
-/// `rank_of` (dense: [`VectorSet::ranks_of`], one int8 pre-scan; BM25:
-/// [`SparseIndex::bm25_ranks`], one pruned pass; TF-IDF: the same accumulator as its
-/// top `depth`). `vector`: the query's embedding (`None`: no dense list).
-pub fn rank_on_demand(
-    sparse: &SparseIndex,
-    vectors: &VectorSet,
-    query: &str,
-    vector: Option<&[f32]>,
-    depth: usize,
-    extra: &[String],
-) -> Result<(QueryLists, WholePlaces, QueryTimings)> {
-    let mut t = QueryTimings::default();
-    let ms = |s: Instant| s.elapsed().as_secs_f64() * 1e3;
-    let s = Instant::now();
-    let dense = vector.map_or_else(Vec::new, |q| vectors.search(q, depth));
-    t.dense_ms = ms(s);
-    let s = Instant::now();
-    let bm25 = sparse.bm25(query, depth)?;
-    t.bm25_ms = ms(s);
-    // Every chunk whose places are wanted, each once, in a stable order.
-    let mut seen: HashSet<&str> = HashSet::new();
-    let mut wanted: Vec<&str> = Vec::new();
-    let ids = dense.iter().chain(&bm25).map(|h| h.id.as_str());
-    for id in ids.chain(extra.iter().map(String::as_str)) {
-        if seen.insert(id) {
-            wanted.push(id);
-        }
-    }
-    let s = Instant::now();
-    let (tfidf, tfidf_places) = sparse.tfidf_ranked(query, depth, &wanted)?;
-    t.tfidf_ms = ms(s);
-    let mut tfidf_at: HashMap<&str, Option<(usize, f64)>> =
-        wanted.iter().copied().zip(tfidf_places).collect();
-    for (i, h) in tfidf.iter().enumerate() {
-        if seen.insert(h.id.as_str()) {
-            wanted.push(h.id.as_str());
-        }
-        tfidf_at.insert(h.id.as_str(), Some((i + 1, h.score)));
-    }
-    // Places inside a list, and the chunks each list must rank on demand.
-    fn inside(list: &[Scored]) -> HashMap<&str, (usize, f64)> {
-        list.iter()
-            .enumerate()
-            .map(|(i, h)| (h.id.as_str(), (i + 1, h.score)))
-            .collect()
-    }
-    let (in_dense, in_bm25) = (inside(&dense), inside(&bm25));
-    let outside = |within: &HashMap<&str, (usize, f64)>| -> Vec<&str> {
-        wanted
-            .iter()
-            .copied()
-            .filter(|id| !within.contains_key(id))
-            .collect()
-    };
-    let s = Instant::now();
-    let bm25_out = outside(&in_bm25);
-    let bm25_at: HashMap<&str, Option<(usize, f64)>> = bm25_out
-        .iter()
-        .copied()
-        .zip(sparse.bm25_ranks(query, &bm25_out)?)
-        .collect();
-    t.bm25_ms += ms(s);
-    let s = Instant::now();
-    let dense_out = outside(&in_dense);
-    let dense_at: HashMap<&str, Option<(usize, f64)>> = match vector {
-        Some(q) => dense_out
-            .iter()
-            .copied()
-            .zip(vectors.ranks_of(q, &dense_out))
-            .collect(),
-        None => HashMap::new(),
-    };
-    t.dense_ms += ms(s);
-    let place = |p: Option<(usize, f64)>| p.map(|(rank, score)| Place { rank, score });
-    let places = wanted
-        .iter()
-        .map(|&id| {
-            let from = |within: &HashMap<&str, (usize, f64)>,
-                        ranked: &HashMap<&str, Option<(usize, f64)>>| {
-                place(
-                    within
-                        .get(id)
-                        .copied()
-                        .or_else(|| ranked.get(id).copied().flatten()),
-                )
-            };
-            let p = ListPlaces {
-                dense: from(&in_dense, &dense_at),
-                bm25: from(&in_bm25, &bm25_at),
-                tfidf: place(tfidf_at.get(id).copied().flatten()),
-            };
-            (id.to_string(), p)
-        })
-        .collect();
-    let s = Instant::now();
-    let lists = QueryLists::new(bm25, tfidf, dense);
-    t.fusion_ms = ms(s);
-    Ok((lists, WholePlaces::new(places), t))
 }
 
 /// What `raglab index` builds: the sparse index, and the embeddings unless

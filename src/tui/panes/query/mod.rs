@@ -292,7 +292,33 @@ impl QueryPane {
                 }
                 self.refuse();
             }
-            Err(e) => self.status = Some(e),
+            Err(e) => {
+                // The places of the lists still shown will not come.
+                self.whole.give_up();
+                self.refuse();
+                self.status = Some(e);
+            }
+        }
+    }
+
+    /// The second step of a search: the whole-corpus places of the chunks the lists
+    /// hold and of the targets, which replace the places the lists gave their own
+    /// chunks (each stage's time is added to the first step's).
+    pub fn on_places(&mut self, ticket: u64, result: Result<(WholePlaces, QueryTimings), String>) {
+        if ticket != self.ticket {
+            return;
+        }
+        match result {
+            Ok((whole, timings)) => {
+                self.whole = whole;
+                self.timings = self.timings.plus(&timings);
+                self.refuse();
+            }
+            Err(e) => {
+                self.whole.give_up();
+                self.refuse();
+                self.status = Some(format!("could not rank the places outside the lists: {e}"));
+            }
         }
     }
 
@@ -404,6 +430,8 @@ impl QueryPane {
             curve,
             candidates: lists.candidates_with(self.sparse).len(),
             alpha: self.alpha,
+            unknown: full.unknown_mark(),
+            unknown_short: full.unknown_short_mark(),
         }
     }
 
@@ -536,7 +564,13 @@ impl QueryPane {
     }
 
     fn draw_header(&self, f: &mut Frame, input_area: Rect, info_area: Rect, theme: &Theme) {
-        let busy = if self.busy { " (searching…)" } else { "" };
+        let busy = if self.busy {
+            " (searching…)"
+        } else if self.whole.is_pending() {
+            " (placing…)"
+        } else {
+            ""
+        };
         f.render_widget(
             Paragraph::new(self.input.line(theme.text)).block(theme.block(
                 format!(" Question{busy} (/ type, enter run) "),
@@ -700,14 +734,20 @@ impl QueryPane {
             .unwrap_or_default();
         let where_ranked = self.cut.as_ref().map_or(String::new(), |cut| {
             let p = compare::places(&self.whole, cut, self.config(), &o.id);
-            let show = |p: Option<compare::Place>| p.map_or("-".into(), |p| format!("#{}", p.rank));
+            // A whole-corpus place not known yet reads `…` (`?` if it failed); the
+            // ranking's own place comes from the cut lists and is always known.
+            let unknown = self.whole.unknown_short_mark().unwrap_or("-");
+            let show_in = |p: Option<compare::Place>, none: &str| {
+                p.map_or(none.to_string(), |p| format!("#{}", p.rank))
+            };
+            let show = |p: Option<compare::Place>| show_in(p, unknown);
             format!(
                 "dense {} · bm25 {} · tfidf {} · {} {} · {} words",
                 show(p.dense),
                 show(p.bm25),
                 show(p.tfidf),
                 self.config().label(),
-                show(p.ranked),
+                show_in(p.ranked, "-"),
                 meta.words
             )
         });

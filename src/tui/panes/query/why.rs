@@ -35,21 +35,33 @@ pub struct Why {
     pub candidates: usize,
     /// The current dense weight (marked on the chart).
     pub alpha: f64,
+    /// The mark of a whole-corpus place not known yet (being ranked, or failed):
+    /// `None` when every place is known and a missing one means "not in list".
+    pub unknown: Option<&'static str>,
+    /// The same mark where a narrow cell shows it.
+    pub unknown_short: Option<&'static str>,
 }
 
-fn cell(p: Option<Place>, digits: usize) -> String {
-    p.map_or("not in list".into(), |p| {
-        format!("{:.*}  #{}", digits, p.score, p.rank)
-    })
+/// Text of a place (`unknown`: the mark of a place not known yet; `None`: a missing
+/// place means the list does not hold the chunk).
+fn cell(p: Option<Place>, digits: usize, unknown: Option<&str>) -> String {
+    match (p, unknown) {
+        (Some(p), _) => format!("{:.*}  #{}", digits, p.score, p.rank),
+        (None, Some(mark)) => mark.into(),
+        (None, None) => "not in list".into(),
+    }
 }
 
 /// A single-list ranking's cell: its place within the evaluated depth, or where the
 /// whole-corpus list puts it when the cut dropped it.
-fn ranked_cell(ranked: Option<Place>, full: Option<Place>) -> String {
+fn ranked_cell(ranked: Option<Place>, full: Option<Place>, unknown: Option<&str>) -> String {
     match (ranked, full) {
-        (Some(p), _) => cell(Some(p), 3),
+        (Some(p), _) => cell(Some(p), 3, None),
         (None, Some(f)) => format!("not in list (#{})", f.rank),
-        (None, None) => cell(None, 3),
+        (None, None) => match unknown {
+            Some(mark) => format!("not in list ({mark})"),
+            None => cell(None, 3, None),
+        },
     }
 }
 
@@ -151,11 +163,16 @@ impl Why {
                     row(
                         name,
                         theme.title,
-                        ranked_cell(t.ranked, a),
-                        ranked_cell(top.ranked, b),
+                        ranked_cell(t.ranked, a, self.unknown_short),
+                        ranked_cell(top.ranked, b, self.unknown_short),
                     )
                 } else {
-                    row(name, style, cell(a, 3), cell(b, 3))
+                    row(
+                        name,
+                        style,
+                        cell(a, 3, self.unknown),
+                        cell(b, 3, self.unknown),
+                    )
                 }
             })
             .collect();
@@ -163,8 +180,8 @@ impl Why {
             rows.push(row(
                 &self.label,
                 theme.title,
-                cell(t.ranked, 4),
-                cell(top.ranked, 4),
+                cell(t.ranked, 4, None),
+                cell(top.ranked, 4, None),
             ));
         }
         rows

@@ -77,6 +77,26 @@ pub enum Placing {
     Failed,
 }
 
+impl Placing {
+    /// How a missing place is shown: `None` when every place is known (the list does
+    /// not hold the chunk), else the mark of a place not known.
+    pub fn mark(self) -> Option<&'static str> {
+        match self {
+            Self::Done => None,
+            Self::Pending => Some("placing…"),
+            Self::Failed => Some("?"),
+        }
+    }
+
+    /// [`Placing::mark`] where a narrow cell shows it.
+    pub fn short_mark(self) -> Option<&'static str> {
+        match self {
+            Self::Pending => Some("…"),
+            other => other.mark(),
+        }
+    }
+}
+
 impl WholePlaces {
     pub fn new(places: HashMap<String, ListPlaces>) -> Self {
         Self {
@@ -115,22 +135,9 @@ impl WholePlaces {
         }
     }
 
-    /// How a place missing from these is shown: `None` when every place is known (the
-    /// list does not hold the chunk), else the mark of a place not known.
-    pub fn unknown_mark(&self) -> Option<&'static str> {
-        match self.placing {
-            Placing::Done => None,
-            Placing::Pending => Some("placing…"),
-            Placing::Failed => Some("?"),
-        }
-    }
-
-    /// [`WholePlaces::unknown_mark`] where a narrow cell shows it.
-    pub fn unknown_short_mark(&self) -> Option<&'static str> {
-        match self.placing {
-            Placing::Pending => Some("…"),
-            _ => self.unknown_mark(),
-        }
+    /// Whether the places outside the cut lists are known.
+    pub fn placing(&self) -> Placing {
+        self.placing
     }
 
     /// The places of `ids` read off lists of the whole corpus (every chunk ranked):

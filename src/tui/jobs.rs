@@ -529,7 +529,7 @@ impl Jobs {
             let result = match placed {
                 Ok(Ok(p)) => Ok(Box::new(p)),
                 Ok(Err(e)) => Err(format!("{e:#}")),
-                Err(e) => Err(format!("it stopped: {e}")),
+                Err(e) => Err(format!("the task stopped: {e}")),
             };
             let _ = tx.send(Msg::Placed { ticket, result });
         });

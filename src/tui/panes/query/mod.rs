@@ -430,8 +430,7 @@ impl QueryPane {
             curve,
             candidates: lists.candidates_with(self.sparse).len(),
             alpha: self.alpha,
-            unknown: full.unknown_mark(),
-            unknown_short: full.unknown_short_mark(),
+            placing: full.placing(),
         }
     }
 
@@ -736,7 +735,7 @@ impl QueryPane {
             let p = compare::places(&self.whole, cut, self.config(), &o.id);
             // A whole-corpus place not known yet reads `…` (`?` if it failed); the
             // ranking's own place comes from the cut lists and is always known.
-            let unknown = self.whole.unknown_short_mark().unwrap_or("-");
+            let unknown = self.whole.placing().short_mark().unwrap_or("-");
             let show_in = |p: Option<compare::Place>, none: &str| {
                 p.map_or(none.to_string(), |p| format!("#{}", p.rank))
             };

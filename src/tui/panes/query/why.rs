@@ -9,7 +9,7 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 
-use crate::core::compare::{Place, Places, best_point};
+use crate::core::compare::{Place, Places, Placing, best_point};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::tui::theme::Theme;
 
@@ -35,11 +35,9 @@ pub struct Why {
     pub candidates: usize,
     /// The current dense weight (marked on the chart).
     pub alpha: f64,
-    /// The mark of a whole-corpus place not known yet (being ranked, or failed):
-    /// `None` when every place is known and a missing one means "not in list".
-    pub unknown: Option<&'static str>,
-    /// The same mark where a narrow cell shows it.
-    pub unknown_short: Option<&'static str>,
+    /// Whether the whole-corpus places outside the cut lists are known (a missing
+    /// one then means "not in list") or still being ranked, or failed.
+    pub placing: Placing,
 }
 
 /// Text of a place (`unknown`: the mark of a place not known yet; `None`: a missing
@@ -163,15 +161,15 @@ impl Why {
                     row(
                         name,
                         theme.title,
-                        ranked_cell(t.ranked, a, self.unknown_short),
-                        ranked_cell(top.ranked, b, self.unknown_short),
+                        ranked_cell(t.ranked, a, self.placing.short_mark()),
+                        ranked_cell(top.ranked, b, self.placing.short_mark()),
                     )
                 } else {
                     row(
                         name,
                         style,
-                        cell(a, 3, self.unknown),
-                        cell(b, 3, self.unknown),
+                        cell(a, 3, self.placing.mark()),
+                        cell(b, 3, self.placing.mark()),
                     )
                 }
             })

@@ -7,6 +7,16 @@
 /// and model output are untrusted: this is the one function every pane and every CLI
 /// text printer passes them through (JSON output stays exact, escaped by serde).
 pub fn sanitize_for_terminal(input: &str) -> String {
+    // Most text holds nothing to remove: one scan that allocates nothing says so (a
+    // million-chunk corpus is shown without walking each text char by char).
+    if is_terminal_safe(input) {
+        return input.to_owned();
+    }
+    strip_active(input)
+}
+
+/// [`sanitize_for_terminal`] char by char.
+fn strip_active(input: &str) -> String {
     let mut out = String::with_capacity(input.len());
     let mut chars = input.chars().peekable();
     while let Some(c) = chars.next() {
@@ -33,6 +43,10 @@ pub fn is_bidi_control(c: char) -> bool {
 
 /// True when `s` holds nothing [`sanitize_for_terminal`] would remove or change.
 pub fn is_terminal_safe(s: &str) -> bool {
+    // Printable ASCII, tabs and newlines: a byte scan the compiler vectorises.
+    if s.bytes().all(|b| matches!(b, b'\t' | b'\n' | 0x20..=0x7e)) {
+        return true;
+    }
     !s.chars()
         .any(|c| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c))
 }
@@ -268,6 +282,26 @@ mod tests {
         assert!(!is_terminal_safe(evil) && is_terminal_safe(&clean));
         // Joiners are not bidi controls: emoji sequences and scripts that need them stay.
         assert!(is_terminal_safe("👩\u{200d}⚕️ क्\u{200d}ष"));
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        /// The scan that lets text through unchanged agrees with the char-by-char
+        /// strip on text mixing printable ASCII, Unicode letters, escapes, C0/C1
+        /// controls, DEL and bidi controls.
+        #[test]
+        fn the_unchanged_fast_path_agrees_with_the_strip(
+            s in proptest::collection::vec(proptest::prop_oneof![
+                8 => proptest::char::range(' ', '~'),
+                1 => proptest::sample::select(vec!['\n', '\t', '\r', '\u{1b}', '\u{7}', '\u{7f}',
+                    '\u{80}', '\u{9b}', '\u{9d}', '\u{9f}', '\u{a0}', 'é', '结', '🐛',
+                    '\u{200d}', '\u{200e}', '\u{202e}', '\u{2066}', '\u{061c}']),
+            ], 0..40).prop_map(|v: Vec<char>| v.into_iter().collect::<String>())
+        ) {
+            proptest::prop_assert_eq!(sanitize_for_terminal(&s), strip_active(&s));
+            proptest::prop_assert_eq!(is_terminal_safe(&s), strip_active(&s) == s);
+        }
     }
 
     #[test]

@@ -107,12 +107,15 @@ impl<'a> ChunkStore<'a> {
             return Ok((None, Vec::new()));
         }
         let ds = Arc::new(self.ws.open_dataset(DATASET).await?);
-        let batch = ds
-            .scan()
-            .try_into_batch()
-            .await
-            .map_err(|e| StoreError::lance(self.ws.uri(DATASET), e))?;
-        let mut chunks = from_batch(&batch)?;
+        let mut chunks = Vec::new();
+        super::scan_batches(self.ws, DATASET, &ds, |rows, batch| {
+            if chunks.capacity() == 0 {
+                chunks.reserve_exact(rows);
+            }
+            chunks.extend(from_batch(batch)?);
+            Ok(())
+        })
+        .await?;
         chunks.sort_by(|a, b| a.doc_id.cmp(&b.doc_id).then(a.ordinal.cmp(&b.ordinal)));
         Ok((Some(ds), chunks))
     }

@@ -283,35 +283,50 @@ impl<'a> VectorStore<'a> {
             return Ok(VectorSet::default());
         }
         let uri = self.ws.uri(&self.name);
-        let batch = super::scan_all(self.ws, &self.name).await?;
+        let ds = self.ws.open_dataset(&self.name).await?;
         let bad = |c: &str| StoreError::Invalid(format!("{uri}: missing or mistyped column `{c}`"));
-        let ids = batch
-            .column_by_name("chunk_id")
-            .and_then(|c| c.as_string_opt::<i32>())
-            .ok_or_else(|| bad("chunk_id"))?;
-        let hashes = batch
-            .column_by_name("hash")
-            .and_then(|c| c.as_string_opt::<i32>())
-            .ok_or_else(|| bad("hash"))?;
-        let vectors = batch
-            .column_by_name("vector")
-            .and_then(|c| c.as_fixed_size_list_opt())
-            .ok_or_else(|| bad("vector"))?;
-        let dim = usize::try_from(vectors.value_length()).unwrap_or(0);
-        let values = vectors
-            .values()
-            .as_primitive_opt::<Float32Type>()
-            .ok_or_else(|| bad("vector"))?;
-        let offset = vectors.offset() * dim;
+        let (mut ids, mut hashes, mut values) = (Vec::new(), Vec::new(), Vec::new());
+        let mut dim = None;
+        super::scan_batches(self.ws, &self.name, &ds, |rows, batch| {
+            let id = batch
+                .column_by_name("chunk_id")
+                .and_then(|c| c.as_string_opt::<i32>())
+                .ok_or_else(|| bad("chunk_id"))?;
+            let hash = batch
+                .column_by_name("hash")
+                .and_then(|c| c.as_string_opt::<i32>())
+                .ok_or_else(|| bad("hash"))?;
+            let vectors = batch
+                .column_by_name("vector")
+                .and_then(|c| c.as_fixed_size_list_opt())
+                .ok_or_else(|| bad("vector"))?;
+            let d = usize::try_from(vectors.value_length()).unwrap_or(0);
+            if *dim.get_or_insert(d) != d {
+                return Err(bad("vector"));
+            }
+            let v = vectors
+                .values()
+                .as_primitive_opt::<Float32Type>()
+                .ok_or_else(|| bad("vector"))?;
+            let n = batch.num_rows();
+            if values.capacity() == 0 {
+                // Room for every row at once: no doubling copies of a 1.5 GB array.
+                values.reserve_exact(rows * d);
+                ids.reserve_exact(rows);
+                hashes.reserve_exact(rows);
+            }
+            let offset = vectors.offset() * d;
+            values.extend_from_slice(&v.values()[offset..offset + n * d]);
+            ids.extend((0..n).map(|i| id.value(i).to_string()));
+            hashes.extend((0..n).map(|i| hash.value(i).to_string()));
+            Ok(())
+        })
+        .await?;
         Ok(last_of_each(VectorSet::new(
-            dim,
-            (0..batch.num_rows())
-                .map(|i| ids.value(i).to_string())
-                .collect(),
-            (0..batch.num_rows())
-                .map(|i| hashes.value(i).to_string())
-                .collect(),
-            values.values()[offset..offset + batch.num_rows() * dim].to_vec(),
+            dim.unwrap_or(0),
+            ids,
+            hashes,
+            values,
         )))
     }
 

@@ -169,13 +169,27 @@ impl App {
     }
 
     pub fn new(chunks: Vec<Chunk>, keymap: Keymap, context_line: String) -> Self {
+        let corpus = CorpusPane::new(chunks);
+        let info = corpus
+            .chunks
+            .iter()
+            .map(|v| {
+                let meta = crate::tui::panes::query::ChunkMeta {
+                    path: v.path.clone(),
+                    text: v.text.clone(),
+                    words: v.words,
+                    topic: v.chunk.topic.clone(),
+                };
+                (v.chunk.id.clone(), meta)
+            })
+            .collect();
         Self {
             pane: Pane::Corpus,
             show_help: false,
             help_scroll: 0,
             should_quit: false,
-            query: QueryPane::new(Vec::new(), Vec::new(), chunk_info(&chunks)),
-            corpus: CorpusPane::new(chunks),
+            query: QueryPane::new(Vec::new(), Vec::new(), info),
+            corpus,
             generate: GeneratePane::new(String::new()),
             annotate: AnnotatePane::new(None, crate::service::base::default_rubric()),
             agreement: AgreementPane::default(),
@@ -377,8 +391,8 @@ pub fn chunk_info(chunks: &[Chunk]) -> crate::tui::panes::query::ChunkInfo {
             (
                 c.id.clone(),
                 crate::tui::panes::query::ChunkMeta {
-                    path: crate::core::text::sanitize_for_terminal(&c.path_label()),
-                    text: crate::core::text::sanitize_for_terminal(&c.text),
+                    path: crate::core::text::sanitize_for_terminal(&c.path_label()).into(),
+                    text: crate::core::text::sanitize_for_terminal(&c.text).into(),
                     words: c.word_count,
                     topic: c.topic.clone(),
                 },

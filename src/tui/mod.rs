@@ -20,6 +20,7 @@ pub mod text_view;
 pub mod theme;
 pub mod ui;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -185,6 +186,13 @@ pub fn tiny_model_note(ctx: &Context) -> Option<(String, Vec<String>)> {
 
 pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
     let started = Instant::now();
+    // Said before the workspace is read (a million chunks take seconds), and instead of
+    // the terminal library's panic.
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        anyhow::bail!(
+            "the TUI needs a terminal, and standard input or output is not one here: run `raglab` in a terminal, or a subcommand without one (`raglab --help` lists them; most take --json)"
+        );
+    }
     let theme = resolve_theme(&ctx, opts.theme.clone())?;
     let keymap = Keymap::load(&ctx.paths.keymap_file())?;
     let mut app = build_app(&ctx, &opts, keymap).await?;

@@ -39,7 +39,7 @@ fn corpus_pane_shows_documents_chunks_text_and_histogram() {
     assert!(screen.contains("1 Corpus") && screen.contains("5 Agreement"));
     let first = app.corpus.selected_chunk().expect("a chunk");
     assert!(
-        screen.contains(&first.path),
+        screen.contains(&*first.path),
         "header path of the selected chunk shown"
     );
     assert!(screen.contains("? help"));

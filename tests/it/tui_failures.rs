@@ -365,6 +365,56 @@ async fn alpha_curve_and_baseline_deltas_agree_with_independent_searches() {
     );
 }
 
+/// The Query pane's retriever on `env` as the TUI opens it (MiniLM configured, one
+/// embedding thread), with the context and model choice it was opened with.
+async fn browsing_with_minilm(
+    env: &common::Env,
+) -> (
+    Context,
+    raglab::service::ModelChoice,
+    (raglab::service::retrieval::Retriever, Option<String>),
+) {
+    let mut config = Config::default();
+    config.models.embed = Some(common::model(DEFAULT_EMBED_MODEL));
+    let ctx = common::tui::context(env, config);
+    let embed = raglab::service::ModelChoice {
+        threads: Some(1),
+        ..Default::default()
+    };
+    let opened = raglab::service::retrieval::open_for_browsing(&ctx, &embed)
+        .await
+        .expect("retriever");
+    (ctx, embed, opened)
+}
+
+/// The model loads but its vectors are gone (or stale): the Query pane's retriever
+/// keeps the chunks and sparse index it read, with dense off and the reason, and ranks
+/// with BM25 exactly as a retriever opened for BM25 alone does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_vectors_gone_browsing_keeps_the_sparse_lists_and_says_why() {
+    use raglab::core::retrieval::Method;
+    let env = common::Env::new();
+    let guidance = common::sample_guidance();
+    env.ok(&["ingest", guidance.to_str().expect("utf8"), "--index"]);
+    std::fs::remove_dir_all(env.workspace().join("embeddings")).expect("vectors removed");
+    let (ctx, embed, (r, off)) = browsing_with_minilm(&env).await;
+    let off = off.expect("dense off");
+    assert!(off.starts_with("dense off ("), "{off}");
+    assert!(off.contains("out of date with the chunks"), "{off}");
+    assert!(r.embedder.is_none() && r.vectors.is_empty());
+    let alone = raglab::service::retrieval::open_for(&ctx, Method::Bm25, &embed)
+        .await
+        .expect("bm25 retriever");
+    assert_eq!(r.chunks.len(), alone.chunks.len());
+    for q in ["measles vaccine schedule", "how is tuberculosis spread"] {
+        let (a, _) = r.query(q, 20).expect("query");
+        let (b, _) = alone.query(q, 20).expect("query");
+        assert!(a.dense.is_empty() && !a.bm25.is_empty(), "{q}");
+        assert_eq!(a.bm25, b.bm25, "{q}");
+        assert_eq!(a.tfidf, b.tfidf, "{q}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_an_embedding_model_the_query_pane_ranks_with_bm25_and_tfidf() {
     let env = common::Env::new();
@@ -559,16 +609,7 @@ async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
     let guidance = common::sample_guidance();
     env.ok(&["ingest", guidance.to_str().expect("utf8"), "--index"]);
     let (mut app, mut jobs, mut rx) = open_tui(&env, true).await;
-    let mut config = Config::default();
-    config.models.embed = Some(common::model(DEFAULT_EMBED_MODEL));
-    let ctx = common::tui::context(&env, config);
-    let embed = raglab::service::ModelChoice {
-        threads: Some(1),
-        ..Default::default()
-    };
-    let (r, off) = raglab::service::retrieval::open_for_browsing(&ctx, &embed)
-        .await
-        .expect("retriever");
+    let (_, _, (r, off)) = browsing_with_minilm(&env).await;
     assert!(off.is_none(), "dense on: {off:?}");
     let all = r.chunks.len().max(DEFAULT_DEPTH);
     let questions = app.query.questions.clone();

@@ -173,3 +173,21 @@ async fn the_why_panel_prints_each_list_once() {
         assert_eq!(n, 1, "`{list}`:\n{screen}");
     }
 }
+
+/// Started where there is no terminal (piped, under a script, in CI), the TUI says so
+/// and how to run headless, with a failing status, before it reads the workspace; no
+/// panic from the terminal library.
+#[test]
+fn without_a_terminal_the_tui_says_so_instead_of_panicking() {
+    let env = common::Env::new();
+    let out = env
+        .cmd()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("spawn raglab");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("the TUI needs a terminal"), "{err}");
+    assert!(err.contains("raglab --help"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -61,12 +61,20 @@ pub async fn current_summaries(
     ws: &Workspace,
     chunks: &[Chunk],
 ) -> Result<HashMap<String, SummaryRecord>> {
+    let records = all_summaries(ws).await?;
+    if records.is_empty() {
+        return Ok(HashMap::new()); // no chunk's text to hash (a million-chunk corpus opens faster)
+    }
+    let summarised: std::collections::HashSet<&str> =
+        records.iter().map(|r| r.chunk_id.as_str()).collect();
+    // Only the chunks that have a summary are hashed.
     let hashes: HashMap<&str, String> = chunks
         .iter()
+        .filter(|c| summarised.contains(c.id.as_str()))
         .map(|c| (c.id.as_str(), text_hash(c)))
         .collect();
     let mut out = HashMap::new();
-    for r in all_summaries(ws).await? {
+    for r in records {
         if hashes.get(r.chunk_id.as_str()) == Some(&r.chunk_hash) {
             out.insert(r.chunk_id.clone(), r);
         }

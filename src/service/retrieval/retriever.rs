@@ -186,18 +186,26 @@ impl Retriever {
             .map(|m| vectors_key(m, self.variant))
     }
 
+    /// This retriever without its embedder and vectors: BM25 and TF-IDF only.
+    pub fn without_dense(mut self) -> Self {
+        self.embedder = None;
+        self.vectors = VectorSet::default();
+        self.model_name = None;
+        self
+    }
+
     /// Whether the indexes hold exactly the current chunks.
     pub fn is_fresh(&self) -> bool {
         let sparse_ok = self.sparse.num_docs() as usize == self.chunks.len();
-        let dense_ok = self.embedder.is_none() || {
-            let want: Vec<(String, String)> = self
-                .index_chunks()
-                .iter()
-                .map(|c| (c.id.clone(), text_hash(c)))
-                .collect();
-            self.vectors.len() == want.len() && stale(&self.vectors, &want).is_empty()
-        };
-        sparse_ok && dense_ok
+        sparse_ok
+            && (self.embedder.is_none() || {
+                let want: Vec<(String, String)> = self
+                    .index_chunks()
+                    .iter()
+                    .map(|c| (c.id.clone(), text_hash(c)))
+                    .collect();
+                self.vectors.len() == want.len() && stale(&self.vectors, &want).is_empty()
+            })
     }
 
     /// An error telling the user to run `raglab index` when the indexes do not hold
@@ -608,16 +616,29 @@ pub async fn open_for_browsing(
     ctx: &Context,
     embed: &ModelChoice,
 ) -> Result<(Retriever, Option<String>)> {
-    match open_for(ctx, Method::Hybrid, embed).await {
-        Ok(r) => Ok((r, None)),
+    let off = |dense_err: anyhow::Error| {
+        format!(
+            "dense off (BM25 and TF-IDF work): `scripts/setup.sh` fetches the embedding model, `raglab index` embeds the chunks. Cause: {dense_err:#}"
+        )
+    };
+    let opened = match ctx.embed_config(embed) {
+        Ok(cfg) => Retriever::open_variant(&ctx.workspace, Some(&cfg), Variant::Full).await,
+        Err(e) => Err(e),
+    };
+    match opened {
+        Ok(r) => match r.ensure_fresh() {
+            Ok(()) => Ok((r, None)),
+            // Vectors missing or stale: the chunks and sparse index already read are
+            // kept (a million chunks are not read twice).
+            Err(dense_err) => {
+                let r = r.without_dense();
+                r.ensure_fresh()?;
+                Ok((r, Some(off(dense_err))))
+            }
+        },
         Err(dense_err) => {
             let r = open_for(ctx, Method::Bm25, embed).await?;
-            Ok((
-                r,
-                Some(format!(
-                    "dense off (BM25 and TF-IDF work): `scripts/setup.sh` fetches the embedding model, `raglab index` embeds the chunks. Cause: {dense_err:#}"
-                )),
-            ))
+            Ok((r, Some(off(dense_err))))
         }
     }
 }

@@ -4,6 +4,7 @@
 //! paths, and a histogram of chunk lengths.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -28,12 +29,13 @@ pub enum Focus {
     Text,
 }
 
-/// A chunk as displayed: every string already sanitized, once, at load time.
+/// A chunk as displayed: every string already sanitized, once, at load time. The
+/// header path and text are shared with the Query pane (one copy of a large corpus).
 #[derive(Debug, Clone)]
 pub struct ChunkView {
     pub id: String,
-    pub path: String,
-    pub text: String,
+    pub path: Arc<str>,
+    pub text: Arc<str>,
     pub words: usize,
     pub chunk: Chunk,
 }
@@ -86,8 +88,8 @@ impl CorpusPane {
             .into_iter()
             .map(|c| ChunkView {
                 id: clean(&c.id),
-                path: clean(&c.path_label()),
-                text: clean(&c.text),
+                path: clean(&c.path_label()).into(),
+                text: clean(&c.text).into(),
                 words: c.word_count,
                 chunk: c,
             })
@@ -215,7 +217,7 @@ impl CorpusPane {
                         let v = &self.chunks[c];
                         ListItem::new(Line::from(vec![
                             Span::styled(format!("{:>5}w ", v.words), theme.muted),
-                            Span::styled(v.path.clone(), theme.header_path),
+                            Span::styled(v.path.to_string(), theme.header_path),
                         ]))
                     })
                     .collect()
@@ -238,7 +240,7 @@ impl CorpusPane {
             Some(v) => (
                 format!(" {} ", v.id),
                 vec![
-                    Line::styled(v.path.clone(), theme.header_path),
+                    Line::styled(v.path.to_string(), theme.header_path),
                     Line::styled(
                         format!(
                             "{} words · {} · bytes {}..{}",

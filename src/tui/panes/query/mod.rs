@@ -66,11 +66,12 @@ pub enum Focus {
     Results,
 }
 
-/// What the pane knows of a chunk, sanitized once: header path, text, words, topic.
+/// What the pane knows of a chunk, sanitized once: header path, text, words, topic
+/// (path and text shared with the Corpus pane's copy).
 #[derive(Debug, Clone, Default)]
 pub struct ChunkMeta {
-    pub path: String,
-    pub text: String,
+    pub path: std::sync::Arc<str>,
+    pub text: std::sync::Arc<str>,
     pub words: usize,
     pub topic: Option<String>,
 }
@@ -367,7 +368,7 @@ impl QueryPane {
                 let meta = self.chunks.get(&hit.id).cloned().unwrap_or_default();
                 ResultRow {
                     id: clean(&hit.id),
-                    path: meta.path,
+                    path: meta.path.to_string(),
                     snippet: snippet(&meta.text, 80),
                     is_target: targets.contains(&hit.id),
                     hit,
@@ -751,7 +752,7 @@ impl QueryPane {
             )
         });
         let mut lines = vec![
-            Line::styled(meta.path.clone(), theme.header_path),
+            Line::styled(meta.path.to_string(), theme.header_path),
             Line::styled(where_ranked, theme.muted),
             Line::raw(""),
         ];

@@ -8,6 +8,13 @@
 #                              chunks in the prompt): prompt and generation tokens/s
 #                              with every layer on the GPU / none, device and layers
 #                              offloaded as raglab reports them
+#   index_real_gpu.json        `raglab index --json` of 1,261 real passages (PubMedQA
+#                              PQA-L abstracts + the MedQuAD CDC sample) on the GPU
+#   embed_gpu.json / _cpu.json `raglab bench embed --json`: passages/s and query
+#                              embedding p50/p95, one text per call and packed
+#   eval_real_gpu_time.json    wall time and peak RSS of `eval retrieval` over 15,000
+#                              real questions (repeated) on those passages, every
+#                              method, both sparse sides, the alpha sweep
 #   summary.json               the figures above in one object
 #
 # Carry the parts with the device tool, one call each while the machine stays warm
@@ -16,7 +23,9 @@
 #   call N:      carry [".gpu-bundle/pN"], command `scripts/gpu_bench.sh`
 # It needs libcublas.so.13 / libcublasLt.so.13 on the machine (PyTorch's CUDA 13
 # wheels have them; found under the Python prefixes, or RAGLAB_CUBLAS_DIR).
-# RAGLAB_BENCH_KS (default "3 10") and RAGLAB_BENCH_REPEAT (default 5) shorten a dry run.
+# RAGLAB_BENCH_KS (default "3 10"), RAGLAB_BENCH_REPEAT (default 5), RAGLAB_EMBED_LIMIT
+# (abstracts, default 1000), RAGLAB_EMBED_CPU_LIMIT (default 128) and RAGLAB_EVAL_QUERIES
+# (default 15000) shorten a dry run.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,7 +41,7 @@ parts=$(ls .gpu-bundle/p*/bundle.part 2>/dev/null | sort -V)
 [ -n "$parts" ] || { log "no .gpu-bundle/p*/bundle.part here: carry the parts first"; exit 1; }
 log "unpacking $(echo "$parts" | wc -l) parts"
 # shellcheck disable=SC2086
-cat $parts | zstd -d -q -c | tar -C "$work" -xf -
+cat $parts | python3 -c 'import sys, tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode="r|xz").extractall(sys.argv[1], filter="tar")' "$work"
 bundle="$work/raglab-gpu"
 bin="$bundle/raglab"
 
@@ -61,9 +70,10 @@ log "GPU: $(tail -n1 "$out/gpu.txt")"
 
 export RAGLAB_MODELS_DIR="$bundle/models" RAGLAB_LOG=info
 run() { # NAME LAYERS ARGS... : one raglab command in its own config/data folders
+  # (workspace: $WS, else one per layer count)
   local name=$1 layers=$2; shift 2
   RAGLAB_CONFIG_DIR="$work/$name/config" RAGLAB_DATA_DIR="$work/$name/data" \
-    timeout 300 "$bin" --workspace "$work/ws-$layers" --gpu-layers "$layers" "$@"
+    timeout 300 "$bin" --workspace "${WS:-$work/ws-$layers}" --gpu-layers "$layers" "$@"
 }
 for layers in 999 0; do
   tag=$([ "$layers" = 0 ] && echo cpu || echo gpu)
@@ -76,6 +86,48 @@ for layers in 999 0; do
       --k "$k" --max-tokens 128 --repeat "${RAGLAB_BENCH_REPEAT:-5}" --json > "$out/bench_${tag}_k$k.json"
   done
 done
+
+# The embedding-bound figures of the million-chunk issue, on real text: its goals are
+# set for two CPU cores (query embedding <= 3.5 ms, >= 40 passages/s, the 15,000-query
+# evaluation <= 90 s); these say what the GPU gives. Skipped when the bundle has no data.
+data="$bundle/data"
+if [ -s "$data/pubmedqa_pqal.jsonl" ]; then
+  export WS="$work/ws-real"
+  log "ingest + index of PubMedQA + MedQuAD passages (gpu)"
+  run real 999 ingest "$data/pubmedqa_pqal.jsonl" "$data/medquad_cdc_sample.jsonl" --chunker none > "$out/ingest_real.txt"
+  run real 999 index --json > "$out/index_real_gpu.json"
+  for layers in 999 0; do
+    tag=$([ "$layers" = 0 ] && echo cpu || echo gpu)
+    limit=$([ "$layers" = 0 ] && echo "${RAGLAB_EMBED_CPU_LIMIT:-128}" || echo "${RAGLAB_EMBED_LIMIT:-1000}")
+    log "bench embed, $limit abstracts and $((limit / 2)) questions ($tag)"
+    run real "$layers" bench embed --texts "$data/pubmedqa_pqal.jsonl" --limit "$limit" --group 64 --rounds 2 \
+      --queries "$data/pubmedqa_pqal.queries.jsonl" --query-limit $((limit / 2)) \
+      --variant seqs=1 --variant seqs=8,tokens=1024 --variant seqs=32,tokens=8192 --json > "$out/embed_$tag.json"
+  done
+  n="${RAGLAB_EVAL_QUERIES:-15000}"
+  python3 scripts/repeat_queries.py "$work/q.jsonl" "$n" "$data/pubmedqa_pqal.queries.jsonl" "$data/medquad_cdc_sample.queries.jsonl" >&2
+  log "eval retrieval, $n queries, every method, both sparse sides, alpha sweep (gpu)"
+  # Wall time and the child's peak RSS, as /usr/bin/time -v would say (it may be absent).
+  python3 - "$out/eval_real_gpu_time.json" "$bin" --workspace "$WS" --gpu-layers 999 eval retrieval \
+    --queries "$work/q.jsonl" --methods bm25,tfidf,dense,hybrid,linear --sparse bm25,tfidf --alpha-sweep --json <<'PY' > "$work/eval_real_gpu.json"
+import json, resource, subprocess, sys, time
+t = time.time()
+rc = subprocess.call(sys.argv[2:])
+wall = time.time() - t
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+json.dump({"rc": rc, "wall_s": wall, "peak_rss_mb": rss}, open(sys.argv[1], "w"))
+sys.exit(rc)
+PY
+  python3 - "$work/eval_real_gpu.json" "$out/eval_real_gpu_time.json" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))
+t = json.load(open(sys.argv[2]))
+t["queries"] = e.get("queries")
+t["seconds"] = e.get("seconds")
+json.dump(t, open(sys.argv[2], "w"))
+PY
+  unset WS
+fi
 
 python3 - "$out" <<'PY'
 import json, os, sys
@@ -94,6 +146,18 @@ for tag in ("gpu", "cpu"):
             "device", "layers_offloaded", "layers_total", "threads", "prompt_tokens",
             "output_tokens", "raglab_prompt_tokens_per_s", "llama_prompt_tokens_per_s",
             "raglab_gen_tokens_per_s", "llama_gen_tokens_per_s", "ttft_ms")}
+if os.path.exists(os.path.join(out, "index_real_gpu.json")):
+    s["real_passages_index_gpu"] = {x: load("index_real_gpu.json").get(x) for x in (
+        "embedded", "embed_seconds", "chunks_per_second")}
+    for tag in ("gpu", "cpu"):
+        if os.path.exists(os.path.join(out, f"embed_{tag}.json")):
+            b = load(f"embed_{tag}.json")
+            s[f"bench_embed_{tag}"] = {"texts": b["texts"], "mean_tokens": b["mean_tokens"],
+                "queries": b["queries"], "variants": [{x: v.get(x) for x in (
+                    "label", "threads", "chunks_per_s", "query_p50_ms", "query_p95_ms",
+                    "worst_cosine_to_first", "query_worst_cosine_to_first")}
+                    for v in b["variants"]]}
+    s["eval_real_gpu"] = load("eval_real_gpu_time.json")
 with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(s, f, indent=2)
 print(json.dumps(s, indent=2))

@@ -25,6 +25,44 @@ pub fn backend() -> Result<&'static LlamaBackend> {
         .map_err(|e| InferError::Backend(e.clone()))
 }
 
+/// Waits, when the last handle of a model's worker thread is dropped, for that thread
+/// to free its model and context. The handle's request sender must be dropped first
+/// (declare this field after it): the worker then leaves its loop, frees everything,
+/// and ends. Why wait: the CUDA runtime tears itself down when the process exits, and
+/// a context freed after that aborts the process (seen on an H200: `raglab index`
+/// printed its result, then `ggml-cuda.cu:109: CUDA error` in the context's destructor
+/// on the worker thread while `main` returned). The wait is bounded (a worker still
+/// generating a long answer is not waited for past [`WORKER_EXIT_WAIT`]).
+pub(crate) struct WorkerExit {
+    ended: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+/// How long dropping the last handle waits for its worker to end.
+pub const WORKER_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl WorkerExit {
+    /// A pair: the handle's side, and the token the worker thread holds until it ends
+    /// (dropped last in the thread, after the model and context).
+    pub(crate) fn new() -> (std::sync::Arc<Self>, std::sync::mpsc::Sender<()>) {
+        let (token, ended) = std::sync::mpsc::channel();
+        (
+            std::sync::Arc::new(Self {
+                ended: std::sync::Mutex::new(ended),
+            }),
+            token,
+        )
+    }
+}
+
+impl Drop for WorkerExit {
+    fn drop(&mut self) {
+        if let Ok(ended) = self.ended.get_mut() {
+            // Disconnected once the thread has dropped its token, i.e. has ended.
+            let _ = ended.recv_timeout(WORKER_EXIT_WAIT);
+        }
+    }
+}
+
 /// Load a GGUF model, with clear errors for a missing or unreadable file.
 pub fn load_model(path: &Path, n_gpu_layers: u32) -> Result<LlamaModel> {
     if !path.is_file() {
@@ -83,7 +121,29 @@ pub fn model_name(path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_threads;
+    use super::{WorkerExit, parse_threads};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Dropping the last handle returns only once the worker has ended (here, a worker
+    /// that takes 200 ms to free its model), and dropping a clone waits for nothing.
+    #[test]
+    fn the_last_handle_waits_for_its_worker_to_end() {
+        let (exit, token) = WorkerExit::new();
+        let freed = Arc::new(AtomicBool::new(false));
+        let seen = Arc::clone(&freed);
+        let worker = std::thread::spawn(move || {
+            let _ends_with_the_thread = token;
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            seen.store(true, Ordering::SeqCst);
+        });
+        let other = Arc::clone(&exit);
+        drop(other);
+        assert!(!freed.load(Ordering::SeqCst), "a clone's drop waited");
+        drop(exit);
+        assert!(freed.load(Ordering::SeqCst), "the last drop did not wait");
+        worker.join().expect("worker");
+    }
 
     #[test]
     fn threads_come_from_the_variable_only_when_it_is_a_positive_number() {

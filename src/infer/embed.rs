@@ -85,6 +85,8 @@ pub struct Embedder {
     pub info: EmbedInfo,
     query_prefix: String,
     document_prefix: String,
+    /// After `tx`: the last handle dropped waits for the worker to free the model.
+    _exit: std::sync::Arc<super::backend::WorkerExit>,
 }
 
 impl Embedder {
@@ -93,13 +95,17 @@ impl Embedder {
         let (tx, rx) = mpsc::channel::<Request>();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<EmbedInfo>>();
         let worker_cfg = cfg.clone();
+        let (exit, token) = super::backend::WorkerExit::new();
         std::thread::Builder::new()
             .name("raglab-embed".into())
-            .spawn(move || match &worker_cfg.endpoint {
-                Some(spec) => {
-                    super::embed_endpoint::worker(spec, worker_cfg.max_tokens, &rx, &ready_tx)
+            .spawn(move || {
+                let _ends_with_the_thread = token;
+                match &worker_cfg.endpoint {
+                    Some(spec) => {
+                        super::embed_endpoint::worker(spec, worker_cfg.max_tokens, &rx, &ready_tx)
+                    }
+                    None => worker(&worker_cfg, &rx, &ready_tx),
                 }
-                None => worker(&worker_cfg, &rx, &ready_tx),
             })
             .map_err(|e| InferError::Backend(e.to_string()))?;
         let info = ready_rx.recv().map_err(|_| InferError::WorkerGone)??;
@@ -108,6 +114,7 @@ impl Embedder {
             info,
             query_prefix: cfg.query_prefix.clone(),
             document_prefix: cfg.document_prefix.clone(),
+            _exit: exit,
         })
     }
 

@@ -150,6 +150,8 @@ pub struct GenInfo {
 pub struct Generator {
     tx: mpsc::Sender<Request>,
     pub info: GenInfo,
+    /// After `tx`: the last handle dropped waits for the worker to free the model.
+    _exit: Arc<super::backend::WorkerExit>,
 }
 
 impl Generator {
@@ -157,12 +159,20 @@ impl Generator {
         let (tx, rx) = mpsc::channel::<Request>();
         let (ready_tx, ready_rx) = mpsc::channel();
         let cfg = cfg.clone();
+        let (exit, token) = super::backend::WorkerExit::new();
         std::thread::Builder::new()
             .name("raglab-generate".into())
-            .spawn(move || worker(&cfg, &rx, &ready_tx))
+            .spawn(move || {
+                let _ends_with_the_thread = token;
+                worker(&cfg, &rx, &ready_tx);
+            })
             .map_err(|e| InferError::Backend(e.to_string()))?;
         let info = ready_rx.recv().map_err(|_| InferError::WorkerGone)??;
-        Ok(Self { tx, info })
+        Ok(Self {
+            tx,
+            info,
+            _exit: exit,
+        })
     }
 
     /// Start a generation; events arrive on `req.events`.

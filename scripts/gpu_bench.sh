@@ -37,11 +37,18 @@ rm -rf "$work" && mkdir -p "$work"
 log() { echo "[$(date -u +%T)] $*" | tee -a "$out/log.txt" >&2; }
 
 # The bundle, reassembled from its parts (in order).
-parts=$(ls .gpu-bundle/p*/bundle.part 2>/dev/null | sort -V)
+parts=$(ls .gpu-bundle/p*/bundle.part 2>/dev/null | sort -V || true)
 [ -n "$parts" ] || { log "no .gpu-bundle/p*/bundle.part here: carry the parts first"; exit 1; }
 log "unpacking $(echo "$parts" | wc -l) parts"
 # shellcheck disable=SC2086
-cat $parts | python3 -c 'import sys, tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode="r|xz").extractall(sys.argv[1], filter="tar")' "$work"
+cat $parts | python3 -c '
+import sys, tarfile
+t = tarfile.open(fileobj=sys.stdin.buffer, mode="r|xz")
+try:
+    t.extractall(sys.argv[1], filter="tar")  # keeps the exec bits
+except TypeError:  # a Python without extraction filters
+    t.extractall(sys.argv[1])
+' "$work"
 bundle="$work/raglab-gpu"
 bin="$bundle/raglab"
 
@@ -69,11 +76,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
 log "GPU: $(tail -n1 "$out/gpu.txt")"
 
 export RAGLAB_MODELS_DIR="$bundle/models" RAGLAB_LOG=info
+real_ws=""
 run() { # NAME LAYERS ARGS... : one raglab command in its own config/data folders
-  # (workspace: $WS, else one per layer count)
+  # (workspace: $real_ws when set, else one per layer count)
   local name=$1 layers=$2; shift 2
   RAGLAB_CONFIG_DIR="$work/$name/config" RAGLAB_DATA_DIR="$work/$name/data" \
-    timeout 300 "$bin" --workspace "${WS:-$work/ws-$layers}" --gpu-layers "$layers" "$@"
+    timeout 300 "$bin" --workspace "${real_ws:-$work/ws-$layers}" --gpu-layers "$layers" "$@"
 }
 for layers in 999 0; do
   tag=$([ "$layers" = 0 ] && echo cpu || echo gpu)
@@ -92,7 +100,7 @@ done
 # evaluation <= 90 s); these say what the GPU gives. Skipped when the bundle has no data.
 data="$bundle/data"
 if [ -s "$data/pubmedqa_pqal.jsonl" ]; then
-  export WS="$work/ws-real"
+  real_ws="$work/ws-real"
   log "ingest + index of PubMedQA + MedQuAD passages (gpu)"
   run real 999 ingest "$data/pubmedqa_pqal.jsonl" "$data/medquad_cdc_sample.jsonl" --chunker none > "$out/ingest_real.txt"
   run real 999 index --json > "$out/index_real_gpu.json"
@@ -108,7 +116,8 @@ if [ -s "$data/pubmedqa_pqal.jsonl" ]; then
   python3 scripts/repeat_queries.py "$work/q.jsonl" "$n" "$data/pubmedqa_pqal.queries.jsonl" "$data/medquad_cdc_sample.queries.jsonl" >&2
   log "eval retrieval, $n queries, every method, both sparse sides, alpha sweep (gpu)"
   # Wall time and the child's peak RSS, as /usr/bin/time -v would say (it may be absent).
-  python3 - "$out/eval_real_gpu_time.json" "$bin" --workspace "$WS" --gpu-layers 999 eval retrieval \
+  python3 - "$out/eval_real_gpu_time.json" env RAGLAB_CONFIG_DIR="$work/real/config" RAGLAB_DATA_DIR="$work/real/data" \
+    timeout 300 "$bin" --workspace "$real_ws" --gpu-layers 999 eval retrieval \
     --queries "$work/q.jsonl" --methods bm25,tfidf,dense,hybrid,linear --sparse bm25,tfidf --alpha-sweep --json <<'PY' > "$work/eval_real_gpu.json"
 import json, resource, subprocess, sys, time
 t = time.time()
@@ -126,7 +135,7 @@ t["queries"] = e.get("queries")
 t["seconds"] = e.get("seconds")
 json.dump(t, open(sys.argv[2], "w"))
 PY
-  unset WS
+  real_ws=""
 fi
 
 python3 - "$out" <<'PY'

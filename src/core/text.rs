@@ -294,6 +294,7 @@ mod tests {
         fn the_unchanged_fast_path_agrees_with_the_strip(
             s in proptest::collection::vec(proptest::prop_oneof![
                 8 => proptest::char::range(' ', '~'),
+                2 => proptest::char::range('\0', '\u{a0}'),
                 1 => proptest::sample::select(vec!['\n', '\t', '\r', '\u{1b}', '\u{7}', '\u{7f}',
                     '\u{80}', '\u{9b}', '\u{9d}', '\u{9f}', '\u{a0}', 'é', '结', '🐛',
                     '\u{200d}', '\u{200e}', '\u{202e}', '\u{2066}', '\u{061c}']),

@@ -413,6 +413,21 @@ async fn with_the_vectors_gone_browsing_keeps_the_sparse_lists_and_says_why() {
         assert_eq!(a.bm25, b.bm25, "{q}");
         assert_eq!(a.tfidf, b.tfidf, "{q}");
     }
+    // A document ingested since the index: the sparse index is stale too, which is an
+    // error (run `raglab index`), not a retriever without dense.
+    let extra = env.dir.path().join("extra.md");
+    std::fs::write(
+        &extra,
+        "# Extra\n\nA page ingested after the index was built.\n",
+    )
+    .expect("write");
+    env.ok(&["ingest", extra.to_str().expect("utf8")]);
+    let err = match raglab::service::retrieval::open_for_browsing(&ctx, &embed).await {
+        Ok(_) => panic!("a stale sparse index opened"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("out of date with the chunks"), "{err}");
+    assert!(err.contains("raglab index"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

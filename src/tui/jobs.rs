@@ -114,6 +114,9 @@ pub struct Jobs {
     tx: UnboundedSender<Msg>,
     ctx: Arc<Context>,
     retriever: Option<Arc<Retriever>>,
+    /// Why the retriever could not be opened (an empty workspace, a stale index): what
+    /// a search or a generation says instead of waiting for it.
+    retriever_failed: Option<String>,
     generator: GeneratorSlot,
     /// The judge model, loaded on the first live judgement.
     judge: GeneratorSlot,
@@ -146,6 +149,7 @@ impl Jobs {
             tx,
             ctx: Arc::new(ctx.clone()),
             retriever: None,
+            retriever_failed: None,
             generator: GeneratorSlot::default(),
             judge: GeneratorSlot::default(),
             searching: Latest::default(),
@@ -165,6 +169,20 @@ impl Jobs {
     /// Whether the retrieval indexes and the embedding model are loaded.
     pub fn retriever_ready(&self) -> bool {
         self.retriever.is_some()
+    }
+
+    /// Whether opening the retriever ended, in success or failure.
+    pub fn retriever_settled(&self) -> bool {
+        self.retriever.is_some() || self.retriever_failed.is_some()
+    }
+
+    /// What a search or generation says while there is no retriever: the reason it
+    /// could not be opened (and what to run), or that it is still loading.
+    fn no_retriever(&self) -> String {
+        match &self.retriever_failed {
+            Some(why) => format!("retrieval is unavailable: {why}"),
+            None => "retrieval is still loading (the indexes and the embedding model)…".into(),
+        }
     }
 
     /// Who is looking (the app's viewer at start-up; it changes when a name is typed).
@@ -472,8 +490,7 @@ impl Jobs {
 
     fn search(&mut self, app: &mut App, ticket: u64, text: String) {
         let Some(r) = &self.retriever else {
-            app.query
-                .on_result(ticket, Err("retrieval is not ready yet".into()));
+            app.query.on_result(ticket, Err(self.no_retriever()));
             return;
         };
         let (r, tx) = (Arc::clone(r), self.tx.clone());
@@ -544,8 +561,7 @@ impl Jobs {
             .rev()
             .collect();
         let Some(r) = self.retriever.clone() else {
-            app.generate
-                .on_done(job.ticket, Err("retrieval is not ready yet".into()));
+            app.generate.on_done(job.ticket, Err(self.no_retriever()));
             return;
         };
         let (slot, tx, ctx) = (
@@ -686,6 +702,9 @@ impl Jobs {
     pub fn apply(&mut self, app: &mut App, msg: Msg) {
         match msg {
             Msg::Retriever(r) => {
+                if let Err(why) = &r {
+                    self.retriever_failed = Some(why.clone());
+                }
                 let dense_off = r.map(|(retriever, dense_off)| {
                     self.retriever = Some(retriever);
                     dense_off

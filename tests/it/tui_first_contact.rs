@@ -191,3 +191,33 @@ fn without_a_terminal_the_tui_says_so_instead_of_panicking() {
     assert!(err.contains("raglab --help"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Started on an empty workspace (nothing ingested), the Query pane says why there is
+/// nothing to rank and what to run, also after a question is asked (not "not ready").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_an_empty_workspace_a_question_says_what_to_ingest() {
+    let env = common::Env::new();
+    let ctx = common::tui::context(&env, sparse_config(&env));
+    let (mut app, mut jobs, mut rx) =
+        common::tui::opened(&ctx, &raglab::tui::TuiOptions::default()).await;
+    press(&mut app, &mut jobs, '2');
+    common::tui::pump(
+        &mut jobs,
+        &mut app,
+        &mut rx,
+        |j, _| j.retriever_settled(),
+        Duration::from_secs(60),
+        (0, 0),
+    )
+    .await;
+    assert!(!jobs.retriever_ready());
+    press(&mut app, &mut jobs, '/');
+    for c in "measles".chars() {
+        press(&mut app, &mut jobs, c);
+    }
+    press_key(&mut app, &mut jobs, KeyCode::Enter);
+    let screen = render(&app);
+    assert!(screen.contains("retrieval is unavailable"), "{screen}");
+    assert!(screen.contains("raglab ingest"), "{screen}");
+    assert!(!screen.contains("not ready"), "{screen}");
+}

@@ -54,14 +54,7 @@ fn old_way(
     let tfidf = w.sparse.tfidf(text, all)?;
     let full = QueryLists::new(bm25, tfidf, dense);
     let cut = full.truncated(DEFAULT_DEPTH);
-    let ids: Vec<&str> = cut
-        .dense
-        .iter()
-        .chain(&cut.bm25)
-        .chain(&cut.tfidf)
-        .map(|s| s.id.as_str())
-        .chain([target])
-        .collect();
+    let ids: Vec<&str> = cut.chunk_ids().chain([target]).collect();
     let places = WholePlaces::from_full(&full, &ids);
     Ok((full, places, QueryTimings::default()))
 }

@@ -109,11 +109,7 @@ impl WholePlaces {
     /// `extra`; pending until the places outside the lists are ranked.
     pub fn within<S: AsRef<str>>(lists: &QueryLists, extra: &[S]) -> Self {
         let ids: Vec<&str> = lists
-            .dense
-            .iter()
-            .chain(&lists.bm25)
-            .chain(&lists.tfidf)
-            .map(|s| s.id.as_str())
+            .chunk_ids()
             .chain(extra.iter().map(AsRef::as_ref))
             .collect();
         Self {

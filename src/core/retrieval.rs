@@ -296,6 +296,16 @@ impl QueryLists {
         }
     }
 
+    /// The chunk ids the three lists hold, dense then BM25 then TF-IDF (a chunk in
+    /// several lists comes once per list).
+    pub fn chunk_ids(&self) -> impl Iterator<Item = &str> {
+        self.dense
+            .iter()
+            .chain(&self.bm25)
+            .chain(&self.tfidf)
+            .map(|s| s.id.as_str())
+    }
+
     /// The lists cut to their first `depth` entries, as an evaluation at that depth
     /// ranks (fusion sees only what each retriever returned).
     pub fn truncated(&self, depth: usize) -> Self {

@@ -83,6 +83,17 @@ pub(crate) async fn scan_batches(
     Ok(())
 }
 
+/// Column `name` of `batch` as UTF-8 strings (`None`: absent or of another type).
+pub(crate) fn string_column<'b>(
+    batch: &'b arrow_array::RecordBatch,
+    name: &str,
+) -> Option<&'b arrow_array::StringArray> {
+    use arrow_array::cast::AsArray;
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_string_opt::<i32>())
+}
+
 /// Open dataset `name` of `ws` and read it whole as one batch.
 pub(crate) async fn scan_all(
     ws: &workspace::Workspace,

@@ -249,20 +249,37 @@ impl SparseIndex {
     /// Every live document's chunk id (on first use: read from the file kept beside
     /// the index for its state, or built and kept there; held until the next sync).
     fn doc_ids(&self) -> Result<&DocIds> {
-        if let Some(d) = self.doc_ids.get() {
-            return Ok(d);
+        self.kept_or_built(
+            &self.doc_ids,
+            stats::load_doc_ids,
+            |s| self.read_doc_ids(s),
+            stats::save_doc_ids,
+        )
+    }
+
+    /// The table in `cell`, else the one kept beside the index for its state (`load`),
+    /// else one built from the searcher and kept there (`build`, `save`).
+    fn kept_or_built<'s, T>(
+        &'s self,
+        cell: &'s OnceLock<T>,
+        load: impl FnOnce(&Path, &[u8], &[usize]) -> Option<T>,
+        build: impl FnOnce(&tantivy::Searcher) -> Result<T>,
+        save: impl FnOnce(&Path, &[u8], &T),
+    ) -> Result<&'s T> {
+        if let Some(t) = cell.get() {
+            return Ok(t);
         }
         let searcher = self.reader.searcher();
         let (key, shape) = (stats::state_key(&searcher), stats::shape(&searcher));
-        let ids = match stats::load_doc_ids(&self.path, &key, &shape) {
-            Some(ids) => ids,
+        let table = match load(&self.path, &key, &shape) {
+            Some(t) => t,
             None => {
-                let ids = self.read_doc_ids(&searcher)?;
-                stats::save_doc_ids(&self.path, &key, &ids);
-                ids
+                let t = build(&searcher)?;
+                save(&self.path, &key, &t);
+                t
             }
         };
-        Ok(self.doc_ids.get_or_init(|| ids))
+        Ok(cell.get_or_init(|| table))
     }
 
     /// Every live document's chunk id, read from the stored documents.
@@ -488,20 +505,12 @@ impl SparseIndex {
     /// The TF-IDF data of the live documents (on first use: read from the file kept
     /// beside the index for its state, or built and kept there).
     fn tfidf_cache(&self) -> Result<&TfIdfCache> {
-        if let Some(c) = self.tfidf.get() {
-            return Ok(c);
-        }
-        let searcher = self.reader.searcher();
-        let (key, shape) = (stats::state_key(&searcher), stats::shape(&searcher));
-        let cache = match stats::load_tfidf(&self.path, &key, &shape) {
-            Some(c) => c,
-            None => {
-                let c = self.build_tfidf(&searcher)?;
-                stats::save_tfidf(&self.path, &key, &c);
-                c
-            }
-        };
-        Ok(self.tfidf.get_or_init(|| cache))
+        self.kept_or_built(
+            &self.tfidf,
+            stats::load_tfidf,
+            |s| self.build_tfidf(s),
+            stats::save_tfidf,
+        )
     }
 
     /// Document frequencies, norms and largest unit weights: three passes over every

@@ -111,15 +111,10 @@ pub(super) fn shape(searcher: &tantivy::Searcher) -> Vec<usize> {
 pub(super) fn load_doc_ids(dir: &Path, key: &[u8], shape: &[usize]) -> Option<DocIds> {
     let bytes = std::fs::read(dir.join(DOC_IDS_FILE)).ok()?;
     let mut r = Decoder::open(&bytes, DOC_IDS_MAGIC, key)?;
-    if r.len()? != shape.len() {
-        return None;
-    }
+    r.len_of(shape.len())?;
     let mut segments = Vec::with_capacity(shape.len());
     for &max_doc in shape {
-        let n = r.len()?;
-        if n != max_doc {
-            return None;
-        }
+        let n = r.len_of(max_doc)?;
         let mut ends = Vec::with_capacity(n);
         for _ in 0..n {
             ends.push(r.u32()?);
@@ -173,15 +168,10 @@ pub(super) fn load_tfidf(dir: &Path, key: &[u8], shape: &[usize]) -> Option<TfId
         }
         df.insert(term, d);
     }
-    if r.len()? != shape.len() {
-        return None;
-    }
+    r.len_of(shape.len())?;
     let mut norms = Vec::with_capacity(shape.len());
     for &max_doc in shape {
-        let len = r.len()?;
-        if len != max_doc {
-            return None;
-        }
+        let len = r.len_of(max_doc)?;
         let mut seg = Vec::with_capacity(len);
         for _ in 0..len {
             seg.push(r.f64()?);
@@ -304,6 +294,12 @@ impl<'a> Decoder<'a> {
     fn len(&mut self) -> Option<usize> {
         let n = usize::try_from(self.u64()?).ok()?;
         (n <= self.left()).then_some(n)
+    }
+
+    /// A count that must equal `want` (a segment's documents): another is a file of
+    /// another shape.
+    fn len_of(&mut self, want: usize) -> Option<usize> {
+        self.len().filter(|&n| n == want)
     }
 
     fn bytes(&mut self) -> Option<&'a [u8]> {

@@ -288,14 +288,8 @@ impl<'a> VectorStore<'a> {
         let (mut ids, mut hashes, mut values) = (Vec::new(), Vec::new(), Vec::new());
         let mut dim = None;
         super::scan_batches(self.ws, &self.name, &ds, |rows, batch| {
-            let id = batch
-                .column_by_name("chunk_id")
-                .and_then(|c| c.as_string_opt::<i32>())
-                .ok_or_else(|| bad("chunk_id"))?;
-            let hash = batch
-                .column_by_name("hash")
-                .and_then(|c| c.as_string_opt::<i32>())
-                .ok_or_else(|| bad("hash"))?;
+            let id = super::string_column(batch, "chunk_id").ok_or_else(|| bad("chunk_id"))?;
+            let hash = super::string_column(batch, "hash").ok_or_else(|| bad("hash"))?;
             let vectors = batch
                 .column_by_name("vector")
                 .and_then(|c| c.as_fixed_size_list_opt())
@@ -595,10 +589,7 @@ impl AnnSearcher {
             .await
             .map_err(|e| StoreError::lance(uri, e))?;
         let bad = |c: &str| StoreError::Invalid(format!("{uri}: ANN result lacks `{c}`"));
-        let ids = batch
-            .column_by_name("chunk_id")
-            .and_then(|c| c.as_string_opt::<i32>())
-            .ok_or_else(|| bad("chunk_id"))?;
+        let ids = super::string_column(&batch, "chunk_id").ok_or_else(|| bad("chunk_id"))?;
         let dist = batch
             .column_by_name("_distance")
             .and_then(|c| c.as_primitive_opt::<Float32Type>())

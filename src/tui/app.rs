@@ -170,19 +170,7 @@ impl App {
 
     pub fn new(chunks: Vec<Chunk>, keymap: Keymap, context_line: String) -> Self {
         let corpus = CorpusPane::new(chunks);
-        let info = corpus
-            .chunks
-            .iter()
-            .map(|v| {
-                let meta = crate::tui::panes::query::ChunkMeta {
-                    path: v.path.clone(),
-                    text: v.text.clone(),
-                    words: v.words,
-                    topic: v.chunk.topic.clone(),
-                };
-                (v.chunk.id.clone(), meta)
-            })
-            .collect();
+        let info = corpus.chunks.iter().map(query_meta).collect();
         Self {
             pane: Pane::Corpus,
             show_help: false,
@@ -383,20 +371,25 @@ impl App {
     }
 }
 
-/// What the Query pane shows of each chunk, sanitized once.
+/// What the Query pane shows of each chunk, sanitized once (the app builds it from the
+/// Corpus pane's views, sharing their strings).
 pub fn chunk_info(chunks: &[Chunk]) -> crate::tui::panes::query::ChunkInfo {
     chunks
         .iter()
-        .map(|c| {
-            (
-                c.id.clone(),
-                crate::tui::panes::query::ChunkMeta {
-                    path: crate::core::text::sanitize_for_terminal(&c.path_label()).into(),
-                    text: crate::core::text::sanitize_for_terminal(&c.text).into(),
-                    words: c.word_count,
-                    topic: c.topic.clone(),
-                },
-            )
-        })
+        .map(|c| query_meta(&crate::tui::panes::corpus::ChunkView::of(c.clone())))
         .collect()
+}
+
+/// A chunk's entry in the Query pane's map: its id, and the view's sanitized header
+/// path and text (shared, not copied), words and topic.
+fn query_meta(
+    v: &crate::tui::panes::corpus::ChunkView,
+) -> (String, crate::tui::panes::query::ChunkMeta) {
+    let meta = crate::tui::panes::query::ChunkMeta {
+        path: v.path.clone(),
+        text: v.text.clone(),
+        words: v.words,
+        topic: v.chunk.topic.clone(),
+    };
+    (v.chunk.id.clone(), meta)
 }

@@ -40,6 +40,19 @@ pub struct ChunkView {
     pub chunk: Chunk,
 }
 
+impl ChunkView {
+    /// `chunk` as displayed, its strings sanitized.
+    pub fn of(chunk: Chunk) -> Self {
+        Self {
+            id: clean(&chunk.id),
+            path: clean(&chunk.path_label()).into(),
+            text: clean(&chunk.text).into(),
+            words: chunk.word_count,
+            chunk,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct DocView {
     pub doc_id: String,
@@ -84,16 +97,7 @@ impl CorpusPane {
     }
 
     pub fn new(chunks: Vec<Chunk>) -> Self {
-        let mut views: Vec<ChunkView> = chunks
-            .into_iter()
-            .map(|c| ChunkView {
-                id: clean(&c.id),
-                path: clean(&c.path_label()).into(),
-                text: clean(&c.text).into(),
-                words: c.word_count,
-                chunk: c,
-            })
-            .collect();
+        let mut views: Vec<ChunkView> = chunks.into_iter().map(ChunkView::of).collect();
         views.sort_by(|a, b| {
             a.chunk
                 .doc_id

@@ -51,10 +51,10 @@ const TILE_PANELS: usize = 512;
 /// than the split saves).
 const PARALLEL_ROWS: usize = 65_536;
 
-/// Threads a scan of `rows` rows is split over: one below [`PARALLEL_ROWS`], else
-/// one per core up to 8 (the scan is bound by memory bandwidth, which a few cores
-/// already fill).
-fn scan_threads(rows: usize) -> usize {
+/// Threads a scan of `rows` rows (or a sparse pass over as many documents) is split
+/// over: one below [`PARALLEL_ROWS`], else one per core up to 8 (the scan is bound
+/// by memory bandwidth, which a few cores already fill).
+pub(super) fn scan_threads(rows: usize) -> usize {
     if rows < PARALLEL_ROWS {
         return 1;
     }
@@ -614,7 +614,7 @@ impl Quantised {
 
 /// `f` of every item, each on its own thread (one item: on this one), in order; a
 /// panic in one is raised again here.
-fn on_each<I: Sync, T: Send>(items: &[I], f: impl Fn(&I) -> T + Sync) -> Vec<T> {
+pub(super) fn on_each<I: Sync, T: Send>(items: &[I], f: impl Fn(&I) -> T + Sync) -> Vec<T> {
     if let [one] = items {
         return vec![f(one)];
     }

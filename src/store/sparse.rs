@@ -35,6 +35,8 @@ use tantivy::{
 };
 
 use super::sparse_stats::{self as stats, DocIds, TfIdfCache};
+
+mod pruned;
 use super::{Result, StoreError};
 use crate::core::chunk::Chunk;
 use crate::core::fusion::Scored;
@@ -692,173 +694,6 @@ impl SparseIndex {
         Ok(read)
     }
 
-    /// Finish the dot-product sum of each of `docs` (live, sorted by segment then doc
-    /// id) from its partial sum in `sums`: the terms not read whole (`rest`, the tail
-    /// of the fixed order) added in order, each `qw * tf * idf`, exactly as the
-    /// exhaustive pass adds them, so the sums have its bits. Each term's postings are
-    /// moved forward to each document (skipping whole blocks), never read whole.
-    fn finish_sums(
-        &self,
-        segments: &[tantivy::SegmentReader],
-        rest: &[QueryTerm],
-        docs: &[(usize, u32)],
-        sums: &mut [f64],
-    ) -> Result<()> {
-        for t in rest {
-            let mut start = 0;
-            for (ord, seg) in segments.iter().enumerate() {
-                let end = start + docs[start..].partition_point(|d| d.0 == ord);
-                if end == start {
-                    continue;
-                }
-                let inv = seg
-                    .inverted_index(self.fields.text)
-                    .map_err(|e| err(&self.path, e))?;
-                if let Some(mut postings) = inv
-                    .read_postings(&t.term, IndexRecordOption::WithFreqs)
-                    .map_err(|e| err(&self.path, e))?
-                {
-                    for (sum, &(_, d)) in sums[start..end].iter_mut().zip(&docs[start..end]) {
-                        if postings.doc() < d {
-                            postings.seek(d);
-                        }
-                        if postings.doc() == d {
-                            *sum += t.qw * f64::from(postings.term_freq()) * t.idf;
-                        }
-                    }
-                }
-                start = end;
-            }
-        }
-        Ok(())
-    }
-
-    /// [`SparseIndex::tfidf`] with what it read. Terms are read whole in the fixed
-    /// order (largest bound first) into partial sums, until the bounds of the terms
-    /// left add up to less than a floor: the k-th best exact score among the k best
-    /// partial ones, which at least k documents reach. A document none of the read
-    /// terms holds scores at most that sum, so below k others: it cannot be in the top
-    /// k, ties included. The documents read whose partial sum plus the bound left
-    /// still reaches the floor are then finished (the terms left added in order) and
-    /// the k best kept. Bounds and floor compare with a relative margin of 1e-9, far
-    /// above the rounding of the bounds' own arithmetic.
-    pub fn tfidf_pruned(&self, query: &str, k: usize) -> Result<(Vec<Scored>, TfIdfReads)> {
-        let cache = self.tfidf_cache()?;
-        let ids = self.doc_ids()?;
-        let searcher = self.reader.searcher();
-        let segments = searcher.segment_readers();
-        let (terms, qnorm) = self.tfidf_terms(cache, query)?;
-        let mut reads = TfIdfReads {
-            postings_total: terms
-                .iter()
-                .map(|t| cache.df[t.term.serialized_value_bytes()] as usize)
-                .sum(),
-            ..TfIdfReads::default()
-        };
-        if k == 0 || terms.is_empty() || qnorm <= 0.0 {
-            return Ok((Vec::new(), reads));
-        }
-        let score = |ord: usize, d: u32, sum: f64| sum / (cache.norms[ord][d as usize] * qnorm);
-        let below = |bound: f64, floor: f64| bound < floor - floor.abs() * 1e-9;
-        // `left[i]`: what the terms from the i-th on can add to a cosine at most.
-        let mut left = vec![0.0f64; terms.len() + 1];
-        for i in (0..terms.len()).rev() {
-            left[i] = left[i + 1] + terms[i].qw * terms[i].max_weight / qnorm;
-        }
-        let mut dot = self.take_scratch(&cache.norms);
-        let mut touched: Vec<(usize, u32)> = Vec::new();
-        let mut floor = f64::NEG_INFINITY;
-        let mut read = 0;
-        while read < terms.len() {
-            if touched.len() >= k {
-                floor = self.tfidf_floor(segments, &terms[read..], &touched, &dot, k, &score)?;
-                if below(left[read], floor) {
-                    break;
-                }
-            }
-            for (ord, seg) in segments.iter().enumerate() {
-                reads.postings_read +=
-                    self.accumulate(seg, ord, &terms[read], &mut dot[ord], &mut touched)?;
-            }
-            read += 1;
-        }
-        if read == terms.len() && touched.len() >= k {
-            floor = self.tfidf_floor(segments, &[], &touched, &dot, k, &score)?;
-        }
-        let mut candidates: Vec<(usize, u32)> = Vec::new();
-        for &(ord, d) in &touched {
-            if !below(score(ord, d, dot[ord][d as usize]) + left[read], floor) {
-                candidates.push((ord, d));
-            }
-        }
-        candidates.sort_unstable();
-        let mut sums: Vec<f64> = candidates
-            .iter()
-            .map(|&(ord, d)| dot[ord][d as usize])
-            .collect();
-        for &(ord, d) in &touched {
-            dot[ord][d as usize] = 0.0;
-        }
-        self.give_scratch(dot);
-        reads.candidates = candidates.len();
-        // The terms left one at a time; after each, a document whose sum plus what
-        // the rest can add falls below the floor is dropped (it cannot reach the top k).
-        for j in read..terms.len() {
-            self.finish_sums(segments, &terms[j..=j], &candidates, &mut sums)?;
-            let mut kept = 0;
-            for i in 0..candidates.len() {
-                let (ord, d) = candidates[i];
-                if !below(score(ord, d, sums[i]) + left[j + 1], floor) {
-                    candidates[kept] = candidates[i];
-                    sums[kept] = sums[i];
-                    kept += 1;
-                }
-            }
-            candidates.truncate(kept);
-            sums.truncate(kept);
-        }
-        let mut best = TopK::new(k);
-        for (&(ord, d), &sum) in candidates.iter().zip(&sums) {
-            best.offer(score(ord, d, sum), ids.id(ord, d));
-        }
-        Ok((best.into_sorted(), reads))
-    }
-
-    /// The k-th best exact score among the `k` documents of `touched` with the best
-    /// partial sums in `dot` (finished with the terms not read, `rest`): at least k
-    /// documents score this much or more.
-    fn tfidf_floor(
-        &self,
-        segments: &[tantivy::SegmentReader],
-        rest: &[QueryTerm],
-        touched: &[(usize, u32)],
-        dot: &[Vec<f64>],
-        k: usize,
-        score: &impl Fn(usize, u32, f64) -> f64,
-    ) -> Result<f64> {
-        // The k best partial scores in a heap of k (no list of every touched document).
-        let mut best: BinaryHeap<Reverse<(TotalF64, (usize, u32))>> =
-            BinaryHeap::with_capacity(k + 1);
-        for &(ord, d) in touched {
-            let s = TotalF64(score(ord, d, dot[ord][d as usize]));
-            if best.len() < k {
-                best.push(Reverse((s, (ord, d))));
-            } else if best.peek().is_some_and(|Reverse(worst)| s > worst.0) {
-                best.pop();
-                best.push(Reverse((s, (ord, d))));
-            }
-        }
-        let mut docs: Vec<(usize, u32)> = best.into_iter().map(|Reverse((_, at))| at).collect();
-        docs.sort_unstable();
-        let mut sums: Vec<f64> = docs.iter().map(|&(ord, d)| dot[ord][d as usize]).collect();
-        self.finish_sums(segments, rest, &docs, &mut sums)?;
-        Ok(docs
-            .iter()
-            .zip(&sums)
-            .map(|(&(ord, d), &sum)| score(ord, d, sum))
-            .fold(f64::INFINITY, f64::min))
-    }
-
     /// Top `k` by tf-idf cosine with every posting of every query term read (the
     /// reference [`SparseIndex::tfidf`] prunes against), and the place (rank from 1,
     /// score) of each of `wanted` in the whole ranking (`None`: no shared term, or not
@@ -1046,11 +881,23 @@ impl<'a> TopK<'a> {
         }
     }
 
-    /// The k-th best score once k are held (as f32: the BM25 pass offers f32 scores).
-    fn floor(&self) -> Option<f32> {
+    /// The k-th best score once k are held.
+    fn worst(&self) -> Option<f64> {
         (self.heap.len() >= self.k)
-            .then(|| self.heap.peek().map(|Reverse((s, _))| s.0 as f32))
+            .then(|| self.heap.peek().map(|Reverse((s, _))| s.0))
             .flatten()
+    }
+
+    /// [`TopK::worst`] as f32 (the BM25 pass offers f32 scores).
+    fn floor(&self) -> Option<f32> {
+        self.worst().map(|s| s as f32)
+    }
+
+    /// Offer every pair `other` holds.
+    fn merge(&mut self, other: TopK<'a>) {
+        for Reverse((s, id)) in other.heap {
+            self.offer(s.0, id);
+        }
     }
 
     /// Best first, ids cloned.

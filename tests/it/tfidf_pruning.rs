@@ -3,8 +3,9 @@
 //! the same order (ties by id descending, also at the cut), on random corpora with
 //! Zipf-like word frequencies, duplicate texts (ties), several segments and deleted
 //! documents (a second sync replaces and drops chunks), and queries with repeated and
-//! unknown words. The cases must also prune: a property that held only because every
-//! posting was read would prove nothing.
+//! unknown words, on one thread and with the segments split over several. The cases
+//! must also prune: a property that held only because every posting was read would
+//! prove nothing.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -117,13 +118,18 @@ proptest! {
         for q in &case.queries {
             for k in [1, 2, 5, 10, 30, n + 5] {
                 let (want, _) = sparse.tfidf_ranked(q, k, &[]).expect("exhaustive");
-                let (got, reads) = sparse.tfidf_pruned(q, k).expect("pruned");
-                prop_assert_eq!(&got, &want, "query {:?} k {}", q, k);
-                prop_assert!(reads.postings_read <= reads.postings_total);
-                if reads.postings_read < reads.postings_total {
-                    PRUNED.fetch_add(1, Ordering::Relaxed);
+                // One thread, and the segments split over two or three (a floor
+                // shared between threads).
+                for parts in [1, 2, 3] {
+                    let (got, reads) = sparse.tfidf_pruned_split(q, k, parts).expect("pruned");
+                    prop_assert_eq!(&got, &want, "query {:?} k {} parts {}", q, k, parts);
+                    prop_assert!(reads.postings_read <= reads.postings_total);
+                    if reads.postings_read < reads.postings_total {
+                        PRUNED.fetch_add(1, Ordering::Relaxed);
+                    }
+                    QUERIES.fetch_add(1, Ordering::Relaxed);
                 }
-                QUERIES.fetch_add(1, Ordering::Relaxed);
+                prop_assert_eq!(&sparse.tfidf(q, k).expect("tfidf"), &want);
             }
         }
     }

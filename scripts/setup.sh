@@ -52,7 +52,8 @@ SYSTEM_PACKAGES=(
   libclang-dev      # libclang.so, loaded by bindgen in llama-cpp-sys-2's build script
   python3-venv      # the Python tool environment for the model conversion
   tmux              # the TUI tests drive the real binary in tmux
-  util-linux        # unshare: the Ray test runs in a network namespace with only loopback
+  util-linux        # unshare: the Ray test runs in a network namespace with only loopback; setsid
+  bsdutils          # script: a test gives the TUI a pseudo-terminal
   iproute2          # ip: brings that namespace's loopback up
 )
 pkg_installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }

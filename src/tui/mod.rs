@@ -184,13 +184,42 @@ pub fn tiny_model_note(ctx: &Context) -> Option<(String, Vec<String>)> {
     ))
 }
 
+/// Why the TUI cannot run here, if it cannot. Keys and the window's size come from
+/// the controlling terminal (the terminal library opens `/dev/tty` when standard input
+/// is not one); the frames go to standard output, which must reach a screen: a
+/// terminal, or a pipe (`raglab | tee log` shows them through `tee`), not a file,
+/// where the TUI would wait for keys with nothing shown.
+fn no_terminal() -> Option<&'static str> {
+    let keys = std::io::stdin().is_terminal()
+        || std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .is_ok();
+    if !keys {
+        return Some("there is no terminal to read keys from here");
+    }
+    if std::io::stdout().is_terminal() {
+        return None;
+    }
+    // `/dev/stdout` names the open standard output (Linux, macOS).
+    #[cfg(unix)]
+    let pipe = {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata("/dev/stdout").is_ok_and(|m| m.file_type().is_fifo())
+    };
+    #[cfg(not(unix))]
+    let pipe = false;
+    (!pipe).then_some("standard output is neither a terminal nor a pipe (a file?)")
+}
+
 pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
     let started = Instant::now();
     // Said before the workspace is read (a million chunks take seconds), and instead of
     // the terminal library's panic.
-    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+    if let Some(why) = no_terminal() {
         anyhow::bail!(
-            "the TUI needs a terminal, and standard input or output is not one here: run `raglab` in a terminal, or a subcommand without one (`raglab --help` lists them; most take --json)"
+            "the TUI needs a terminal, and {why}: run `raglab` in a terminal, or a subcommand without one (`raglab --help` lists them; most take --json)"
         );
     }
     let theme = resolve_theme(&ctx, opts.theme.clone())?;

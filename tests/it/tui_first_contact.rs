@@ -6,6 +6,7 @@
 
 use crate::common;
 
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::tui::{key as press_key, press};
@@ -174,22 +175,89 @@ async fn the_why_panel_prints_each_list_once() {
     }
 }
 
-/// Started where there is no terminal (piped, under a script, in CI), the TUI says so
-/// and how to run headless, with a failing status, before it reads the workspace; no
-/// panic from the terminal library.
+/// `env.cmd()`'s program, arguments and environment on a command that runs `program`
+/// with `args` first, then raglab's program and arguments (`None`: as one shell line
+/// in the last argument, followed by `redirect`).
+fn wrapped(env: &common::Env, program: &str, args: &[&str], redirect: Option<&str>) -> Command {
+    let inner = env.cmd();
+    let mut c = Command::new(program);
+    c.args(args);
+    let raglab = std::iter::once(inner.get_program()).chain(inner.get_args());
+    match redirect {
+        None => {
+            c.args(raglab);
+        }
+        Some(redirect) => {
+            let quote =
+                |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
+            let line: Vec<String> = raglab.map(quote).collect();
+            c.arg(format!(
+                "stty cols 100 rows 30; {} {redirect}",
+                line.join(" ")
+            ));
+            c.arg("/dev/null");
+        }
+    }
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.env("RAGLAB_EXIT_AFTER_FIRST_FRAME", "1")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Started where there is no terminal at all (no controlling terminal: a new session
+/// with `setsid`, as in CI or a service), the TUI says so and how to run headless,
+/// with a failing status, before it reads the workspace; no panic from the terminal
+/// library.
 #[test]
 fn without_a_terminal_the_tui_says_so_instead_of_panicking() {
     let env = common::Env::new();
-    let out = env
-        .cmd()
-        .stdin(std::process::Stdio::null())
+    let out = wrapped(&env, "setsid", &["-w"], None)
         .output()
-        .expect("spawn raglab");
+        .expect("spawn setsid raglab");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("the TUI needs a terminal"), "{err}");
+    assert!(err.contains("no terminal to read keys"), "{err}");
     assert!(err.contains("raglab --help"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// In a terminal (a pseudo-terminal from `script`), with standard output sent to a
+/// file the TUI refuses (it would wait for keys with nothing on the screen); sent
+/// through a pipe (`raglab | tee log`) it draws its frames through it.
+#[test]
+fn in_a_terminal_the_tui_draws_through_a_pipe_but_not_into_a_file() {
+    let env = common::Env::new();
+    let file = env.dir.path().join("frames.txt");
+    let out = wrapped(
+        &env,
+        "script",
+        &["-qec"],
+        Some(&format!("> '{}'", file.display())),
+    )
+    .output()
+    .expect("spawn script");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{shown}");
+    assert!(shown.contains("the TUI needs a terminal"), "{shown}");
+    assert!(shown.contains("neither a terminal nor a pipe"), "{shown}");
+    let written = std::fs::read(&file).expect("the redirect's file");
+    assert!(written.is_empty(), "{}", String::from_utf8_lossy(&written));
+
+    let out = wrapped(&env, "script", &["-qec"], Some("| cat"))
+        .output()
+        .expect("spawn script");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(!shown.contains("the TUI needs a terminal"), "{shown}");
+    // The first frame: the tab bar and the empty Corpus pane's advice.
+    assert!(shown.contains("1 Corpus"), "{shown}");
+    assert!(shown.contains("No chunks yet"), "{shown}");
 }
 
 /// Started on an empty workspace (nothing ingested), the Query pane says why there is

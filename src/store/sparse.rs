@@ -803,8 +803,9 @@ struct QueryTerm {
     max_weight: f64,
 }
 
-/// What a pruned TF-IDF query read: postings of the terms read whole, postings all
-/// the query's terms hold, and documents scored exactly at the end.
+/// What a pruned TF-IDF query read: live postings read (walked, or found by moving a
+/// list forward to a document), the live postings all the query's terms hold, and the
+/// documents whose exact score was offered to the top k.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TfIdfReads {
     pub postings_read: usize,

@@ -364,31 +364,36 @@ fn scan_figures(
     })
 }
 
-/// TF-IDF's pruned top-k beside the exhaustive pass that reads every posting, on a
-/// few queries: same lists (ids and score bits)? how much faster? what share of the
-/// query terms' postings did pruning read?
+/// TF-IDF's pruned top-k beside the exhaustive pass that reads every posting (and
+/// beside itself on one thread), on a few queries: same lists (ids and score bits)?
+/// how much faster? what share of the query terms' postings did pruning read?
 fn tfidf_figures(
     sparse: &SparseIndex,
     queries: &[(String, Vec<f32>)],
 ) -> Result<serde_json::Value> {
-    let (mut whole, mut pruned) = (vec![], vec![]);
+    let (mut whole, mut pruned, mut one_thread) = (vec![], vec![], vec![]);
     let (mut read, mut total, mut candidates) = (0usize, 0usize, vec![]);
     let mut identical = true;
     for (q, _) in queries.iter().take(SCALAR_CHECKS) {
         let t = Instant::now();
         let (a, _) = sparse.tfidf_ranked(q, DEPTH, &[])?;
         whole.push(ms(t));
+        // The same pass on one thread: what splitting the segments over the cores adds.
+        let t = Instant::now();
+        let (c, _) = sparse.tfidf_pruned_split(q, DEPTH, 1)?;
+        one_thread.push(ms(t));
         let t = Instant::now();
         let (b, reads) = sparse.tfidf_pruned(q, DEPTH)?;
         pruned.push(ms(t));
-        identical &= a == b;
+        identical &= a == b && a == c;
         read += reads.postings_read;
         total += reads.postings_total;
         candidates.push(reads.candidates as f64);
     }
     Ok(serde_json::json!({
         "checked": whole.len(), "exhaustive_p50_ms": pct(&whole, 0.5),
-        "pruned_p50_ms": pct(&pruned, 0.5), "identical_top_k": identical,
+        "pruned_p50_ms": pct(&pruned, 0.5), "one_thread_p50_ms": pct(&one_thread, 0.5),
+        "identical_top_k": identical,
         "postings_read_share": if total > 0 { read as f64 / total as f64 } else { 0.0 },
         "candidates_p50": pct(&candidates, 0.5),
     }))

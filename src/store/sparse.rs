@@ -35,8 +35,6 @@ use tantivy::{
 };
 
 use super::sparse_stats::{self as stats, DocIds, TfIdfCache};
-
-mod pruned;
 use super::{Result, StoreError};
 use crate::core::chunk::Chunk;
 use crate::core::fusion::Scored;
@@ -46,6 +44,8 @@ pub const INDEX_DIR: &str = "index/bm25";
 /// The place (rank from 1, score) of each of some chunks in a whole ranking, in the
 /// order they were asked for (`None`: the ranking does not hold the chunk).
 pub type Ranks = Vec<Option<(usize, f64)>>;
+
+mod pruned;
 
 fn err(path: &Path, e: impl std::fmt::Display) -> StoreError {
     StoreError::Invalid(format!("tantivy index {}: {e}", path.display()))

@@ -54,7 +54,7 @@ struct Pass<'a> {
 
 /// One thread's state: its k best, what it read, and how many leading terms are
 /// still essential (only shrinks: the floor only rises).
-struct Walk<'a> {
+struct Progress<'a> {
     best: TopK<'a>,
     reads: TfIdfReads,
     essential: usize,
@@ -135,7 +135,7 @@ impl SparseIndex {
         segments: &[SegmentReader],
         ords: &[usize],
     ) -> Result<(TopK<'p>, TfIdfReads)> {
-        let mut walk = Walk {
+        let mut walk = Progress {
             best: TopK::new(pass.k),
             reads: TfIdfReads::default(),
             essential: pass.terms.len(),
@@ -159,7 +159,7 @@ impl SparseIndex {
         segments: &[SegmentReader],
         ord: usize,
         seed: bool,
-        walk: &mut Walk<'p>,
+        walk: &mut Progress<'p>,
     ) -> Result<bool> {
         let terms = pass.terms;
         let seg = &segments[ord];

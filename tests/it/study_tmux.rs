@@ -209,6 +209,23 @@ impl Tmux {
         }
     }
 
+    /// Wait until the screen satisfies `ok` and two captures in a row are equal, so a
+    /// check of the whole screen reads one finished frame, not a frame half drawn
+    /// over the previous pane's leftovers.
+    fn settled(&self, name: &str, limit: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let t = Instant::now();
+        let mut last = self.wait(name, limit, &ok);
+        loop {
+            std::thread::sleep(Duration::from_millis(60));
+            let s = self.screen(name);
+            if s == last && ok(&s) {
+                return s;
+            }
+            assert!(t.elapsed() < limit, "{name} never settled; screen:\n{s}");
+            last = s;
+        }
+    }
+
     /// Quit with `q` and wait for the process to end.
     fn quit(&self, name: &str) {
         self.type_text(name, "q");
@@ -325,7 +342,7 @@ fn a_blind_two_reviewer_study_with_adjudication() {
     // Alice, in another process, has submitted nothing: blind everywhere.
     t.start("alice", &["--reviewer", "alice", "--rubric", rubric], &dir);
     t.type_text("alice", "5");
-    let s = t.wait("alice", Duration::from_secs(20), |s| {
+    let s = t.settled("alice", Duration::from_secs(20), |s| {
         s.contains("blind: none of the 20")
     });
     assert!(
@@ -337,7 +354,7 @@ fn a_blind_two_reviewer_study_with_adjudication() {
         s.contains("item 1/20")
     });
     t.type_text("alice", "r");
-    let s = t.wait("alice", Duration::from_secs(5), |s| {
+    let s = t.settled("alice", Duration::from_secs(5), |s| {
         s.contains("blind until every reviewer")
     });
     assert!(
@@ -708,7 +725,7 @@ fn a_signed_study_opened_without_a_reviewer_shows_no_labels_until_the_key_holder
         .collect()
     };
     t.type_text("bob", "5");
-    let s = t.wait("bob", Duration::from_secs(30), |s| {
+    let s = t.settled("bob", Duration::from_secs(30), |s| {
         s.contains("without an identity")
     });
     assert!(
@@ -723,12 +740,12 @@ fn a_signed_study_opened_without_a_reviewer_shows_no_labels_until_the_key_holder
     // bob does not hold ann's key: the name is refused, and nothing is shown.
     t.type_text("bob", "ann");
     t.press("bob", "Enter");
-    let s = t.wait("bob", Duration::from_secs(10), |s| {
+    let s = t.settled("bob", Duration::from_secs(10), |s| {
         s.contains("you are not ann on this study")
     });
     assert!(!s.contains("secret") && !s.contains("ITEM-i0"), "{s}");
     t.press("bob", "Tab");
-    let s = t.wait("bob", Duration::from_secs(10), |s| {
+    let s = t.settled("bob", Duration::from_secs(10), |s| {
         s.contains("without an identity")
     });
     assert!(!s.contains("secret"), "after a refused name:\n{s}");
@@ -743,7 +760,7 @@ fn a_signed_study_opened_without_a_reviewer_shows_no_labels_until_the_key_holder
     t.press("bob", "Enter");
     t.wait("bob", Duration::from_secs(10), |s| s.contains("item 1/2"));
     t.press("bob", "Tab");
-    let s = t.wait("bob", Duration::from_secs(30), |s| {
+    let s = t.settled("bob", Duration::from_secs(30), |s| {
         s.contains("Disagreements (1")
     });
     assert!(s.contains("κ ann/bob"), "{s}");
@@ -852,7 +869,7 @@ fn a_three_reviewer_study_with_a_gold_item() {
             if who == "carol" && n == 1 {
                 // Nothing of the others shows before carol submits.
                 t.type_text(who, "r");
-                let s = t.wait(who, Duration::from_secs(5), |s| {
+                let s = t.settled(who, Duration::from_secs(5), |s| {
                     s.contains("blind until every reviewer")
                 });
                 assert!(!s.contains("alice:") && !s.contains("bob:"), "{s}");

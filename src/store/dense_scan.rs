@@ -31,6 +31,8 @@
 //! AVX2 register). A register's eight 32-bit lanes are then eight rows, and each
 //! group adds `x[4g..4g+4] . q[4g..4g+4]` into its row's lane with one
 //! `maddubs`/`madd` pair: no horizontal sums. Padding dimensions and rows are zeros.
+//! The panels sit on huge pages where the kernel allows it ([`super::huge_pages`]):
+//! a scan crosses 192 pages at a million rows instead of 98,304.
 //!
 //! **Threads.** One query's scan splits its panels over the machine's cores once the
 //! set is large enough for a thread's start-up (tens of microseconds) to vanish.
@@ -193,7 +195,7 @@ impl Quantised {
         let rows = row_major.len() / dim;
         let groups = dim.div_ceil(GROUP);
         let panel_len = groups * LANES * GROUP;
-        let mut panels = vec![0i8; rows.div_ceil(LANES) * panel_len];
+        let mut panels = super::huge_pages::zeroed(rows.div_ceil(LANES) * panel_len);
         let mut scales = Vec::with_capacity(rows);
         let mut maxima = Maxima::default();
         let mut f32_only = false;
@@ -458,7 +460,7 @@ impl Quantised {
     /// (a bound for every row here holds for any subset of them).
     pub fn gather(&self, order: &[u32]) -> Quantised {
         let panel_len = self.groups * LANES * GROUP;
-        let mut panels = vec![0i8; order.len().div_ceil(LANES) * panel_len];
+        let mut panels = super::huge_pages::zeroed(order.len().div_ceil(LANES) * panel_len);
         let mut scales = Vec::with_capacity(order.len());
         for (to, &from) in order.iter().enumerate() {
             let from = from as usize;

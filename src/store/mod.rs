@@ -5,6 +5,7 @@
 pub mod chunks;
 pub mod dense_ivf;
 pub mod dense_scan;
+pub mod huge_pages;
 pub mod keys;
 pub mod lists;
 pub mod parquet_table;

@@ -95,18 +95,7 @@ fn main() {
             assert_eq!(a, b, "the int8 scan must return the scalar scan's top {k}");
         }
         let bytes = set.scanned_bytes();
-        // On the same pages as the scan's copy (huge where the kernel allows), so the
-        // ratio compares bandwidth with bandwidth, not page sizes.
-        let mut src = raglab::store::huge_pages::zeroed(bytes);
-        src.fill(1);
-        let mut dst = raglab::store::huge_pages::zeroed(bytes);
-        let mut copies = Vec::new();
-        for _ in 0..queries {
-            let t = Instant::now();
-            dst.copy_from_slice(std::hint::black_box(&src));
-            copies.push(ms(t));
-            std::hint::black_box(&dst);
-        }
+        let copies = raglab::store::huge_pages::copy_times_ms(bytes, queries);
         let (old, new, copy) = (median(old), median(new), median(copies));
         let gbps = |t: f64| bytes as f64 / (t * 1e-3) / 1e9;
         println!(

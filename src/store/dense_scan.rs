@@ -50,8 +50,9 @@ const GROUP: usize = 4;
 const TILE_PANELS: usize = 512;
 
 /// Below this many rows one thread scans the whole set (start-up would cost more
-/// than the split saves).
-const PARALLEL_ROWS: usize = 65_536;
+/// than the split saves: two threads at 20,000 rows took 1.3-1.6 ms against one
+/// thread's 1.0 ms).
+pub const PARALLEL_ROWS: usize = 65_536;
 
 /// Threads a scan of `rows` rows (or a sparse pass over as many documents) is split
 /// over: one below [`PARALLEL_ROWS`], else one per core up to 8 (the scan is bound
@@ -864,19 +865,9 @@ where
     K: Ord + ?Sized + 'a,
 {
     let mut scored: Vec<(f32, usize)> = Vec::with_capacity(rows.len());
-    // Eight rows at a time: eight independent sums, each added in the scalar order.
     for eight in rows.chunks(8) {
-        let mut acc = [-0.0f32; 8];
-        let starts: Vec<&[f32]> = eight
-            .iter()
-            .map(|&r| &row_major[r * dim..(r + 1) * dim])
-            .collect();
-        for (j, &q) in query.iter().enumerate().take(dim) {
-            for (a, row) in acc.iter_mut().zip(&starts) {
-                *a += row[j] * q;
-            }
-        }
-        scored.extend(acc.iter().zip(eight).map(|(&s, &r)| (s, r)));
+        let scores = score_rows(row_major, dim, query, eight);
+        scored.extend(scores.into_iter().zip(eight.iter().copied()));
     }
     let by = |a: &(f32, usize), b: &(f32, usize)| {
         b.0.total_cmp(&a.0).then_with(|| key(b.1).cmp(key(a.1)))

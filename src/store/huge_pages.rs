@@ -18,6 +18,24 @@ pub fn zeroed(len: usize) -> Vec<i8> {
     buf
 }
 
+/// The memory-bandwidth reference the scan's speed is judged against: the times in ms
+/// of `rounds` copies of `len` bytes between two buffers on the same kind of pages as
+/// the scan's copy, so a ratio of the two compares bandwidth with bandwidth, not page
+/// sizes.
+pub fn copy_times_ms(len: usize, rounds: usize) -> Vec<f64> {
+    let mut src = zeroed(len);
+    src.fill(1);
+    let mut dst = zeroed(len);
+    (0..rounds)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&dst);
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect()
+}
+
 /// The size of a huge page on x86-64 and aarch64 (with 4 KiB base pages).
 const HUGE_PAGE: usize = 2 << 20;
 

@@ -338,19 +338,7 @@ fn scan_figures(
         identical &= a == b;
     }
     let bytes = vectors.scanned_bytes();
-    // On the same pages as the scan's copy (huge where the kernel allows), so the
-    // ratio compares bandwidth with bandwidth, not page sizes.
-    let mut src = crate::store::huge_pages::zeroed(bytes);
-    src.fill(1);
-    let mut dst = crate::store::huge_pages::zeroed(bytes);
-    let mut copies = vec![];
-    for _ in 0..10 {
-        let t = Instant::now();
-        dst.copy_from_slice(std::hint::black_box(&src));
-        copies.push(ms(t));
-        std::hint::black_box(&dst);
-    }
-    let copy_p50 = pct(&copies, 0.5);
+    let copy_p50 = pct(&crate::store::huge_pages::copy_times_ms(bytes, 10), 0.5);
     let gbps = |t: f64| {
         if t > 0.0 {
             bytes as f64 / (t * 1e-3) / 1e9

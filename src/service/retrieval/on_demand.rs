@@ -15,6 +15,7 @@ use super::QueryTimings;
 use crate::core::compare::{ListPlaces, Place, WholePlaces};
 use crate::core::fusion::Scored;
 use crate::core::retrieval::QueryLists;
+use crate::store::dense_scan::PARALLEL_ROWS;
 use crate::store::sparse::SparseIndex;
 use crate::store::vectors::VectorSet;
 
@@ -30,7 +31,8 @@ fn ms(s: Instant) -> f64 {
 /// The sparse lists are ranked on a second thread while the dense scan runs: the scan
 /// waits on memory bandwidth, the sparse passes on the latency of postings not in cache
 /// (after a reader's pause), so overlapping them drew the Query pane's first frame at
-/// 1M chunks 10-17% sooner (the timings are then each stage's own, and overlap).
+/// 1M chunks 10-17% sooner (the timings are then each stage's own, and overlap). Below
+/// [`PARALLEL_ROWS`] vectors the scan is short and one thread ranks all three in turn.
 pub fn lists_on_demand(
     sparse: &SparseIndex,
     vectors: &VectorSet,
@@ -40,24 +42,28 @@ pub fn lists_on_demand(
     extra: &[String],
 ) -> Result<(QueryLists, WholePlaces, QueryTimings)> {
     let mut t = QueryTimings::default();
-    let (dense, sparse_lists) = std::thread::scope(|scope| {
-        let sparse_side = scope.spawn(|| -> Result<_> {
-            let s = Instant::now();
-            let bm25 = sparse.bm25(query, depth)?;
-            let bm25_ms = ms(s);
-            let s = Instant::now();
-            let tfidf = sparse.tfidf(query, depth)?;
-            Ok((bm25, bm25_ms, tfidf, ms(s)))
-        });
+    let sparse_lists = || -> Result<_> {
+        let s = Instant::now();
+        let bm25 = sparse.bm25(query, depth)?;
+        let bm25_ms = ms(s);
+        let s = Instant::now();
+        let tfidf = sparse.tfidf(query, depth)?;
+        Ok((bm25, bm25_ms, tfidf, ms(s)))
+    };
+    let dense_list = || {
         let s = Instant::now();
         let dense = vector.map_or_else(Vec::new, |q| vectors.search(q, depth));
-        let dense_ms = ms(s);
-        (
-            (dense, dense_ms),
-            sparse_side.join().expect("the sparse lists' thread"),
-        )
-    });
-    let (dense, dense_ms) = dense;
+        (dense, ms(s))
+    };
+    let ((dense, dense_ms), sparse_lists) = if vector.is_some() && vectors.len() >= PARALLEL_ROWS {
+        std::thread::scope(|scope| {
+            let sparse_side = scope.spawn(sparse_lists);
+            let dense = dense_list();
+            (dense, sparse_side.join().expect("the sparse lists' thread"))
+        })
+    } else {
+        (dense_list(), sparse_lists())
+    };
     let (bm25, bm25_ms, tfidf, tfidf_ms) = sparse_lists?;
     (t.dense_ms, t.bm25_ms, t.tfidf_ms) = (dense_ms, bm25_ms, tfidf_ms);
     let s = Instant::now();

@@ -1,6 +1,8 @@
 //! The process-wide llama.cpp backend: initialised once (a second `init` is an error),
 //! with llama.cpp's own logging routed to `tracing` (it would otherwise print hundreds
-//! of lines per model load onto the TUI's screen).
+//! of lines per model load onto the TUI's screen). The log file's default filter keeps
+//! its warnings and errors (target `llama-cpp-2`): a failed load or a CUDA error then
+//! leaves llama.cpp's own description there.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -16,9 +18,7 @@ static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::
 pub fn backend() -> Result<&'static LlamaBackend> {
     BACKEND
         .get_or_init(|| {
-            llama_cpp_2::send_logs_to_tracing(
-                llama_cpp_2::LogOptions::default().with_logs_enabled(false),
-            );
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
@@ -78,9 +78,21 @@ pub fn load_model(path: &Path, n_gpu_layers: u32) -> Result<LlamaModel> {
         });
     }
     let params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers);
-    LlamaModel::load_from_file(backend()?, path, &params).map_err(|e| InferError::Load {
-        path: path.display().to_string(),
-        reason: e.to_string(),
+    let backend = backend()?;
+    super::llama_log::clear();
+    LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
+        // llama.cpp's own reason, where the log layer kept it (the binding only says
+        // that the load returned nothing).
+        let said = super::llama_log::take();
+        let reason = if said.is_empty() {
+            e.to_string()
+        } else {
+            format!("{e}; llama.cpp said: {}", said.join("; "))
+        };
+        InferError::Load {
+            path: path.display().to_string(),
+            reason,
+        }
     })
 }
 

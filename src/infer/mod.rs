@@ -12,6 +12,7 @@ pub mod embed_endpoint;
 pub mod embed_protocol;
 pub mod endpoint;
 pub mod generate;
+pub mod llama_log;
 
 /// Errors from model loading and inference. Each names the model file involved.
 #[derive(Debug, thiserror::Error)]

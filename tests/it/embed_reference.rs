@@ -182,3 +182,63 @@ fn packed_sequences_embed_like_one_at_a_time() {
         .fold(f64::MIN, f64::max);
     assert!(closest < 0.99, "two texts embed alike: {closest}");
 }
+
+/// A GGUF file cut short (a download that stopped): the error says why in llama.cpp's
+/// own words, the log file keeps llama.cpp's errors, and its default filter leaves out
+/// llama.cpp's info lines (hundreds per load), which `RAGLAB_LOG=info` lets through.
+#[test]
+fn a_truncated_model_fails_with_llama_cpps_reason_and_the_log_keeps_only_its_errors() {
+    let env = crate::common::Env::new();
+    env.ok(&[
+        "ingest",
+        crate::common::sample_guidance().to_str().expect("utf8"),
+    ]);
+    let model = crate::common::model(raglab::config::DEFAULT_EMBED_MODEL);
+    let whole = std::fs::read(&model).expect("read the model");
+    let cut = env.dir.path().join("cut.gguf");
+    std::fs::write(&cut, &whole[..100_000]).expect("write");
+    let search = |model: &std::path::Path, log: Option<&str>| {
+        let mut cmd = env.cmd();
+        if let Some(filter) = log {
+            cmd.env("RAGLAB_LOG", filter);
+        }
+        let model = model.to_str().expect("utf8");
+        let out = cmd
+            .args(["search", "--embed-model", model, "flu"])
+            .output()
+            .expect("spawn raglab");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let log_file = env.dir.path().join("data/logs/raglab.log");
+    let llama_lines = |level: &str| {
+        std::fs::read_to_string(&log_file)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(level) && l.contains("llama-cpp-2:"))
+            .count()
+    };
+
+    let (ok, stderr) = search(&cut, None);
+    assert!(!ok, "a cut model must not load");
+    assert!(
+        stderr.contains("cannot load model") && stderr.contains("failed to read key-value pairs"),
+        "the error quotes llama.cpp: {stderr}"
+    );
+    assert!(llama_lines(" ERROR ") >= 1, "llama.cpp's errors are logged");
+    // A whole model loads (whatever the search then says) with info lines left out...
+    search(&model, None);
+    assert_eq!(
+        llama_lines(" INFO "),
+        0,
+        "no llama.cpp info lines by default"
+    );
+    // ... unless asked for.
+    search(&model, Some("info"));
+    assert!(
+        llama_lines(" INFO ") >= 1,
+        "RAGLAB_LOG=info lets llama.cpp's info lines through"
+    );
+}

@@ -221,26 +221,40 @@ impl Context {
     }
 }
 
+/// The log file's filter where `RAGLAB_LOG` is unset. `llama-cpp-2` is llama.cpp's own
+/// log; `llama_cpp_2` the binding's, whose warnings are about its log plumbing (a
+/// continued line whose start was filtered out).
+pub const DEFAULT_LOG_FILTER: &str =
+    "info,lance=warn,tantivy=warn,llama-cpp-2=warn,llama_cpp_2=error";
+
 /// Send logs to DATA_DIR/logs/raglab.log: stdout and stderr belong to the user (and
-/// to the TUI's screen). `RAGLAB_LOG` sets the filter (default `info`).
+/// to the TUI's screen). `RAGLAB_LOG` sets the filter (default: `info`, with lance,
+/// tantivy and llama.cpp at `warn`: llama.cpp logs hundreds of lines per model load
+/// at `info`, and its warnings say what a load or a device did wrong).
 pub fn init_logging(paths: &Paths) {
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let file = paths.log_file();
     if let Some(dir) = file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    let Ok(f) = std::fs::OpenOptions::new()
+    let to_file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&file)
-    else {
-        return;
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RAGLAB_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,lance=warn,tantivy=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(f))
+        .ok()
+        .map(|f| {
+            let filter = tracing_subscriber::EnvFilter::try_from_env("RAGLAB_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(f))
+                .with_filter(filter)
+        });
+    // Kept whatever the file's filter: a failed model load's error quotes llama.cpp.
+    let _ = tracing_subscriber::registry()
+        .with(to_file)
+        .with(crate::infer::llama_log::layer())
         .try_init();
 }
 

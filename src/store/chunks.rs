@@ -97,12 +97,28 @@ impl<'a> ChunkStore<'a> {
 
     /// Every chunk, ordered by document id then position.
     pub async fn load_all(&self) -> Result<Vec<Chunk>> {
-        Ok(self.snapshot().await?.1)
+        self.load_all_counting(&mut |_, _| {}).await
+    }
+
+    /// [`Self::load_all`], calling `on_rows(read, total)` after each batch read (a
+    /// million chunks take seconds: the TUI shows how far it got).
+    pub async fn load_all_counting(
+        &self,
+        on_rows: &mut (dyn FnMut(usize, usize) + Send),
+    ) -> Result<Vec<Chunk>> {
+        Ok(self.snapshot_counting(on_rows).await?.1)
     }
 
     /// The dataset as it is now (`None` before the first ingest) and its chunks,
     /// ordered by document id then position: the base of a read-modify-write.
     async fn snapshot(&self) -> Result<(Option<Arc<Dataset>>, Vec<Chunk>)> {
+        self.snapshot_counting(&mut |_, _| {}).await
+    }
+
+    async fn snapshot_counting(
+        &self,
+        on_rows: &mut (dyn FnMut(usize, usize) + Send),
+    ) -> Result<(Option<Arc<Dataset>>, Vec<Chunk>)> {
         if !self.exists().await? {
             return Ok((None, Vec::new()));
         }
@@ -113,6 +129,7 @@ impl<'a> ChunkStore<'a> {
                 chunks.reserve_exact(rows);
             }
             chunks.extend(from_batch(batch)?);
+            on_rows(chunks.len(), rows);
             Ok(())
         })
         .await?;

@@ -94,12 +94,28 @@ pub struct TuiOptions {
 /// last evaluation, the reviewer and the generator's name. Problems with the inputs
 /// are shown in the status bar (and logged), never swallowed.
 pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Result<App> {
+    build_app_showing(ctx, opts, keymap, &mut |_| {}).await
+}
+
+/// [`build_app`], telling `show` each step as it starts and how many chunks are read
+/// (the TUI draws it: a million chunks take seconds to read).
+pub async fn build_app_showing(
+    ctx: &Context,
+    opts: &TuiOptions,
+    keymap: Keymap,
+    show: &mut (dyn FnMut(ui::Opening) + Send),
+) -> Result<App> {
     if let Some(name) = &opts.reviewer {
         crate::core::annotation::check_reviewer(name).map_err(anyhow::Error::msg)?;
     }
-    let chunks = crate::service::corpus::chunks_or_empty(ctx)
-        .await
-        .context("loading chunks")?;
+    let step = |step, done, total| ui::Opening { step, done, total };
+    show(step("reading the chunks", 0, 0));
+    let chunks = crate::service::corpus::chunks_or_empty_counting(ctx, &mut |done, total| {
+        show(step("reading the chunks", done, total));
+    })
+    .await
+    .context("loading chunks")?;
+    show(step("reading the summaries", 0, 0));
     let docs = chunks
         .iter()
         .map(|c| c.doc_id.as_str())
@@ -112,6 +128,7 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
         chunks.len()
     );
     let summaries = crate::service::corpus::summaries(ctx, &chunks).await;
+    show(step("laying out the corpus", 0, 0));
     let mut app = App::new(chunks, keymap, context_line);
     let mut load_errors = Vec::new();
     match summaries {
@@ -122,6 +139,7 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
         .questions
         .clone()
         .or_else(|| ctx.config.questions.clone());
+    show(step("reading the questions and the last evaluation", 0, 0));
     let (questions, failures, mut errors) = load_question_lists(ctx, file.as_deref());
     errors.extend(load_errors);
     app.query.questions = questions;
@@ -134,6 +152,7 @@ pub async fn build_app(ctx: &Context, opts: &TuiOptions, keymap: Keymap) -> Resu
     // In a study with a roster, `--reviewer NAME` needs NAME's key and `--role lead`
     // the lead's.
     let viewer = crate::core::blinding::Viewer::of(opts.reviewer.as_deref(), opts.lead);
+    show(step("checking the study", 0, 0));
     crate::service::study::confirm(ctx, &viewer).await?;
     let rubric = ctx.rubric(None)?;
     app.annotate = panes::annotate::AnnotatePane::new(opts.reviewer.clone(), rubric.clone());
@@ -224,12 +243,19 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
     }
     let theme = resolve_theme(&ctx, opts.theme.clone())?;
     let keymap = Keymap::load(&ctx.paths.keymap_file())?;
-    let mut app = build_app(&ctx, &opts, keymap).await?;
+    let mut terminal = ratatui::init(); // installs a panic hook that restores the terminal
+    let opened = open_showing(&ctx, &opts, keymap, &mut terminal, &theme).await;
+    let mut app = match opened {
+        Ok(app) => app,
+        Err(e) => {
+            ratatui::restore();
+            return Err(e);
+        }
+    };
     let (mut jobs, rx) = Jobs::new(&ctx);
     jobs.set_viewer(app.annotate.viewer());
     jobs.load_background();
     let exit_after_first = std::env::var_os("RAGLAB_EXIT_AFTER_FIRST_FRAME").is_some();
-    let mut terminal = ratatui::init(); // installs a panic hook that restores the terminal
     let result = event_loop(
         &mut terminal,
         &mut app,
@@ -247,6 +273,35 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
         None => Ok(()),
         Some(report) => Err(anyhow::anyhow!("not everything was saved:\n{report}")),
     }
+}
+
+/// [`build_app_showing`] with its steps drawn on the opening screen: a new step at once,
+/// the count of chunks read at most every 100 ms. Each step's time goes to the log.
+async fn open_showing(
+    ctx: &Context,
+    opts: &TuiOptions,
+    keymap: Keymap,
+    terminal: &mut ratatui::DefaultTerminal,
+    theme: &Theme,
+) -> Result<App> {
+    let location = ctx.workspace.location();
+    let (mut last_step, mut step_started) = ("", Instant::now());
+    let mut last_draw: Option<Instant> = None;
+    let mut show = |o: ui::Opening| {
+        let new_step = o.step != last_step;
+        if new_step {
+            if !last_step.is_empty() {
+                let ms = step_started.elapsed().as_secs_f64() * 1e3;
+                tracing::info!(ms, step = last_step, "opening");
+            }
+            (last_step, step_started) = (o.step, Instant::now());
+        }
+        if new_step || last_draw.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
+            let _ = terminal.draw(|f| ui::draw_opening(f, theme, &location, &o));
+            last_draw = Some(Instant::now());
+        }
+    };
+    build_app_showing(ctx, opts, keymap, &mut show).await
 }
 
 /// How long quitting waits for label saves and a stopped answer's save.

@@ -41,6 +41,76 @@ pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
     scrub(f.buffer_mut());
 }
 
+/// A step of opening a workspace, for the screen shown while the TUI reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opening {
+    pub step: &'static str,
+    /// Chunks read so far and in all (`total` 0: not counted in this step).
+    pub done: usize,
+    pub total: usize,
+}
+
+/// The screen shown while a workspace opens: where, which step, how many chunks read.
+pub fn draw_opening(f: &mut Frame, theme: &Theme, workspace: &str, o: &Opening) {
+    let area = f.area();
+    let mut lines = vec![
+        Line::from(Span::styled(
+            format!("Opening {}", clean(workspace)),
+            theme.title,
+        )),
+        Line::from(""),
+    ];
+    lines.push(Line::from(if o.total > 0 {
+        format!(
+            "{}: {} of {} ({}%)",
+            o.step,
+            thousands(o.done),
+            thousands(o.total),
+            o.done * 100 / o.total
+        )
+    } else {
+        format!("{}…", o.step)
+    }));
+    let height = (lines.len() as u16).min(area.height);
+    let [_, middle, _] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(height),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    f.render_widget(Clear, area);
+    f.render_widget(
+        Paragraph::new(lines).alignment(ratatui::layout::Alignment::Center),
+        middle,
+    );
+    scrub(f.buffer_mut());
+}
+
+/// What `buf` shows, one line per row: for tests that read a screen.
+pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The last line of defence: every cell of the frame passes through the one
 /// sanitiser, so no escape, control or bidi character can reach the terminal, even
 /// from a string a pane forgot to clean (panes clean their text when they load it, so
@@ -180,4 +250,53 @@ fn label_key_lines<'a>(
     }
     lines.push(Line::raw(""));
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn screen(o: &Opening, workspace: &str) -> String {
+        let mut term = Terminal::new(TestBackend::new(70, 9)).expect("terminal");
+        let theme = Theme::builtin("dark").expect("theme");
+        let frame = term
+            .draw(|f| draw_opening(f, &theme, workspace, o))
+            .expect("draw");
+        buffer_text(frame.buffer)
+    }
+
+    #[test]
+    fn the_opening_screen_says_where_which_step_and_how_far() {
+        let counting = Opening {
+            step: "reading the chunks",
+            done: 420_000,
+            total: 1_000_000,
+        };
+        let s = screen(&counting, "/data/ws\u{1b}[31m");
+        assert!(s.contains("Opening /data/ws"), "{s}");
+        assert!(!s.contains('\u{1b}'), "escapes scrubbed: {s}");
+        assert!(
+            s.contains("reading the chunks: 420,000 of 1,000,000 (42%)"),
+            "{s}"
+        );
+        let uncounted = Opening {
+            step: "reading the summaries",
+            done: 0,
+            total: 0,
+        };
+        let s = screen(&uncounted, "/data/ws");
+        assert!(s.contains("reading the summaries…"), "{s}");
+        assert!(!s.contains("of 0"), "{s}");
+    }
+
+    #[test]
+    fn thousands_groups_digits_by_three() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(261), "261");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
 }

@@ -23,6 +23,16 @@ pub async fn chunks_or_empty(ctx: &Context) -> Result<Vec<Chunk>> {
     Ok(ChunkStore::new(&ctx.workspace).load_all().await?)
 }
 
+/// [`chunks_or_empty`], calling `on_rows(read, total)` as batches arrive.
+pub async fn chunks_or_empty_counting(
+    ctx: &Context,
+    on_rows: &mut (dyn FnMut(usize, usize) + Send),
+) -> Result<Vec<Chunk>> {
+    Ok(ChunkStore::new(&ctx.workspace)
+        .load_all_counting(on_rows)
+        .await?)
+}
+
 /// The chunks of one document (all of them without `doc`); an unknown document is an
 /// error.
 pub fn of_document<'a>(chunks: &'a [Chunk], doc: Option<&str>) -> Result<Vec<&'a Chunk>> {

@@ -7,7 +7,9 @@ mod summarise;
 mod token_counts;
 
 pub use crate::core::summary::SummaryRecord;
-pub use chunks::{chunks, chunks_or_empty, find, of_document, summaries, summary_of};
+pub use chunks::{
+    chunks, chunks_or_empty, chunks_or_empty_counting, find, of_document, summaries, summary_of,
+};
 pub use ingest::{IngestRequest, IngestSummary, Skipped, ingest};
 pub use summarise::{
     SUMMARIES, SUMMARY_TEMPLATE, SummaryBatch, SummaryReport, SummaryRequest, all_summaries,

@@ -204,15 +204,7 @@ pub fn screen(app: &raglab::tui::app::App, width: u16, height: u16) -> String {
     let theme = raglab::tui::theme::Theme::builtin("dark").expect("theme");
     term.draw(|f| raglab::tui::ui::draw(app, f, &theme))
         .expect("draw");
-    let buf = term.backend().buffer().clone();
-    (0..buf.area.height)
-        .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol())
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    raglab::tui::ui::buffer_text(term.backend().buffer())
 }
 
 /// The frugality formula of SPEC §7 written out independently of raglab, to recompute

@@ -1,7 +1,8 @@
 //! Where a model runs: CPU or a GPU, and how many of its layers are offloaded.
 //!
-//! llama.cpp says this in its load log ("offloaded 31/31 layers to GPU"), but raglab
-//! silences that log (it would draw over the TUI), so the same figure is derived from
+//! llama.cpp says this in its load log ("offloaded 31/31 layers to GPU"), but that line
+//! is an info line, which raglab keeps off the screen (it would draw over the TUI) and
+//! out of the log file unless `RAGLAB_LOG=info` asks, so the same figure is derived from
 //! what the backend reports instead: whether this build can offload at all
 //! (`llama_supports_gpu_offload`: a CUDA build with a usable device), the first GPU
 //! device ggml lists (its description is the GPU's name), and llama.cpp's own rule for

@@ -23,7 +23,11 @@ thread_local! {
 
 /// A `tracing` layer keeping, per thread, the last warnings and errors llama.cpp
 /// logged there. llama.cpp logs on the thread that called it, so a caller reads what
-/// its own call logged, not another thread's.
+/// its own call logged, not another thread's. Two limits, both harmless to an error
+/// message: the binding holds a line that lacks its newline in one buffer for every
+/// thread and sends it from whichever thread logs next (two loads at once could trade
+/// such a line), and a failed load quotes every warning of its thread since `clear`,
+/// related or not.
 pub struct LlamaErrors;
 
 /// [`LlamaErrors`] behind its own filter, to add beside other layers: a layer's own
@@ -33,9 +37,15 @@ pub fn layer<S>() -> impl Layer<S>
 where
     S: Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
-    LlamaErrors.with_filter(tracing_subscriber::filter::filter_fn(|meta| {
-        meta.target() == TARGET && *meta.level() <= Level::WARN
-    }))
+    // The hint keeps the subscriber's most verbose level what the other layers ask
+    // for: without it, every `log::debug!` of lance, datafusion and tantivy would be
+    // turned into an event only for every filter to drop it.
+    LlamaErrors.with_filter(
+        tracing_subscriber::filter::filter_fn(|meta| {
+            meta.target() == TARGET && *meta.level() <= Level::WARN
+        })
+        .with_max_level_hint(tracing_subscriber::filter::LevelFilter::WARN),
+    )
 }
 
 impl<S: Subscriber> Layer<S> for LlamaErrors {
@@ -94,30 +104,37 @@ mod tests {
 
     #[test]
     fn keeps_this_threads_warnings_and_errors_from_llama_cpp_only() {
-        let subscriber = tracing_subscriber::registry().with(layer());
-        tracing::subscriber::with_default(subscriber, || {
-            clear();
-            tracing::error!(target: "llama-cpp-2", "failed to read key-value pairs");
-            tracing::info!(target: "llama-cpp-2", "loaded meta data");
-            tracing::error!(target: "lance", "not from llama.cpp");
-            tracing::warn!(target: "llama-cpp-2", "special_eos_id is not in special_eog_ids");
-            std::thread::scope(|s| {
-                s.spawn(|| tracing::error!(target: "llama-cpp-2", "another thread's"));
-            });
-            assert_eq!(
-                take(),
-                [
-                    "failed to read key-value pairs",
-                    "special_eos_id is not in special_eog_ids"
-                ]
-            );
-            assert!(take().is_empty(), "taken once");
-            for i in 0..20 {
-                tracing::error!(target: "llama-cpp-2", "line {i}");
-            }
-            let kept = take();
-            assert_eq!(kept.len(), KEPT);
-            assert_eq!(kept.last().map(String::as_str), Some("line 19"));
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer()));
+        let _here = tracing::dispatcher::set_default(&dispatch);
+        clear();
+        tracing::error!(target: "llama-cpp-2", "failed to read key-value pairs");
+        tracing::info!(target: "llama-cpp-2", "loaded meta data");
+        tracing::error!(target: "lance", "not from llama.cpp");
+        tracing::warn!(target: "llama-cpp-2", "special_eos_id is not in special_eog_ids");
+        // Another thread, under the same subscriber: kept there, not here.
+        let there = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _there = tracing::dispatcher::set_default(&dispatch);
+                tracing::error!(target: "llama-cpp-2", "another thread's");
+                take()
+            })
+            .join()
+            .expect("thread")
         });
+        assert_eq!(there, ["another thread's"]);
+        assert_eq!(
+            take(),
+            [
+                "failed to read key-value pairs",
+                "special_eos_id is not in special_eog_ids"
+            ]
+        );
+        assert!(take().is_empty(), "taken once");
+        for i in 0..20 {
+            tracing::error!(target: "llama-cpp-2", "line {i}");
+        }
+        let kept = take();
+        assert_eq!(kept.len(), KEPT);
+        assert_eq!(kept.last().map(String::as_str), Some("line 19"));
     }
 }

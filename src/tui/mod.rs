@@ -276,7 +276,8 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
 }
 
 /// [`build_app_showing`] with its steps drawn on the opening screen: a new step at once,
-/// the count of chunks read at most every 100 ms. Each step's time goes to the log.
+/// the count of chunks read at most every 100 ms. Each step's time goes to the log;
+/// Ctrl-C or `q` leaves (checked at each call: per batch of chunks and per step).
 async fn open_showing(
     ctx: &Context,
     opts: &TuiOptions,
@@ -300,8 +301,32 @@ async fn open_showing(
             let _ = terminal.draw(|f| ui::draw_opening(f, theme, &location, &o));
             last_draw = Some(Instant::now());
         }
+        leave_if_asked();
     };
-    build_app_showing(ctx, opts, keymap, &mut show).await
+    let app = build_app_showing(ctx, opts, keymap, &mut show).await;
+    let ms = step_started.elapsed().as_secs_f64() * 1e3;
+    tracing::info!(ms, step = last_step, "opening");
+    app
+}
+
+/// Ctrl-C or `q` pressed while a workspace opens: leave at once, as Ctrl-C did before
+/// the opening screen (raw mode turns Ctrl-C into a key, so it is read here). Opening
+/// only reads until its last step, and this runs at a step's start, before that step's
+/// work, so nothing is half written. Other keys pressed meanwhile are dropped.
+fn leave_if_asked() {
+    use crossterm::event::{KeyCode, KeyModifiers};
+    while crossterm::event::poll(Duration::ZERO).unwrap_or(false) {
+        let Ok(Event::Key(key)) = crossterm::event::read() else {
+            continue;
+        };
+        let ctrl_c =
+            key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
+        if key.kind == KeyEventKind::Press && (ctrl_c || key.code == KeyCode::Char('q')) {
+            ratatui::restore();
+            eprintln!("raglab: stopped while opening the workspace");
+            std::process::exit(130);
+        }
+    }
 }
 
 /// How long quitting waits for label saves and a stopped answer's save.

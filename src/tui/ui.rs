@@ -44,6 +44,7 @@ pub fn draw(app: &App, f: &mut Frame, theme: &Theme) {
 /// A step of opening a workspace, for the screen shown while the TUI reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opening {
+    /// What is being read or built, e.g. "reading the chunks".
     pub step: &'static str,
     /// Chunks read so far and in all (`total` 0: not counted in this step).
     pub done: usize,

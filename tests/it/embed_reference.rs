@@ -199,9 +199,10 @@ fn a_truncated_model_fails_with_llama_cpps_reason_and_the_log_keeps_only_its_err
     std::fs::write(&cut, &whole[..100_000]).expect("write");
     let search = |model: &std::path::Path, log: Option<&str>| {
         let mut cmd = env.cmd();
-        if let Some(filter) = log {
-            cmd.env("RAGLAB_LOG", filter);
-        }
+        match log {
+            Some(filter) => cmd.env("RAGLAB_LOG", filter),
+            None => cmd.env_remove("RAGLAB_LOG"),
+        };
         let model = model.to_str().expect("utf8");
         let out = cmd
             .args(["search", "--embed-model", model, "flu"])
@@ -223,9 +224,13 @@ fn a_truncated_model_fails_with_llama_cpps_reason_and_the_log_keeps_only_its_err
 
     let (ok, stderr) = search(&cut, None);
     assert!(!ok, "a cut model must not load");
+    let error = stderr
+        .lines()
+        .find(|l| l.contains("cannot load model"))
+        .unwrap_or_else(|| panic!("no load error: {stderr}"));
     assert!(
-        stderr.contains("cannot load model") && stderr.contains("failed to read key-value pairs"),
-        "the error quotes llama.cpp: {stderr}"
+        error.contains("llama.cpp said:") && error.contains("failed to read key-value pairs"),
+        "the error quotes llama.cpp: {error}"
     );
     assert!(llama_lines(" ERROR ") >= 1, "llama.cpp's errors are logged");
     // A whole model loads (whatever the search then says) with info lines left out...

@@ -837,19 +837,22 @@ impl QueryBytes {
 }
 
 /// The exact f32 scores ([`exact_score`]) of up to eight `rows`, computed together:
-/// eight independent sums, each added in the scalar order.
-fn score_rows(row_major: &[f32], dim: usize, query: &[f32], rows: &[usize]) -> Vec<f32> {
+/// eight independent sums, each added in the scalar order. Entry `i` is row `rows[i]`'s
+/// score; entries past `rows.len()` are unused. No allocation: it runs for every
+/// rescored group of eight.
+fn score_rows(row_major: &[f32], dim: usize, query: &[f32], rows: &[usize]) -> [f32; 8] {
     let mut acc = [-0.0f32; 8];
-    let starts: Vec<&[f32]> = rows
-        .iter()
-        .map(|&r| &row_major[r * dim..(r + 1) * dim])
-        .collect();
+    let mut starts: [&[f32]; 8] = [&[]; 8];
+    for (start, &r) in starts.iter_mut().zip(rows) {
+        *start = &row_major[r * dim..(r + 1) * dim];
+    }
+    let starts = &starts[..rows.len()];
     for (j, &q) in query.iter().enumerate().take(dim) {
-        for (a, row) in acc.iter_mut().zip(&starts) {
+        for (a, row) in acc.iter_mut().zip(starts) {
             *a += row[j] * q;
         }
     }
-    acc[..rows.len()].to_vec()
+    acc
 }
 
 /// Exact f32 scores of `rows`, and the `k` best by (score, key), best first.

@@ -54,14 +54,7 @@ pub struct Opening {
 /// The screen shown while a workspace opens: where, which step, how many chunks read.
 pub fn draw_opening(f: &mut Frame, theme: &Theme, workspace: &str, o: &Opening) {
     let area = f.area();
-    let mut lines = vec![
-        Line::from(Span::styled(
-            format!("Opening {}", clean(workspace)),
-            theme.title,
-        )),
-        Line::from(""),
-    ];
-    lines.push(Line::from(if o.total > 0 {
+    let progress = if o.total > 0 {
         format!(
             "{}: {} of {} ({}%)",
             o.step,
@@ -71,7 +64,15 @@ pub fn draw_opening(f: &mut Frame, theme: &Theme, workspace: &str, o: &Opening) 
         )
     } else {
         format!("{}…", o.step)
-    }));
+    };
+    let lines = vec![
+        Line::from(Span::styled(
+            format!("Opening {}", clean(workspace)),
+            theme.title,
+        )),
+        Line::from(""),
+        Line::from(progress),
+    ];
     let height = (lines.len() as u16).min(area.height);
     let [_, middle, _] = Layout::vertical([
         Constraint::Fill(1),
@@ -259,35 +260,32 @@ mod tests {
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
-    fn screen(o: &Opening, workspace: &str) -> String {
+    /// The opening screen of `step` with `done` of `total` chunks read.
+    fn screen(step: &'static str, done: usize, total: usize, workspace: &str) -> String {
+        let o = Opening { step, done, total };
         let mut term = Terminal::new(TestBackend::new(70, 9)).expect("terminal");
         let theme = Theme::builtin("dark").expect("theme");
         let frame = term
-            .draw(|f| draw_opening(f, &theme, workspace, o))
+            .draw(|f| draw_opening(f, &theme, workspace, &o))
             .expect("draw");
         buffer_text(frame.buffer)
     }
 
     #[test]
     fn the_opening_screen_says_where_which_step_and_how_far() {
-        let counting = Opening {
-            step: "reading the chunks",
-            done: 420_000,
-            total: 1_000_000,
-        };
-        let s = screen(&counting, "/data/ws\u{1b}[31m");
+        let s = screen(
+            "reading the chunks",
+            420_000,
+            1_000_000,
+            "/data/ws\u{1b}[31m",
+        );
         assert!(s.contains("Opening /data/ws"), "{s}");
         assert!(!s.contains('\u{1b}'), "escapes scrubbed: {s}");
         assert!(
             s.contains("reading the chunks: 420,000 of 1,000,000 (42%)"),
             "{s}"
         );
-        let uncounted = Opening {
-            step: "reading the summaries",
-            done: 0,
-            total: 0,
-        };
-        let s = screen(&uncounted, "/data/ws");
+        let s = screen("reading the summaries", 0, 0, "/data/ws");
         assert!(s.contains("reading the summaries…"), "{s}");
         assert!(!s.contains("of 0"), "{s}");
     }

@@ -20,7 +20,7 @@ pub async fn chunks(ctx: &Context) -> Result<Vec<Chunk>> {
 /// Every chunk, or none when nothing was ingested yet (the TUI opens on an empty
 /// workspace and says so).
 pub async fn chunks_or_empty(ctx: &Context) -> Result<Vec<Chunk>> {
-    Ok(ChunkStore::new(&ctx.workspace).load_all().await?)
+    chunks_or_empty_counting(ctx, &mut |_, _| {}).await
 }
 
 /// [`chunks_or_empty`], calling `on_rows(read, total)` as batches arrive.

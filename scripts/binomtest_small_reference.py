@@ -21,7 +21,7 @@ def main():
         for b in range(n + 1):
             c = n - b
             # binomtest needs n >= 1; with no discordant pair McNemar's p is 1 by
-            # definition (SPEC 9b), which the test checks on its own.
+            # definition (no discordant pair is no evidence), which the test checks on its own.
             if n == 0:
                 continue
             p = stats.binomtest(b, n, 0.5, alternative="two-sided").pvalue

@@ -7,7 +7,7 @@
 # Called by `scripts/setup.sh --cuda` (PYTHON: the tool environment's python). Steps:
 #  1. the CUDA 13.0 toolkit from PyPI wheels into that environment (nvcc, runtime, crt,
 #     nvvm, cuBLAS, CCCL); they land in site-packages/nvidia/cu13/;
-#  2. the two fixes the wheel layout needs (shared/LLAMA_NOTES.md): plain-name links
+#  2. the two fixes the wheel layout needs: plain-name links
 #     (libcudart.so -> libcudart.so.13, same for cuBLAS, cuBLASLt) so CMake's
 #     FindCUDAToolkit finds them, and lib64 -> lib (nvcc.profile links -L$(TOP)/lib64);
 #  3. a CMake toolchain file, passed through the CMAKE_TOOLCHAIN_FILE environment

@@ -2,7 +2,7 @@
 """Fan `raglab eval retrieval --shard i/n` out over a Ray cluster, then merge.
 
 Each shard runs as one Ray task on whatever node Ray places it: it ranks its share of
-the queries (split by a stable hash of their ids, SPEC section 9) and stores the
+the queries (split by a stable hash of their ids, as `--shard I/N` splits them) and stores the
 ranked lists in the shared workspace (an `s3://` workspace for several machines). When
 every task has finished, the driver runs `--merge`, which computes the report over
 all stored rows (never averaged averages) and prints it.

@@ -108,6 +108,7 @@ pub struct Config {
     pub chunking: ChunkingConfig,
     pub retrieval: RetrievalConfig,
     pub annotation: AnnotationConfig,
+    pub prompts: PromptsConfig,
     /// OpenAI-compatible model servers (`[[endpoints]]`): when any chat endpoint is
     /// listed, `raglab generate`, `judge` and the TUI's Generate pane answer through them
     /// instead of loading the local generator (unless `--model` or `--local` is given);
@@ -233,6 +234,29 @@ pub struct RetrievalConfig {
     /// Abstain ("no relevant guidance") when the best dense cosine similarity is below
     /// this; unset: never abstain. Choose it with `raglab eval abstention`.
     pub abstain_below: Option<f64>,
+}
+
+/// Prompt template files (`[prompts]`), one per kind; unset: the shipped text. A
+/// command's `--prompt` wins.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PromptsConfig {
+    /// Free-form answers from retrieved context (`generate`, the Generate pane).
+    pub free_form: Option<PathBuf>,
+    /// Free-form answers without retrieval (`generate --no-retrieval`).
+    pub no_retrieval: Option<PathBuf>,
+}
+
+impl PromptsConfig {
+    /// The configured file of `kind`, if any.
+    pub fn file(&self, kind: crate::core::template::TemplateKind) -> Option<&Path> {
+        use crate::core::template::TemplateKind as K;
+        match kind {
+            K::FreeForm => self.free_form.as_deref(),
+            K::NoRetrieval => self.no_retrieval.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -519,6 +543,10 @@ mod template_tests {
             annotation: AnnotationConfig {
                 rubric: path(),
                 order_seed: Some(1),
+            },
+            prompts: PromptsConfig {
+                free_form: path(),
+                no_retrieval: path(),
             },
             endpoints: vec![EndpointConfig {
                 url: "u".into(),

@@ -29,7 +29,8 @@ impl MethodArg {
 #[derive(Debug, Clone, Args)]
 pub struct RankingArgs {
     /// Dense weight a in R(d; a) = a/(60 + r_dense) + (1 - a)/(60 + r_sparse), in [0, 1]
-    /// (default: config `[retrieval] alpha`, else 0.7).
+    /// (default: config `[retrieval] alpha`, else 0.7 for hybrid and 0.5, equal
+    /// weights, for linear).
     #[arg(long)]
     pub alpha: Option<Alpha>,
     /// GGUF embedding model (default: config, else the MiniLM GGUF from setup).
@@ -45,10 +46,6 @@ pub struct RankingArgs {
 }
 
 impl RankingArgs {
-    pub fn alpha(&self, ctx: &Context) -> f64 {
-        ctx.alpha(self.alpha).get()
-    }
-
     /// The weight of `method`: flag, config, then the method's own default (equal
     /// weights for linear fusion).
     pub fn alpha_for(&self, ctx: &Context, method: Method) -> f64 {

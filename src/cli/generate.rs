@@ -8,6 +8,8 @@ use clap::Args;
 
 use super::args::{GeneratorArgs, PromptArgs, SamplingArgs, ShardArg, TemperatureArgs};
 use super::{json_schema, progress_bar};
+use crate::core::context_policy::ContextPolicy;
+use crate::core::template::TemplateKind;
 use crate::service::answer::RunConfig;
 use crate::service::answer::{AnswerBatch, BatchRequest, JudgeBatch};
 use crate::service::base::read_questions;
@@ -30,6 +32,21 @@ pub struct GenerateArgs {
     /// Answer without any retrieved context (the LLM-only baseline).
     #[arg(long)]
     pub no_retrieval: bool,
+    /// Prompt template file, free-form with {context} and {question} (no-retrieval
+    /// with {question} alone under `--no-retrieval`); checked before a model loads.
+    /// Default: config `[prompts]`, else the shipped text. Answers record its name
+    /// (the file's stem) and the SHA-256 of its text.
+    #[arg(long = "prompt", value_name = "FILE")]
+    pub template: Option<PathBuf>,
+    /// Which chunks the prompt holds: retrieved (the top k), oracle (the question's
+    /// target chunks only) or distractors@P (the targets at position P among the best
+    /// retrieved non-targets, k chunks in all).
+    #[arg(long, default_value_t, conflicts_with = "no_retrieval")]
+    pub context: crate::core::context_policy::ContextPolicy,
+    /// Order of the chunks in the prompt: ranked, or reversed (the best chunk last,
+    /// next to the question). The token budget drops the worst-placed chunks first.
+    #[arg(long, default_value_t, conflicts_with = "no_retrieval")]
+    pub order: crate::core::context_policy::ChunkOrder,
     /// Abstain when the best dense cosine is below this (default: config
     /// `retrieval.abstain_below`, else never). Pick it with `raglab eval abstention`.
     #[arg(long, conflicts_with = "no_retrieval")]
@@ -63,11 +80,29 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     let qs = args
         .shard
         .select(read_questions(&args.questions)?, |q| q.id.as_str());
+    let kind = if args.no_retrieval {
+        TemplateKind::NoRetrieval
+    } else {
+        TemplateKind::FreeForm
+    };
+    let template = ctx.template(kind, args.template.as_deref())?;
+    if matches!(args.context, ContextPolicy::Oracle | ContextPolicy::Distractors(_))
+        && let Some(q) = qs.iter().find(|q| q.relevant.is_empty())
+    {
+        bail!(
+            "--context {} needs every question's target chunks (`relevant`), and question `{}` has none",
+            args.context,
+            q.id
+        );
+    }
     let config = RunConfig {
         run: args.run.clone(),
+        template,
+        context: args.context,
+        order: args.order,
         method: args.prompt.method.get(ctx),
         sparse: args.prompt.sparse,
-        alpha: args.prompt.ranking.alpha(ctx),
+        alpha: args.prompt.ranking.alpha_for(ctx, args.prompt.method.get(ctx)),
         k: ctx.k(args.k),
         context_budget: args.prompt.context_budget,
         no_retrieval: args.no_retrieval,
@@ -114,9 +149,17 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         },
         batch.work().model(),
         if c.no_retrieval {
-            "no retrieval".to_string()
+            format!("no retrieval, prompt {}", c.template().label())
         } else {
-            format!("{} a={} k={}", c.method, c.alpha, c.k)
+            format!(
+                "{} a={} k={}, context {} {}, prompt {}",
+                c.method,
+                c.alpha,
+                c.k,
+                c.context,
+                c.order,
+                c.template().label()
+            )
         }
     );
     let bar = progress_bar("generating");

@@ -27,6 +27,7 @@ macro_rules! tell {
 }
 
 mod agree;
+mod answers;
 pub mod annotate;
 mod args;
 mod bench;
@@ -143,6 +144,11 @@ pub enum Command {
     Generate(generate::GenerateArgs),
     /// Judge stored answers on the rubric with a grammar-constrained model.
     Judge(generate::JudgeArgs),
+    /// Answers from other systems (`import`) and citation scores (`cite`).
+    Answers {
+        #[command(subcommand)]
+        cmd: answers::AnswersCmd,
+    },
     /// Reports over stored answers.
     Report {
         #[command(subcommand)]
@@ -268,6 +274,7 @@ pub async fn run(
         } => bench::embed(ctx, args).await,
         Command::Generate(args) => generate::generate(ctx, args).await,
         Command::Judge(args) => generate::run_judge(ctx, args).await,
+        Command::Answers { cmd } => answers::run(ctx, cmd).await,
         Command::Report {
             cmd: ReportCmd::Answers(args),
         } => {

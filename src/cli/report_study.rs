@@ -5,7 +5,8 @@
 //!
 //! Markdown cells hold text from the workspace (topics, labels, run names): a `|` is
 //! escaped and line breaks become spaces, so no value can break a table. The file is
-//! written exact otherwise (SPEC §10: files written with `--out` stay exact).
+//! written exact otherwise: a file written with `--out` holds the values as stored;
+//! only text printed to a terminal is sanitised.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

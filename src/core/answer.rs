@@ -80,6 +80,32 @@ pub struct AnswerRecord {
     /// repeat 0.
     #[serde(default)]
     pub repeat: Option<u32>,
+    /// The prompt template's name (`shipped`, or the stem of the user's file) and the
+    /// SHA-256 of its text. None in answers stored before templates were data, which
+    /// used the shipped text.
+    #[serde(default)]
+    pub template: Option<String>,
+    #[serde(default)]
+    pub template_sha256: Option<String>,
+    /// Which chunks the prompt held (`retrieved`, `oracle`, `distractors@P`) and in
+    /// what order (`ranked`, `reversed`). None: no retrieval, or an answer stored before
+    /// context policies existed (retrieved, ranked).
+    #[serde(default)]
+    pub context_policy: Option<String>,
+    #[serde(default)]
+    pub chunk_order: Option<String>,
+}
+
+impl AnswerRecord {
+    /// How reports name this answer's prompt: `name@hash12`, `shipped` for answers
+    /// stored before templates were recorded.
+    pub fn template_label(&self) -> String {
+        match (&self.template, &self.template_sha256) {
+            (Some(n), Some(h)) => format!("{n}@{}", &h[..12.min(h.len())]),
+            (Some(n), None) => n.clone(),
+            _ => crate::core::template::SHIPPED.to_string(),
+        }
+    }
 }
 
 /// A stored judgement.

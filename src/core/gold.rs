@@ -14,7 +14,7 @@
 //!   lists every reviewer, as they can read every raw label.)
 //! - Accuracy of a reviewer = correct / scored over the gold (item, criterion) units
 //!   they labelled (their label in the chosen version: by default the last given
-//!   before the item's reveal). Its 95% CI is the SPEC's percentile bootstrap over
+//!   before the item's reveal). Its 95% CI is a percentile bootstrap over
 //!   items: resample the reviewer's gold items with replacement (each with all its
 //!   criteria), B times with the report's seed, and take the 2.5th and 97.5th
 //!   percentiles of the pooled accuracy.

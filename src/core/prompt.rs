@@ -16,6 +16,8 @@ use std::ops::Range;
 
 use serde::Serialize;
 
+pub use super::context_policy::ChunkOrder;
+
 pub const DEFAULT_CONTEXT_BUDGET: usize = 10_000;
 pub const FREE_FORM: &str = include_str!("../../assets/prompts/free-form.txt");
 pub const MULTIPLE_CHOICE: &str = include_str!("../../assets/prompts/multiple-choice.txt");
@@ -161,7 +163,9 @@ pub struct Prompt {
     pub context_tokens: usize,
 }
 
-/// Where the first target chunk was offered to a prompt and where it ended up.
+/// Where the best-ranked target chunk was offered to a prompt and where it ended up.
+/// A rank of 0 is a target that a context policy placed without retrieval finding it
+/// (oracle, distractors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TargetRanks {
     /// Fused rank of the first target among the chunks offered (the top k), before
@@ -180,14 +184,16 @@ impl TargetRanks {
 }
 
 impl Prompt {
-    /// Where the first of the `relevant` chunks is among the offered chunks (kept and
-    /// dropped, which together are the offered list in rank order) and in the prompt.
+    /// The best rank of the `relevant` chunks among the offered chunks (kept and
+    /// dropped) and among those in the prompt (whatever their order there).
     pub fn target_ranks(&self, relevant: &[String]) -> TargetRanks {
         fn first<'a>(
-            mut list: impl Iterator<Item = &'a (String, usize)>,
+            list: impl Iterator<Item = &'a (String, usize)>,
             relevant: &[String],
         ) -> Option<usize> {
-            list.find(|(id, _)| relevant.contains(id)).map(|(_, r)| *r)
+            list.filter(|(id, _)| relevant.contains(id))
+                .map(|(_, r)| *r)
+                .min()
         }
         TargetRanks {
             offered: first(self.included.iter().chain(&self.dropped), relevant),
@@ -204,6 +210,10 @@ pub fn render_chunk(c: &ContextChunk) -> String {
 /// Fill `template` (`{context}`, `{question}`, and the placeholders of `extra`, e.g.
 /// `{options}`) under `budget` context tokens as counted by `count_tokens`. The
 /// context block and the question are untrusted.
+///
+/// The budget keeps the first of `chunks` and drops from the end; `order` then lays
+/// the kept chunks out. Reversed, every kept chunk is counted with its separator
+/// (the first one laid out has none), so the block never exceeds the budget.
 pub fn assemble(
     template: &str,
     question: &str,
@@ -211,27 +221,36 @@ pub fn assemble(
     chunks: &[ContextChunk],
     budget: usize,
     count_tokens: &dyn Fn(&str) -> usize,
+    order: ChunkOrder,
 ) -> Prompt {
-    let mut block = String::new();
-    let mut included = Vec::new();
+    let mut kept: Vec<&ContextChunk> = Vec::new();
     let mut dropped = Vec::new();
     let mut used = 0;
     for (i, c) in chunks.iter().enumerate() {
-        let piece = if block.is_empty() {
+        let piece = if kept.is_empty() && order == ChunkOrder::Ranked {
             render_chunk(c)
         } else {
             format!("{CHUNK_SEPARATOR}{}", render_chunk(c))
         };
         let cost = count_tokens(&piece);
-        if dropped.is_empty() && used + cost <= budget {
-            block.push_str(&piece);
+        if used + cost <= budget {
             used += cost;
-            included.push((c.id.clone(), c.rank));
+            kept.push(c);
         } else {
             dropped.extend(chunks[i..].iter().map(|c| (c.id.clone(), c.rank)));
             break;
         }
     }
+    let kept = order.apply(kept);
+    let block = kept
+        .iter()
+        .map(|c| render_chunk(c))
+        .collect::<Vec<_>>()
+        .join(CHUNK_SEPARATOR);
+    if order == ChunkOrder::Reversed {
+        used = count_tokens(&block);
+    }
+    let included: Vec<(String, usize)> = kept.iter().map(|c| (c.id.clone(), c.rank)).collect();
     let context = if block.is_empty() {
         Slot::Trusted("(no guidance retrieved)")
     } else {
@@ -285,6 +304,7 @@ mod tests {
             &[chunk("a", 1, 3), chunk("b", 2, 3)],
             100,
             &words,
+            ChunkOrder::Ranked,
         );
         assert_eq!(p.included, vec![("a".into(), 1), ("b".into(), 2)]);
         assert!(p.dropped.is_empty());
@@ -301,18 +321,35 @@ mod tests {
     fn drops_from_the_end_when_over_budget() {
         // costs: a = 5 + 10 = 15, b = 1 + 15 = 16, c = 16
         let chunks = [chunk("a", 1, 10), chunk("b", 2, 10), chunk("c", 3, 10)];
-        let p = assemble("{context}|{question}", "q", &[], &chunks, 31, &words);
+        let p = assemble("{context}|{question}", "q", &[], &chunks, 31, &words, ChunkOrder::Ranked);
         assert_eq!(p.included, vec![("a".into(), 1), ("b".into(), 2)]);
         assert_eq!(p.dropped, vec![("c".into(), 3)]);
         assert_eq!(p.context_tokens, 31);
         // A chunk that does not fit also drops everything after it, even smaller ones.
         let chunks = [chunk("a", 1, 10), chunk("big", 2, 50), chunk("c", 3, 1)];
-        let p = assemble("{context}", "q", &[], &chunks, 40, &words);
+        let p = assemble("{context}", "q", &[], &chunks, 40, &words, ChunkOrder::Ranked);
         assert_eq!(p.dropped, vec![("big".into(), 2), ("c".into(), 3)]);
-        let p = assemble("{context}", "q", &[], &chunks, 5, &words);
+        let p = assemble("{context}", "q", &[], &chunks, 5, &words, ChunkOrder::Ranked);
         assert!(p.included.is_empty());
         assert!(p.message.text.contains("no guidance retrieved"));
         assert!(p.message.untrusted.is_empty(), "the placeholder is ours");
+    }
+
+    /// Reversed: the budget still keeps the best-ranked chunks, and the block lays them
+    /// out best last, next to the question; each is counted with its separator.
+    #[test]
+    fn reversed_order_keeps_the_best_and_puts_it_last() {
+        // costs with separator: 1 + 5 + 10 = 16 each; budget 33 keeps two.
+        let chunks = [chunk("a", 1, 10), chunk("b", 2, 10), chunk("c", 3, 10)];
+        let p = assemble("{context}", "q", &[], &chunks, 33, &words, ChunkOrder::Reversed);
+        assert_eq!(p.included, vec![("b".into(), 2), ("a".into(), 1)]);
+        assert_eq!(p.dropped, vec![("c".into(), 3)]);
+        assert!(p.message.text.starts_with("[chunk b]"));
+        assert!(p.message.text.contains("\n---\n[chunk a] Doc > a"));
+        // the laid-out block: 15 + 16 = 31 words.
+        assert_eq!(p.context_tokens, 31);
+        let r = p.target_ranks(&["a".to_string(), "b".to_string()]);
+        assert_eq!(r.in_prompt, Some(1), "the best-ranked target, wherever it sits");
     }
 
     #[test]
@@ -374,6 +411,7 @@ mod tests {
             std::slice::from_ref(&c),
             100,
             &words,
+            ChunkOrder::Ranked,
         );
         let block = render_chunk(&c);
         assert_eq!(p.message.text.matches("{question}").count(), 1);
@@ -391,6 +429,7 @@ mod tests {
             std::slice::from_ref(&c),
             100,
             &words,
+            ChunkOrder::Ranked,
         );
         assert!(p.message.text.contains("A. {context}\nB. {question}"));
         assert_eq!(p.message.untrusted.len(), 3);
@@ -414,11 +453,11 @@ mod tests {
         // costs: a = 5 + 10 = 15, t = 1 + 15 = 16, c = 16
         let chunks = [chunk("a", 1, 10), chunk("t", 2, 10), chunk("c", 3, 10)];
         let relevant = vec!["t".to_string()];
-        let p = assemble("{context}", "q", &[], &chunks, 20, &words);
+        let p = assemble("{context}", "q", &[], &chunks, 20, &words, ChunkOrder::Ranked);
         let r = p.target_ranks(&relevant);
         assert_eq!((r.offered, r.in_prompt), (Some(2), None));
         assert!(r.dropped());
-        let p = assemble("{context}", "q", &[], &chunks, 31, &words);
+        let p = assemble("{context}", "q", &[], &chunks, 31, &words, ChunkOrder::Ranked);
         let r = p.target_ranks(&relevant);
         assert_eq!((r.offered, r.in_prompt), (Some(2), Some(2)));
         assert!(!r.dropped());

@@ -569,8 +569,16 @@ impl Jobs {
             self.tx.clone(),
             Arc::clone(&self.ctx),
         );
+        let template = match ctx.template(crate::core::template::TemplateKind::FreeForm, None) {
+            Ok(t) => t,
+            Err(e) => {
+                app.generate.on_done(job.ticket, Err(format!("{e:#}")));
+                return;
+            }
+        };
         let config = RunConfig {
             run: "tui".into(),
+            template,
             method: job.method,
             sparse: job.sparse,
             alpha: job.alpha,

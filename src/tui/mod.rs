@@ -144,8 +144,7 @@ pub async fn build_app_showing(
     errors.extend(load_errors);
     app.query.questions = questions;
     app.query.set_failures(failures);
-    app.query.method = ctx.method(None);
-    app.query.alpha = ctx.alpha(None).get();
+    app.query.set_ranking(ctx.method(None), ctx.alpha_set(None));
     app.query.k = ctx.k(None);
     app.message =
         (!errors.is_empty()).then(|| crate::core::text::sanitize_for_terminal(&errors.join("; ")));

@@ -33,6 +33,7 @@ mod ingest_sample;
 mod mcqa;
 mod object_store;
 mod pairwise;
+mod pipelines;
 mod rank_on_demand;
 mod ray_shards;
 mod record_schemas;

@@ -73,6 +73,11 @@ fn answers_keep_their_schema() {
         ("corpus_variant", Utf8, true),
         // Added with `generate --repeats`: the repeat (its seed is `seed`).
         ("repeat", UInt32, true),
+        // Added with pipelines: the prompt template and the context policy.
+        ("template", Utf8, true),
+        ("template_sha256", Utf8, true),
+        ("context_policy", Utf8, true),
+        ("chunk_order", Utf8, true),
     ]);
     assert_eq!(*schema_of::<AnswerRecord>(), want);
 }

@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Result, bail};
 
 use super::generation::{
-    Answerer, Prepared, RunConfig, answers, default_template, endpoint_judge_sampling,
-    endpoint_judgement, existing_answer_ids, judge_prompt_with, judge_prompted, judgements,
+    Answerer, Prepared, RunConfig, answers, endpoint_judge_sampling,
+    endpoint_judgement, judge_prompt_with, judge_prompted, judgements,
     prepare_prompt, record,
 };
 use crate::core::abstention::ABSTAIN_ANSWER;
@@ -87,6 +87,20 @@ impl AnswerBatch {
             local,
             repeats,
         } = req;
+        // A run is one pipeline: answers already stored under its name must have been
+        // made with the same template and context policy (checked before a model loads).
+        let stored: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
+        if let Some(why) = stored
+            .iter()
+            .filter(|a| a.run == config.run)
+            .find_map(|a| config.differs_from(a))
+        {
+            bail!(
+                "run `{}` was answered with {why}; give this pipeline its own `--run NAME`",
+                config.run
+            );
+        }
+        let done: HashSet<String> = stored.into_iter().map(|a| a.answer_id).collect();
         let backend = Backend::open(ctx, &generator, local, Role::Generator { reuse_prefix })?;
         let retriever = if config.no_retrieval {
             config.abstain_below = None;
@@ -102,7 +116,6 @@ impl AnswerBatch {
             r.ensure_fresh()?;
             Some(r)
         };
-        let done = existing_answer_ids(&ctx.workspace).await?;
         let configs = config.repeats(repeats);
         let items: Vec<Repeated> = (0..configs.len())
             .flat_map(|repeat| {
@@ -171,7 +184,6 @@ impl AnswerBatch {
                 generator,
                 model_sha256: sha.clone(),
                 config: &self.configs[it.repeat],
-                template: default_template(),
             };
             let q = &it.question;
             let prepared = answerer.prepare(q)?;
@@ -209,7 +221,6 @@ impl AnswerBatch {
             let prepared = prepare_prompt(
                 self.retriever.as_ref(),
                 config,
-                default_template(),
                 q,
                 &count,
                 pool.context_tokens(),

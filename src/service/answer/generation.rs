@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::abstention::{ABSTAIN_ANSWER, abstains};
 use crate::core::answer::{AnswerRecord, JudgementRecord};
-use crate::core::prompt::{
-    ChatMessage, DEFAULT_CONTEXT_BUDGET, FREE_FORM, PromptText, Slot, assemble, fill, no_retrieval,
-};
+use crate::core::context_policy::{ChunkOrder, ContextPolicy};
+use crate::core::prompt::{ChatMessage, DEFAULT_CONTEXT_BUDGET, PromptText, Slot, assemble, fill};
+use crate::core::template::{Template, TemplateKind};
 use crate::core::question::Question;
 use crate::core::retrieval::{Alpha, Method};
 use crate::core::rubric::{Judgement, Rubric};
@@ -51,9 +51,67 @@ pub struct RunConfig {
     /// [`RunConfig::repeats`]); None: a run without repeats.
     #[serde(default)]
     pub repeat: Option<u32>,
+    /// The prompt template: free-form, or no-retrieval when `no_retrieval` is set
+    /// ([`RunConfig::template`] falls back to the shipped one of the right kind).
+    #[serde(default)]
+    pub template: Template,
+    /// Which chunks the prompt holds (retrieved, oracle, distractors@p).
+    #[serde(default)]
+    pub context: ContextPolicy,
+    /// Their order in the prompt (as ranked, or reversed: the best next to the
+    /// question).
+    #[serde(default)]
+    pub order: ChunkOrder,
 }
 
 impl RunConfig {
+    /// The template this run fills: its own when it is of the run's kind (free-form,
+    /// or no-retrieval for `--no-retrieval`), else the shipped one of that kind.
+    pub fn template(&self) -> std::borrow::Cow<'_, Template> {
+        let kind = if self.no_retrieval {
+            TemplateKind::NoRetrieval
+        } else {
+            TemplateKind::FreeForm
+        };
+        if self.template.kind == kind {
+            std::borrow::Cow::Borrowed(&self.template)
+        } else {
+            std::borrow::Cow::Owned(Template::shipped(kind))
+        }
+    }
+
+    /// How a stored answer of this run's name was made differently (another template
+    /// or context policy), said for an error; None when it matches.
+    pub fn differs_from(&self, a: &AnswerRecord) -> Option<String> {
+        if self.no_retrieval != a.no_retrieval {
+            return Some(if a.no_retrieval {
+                "--no-retrieval".into()
+            } else {
+                "retrieval".into()
+            });
+        }
+        let t = self.template();
+        let stored_sha = a
+            .template_sha256
+            .clone()
+            .unwrap_or_else(|| Template::shipped(t.kind).sha256);
+        if stored_sha != t.sha256 {
+            return Some(format!(
+                "the template {} (this command uses {})",
+                a.template_label(),
+                t.label()
+            ));
+        }
+        let policy = a.context_policy.as_deref().unwrap_or("retrieved");
+        let order = a.chunk_order.as_deref().unwrap_or("ranked");
+        let (mine_policy, mine_order) = (self.context.to_string(), self.order.to_string());
+        (!self.no_retrieval && (policy != mine_policy || order != mine_order)).then(|| {
+            format!(
+                "context {policy}, order {order} (this command: {mine_policy}, {mine_order})"
+            )
+        })
+    }
+
     /// The ranking configuration of the retrieval step.
     pub fn ranking(&self) -> crate::core::retrieval::RunConfig {
         crate::core::retrieval::RunConfig::new(self.method, self.sparse, self.alpha)
@@ -98,6 +156,9 @@ impl Default for RunConfig {
             abstain_below: None,
             variant: crate::core::variant::Variant::Full,
             repeat: None,
+            template: Template::default(),
+            context: ContextPolicy::default(),
+            order: ChunkOrder::default(),
         }
     }
 }
@@ -116,7 +177,6 @@ pub struct Answerer<'a> {
     pub generator: &'a Generator,
     pub model_sha256: String,
     pub config: &'a RunConfig,
-    pub template: &'a str,
 }
 
 /// The assembled prompt of a question (retrieval included), before generation.
@@ -146,7 +206,6 @@ impl Answerer<'_> {
         prepare_prompt(
             self.retriever,
             self.config,
-            self.template,
             q,
             &count,
             generator.info.n_ctx_train as usize,
@@ -199,12 +258,12 @@ impl Answerer<'_> {
     }
 }
 
-/// Retrieve and assemble the prompt of `q` under the run's token budget, counted with
-/// `count` and capped by a model context of `context_tokens`.
+/// Retrieve and assemble the prompt of `q` with the run's template and context policy
+/// under its token budget, counted with `count` and capped by a model context of
+/// `context_tokens`.
 pub fn prepare_prompt(
     retriever: Option<&Retriever>,
     config: &RunConfig,
-    template: &str,
     q: &Question,
     count: &dyn Fn(&str) -> usize,
     context_tokens: usize,
@@ -213,9 +272,13 @@ pub fn prepare_prompt(
         anyhow::bail!("question `{}` is empty", q.id);
     }
     let started = Instant::now();
+    let template = config.template();
     if config.no_retrieval {
         return Ok(Prepared {
-            user_prompt: no_retrieval(&q.text),
+            user_prompt: fill(
+                &template.text,
+                &[("question", Slot::Untrusted(q.text.trim()))],
+            ),
             chunk_ids: vec![],
             chunk_ranks: vec![],
             dropped: vec![],
@@ -253,13 +316,14 @@ pub fn prepare_prompt(
         .iter()
         .position(|id| q.relevant.iter().any(|t| t == id))
         .map(|i| i as u32 + 1);
-    let top = r.context_chunks(&ranked, config.k);
+    let placed = config.context.choose(&ranked, &q.relevant, config.k);
+    let top = r.placed_chunks(&placed);
     let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
     // The budget never exceeds what the generator's context holds next to the
     // output and the template (SmolLM2: 8,192 tokens in all).
     let room = context_tokens.saturating_sub(config.sampling.max_tokens + 512);
     let budget = config.context_budget.min(room);
-    let prompt = assemble(template, &q.text, &[], &top, budget, count);
+    let prompt = assemble(&template.text, &q.text, &[], &top, budget, count, config.order);
     let ranks = prompt.target_ranks(&q.relevant);
     Ok(Prepared {
         chunk_ids: prompt.included.iter().map(|(id, _)| id.clone()).collect(),
@@ -336,6 +400,10 @@ pub fn record(
         served_model: model.served_model,
         corpus_variant: (!c.no_retrieval).then(|| c.variant.to_string()),
         repeat: c.repeat,
+        template: Some(c.template().name.clone()),
+        template_sha256: Some(c.template().sha256.clone()),
+        context_policy: (!c.no_retrieval).then(|| c.context.to_string()),
+        chunk_order: (!c.no_retrieval).then(|| c.order.to_string()),
     })
 }
 
@@ -505,11 +573,6 @@ pub fn endpoint_judgement(
         temperature: None,
     };
     Ok((rec, j))
-}
-
-/// The default free-form template.
-pub fn default_template() -> &'static str {
-    FREE_FORM
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{Result, bail};
 
-use super::generation::{Answerer, Prepared, RunConfig, default_template, prepare_prompt, record};
+use super::generation::{Answerer, Prepared, RunConfig, prepare_prompt, record};
 use crate::core::abstention::ABSTAIN_ANSWER;
 use crate::core::answer::{AnswerRecord, JudgementRecord};
 use crate::core::prompt::{ChatMessage, estimate_tokens};
@@ -95,7 +95,6 @@ pub fn answer_live(
         generator: &g,
         model_sha256: sha,
         config,
-        template: default_template(),
     };
     let prepared = answerer.prepare(question)?;
     let prompt = g
@@ -118,7 +117,6 @@ async fn prepare_blocking(
         prepare_prompt(
             Some(&*r),
             &c,
-            default_template(),
             &q,
             &estimate_tokens,
             context_tokens,

@@ -186,18 +186,14 @@ impl Context {
             .unwrap_or(crate::config::defaults::METHOD)
     }
 
-    /// The fusion weight: flag, then config `[retrieval] alpha`, then 0.7.
-    pub fn alpha(&self, flag: Option<Alpha>) -> Alpha {
-        flag.or(self.config.retrieval.alpha).unwrap_or_default()
-    }
-
     /// The fusion weight set by the flag or the config, if either sets one.
     pub fn alpha_set(&self, flag: Option<Alpha>) -> Option<Alpha> {
         flag.or(self.config.retrieval.alpha)
     }
 
     /// The fusion weight of `method`: flag, then config, then the method's default
-    /// (0.7 for hybrid, equal weights for linear fusion).
+    /// (0.7 for hybrid, equal weights for linear fusion). The one rule of every
+    /// command and pane, so an analyst sees the ranking that was evaluated.
     pub fn alpha_for(&self, method: Method, flag: Option<Alpha>) -> Alpha {
         self.alpha_set(flag)
             .unwrap_or_else(|| method.default_alpha())
@@ -205,6 +201,25 @@ impl Context {
 
     /// Chunks shown and given to the generator: flag, then config `[retrieval] k`,
     /// then 15.
+    /// The prompt template of `kind`: the flag's file, else `[prompts]`'s, else the
+    /// shipped text; a file's slots are checked here, before any model loads.
+    pub fn template(
+        &self,
+        kind: crate::core::template::TemplateKind,
+        flag: Option<&std::path::Path>,
+    ) -> Result<crate::core::template::Template> {
+        use crate::core::template::Template;
+        let Some(path) = flag.or_else(|| self.config.prompts.file(kind)) else {
+            return Ok(Template::shipped(kind));
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the {kind} prompt template {}", path.display()))?;
+        let name = path
+            .file_stem()
+            .map_or_else(|| "template".into(), |s| s.to_string_lossy().into_owned());
+        Template::new(kind, &name, &text).with_context(|| format!("in {}", path.display()))
+    }
+
     /// The rubric: the flag's file, else `[annotation] rubric`, else the embedded one.
     pub fn rubric(&self, flag: Option<&std::path::Path>) -> Result<crate::core::rubric::Rubric> {
         super::rubric::load_rubric(flag.or(self.config.annotation.rubric.as_deref()))

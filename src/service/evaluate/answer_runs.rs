@@ -49,6 +49,10 @@ pub struct CriterionComparison {
 pub struct AnswerRunsComparison {
     pub run_a: String,
     pub run_b: String,
+    /// Each run's prompt template, `name@sha256-prefix` (two runs that differ only in
+    /// their template are told apart by it).
+    pub template_a: String,
+    pub template_b: String,
     pub judge_models: Vec<String>,
     pub pairing: &'static str,
     pub criteria: Vec<CriterionComparison>,
@@ -261,6 +265,8 @@ pub async fn compare_answer_runs(
     Ok(AnswerRunsComparison {
         run_a: a.to_string(),
         run_b: b.to_string(),
+        template_a: ra[0].template_label(),
+        template_b: rb[0].template_label(),
         judge_models: judge_models.into_iter().collect(),
         pairing: PAIRING,
         criteria: compare_outcomes(&paired_outcomes(&ra, &rb, &by_answer)),

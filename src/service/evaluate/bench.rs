@@ -15,7 +15,7 @@ use crate::core::prompt::ChatMessage;
 use crate::core::sampling::Sampling;
 use crate::core::stats::timing_quantile as pct;
 use crate::infer::generate::{GenStats, Generator};
-use crate::service::answer::{Answerer, RunConfig, default_template};
+use crate::service::answer::{Answerer, RunConfig};
 use crate::service::base::{Context, ModelChoice, read_questions, read_texts};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
 use crate::store::vectors::VectorSet;
@@ -237,7 +237,6 @@ pub async fn bench_generate(ctx: &Context, args: &GenBench) -> Result<serde_json
         generator: &generator,
         model_sha256: String::new(),
         config: &config,
-        template: default_template(),
     };
     let prompt = answerer.prepare(q)?.user_prompt;
     let mut rows = Vec::new();

@@ -395,6 +395,7 @@ pub fn user_prompt(
         top,
         budget,
         count,
+        crate::core::prompt::ChunkOrder::Ranked,
     );
     let ids = p.included.iter().map(|(id, _)| id.clone()).collect();
     (p.message, ids)

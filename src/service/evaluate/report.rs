@@ -6,7 +6,7 @@
 //! into the top k but cut by the token budget was never shown to the model, so it
 //! counts as `dropped`, not by its fused rank.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use anyhow::{Result, bail};
 
@@ -15,7 +15,7 @@ use crate::service::answer::{AnswerRecord, JudgementRecord, answers, judgements}
 use crate::service::base::Context;
 
 /// How the report's rank buckets are defined (printed with every run).
-pub const RANK_BUCKETS: &str = "target rank in the prompt: the first target chunk's fused rank among the chunks kept under the token budget; dropped: retrieved into the top k but cut by the budget; not retrieved: not in the top k";
+pub const RANK_BUCKETS: &str = "target rank in the prompt: the best-ranked target chunk's fused rank among the chunks kept under the token budget; placed: put in the prompt by an oracle or distractor context without retrieval ranking it; dropped: retrieved into the top k but cut by the budget; not retrieved: not in the top k";
 
 /// Where the first target chunk of an answer was in its prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,9 +50,11 @@ pub fn prompt_place(a: &AnswerRecord) -> PromptPlace {
 }
 
 /// Target-rank buckets of the pass-rate report, by the rank in the prompt:
-/// 1, 2-4, 5-7, 8-15, >15, dropped, not retrieved.
+/// 1, 2-4, 5-7, 8-15, >15, dropped, not retrieved; `placed` is a target an oracle or
+/// distractor context put in the prompt without retrieval ranking it.
 pub fn rank_bucket(place: PromptPlace) -> &'static str {
     match place {
+        PromptPlace::Rank(0) => "placed",
         PromptPlace::Rank(1) => "1",
         PromptPlace::Rank(2..=4) => "2-4",
         PromptPlace::Rank(5..=7) => "5-7",
@@ -128,6 +130,7 @@ pub async fn answer_report(
     let mut judg = sight.judgements_seen(judgements(&ctx.workspace).read_all().await?);
     judg.retain(|j| !crate::core::calibration::is_calibrated(&j.judge_model));
     let by_answer = crate::core::answer::by_answer(&judg);
+    let cites = crate::service::answer::citation_records(ctx).await?;
     let mut runs: BTreeMap<&str, Vec<&AnswerRecord>> = BTreeMap::new();
     for a in &all {
         runs.entry(a.run.as_str()).or_default().push(a);
@@ -144,6 +147,9 @@ pub async fn answer_report(
             "answers": answers.len(),
             "model": answers[0].model_file,
             "no_retrieval": answers[0].no_retrieval,
+            "template": answers[0].template_label(),
+            "context_policy": answers[0].context_policy.as_deref().unwrap_or(if answers[0].no_retrieval { "none" } else { "retrieved" }),
+            "chunk_order": answers[0].chunk_order.as_deref().unwrap_or("ranked"),
             "mean_total_ms": mean(&|a| a.total_ms),
             "mean_ttft_ms": mean(&|a| a.ttft_ms),
             "mean_prompt_tokens": mean(&|a| f64::from(a.prompt_tokens)),
@@ -167,6 +173,14 @@ pub async fn answer_report(
         if let Some(r) = super::repeats::repeats_of(answers, &by_answer) {
             summary["repeats"] = serde_json::to_value(r)?;
         }
+        let ids: HashSet<&str> = answers.iter().map(|a| a.answer_id.as_str()).collect();
+        let mine: Vec<&crate::core::citation::CitationRecord> = cites
+            .iter()
+            .filter(|c| ids.contains(c.answer_id.as_str()))
+            .collect();
+        if !mine.is_empty() {
+            summary["citations"] = citation_summary(&mine);
+        }
         out.insert((*name).to_string(), summary);
     }
     if let Some(base) = baseline {
@@ -174,6 +188,39 @@ pub async fn answer_report(
         out.insert("frugality".into(), serde_json::to_value(f)?);
     }
     Ok(serde_json::Value::Object(out))
+}
+
+/// Citation recall and precision of a run's scored answers, per entailment judge:
+/// the mean over the answers where each is defined, and how many it is undefined for
+/// (recall: an empty answer; precision: an answer with no citation).
+fn citation_summary(records: &[&crate::core::citation::CitationRecord]) -> serde_json::Value {
+    let mut by_judge: BTreeMap<&str, Vec<&crate::core::citation::CitationRecord>> = BTreeMap::new();
+    for c in records {
+        by_judge.entry(c.judge_model.as_str()).or_default().push(c);
+    }
+    let mean = |xs: Vec<f64>| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
+    by_judge
+        .into_iter()
+        .map(|(judge, cs)| {
+            let recall: Vec<f64> = cs.iter().filter_map(|c| c.recall).collect();
+            let precision: Vec<f64> = cs.iter().filter_map(|c| c.precision).collect();
+            let outside: BTreeSet<&str> = cs
+                .iter()
+                .flat_map(|c| c.outside_prompt.iter().map(String::as_str))
+                .collect();
+            let value = serde_json::json!({
+                "scored": cs.len(),
+                "recall": mean(recall.clone()),
+                "recall_undefined": cs.len() - recall.len(),
+                "precision": mean(precision.clone()),
+                "precision_undefined": cs.len() - precision.len(),
+                "citations": cs.iter().map(|c| c.citations as usize).sum::<usize>(),
+                "outside_prompt": outside.into_iter().collect::<Vec<_>>(),
+            });
+            (judge.to_string(), value)
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 #[cfg(test)]

@@ -373,6 +373,27 @@ impl Retriever {
             .collect()
     }
 
+    /// The chunks a context policy chose, as prompt context: rank is the chunk's
+    /// rank in the ranking, 0 for a target placed without retrieval finding it; ids no
+    /// longer in the corpus are skipped.
+    pub fn placed_chunks(
+        &self,
+        placed: &[crate::core::context_policy::Placed],
+    ) -> Vec<crate::core::prompt::ContextChunk> {
+        placed
+            .iter()
+            .filter_map(|p| {
+                let c = self.chunk(&p.id)?;
+                Some(crate::core::prompt::ContextChunk {
+                    id: c.id.clone(),
+                    rank: p.rank.unwrap_or(0),
+                    path: c.path_label(),
+                    text: c.text.clone(),
+                })
+            })
+            .collect()
+    }
+
     pub fn has_dense(&self) -> bool {
         self.embedder.is_some() && !self.vectors.is_empty()
     }

@@ -100,6 +100,10 @@ pub struct QueryPane {
     /// The sparse list hybrid and linear fuse with dense.
     pub sparse: Sparse,
     pub alpha: f64,
+    /// The weight was chosen (a flag, the config, the alpha keys, an opened failure):
+    /// switching methods keeps it. Unchosen, each method ranks at its own default
+    /// ([`Method::default_alpha`]), as every command does.
+    pub alpha_chosen: bool,
     pub k: usize,
     /// How deep each retriever's list is before fusion, as an evaluation ranks
     /// (a failure opens at its evaluation's depth).
@@ -148,7 +152,8 @@ impl QueryPane {
             input: TextInput::default(),
             method: Method::Hybrid,
             sparse: Sparse::default(),
-            alpha: crate::core::retrieval::Alpha::DEFAULT.get(),
+            alpha: Method::Hybrid.default_alpha().get(),
+            alpha_chosen: false,
             k: 15,
             depth: crate::service::retrieval::DEFAULT_DEPTH,
             focus: Focus::Questions,
@@ -181,6 +186,14 @@ impl QueryPane {
         self.failures = failures;
         self.failure_pos = None;
         self.browser.refilter(&self.failures);
+    }
+
+    /// Rank with `method`, at `alpha` when a flag or the config set one, else at the
+    /// method's default.
+    pub fn set_ranking(&mut self, method: Method, alpha: Option<crate::core::retrieval::Alpha>) {
+        self.method = method;
+        self.alpha_chosen = alpha.is_some();
+        self.alpha = alpha.unwrap_or_else(|| method.default_alpha()).get();
     }
 
     /// The current ranking configuration.
@@ -452,6 +465,7 @@ impl QueryPane {
                 ));
             } else {
                 (self.method, self.sparse, self.alpha) = (cfg.method, cfg.sparse, cfg.alpha);
+                self.alpha_chosen = true;
             }
             self.depth = c.depth;
             if c.chunks != self.chunks.len() {
@@ -504,6 +518,9 @@ impl QueryPane {
             }
         }
         self.method = all[i];
+        if !self.alpha_chosen {
+            self.alpha = self.method.default_alpha().get();
+        }
         self.refuse();
     }
 
@@ -848,6 +865,7 @@ impl QueryPane {
     /// The dense weight moves in steps of 0.05 within [0, 1], kept on the grid.
     fn step_alpha(&mut self, step: f64) {
         self.alpha = ((self.alpha + step) * 100.0).round().clamp(0.0, 100.0) / 100.0;
+        self.alpha_chosen = true;
         self.refuse();
     }
 
@@ -995,5 +1013,44 @@ impl PaneView for QueryPane {
         } else {
             "overlay"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::core::retrieval::Alpha;
+
+    fn screen(pane: &QueryPane) -> String {
+        let mut term = Terminal::new(TestBackend::new(110, 20)).expect("terminal");
+        let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
+        let frame = term
+            .draw(|f| pane.draw(f, f.area(), &theme))
+            .expect("draw");
+        crate::tui::ui::buffer_text(frame.buffer)
+    }
+
+    /// With no flag and no config, each method ranks at its own default, as every
+    /// command does: cycling from hybrid (0.70) to linear shows 0.50. A weight the
+    /// user chose (the alpha keys) or the config set stays across methods.
+    #[test]
+    fn cycling_methods_follows_each_methods_default_until_alpha_is_chosen() {
+        let mut pane = QueryPane::new(Vec::new(), Vec::new(), ChunkInfo::default());
+        pane.set_ranking(Method::Hybrid, None);
+        assert!(screen(&pane).contains("method hybrid  sparse bm25  a = 0.70"));
+        pane.update(Action::CycleMethod);
+        assert!(screen(&pane).contains("method linear  sparse bm25  a = 0.50"), "{}", screen(&pane));
+        pane.update(Action::AlphaUp);
+        assert!(screen(&pane).contains("method linear  sparse bm25  a = 0.55"));
+        for _ in 0..Method::ALL.len() {
+            pane.update(Action::CycleMethod);
+        }
+        assert!(screen(&pane).contains("method linear  sparse bm25  a = 0.55"));
+        pane.set_ranking(Method::Hybrid, Some(Alpha::new(0.6).expect("alpha")));
+        pane.update(Action::CycleMethod);
+        assert!(screen(&pane).contains("method linear  sparse bm25  a = 0.60"));
     }
 }

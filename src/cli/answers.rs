@@ -74,7 +74,10 @@ pub async fn run(ctx: &Context, cmd: AnswersCmd) -> Result<()> {
                 s.imported,
                 s.already,
                 if s.without_contexts > 0 {
-                    format!("; {} without contexts (stored as answered without retrieval)", s.without_contexts)
+                    format!(
+                        "; {} without contexts (stored as answered without retrieval)",
+                        s.without_contexts
+                    )
                 } else {
                     String::new()
                 }

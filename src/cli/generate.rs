@@ -86,8 +86,10 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         TemplateKind::FreeForm
     };
     let template = ctx.template(kind, args.template.as_deref())?;
-    if matches!(args.context, ContextPolicy::Oracle | ContextPolicy::Distractors(_))
-        && let Some(q) = qs.iter().find(|q| q.relevant.is_empty())
+    if matches!(
+        args.context,
+        ContextPolicy::Oracle | ContextPolicy::Distractors(_)
+    ) && let Some(q) = qs.iter().find(|q| q.relevant.is_empty())
     {
         bail!(
             "--context {} needs every question's target chunks (`relevant`), and question `{}` has none",
@@ -102,7 +104,10 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         order: args.order,
         method: args.prompt.method.get(ctx),
         sparse: args.prompt.sparse,
-        alpha: args.prompt.ranking.alpha_for(ctx, args.prompt.method.get(ctx)),
+        alpha: args
+            .prompt
+            .ranking
+            .alpha_for(ctx, args.prompt.method.get(ctx)),
         k: ctx.k(args.k),
         context_budget: args.prompt.context_budget,
         no_retrieval: args.no_retrieval,

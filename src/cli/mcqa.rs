@@ -143,7 +143,10 @@ async fn answer(
         run: args.run.clone(),
         method: args.prompt.method.get(ctx),
         sparse: args.prompt.sparse,
-        alpha: args.prompt.ranking.alpha_for(ctx, args.prompt.method.get(ctx)),
+        alpha: args
+            .prompt
+            .ranking
+            .alpha_for(ctx, args.prompt.method.get(ctx)),
         context_budget: args.prompt.context_budget,
         limit: args.limit,
         model: args.generator.choice(),

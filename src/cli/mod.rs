@@ -27,8 +27,8 @@ macro_rules! tell {
 }
 
 mod agree;
-mod answers;
 pub mod annotate;
+mod answers;
 mod args;
 mod bench;
 mod calibrate;

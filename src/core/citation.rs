@@ -171,7 +171,8 @@ where
         let unknown: Vec<&String> = s.cited.iter().filter(|c| !in_prompt.contains(c)).collect();
         outside.extend(unknown.iter().map(|c| (*c).clone()));
         let cited: Vec<&str> = s.cited.iter().map(String::as_str).collect();
-        let supported = !cited.is_empty() && unknown.is_empty() && entails.entails(&cited, &s.text)?;
+        let supported =
+            !cited.is_empty() && unknown.is_empty() && entails.entails(&cited, &s.text)?;
         let mut not_needed = Vec::new();
         if supported && cited.len() > 1 {
             for (i, c) in cited.iter().enumerate() {
@@ -234,7 +235,12 @@ mod tests {
         );
         let got: Vec<(&str, Vec<&str>)> = p
             .iter()
-            .map(|s| (s.text.as_str(), s.cited.iter().map(String::as_str).collect()))
+            .map(|s| {
+                (
+                    s.text.as_str(),
+                    s.cited.iter().map(String::as_str).collect(),
+                )
+            })
             .collect();
         assert_eq!(
             got,
@@ -293,8 +299,12 @@ mod tests {
             ],
             0,
         );
-        let s = score("A. [a] B. [a, b] C. D. [chunk z]", &ids(&["a", "b"]), &mut judge)
-            .expect("infallible");
+        let s = score(
+            "A. [a] B. [a, b] C. D. [chunk z]",
+            &ids(&["a", "b"]),
+            &mut judge,
+        )
+        .expect("infallible");
         assert_eq!(s.recall, Some(0.5));
         assert_eq!(s.precision, Some(0.5));
         assert_eq!(s.citations, 4);
@@ -314,10 +324,7 @@ mod tests {
     #[test]
     fn over_citation_and_no_citation() {
         let mut judge = Table(
-            vec![
-                ("X.", vec![vec!["a"], vec!["b"]]),
-                ("Y.", vec![vec!["a"]]),
-            ],
+            vec![("X.", vec![vec!["a"], vec!["b"]]), ("Y.", vec![vec!["a"]])],
             0,
         );
         let s = score("X. [a][b] Y. [a, b, c]", &ids(&["a", "b", "c"]), &mut judge)

@@ -116,29 +116,26 @@ pub struct Placed {
 impl ContextPolicy {
     /// The chunks of the prompt in the policy's order (before the budget and the chunk
     /// order): from `ranked` (best first), the question's `targets` and k.
-    pub fn choose(self, ranked: &[String], targets: &[String], k: usize) -> Vec<Placed> {
-        let rank_of = |id: &str| ranked.iter().position(|r| r == id).map(|i| i + 1);
-        let place = |id: &String| Placed {
-            id: id.clone(),
-            rank: rank_of(id),
+    pub fn choose<S: AsRef<str>>(self, ranked: &[S], targets: &[String], k: usize) -> Vec<Placed> {
+        let place = |id: &str| Placed {
+            id: id.to_string(),
+            rank: ranked.iter().position(|r| r.as_ref() == id).map(|i| i + 1),
         };
-        let mut seen = Vec::new();
-        let unique_targets: Vec<&String> = targets
-            .iter()
-            .filter(|t| {
-                let new = !seen.contains(t);
-                seen.push(*t);
-                new
-            })
-            .collect();
+        let mut unique_targets: Vec<&str> = Vec::new();
+        for t in targets {
+            if !unique_targets.contains(&t.as_str()) {
+                unique_targets.push(t);
+            }
+        }
         match self {
-            Self::Retrieved => ranked.iter().take(k).map(place).collect(),
+            Self::Retrieved => ranked.iter().take(k).map(|r| place(r.as_ref())).collect(),
             Self::Oracle => unique_targets.into_iter().map(place).collect(),
             Self::Distractors(p) => {
                 let n_distractors = k.saturating_sub(unique_targets.len());
                 let mut out: Vec<Placed> = ranked
                     .iter()
-                    .filter(|id| !targets.contains(id))
+                    .map(AsRef::as_ref)
+                    .filter(|id| !unique_targets.contains(id))
                     .take(n_distractors)
                     .map(place)
                     .collect();
@@ -186,11 +183,7 @@ mod tests {
         // One target ranked 2nd, one never retrieved; a repeated target once.
         let p = ContextPolicy::Oracle.choose(&ranked, &ids(&["t1", "t2", "t1"]), 15);
         assert_eq!(chosen(&p), vec![("t1", None), ("t2", Some(2))]);
-        assert!(
-            ContextPolicy::Oracle
-                .choose(&ranked, &[], 15)
-                .is_empty()
-        );
+        assert!(ContextPolicy::Oracle.choose(&ranked, &[], 15).is_empty());
     }
 
     #[test]
@@ -201,13 +194,24 @@ mod tests {
             let got = ContextPolicy::Distractors(p).choose(&ranked, &targets, 4);
             assert_eq!(got.len(), 4, "k chunks in all");
             assert_eq!(got[p - 1].id, "t", "target at position {p}");
-            let others: Vec<_> = got.iter().filter(|c| c.id != "t").map(|c| c.id.as_str()).collect();
-            assert_eq!(others, vec!["a", "b", "c"], "the best non-targets, in rank order");
+            let others: Vec<_> = got
+                .iter()
+                .filter(|c| c.id != "t")
+                .map(|c| c.id.as_str())
+                .collect();
+            assert_eq!(
+                others,
+                vec!["a", "b", "c"],
+                "the best non-targets, in rank order"
+            );
         }
         // A position past the end puts the target last; a target the ranking missed has
         // no rank.
         let got = ContextPolicy::Distractors(9).choose(&ranked, &ids(&["z"]), 3);
-        assert_eq!(chosen(&got), vec![("a", Some(1)), ("t", Some(2)), ("z", None)]);
+        assert_eq!(
+            chosen(&got),
+            vec![("a", Some(1)), ("t", Some(2)), ("z", None)]
+        );
     }
 
     #[test]

@@ -142,7 +142,10 @@ mod tests {
         assert_eq!(r.answer_id, "agent/q1/external");
         assert_eq!((r.target_rank, r.target_prompt_rank), (Some(2), Some(2)));
         assert_eq!(r.chunk_ranks, vec![1, 2, 3]);
-        assert_eq!((r.total_ms, r.output_tokens, r.prompt_tokens), (850.5, 3, 0));
+        assert_eq!(
+            (r.total_ms, r.output_tokens, r.prompt_tokens),
+            (850.5, 3, 0)
+        );
         assert_eq!(r.model_file, "external:my-agent");
         assert_eq!(r.reference_answer.as_deref(), Some("Two."));
         assert!(!r.no_retrieval);
@@ -150,15 +153,19 @@ mod tests {
 
     #[test]
     fn strict_fields_and_clear_problems() {
-        let e = serde_json::from_str::<ExternalAnswer>(r#"{"question_id": "q", "answer": "a", "context": []}"#)
-            .expect_err("unknown field");
+        let e = serde_json::from_str::<ExternalAnswer>(
+            r#"{"question_id": "q", "answer": "a", "context": []}"#,
+        )
+        .expect_err("unknown field");
         assert!(e.to_string().contains("unknown field `context`"), "{e}");
         assert!(serde_json::from_str::<ExternalAnswer>(r#"{"answer": "a"}"#).is_err());
         let e: ExternalAnswer =
-            serde_json::from_str(r#"{"question_id": "q", "answer": " ", "latency_ms": -1}"#).expect("parses");
+            serde_json::from_str(r#"{"question_id": "q", "answer": " ", "latency_ms": -1}"#)
+                .expect("parses");
         assert_eq!(e.problem().as_deref(), Some("`answer` is empty"));
         let e: ExternalAnswer =
-            serde_json::from_str(r#"{"question_id": "q", "answer": "x", "latency_ms": -1}"#).expect("parses");
+            serde_json::from_str(r#"{"question_id": "q", "answer": "x", "latency_ms": -1}"#)
+                .expect("parses");
         assert!(e.problem().expect("bad").contains("latency_ms"));
     }
 }

@@ -321,15 +321,39 @@ mod tests {
     fn drops_from_the_end_when_over_budget() {
         // costs: a = 5 + 10 = 15, b = 1 + 15 = 16, c = 16
         let chunks = [chunk("a", 1, 10), chunk("b", 2, 10), chunk("c", 3, 10)];
-        let p = assemble("{context}|{question}", "q", &[], &chunks, 31, &words, ChunkOrder::Ranked);
+        let p = assemble(
+            "{context}|{question}",
+            "q",
+            &[],
+            &chunks,
+            31,
+            &words,
+            ChunkOrder::Ranked,
+        );
         assert_eq!(p.included, vec![("a".into(), 1), ("b".into(), 2)]);
         assert_eq!(p.dropped, vec![("c".into(), 3)]);
         assert_eq!(p.context_tokens, 31);
         // A chunk that does not fit also drops everything after it, even smaller ones.
         let chunks = [chunk("a", 1, 10), chunk("big", 2, 50), chunk("c", 3, 1)];
-        let p = assemble("{context}", "q", &[], &chunks, 40, &words, ChunkOrder::Ranked);
+        let p = assemble(
+            "{context}",
+            "q",
+            &[],
+            &chunks,
+            40,
+            &words,
+            ChunkOrder::Ranked,
+        );
         assert_eq!(p.dropped, vec![("big".into(), 2), ("c".into(), 3)]);
-        let p = assemble("{context}", "q", &[], &chunks, 5, &words, ChunkOrder::Ranked);
+        let p = assemble(
+            "{context}",
+            "q",
+            &[],
+            &chunks,
+            5,
+            &words,
+            ChunkOrder::Ranked,
+        );
         assert!(p.included.is_empty());
         assert!(p.message.text.contains("no guidance retrieved"));
         assert!(p.message.untrusted.is_empty(), "the placeholder is ours");
@@ -341,7 +365,15 @@ mod tests {
     fn reversed_order_keeps_the_best_and_puts_it_last() {
         // costs with separator: 1 + 5 + 10 = 16 each; budget 33 keeps two.
         let chunks = [chunk("a", 1, 10), chunk("b", 2, 10), chunk("c", 3, 10)];
-        let p = assemble("{context}", "q", &[], &chunks, 33, &words, ChunkOrder::Reversed);
+        let p = assemble(
+            "{context}",
+            "q",
+            &[],
+            &chunks,
+            33,
+            &words,
+            ChunkOrder::Reversed,
+        );
         assert_eq!(p.included, vec![("b".into(), 2), ("a".into(), 1)]);
         assert_eq!(p.dropped, vec![("c".into(), 3)]);
         assert!(p.message.text.starts_with("[chunk b]"));
@@ -349,7 +381,11 @@ mod tests {
         // the laid-out block: 15 + 16 = 31 words.
         assert_eq!(p.context_tokens, 31);
         let r = p.target_ranks(&["a".to_string(), "b".to_string()]);
-        assert_eq!(r.in_prompt, Some(1), "the best-ranked target, wherever it sits");
+        assert_eq!(
+            r.in_prompt,
+            Some(1),
+            "the best-ranked target, wherever it sits"
+        );
     }
 
     #[test]
@@ -453,11 +489,27 @@ mod tests {
         // costs: a = 5 + 10 = 15, t = 1 + 15 = 16, c = 16
         let chunks = [chunk("a", 1, 10), chunk("t", 2, 10), chunk("c", 3, 10)];
         let relevant = vec!["t".to_string()];
-        let p = assemble("{context}", "q", &[], &chunks, 20, &words, ChunkOrder::Ranked);
+        let p = assemble(
+            "{context}",
+            "q",
+            &[],
+            &chunks,
+            20,
+            &words,
+            ChunkOrder::Ranked,
+        );
         let r = p.target_ranks(&relevant);
         assert_eq!((r.offered, r.in_prompt), (Some(2), None));
         assert!(r.dropped());
-        let p = assemble("{context}", "q", &[], &chunks, 31, &words, ChunkOrder::Ranked);
+        let p = assemble(
+            "{context}",
+            "q",
+            &[],
+            &chunks,
+            31,
+            &words,
+            ChunkOrder::Ranked,
+        );
         let r = p.target_ranks(&relevant);
         assert_eq!((r.offered, r.in_prompt), (Some(2), Some(2)));
         assert!(!r.dropped());

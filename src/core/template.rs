@@ -168,7 +168,9 @@ pub enum TemplateError {
         unknown: String,
         allowed: String,
     },
-    #[error("template `{name}` ({kind}) lacks the slot(s) {missing}, which a {kind} template must hold")]
+    #[error(
+        "template `{name}` ({kind}) lacks the slot(s) {missing}, which a {kind} template must hold"
+    )]
     MissingSlots {
         name: String,
         kind: TemplateKind,
@@ -319,8 +321,12 @@ mod tests {
 
     #[test]
     fn an_unknown_or_missing_slot_is_one_clear_error() {
-        let e = Template::new(TemplateKind::FreeForm, "mine", "{context}\n{question}\n{quetsion}")
-            .expect_err("typo");
+        let e = Template::new(
+            TemplateKind::FreeForm,
+            "mine",
+            "{context}\n{question}\n{quetsion}",
+        )
+        .expect_err("typo");
         assert_eq!(
             e.to_string(),
             "template `mine` (free-form) has unknown slot(s) {quetsion}; a free-form template \
@@ -333,7 +339,12 @@ mod tests {
              template must hold"
         );
         // The judge may leave out the reference, the chunk and the examples.
-        Template::new(TemplateKind::Judge, "short", "{criteria} {question} {answer}").expect("ok");
+        Template::new(
+            TemplateKind::Judge,
+            "short",
+            "{criteria} {question} {answer}",
+        )
+        .expect("ok");
     }
 
     #[test]

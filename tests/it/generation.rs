@@ -224,6 +224,10 @@ fn judge_grammar_always_parses_across_seeds() {
         served_model: None,
         corpus_variant: None,
         repeat: None,
+        template: None,
+        template_sha256: None,
+        context_policy: None,
+        chunk_order: None,
     };
     for seed in 0..4 {
         let (rec, j) = judge(
@@ -357,7 +361,15 @@ fn untrusted_text_never_becomes_control_tokens() {
             path: "Rabies > Prevention".into(),
             text: text.into(),
         };
-        let p = assemble(FREE_FORM, question, &[], &[chunk], 10_000, &|s| s.len());
+        let p = assemble(
+            FREE_FORM,
+            question,
+            &[],
+            &[chunk],
+            10_000,
+            &|s| s.len(),
+            raglab::core::prompt::ChunkOrder::Ranked,
+        );
         vec![ChatMessage::user(p.message)]
     };
     let clean_tokens = g.prompt_tokens(message(clean)).expect("clean tokens");

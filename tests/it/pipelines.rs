@@ -10,7 +10,9 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::common::{self, Env, FIVE_DOCS, answer_runs::QUESTIONS, sample_questions, sample_subset};
+use crate::common::{
+    self, Env, FIVE_DOCS, answer_runs::QUESTIONS, sample_questions, sample_subset,
+};
 
 /// The sample questions of [`QUESTIONS`] written to `dir/questions.jsonl`.
 fn questions_file(env: &Env) -> (std::path::PathBuf, Vec<Value>) {
@@ -80,7 +82,13 @@ fn a_template_with_an_unknown_slot_is_refused_before_any_model_loads() {
     std::fs::write(&bad, "Context: {context}\n").expect("write");
     let err = fails(
         &env,
-        &["generate", "--questions", qs.to_str().expect("utf8"), "--prompt", bad.to_str().expect("utf8")],
+        &[
+            "generate",
+            "--questions",
+            qs.to_str().expect("utf8"),
+            "--prompt",
+            bad.to_str().expect("utf8"),
+        ],
     );
     assert!(err.contains("lacks the slot(s) {question}"), "{err}");
 }
@@ -99,9 +107,28 @@ async fn templates_and_context_policies_are_recorded() {
     let qs = qs.to_str().expect("utf8");
     let citing = common::repo().join("assets/prompts/free-form-citing.txt");
     let citing_text = std::fs::read_to_string(&citing).expect("citing template");
-    let base = ["generate", "--questions", qs, "--max-tokens", "4", "--limit", "2", "--k", "3"];
+    let base = [
+        "generate",
+        "--questions",
+        qs,
+        "--max-tokens",
+        "4",
+        "--limit",
+        "2",
+        "--k",
+        "3",
+    ];
     env.ok(&[&base[..], &["--run", "shipped"]].concat());
-    env.ok(&[&base[..], &["--run", "citing", "--prompt", citing.to_str().expect("utf8")]].concat());
+    env.ok(&[
+        &base[..],
+        &[
+            "--run",
+            "citing",
+            "--prompt",
+            citing.to_str().expect("utf8"),
+        ],
+    ]
+    .concat());
     env.ok(&[&base[..], &["--run", "oracle", "--context", "oracle"]].concat());
     env.ok(&[&base[..], &["--run", "dist", "--context", "distractors@2"]].concat());
     env.ok(&[&base[..], &["--run", "rev", "--order", "reversed"]].concat());
@@ -124,15 +151,29 @@ async fn templates_and_context_policies_are_recorded() {
     for a in &cited {
         assert_eq!(a["template"], "free-form-citing");
         assert_eq!(a["template_sha256"], sha(&citing_text));
-        assert!(a["prompt"].as_str().expect("prompt").contains("cite the chunk"));
+        assert!(
+            a["prompt"]
+                .as_str()
+                .expect("prompt")
+                .contains("cite the chunk")
+        );
     }
     let targets: HashMap<String, Vec<String>> = questions
         .iter()
-        .map(|q| (q["id"].as_str().expect("id").to_string(), strings(&q["relevant"])))
+        .map(|q| {
+            (
+                q["id"].as_str().expect("id").to_string(),
+                strings(&q["relevant"]),
+            )
+        })
         .collect();
     for a in of_run(&all, "oracle") {
         let want = &targets[a["question_id"].as_str().expect("qid")];
-        assert_eq!(&strings(&a["chunk_ids"]), want, "oracle: exactly the targets");
+        assert_eq!(
+            &strings(&a["chunk_ids"]),
+            want,
+            "oracle: exactly the targets"
+        );
         assert_eq!(a["context_policy"], "oracle");
     }
     for a in of_run(&all, "dist") {
@@ -153,18 +194,49 @@ async fn templates_and_context_policies_are_recorded() {
         assert_eq!(ranks, vec![3, 2, 1], "best chunk last");
         assert_eq!(a["chunk_order"], "reversed");
     }
-    let cmp = env.json(&["report", "answers", "--compare", "shipped", "citing", "--json"]);
-    assert_eq!(cmp["template_a"], format!("shipped@{}", &sha(&shipped)[..12]));
-    assert_eq!(cmp["template_b"], format!("free-form-citing@{}", &sha(&citing_text)[..12]));
-    let err = fails(&env, &[&base[..], &["--run", "shipped", "--prompt", citing.to_str().expect("utf8")]].concat());
-    assert!(err.contains("run `shipped` was answered with the template shipped@"), "{err}");
+    let cmp = env.json(&[
+        "report",
+        "answers",
+        "--compare",
+        "shipped",
+        "citing",
+        "--json",
+    ]);
+    assert_eq!(
+        cmp["template_a"],
+        format!("shipped@{}", &sha(&shipped)[..12])
+    );
+    assert_eq!(
+        cmp["template_b"],
+        format!("free-form-citing@{}", &sha(&citing_text)[..12])
+    );
+    let err = fails(
+        &env,
+        &[
+            &base[..],
+            &[
+                "--run",
+                "shipped",
+                "--prompt",
+                citing.to_str().expect("utf8"),
+            ],
+        ]
+        .concat(),
+    );
+    assert!(
+        err.contains("run `shipped` was answered with the template shipped@"),
+        "{err}"
+    );
 }
 
 /// The constructed external answers: per question, the answer text and its contexts.
 /// Sentence by sentence, the citations cover every case ALCE distinguishes: a cited
 /// target, a sentence with no citation, an over-citation (two chunks), and a chunk
 /// that was not in the prompt.
-fn external_lines(questions: &[Value], chunk_ids: &[String]) -> (String, Vec<(String, Vec<String>)>) {
+fn external_lines(
+    questions: &[Value],
+    chunk_ids: &[String],
+) -> (String, Vec<(String, Vec<String>)>) {
     let mut text = String::new();
     let mut contexts = Vec::new();
     for (i, q) in questions.iter().enumerate() {
@@ -227,11 +299,35 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
     // One unknown field on the last line: nothing is imported.
     let broken = format!("{lines}{{\"question_id\": \"x\", \"answer\": \"a\", \"context\": []}}\n");
     std::fs::write(&file, broken).expect("write");
-    let err = fails(&env, &["answers", "import", file.to_str().expect("utf8"), "--run", "agent", "--questions", qs]);
-    assert!(err.contains("unknown field `context`") && err.contains("nothing imported"), "{err}");
+    let err = fails(
+        &env,
+        &[
+            "answers",
+            "import",
+            file.to_str().expect("utf8"),
+            "--run",
+            "agent",
+            "--questions",
+            qs,
+        ],
+    );
+    assert!(
+        err.contains("unknown field `context`") && err.contains("nothing imported"),
+        "{err}"
+    );
     assert!(stored_answers(&env).await.is_empty());
     std::fs::write(&file, &lines).expect("write");
-    let import = ["answers", "import", file.to_str().expect("utf8"), "--run", "agent", "--questions", qs, "--system", "my-agent"];
+    let import = [
+        "answers",
+        "import",
+        file.to_str().expect("utf8"),
+        "--run",
+        "agent",
+        "--questions",
+        qs,
+        "--system",
+        "my-agent",
+    ];
     let out = env.ok(&import);
     assert!(String::from_utf8_lossy(&out.stdout).contains("2 answer(s) imported, 0 already there"));
     let out = env.ok(&import);
@@ -240,7 +336,11 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
     let agent = of_run(&all, "agent");
     assert_eq!(agent.len(), 2);
     for a in &agent {
-        let want = &contexts.iter().find(|(q, _)| a["question_id"] == q.as_str()).expect("q").1;
+        let want = &contexts
+            .iter()
+            .find(|(q, _)| a["question_id"] == q.as_str())
+            .expect("q")
+            .1;
         assert_eq!(&strings(&a["chunk_ids"]), want);
         assert_eq!(a["model_file"], "external:my-agent");
         assert_eq!(a["target_prompt_rank"], 1);
@@ -260,18 +360,51 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
         .collect();
     let bare_file = env.dir.path().join("agent-bare.jsonl");
     std::fs::write(&bare_file, bare).expect("write");
-    env.ok(&["answers", "import", bare_file.to_str().expect("utf8"), "--run", "agent-bare", "--questions", qs, "--system", "my-agent"]);
+    env.ok(&[
+        "answers",
+        "import",
+        bare_file.to_str().expect("utf8"),
+        "--run",
+        "agent-bare",
+        "--questions",
+        qs,
+        "--system",
+        "my-agent",
+    ]);
     // A raglab run over the same questions; all judged; compared.
-    env.ok(&["generate", "--questions", qs, "--run", "rag", "--k", "3", "--max-tokens", "16", "--limit", "2"]);
+    env.ok(&[
+        "generate",
+        "--questions",
+        qs,
+        "--run",
+        "rag",
+        "--k",
+        "3",
+        "--max-tokens",
+        "16",
+        "--limit",
+        "2",
+    ]);
     env.ok(&["judge"]);
     // Frugality of the external run against its own no-context baseline: the latency
     // difference by hand, (1500 + 1600) / 2 - (500 + 600) / 2 ms = 1 s.
     let fr = env.json(&["report", "answers", "--baseline", "agent-bare", "--json"]);
-    let confs = fr["frugality"]["configurations"].as_array().expect("configurations");
-    let agent_conf = confs.iter().find(|c| c["run"] == "agent").expect("agent compared");
-    assert!((agent_conf["d_latency_s"].as_f64().expect("dC") - 1.0).abs() < 1e-9, "{agent_conf}");
+    let confs = fr["frugality"]["configurations"]
+        .as_array()
+        .expect("configurations");
+    let agent_conf = confs
+        .iter()
+        .find(|c| c["run"] == "agent")
+        .expect("agent compared");
+    assert!(
+        (agent_conf["d_latency_s"].as_f64().expect("dC") - 1.0).abs() < 1e-9,
+        "{agent_conf}"
+    );
     assert_eq!(agent_conf["n_questions"], 2);
-    assert!(confs.iter().all(|c| c["run"] != "rag"), "another model is not paired");
+    assert!(
+        confs.iter().all(|c| c["run"] != "rag"),
+        "another model is not paired"
+    );
     let cmp = env.json(&["report", "answers", "--compare", "agent", "rag", "--json"]);
     assert_eq!(cmp["template_a"], "external:my-agent");
     let criteria = cmp["criteria"].as_array().expect("criteria");
@@ -298,9 +431,17 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
             serde_json::from_str(r["verdicts"].as_str().expect("verdicts")).expect("json");
         // The parse, by hand: four sentences, their citations as written.
         let cited: Vec<Vec<String>> = verdicts.iter().map(|v| strings(&v["cited"])).collect();
-        let qid = r["answer_id"].as_str().expect("id").split('/').nth(1).expect("qid");
+        let qid = r["answer_id"]
+            .as_str()
+            .expect("id")
+            .split('/')
+            .nth(1)
+            .expect("qid");
         let ctxs = &contexts.iter().find(|(q, _)| q == qid).expect("q").1;
-        let n = questions.iter().position(|q| q["id"] == qid).expect("known");
+        let n = questions
+            .iter()
+            .position(|q| q["id"] == qid)
+            .expect("known");
         assert_eq!(
             cited,
             vec![
@@ -314,9 +455,15 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
         // ALCE's rules on the stored verdicts: no citation and a made-up citation are
         // unsupported, with every such citation not needed; a supported single
         // citation is needed; an unsupported one is not.
-        let supported: Vec<bool> = verdicts.iter().map(|v| v["supported"].as_bool().expect("bool")).collect();
+        let supported: Vec<bool> = verdicts
+            .iter()
+            .map(|v| v["supported"].as_bool().expect("bool"))
+            .collect();
         assert!(!supported[1] && !supported[3]);
-        assert_eq!(strings(&verdicts[3]["not_needed"]), vec![format!("made-up-{n}")]);
+        assert_eq!(
+            strings(&verdicts[3]["not_needed"]),
+            vec![format!("made-up-{n}")]
+        );
         if supported[0] {
             assert!(strings(&verdicts[0]["not_needed"]).is_empty());
         } else {
@@ -326,7 +473,10 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
         if !supported[2] {
             assert_eq!(&nn2, ctxs);
         } else {
-            assert!(nn2.len() < 2, "a supported sentence needs one of its chunks");
+            assert!(
+                nn2.len() < 2,
+                "a supported sentence needs one of its chunks"
+            );
         }
         let needed: usize = verdicts
             .iter()
@@ -342,7 +492,9 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
         precisions.push(precision);
     }
     let report = env.json(&["report", "answers", "--run", "agent", "--json"]);
-    let by_judge = report["agent"]["citations"].as_object().expect("citations in the report");
+    let by_judge = report["agent"]["citations"]
+        .as_object()
+        .expect("citations in the report");
     let (judge, c) = by_judge.iter().next().expect("one judge");
     assert!(judge.contains("SmolLM2"), "{judge}");
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;

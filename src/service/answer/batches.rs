@@ -8,9 +8,8 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Result, bail};
 
 use super::generation::{
-    Answerer, Prepared, RunConfig, answers, endpoint_judge_sampling,
-    endpoint_judgement, judge_prompt_with, judge_prompted, judgements,
-    prepare_prompt, record,
+    Answerer, Prepared, RunConfig, answers, endpoint_judge_sampling, endpoint_judgement,
+    judge_prompt_with, judge_prompted, judgements, prepare_prompt, record,
 };
 use crate::core::abstention::ABSTAIN_ANSWER;
 use crate::core::answer::{AnswerRecord, JudgementRecord};

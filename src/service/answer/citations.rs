@@ -159,7 +159,10 @@ pub async fn cite_run(
     let (todo, already): (Vec<_>, Vec<_>) = run_answers
         .into_iter()
         .partition(|a| !done.contains(&a.answer_id));
-    let todo: Vec<AnswerRecord> = todo.into_iter().take(req.limit.unwrap_or(usize::MAX)).collect();
+    let todo: Vec<AnswerRecord> = todo
+        .into_iter()
+        .take(req.limit.unwrap_or(usize::MAX))
+        .collect();
     let chunks: HashMap<String, crate::core::prompt::ContextChunk> =
         crate::service::corpus::chunks_or_empty(ctx)
             .await?
@@ -204,7 +207,9 @@ pub async fn cite_run(
             verdicts: s.verdicts_json(),
             created_at: now_rfc3339(),
         };
-        citations(&ctx.workspace).append(std::slice::from_ref(&rec)).await?;
+        citations(&ctx.workspace)
+            .append(std::slice::from_ref(&rec))
+            .await?;
         summary.scored += 1;
         progress(i + 1, todo.len());
     }
@@ -215,10 +220,17 @@ pub async fn cite_run(
 /// The stored citation records, latest per (answer, judge) kept.
 pub async fn citation_records(ctx: &Context) -> Result<Vec<CitationRecord>> {
     let mut latest: HashMap<(String, String), CitationRecord> = HashMap::new();
-    for c in citations(&ctx.workspace).read_all::<CitationRecord>().await? {
+    for c in citations(&ctx.workspace)
+        .read_all::<CitationRecord>()
+        .await?
+    {
         latest.insert((c.answer_id.clone(), c.judge_model.clone()), c);
     }
     let mut out: Vec<CitationRecord> = latest.into_values().collect();
-    out.sort_by(|a, b| a.answer_id.cmp(&b.answer_id).then(a.judge_model.cmp(&b.judge_model)));
+    out.sort_by(|a, b| {
+        a.answer_id
+            .cmp(&b.answer_id)
+            .then(a.judge_model.cmp(&b.judge_model))
+    });
     Ok(out)
 }

@@ -17,10 +17,10 @@ use crate::core::abstention::{ABSTAIN_ANSWER, abstains};
 use crate::core::answer::{AnswerRecord, JudgementRecord};
 use crate::core::context_policy::{ChunkOrder, ContextPolicy};
 use crate::core::prompt::{ChatMessage, DEFAULT_CONTEXT_BUDGET, PromptText, Slot, assemble, fill};
-use crate::core::template::{Template, TemplateKind};
 use crate::core::question::Question;
 use crate::core::retrieval::{Alpha, Method};
 use crate::core::rubric::{Judgement, Rubric};
+use crate::core::template::{Template, TemplateKind};
 use crate::infer::generate::{GenStats, Generator, Sampling};
 use crate::service::base::{Provenance, now_rfc3339};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
@@ -106,9 +106,7 @@ impl RunConfig {
         let order = a.chunk_order.as_deref().unwrap_or("ranked");
         let (mine_policy, mine_order) = (self.context.to_string(), self.order.to_string());
         (!self.no_retrieval && (policy != mine_policy || order != mine_order)).then(|| {
-            format!(
-                "context {policy}, order {order} (this command: {mine_policy}, {mine_order})"
-            )
+            format!("context {policy}, order {order} (this command: {mine_policy}, {mine_order})")
         })
     }
 
@@ -323,7 +321,15 @@ pub fn prepare_prompt(
     // output and the template (SmolLM2: 8,192 tokens in all).
     let room = context_tokens.saturating_sub(config.sampling.max_tokens + 512);
     let budget = config.context_budget.min(room);
-    let prompt = assemble(&template.text, &q.text, &[], &top, budget, count, config.order);
+    let prompt = assemble(
+        &template.text,
+        &q.text,
+        &[],
+        &top,
+        budget,
+        count,
+        config.order,
+    );
     let ranks = prompt.target_ranks(&q.relevant);
     Ok(Prepared {
         chunk_ids: prompt.included.iter().map(|(id, _)| id.clone()).collect(),

@@ -14,13 +14,13 @@ pub use batches::{
     AnswerBatch, BatchRequest, BatchSummary, FewShot, JudgeBatch, JudgeRepeats, JudgeScope,
     Repeated, all_answers, judge_seed, save_answer,
 };
-pub use generation::{
-    ANSWERS, Answerer, JUDGEMENTS, Prepared, RunConfig, answers,
-    endpoint_judge_sampling, endpoint_judgement, existing_answer_ids, judge, judge_prompt,
-    judge_prompt_with, judge_prompted, judge_streaming, judgements, prepare_prompt, record,
-};
 pub use citations::{
     CITATIONS, CiteRequest, CiteSummary, ModelEntailment, citation_records, citations, cite_run,
+};
+pub use generation::{
+    ANSWERS, Answerer, JUDGEMENTS, Prepared, RunConfig, answers, endpoint_judge_sampling,
+    endpoint_judgement, existing_answer_ids, judge, judge_prompt, judge_prompt_with,
+    judge_prompted, judge_streaming, judgements, prepare_prompt, record,
 };
 pub use import::{ImportSummary, import_answers};
 pub use live::{GeneratorSlot, answer_live, answer_live_endpoint, judge_live, live_on_endpoints};

@@ -212,8 +212,9 @@ impl Context {
         let Some(path) = flag.or_else(|| self.config.prompts.file(kind)) else {
             return Ok(Template::shipped(kind));
         };
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the {kind} prompt template {}", path.display()))?;
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!("cannot read the {kind} prompt template {}", path.display())
+        })?;
         let name = path
             .file_stem()
             .map_or_else(|| "template".into(), |s| s.to_string_lossy().into_owned());

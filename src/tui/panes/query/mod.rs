@@ -1027,9 +1027,7 @@ mod tests {
     fn screen(pane: &QueryPane) -> String {
         let mut term = Terminal::new(TestBackend::new(110, 20)).expect("terminal");
         let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
-        let frame = term
-            .draw(|f| pane.draw(f, f.area(), &theme))
-            .expect("draw");
+        let frame = term.draw(|f| pane.draw(f, f.area(), &theme)).expect("draw");
         crate::tui::ui::buffer_text(frame.buffer)
     }
 
@@ -1042,7 +1040,11 @@ mod tests {
         pane.set_ranking(Method::Hybrid, None);
         assert!(screen(&pane).contains("method hybrid  sparse bm25  a = 0.70"));
         pane.update(Action::CycleMethod);
-        assert!(screen(&pane).contains("method linear  sparse bm25  a = 0.50"), "{}", screen(&pane));
+        assert!(
+            screen(&pane).contains("method linear  sparse bm25  a = 0.50"),
+            "{}",
+            screen(&pane)
+        );
         pane.update(Action::AlphaUp);
         assert!(screen(&pane).contains("method linear  sparse bm25  a = 0.55"));
         for _ in 0..Method::ALL.len() {

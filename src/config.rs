@@ -245,6 +245,10 @@ pub struct PromptsConfig {
     pub free_form: Option<PathBuf>,
     /// Free-form answers without retrieval (`generate --no-retrieval`).
     pub no_retrieval: Option<PathBuf>,
+    /// Multiple-choice answers from retrieved context (`eval mcqa`, k > 0).
+    pub multiple_choice: Option<PathBuf>,
+    /// Multiple-choice answers without context (`eval mcqa`, k = 0).
+    pub multiple_choice_no_context: Option<PathBuf>,
 }
 
 impl PromptsConfig {
@@ -254,6 +258,8 @@ impl PromptsConfig {
         match kind {
             K::FreeForm => self.free_form.as_deref(),
             K::NoRetrieval => self.no_retrieval.as_deref(),
+            K::MultipleChoice => self.multiple_choice.as_deref(),
+            K::MultipleChoiceNoContext => self.multiple_choice_no_context.as_deref(),
             _ => None,
         }
     }
@@ -547,6 +553,8 @@ mod template_tests {
             prompts: PromptsConfig {
                 free_form: path(),
                 no_retrieval: path(),
+                multiple_choice: path(),
+                multiple_choice_no_context: path(),
             },
             endpoints: vec![EndpointConfig {
                 url: "u".into(),

@@ -35,6 +35,23 @@ pub struct McqaArgs {
     /// Answer at most this many new questions.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Prompt template file with {context}, {question} and {options} (k > 0); checked
+    /// before a model loads. Default: config `[prompts] multiple_choice`, else the
+    /// shipped text.
+    #[arg(long = "prompt", value_name = "FILE")]
+    pub template: Option<PathBuf>,
+    /// Prompt template file for k = 0, with {question} and {options}. Default: config
+    /// `[prompts] multiple_choice_no_context`, else the shipped text.
+    #[arg(long = "prompt-no-context", value_name = "FILE")]
+    pub template_no_context: Option<PathBuf>,
+    /// Which chunks a prompt with k > 0 holds: retrieved (the top k), oracle (the
+    /// question's targets only, whatever k) or distractors@P (the targets at position
+    /// P among the best retrieved non-targets, k chunks in all).
+    #[arg(long, default_value_t)]
+    pub context: crate::core::context_policy::ContextPolicy,
+    /// Order of the chunks: ranked, or reversed (the best chunk last).
+    #[arg(long, default_value_t)]
+    pub order: crate::core::context_policy::ChunkOrder,
     /// Answer only this shard's questions; the report is over every stored answer
     /// of the run to the file's questions (all shards that have finished).
     #[command(flatten)]
@@ -139,6 +156,16 @@ async fn answer(
     if args.prompt.ranking.ann {
         bail!("--ann is not supported by eval mcqa: it retrieves with the exact dense scan");
     }
+    use crate::core::template::TemplateKind;
+    let pipeline = crate::service::evaluate::McqaPipeline {
+        with_context: ctx.template(TemplateKind::MultipleChoice, args.template.as_deref())?,
+        without_context: ctx.template(
+            TemplateKind::MultipleChoiceNoContext,
+            args.template_no_context.as_deref(),
+        )?,
+        context: args.context,
+        order: args.order,
+    };
     let req = McqaRequest {
         run: args.run.clone(),
         method: args.prompt.method.get(ctx),
@@ -153,6 +180,7 @@ async fn answer(
         embed: args.prompt.ranking.embed(Some(1)),
         reuse_prefix: !args.generator.no_prefix_reuse,
         local: args.local,
+        pipeline,
     };
     let bar = progress_bar("answering");
     let mine = args.shard.select(questions.to_vec(), |q| q.id.as_str());

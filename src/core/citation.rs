@@ -287,6 +287,7 @@ mod tests {
     ///    does): supported; a not needed, b needed.
     /// 3. "C." cites nothing: unsupported, no citation.
     /// 4. "D." cites z, not in the prompt: unsupported, its citation not needed.
+    ///
     /// recall = 2/4; citations = 1 + 2 + 0 + 1 = 4; needed = 1 + 1 = 2: precision 2/4.
     #[test]
     fn recall_and_precision_by_hand() {

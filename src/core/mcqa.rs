@@ -369,6 +369,18 @@ pub struct McqaRecord {
     /// The model the endpoint said it served (the response's `model` field).
     #[serde(default)]
     pub served_model: Option<String>,
+    /// The prompt template's name and the SHA-256 of its text (the no-context one at
+    /// k = 0). None in answers stored before templates were recorded (shipped text).
+    #[serde(default)]
+    pub template: Option<String>,
+    #[serde(default)]
+    pub template_sha256: Option<String>,
+    /// Which chunks the prompt held and their order (None at k = 0, and in answers
+    /// stored before policies existed: retrieved, ranked).
+    #[serde(default)]
+    pub context_policy: Option<String>,
+    #[serde(default)]
+    pub chunk_order: Option<String>,
 }
 
 #[cfg(test)]

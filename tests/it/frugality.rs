@@ -260,6 +260,10 @@ fn mcq(q: &str, k: u32, answer: &str, predicted: Option<&str>, total_ms: f64) ->
         created_at: String::new(),
         endpoint: None,
         served_model: None,
+        template: None,
+        template_sha256: None,
+        context_policy: None,
+        chunk_order: None,
     }
 }
 

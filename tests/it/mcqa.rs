@@ -287,3 +287,115 @@ fn bad_question_files_are_refused_with_line_numbers() {
         );
     }
 }
+
+/// A run's multiple-choice template from a file and an oracle context, on SmolLM2:
+/// each answer records its template (the file's stem and SHA-256 at k > 0, the
+/// shipped no-context text at k = 0) and policy; the oracle prompt holds exactly the
+/// target; distractors put it second; a run continued with another context is refused.
+#[test]
+fn mcqa_templates_and_context_policies_are_recorded() {
+    use sha2::{Digest, Sha256};
+    let (env, qfile, _, _) = setup();
+    let q = qfile.to_str().expect("utf8");
+    let shipped =
+        std::fs::read_to_string(common::repo().join("assets/prompts/multiple-choice.txt"))
+            .expect("shipped");
+    let mine = format!("Answer with one letter only.\n{shipped}");
+    let file = env.dir.path().join("one-letter.txt");
+    std::fs::write(&file, &mine).expect("write");
+    let sha = |t: &str| {
+        Sha256::digest(t.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let no_context = std::fs::read_to_string(
+        common::repo().join("assets/prompts/multiple-choice-no-context.txt"),
+    )
+    .expect("shipped no-context");
+    let base = ["eval", "mcqa", "--questions", q, "--limit", "2"];
+    env.ok(&[
+        &base[..],
+        &[
+            "--ks",
+            "0,3",
+            "--run",
+            "o",
+            "--context",
+            "oracle",
+            "--prompt",
+            file.to_str().expect("utf8"),
+        ],
+    ]
+    .concat());
+    env.ok(&[
+        &base[..],
+        &["--ks", "3", "--run", "d", "--context", "distractors@2"],
+    ]
+    .concat());
+    let list = |run: &str| -> Vec<Value> {
+        env.json(&[
+            "eval",
+            "mcqa",
+            "--questions",
+            q,
+            "--run",
+            run,
+            "--list",
+            "--report-only",
+        ])["items"]
+            .as_array()
+            .expect("items")
+            .clone()
+    };
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|s| s.as_str().expect("str").to_string())
+            .collect()
+    };
+    let oracle = list("o");
+    assert_eq!(oracle.len(), 4, "2 questions x k in {{0, 3}}");
+    for r in &oracle {
+        if r["k"] == 0 {
+            assert_eq!(r["template"], "shipped");
+            assert_eq!(r["template_sha256"], sha(&no_context));
+            assert!(r["context_policy"].is_null());
+        } else {
+            assert_eq!(r["template"], "one-letter");
+            assert_eq!(r["template_sha256"], sha(&mine));
+            assert_eq!(r["context_policy"], "oracle");
+            assert_eq!(
+                strings(&r["chunk_ids"]),
+                strings(&r["target_ids"]),
+                "exactly the targets"
+            );
+            assert!(
+                r["prompt"]
+                    .as_str()
+                    .expect("prompt")
+                    .contains("Answer with one letter only.")
+            );
+        }
+    }
+    for r in list("d") {
+        let ids = strings(&r["chunk_ids"]);
+        assert_eq!(ids.len(), 3);
+        assert!(
+            strings(&r["target_ids"]).contains(&ids[1]),
+            "target second: {ids:?}"
+        );
+    }
+    let out = env
+        .cmd()
+        .args([&base[..], &["--ks", "3", "--run", "d"]].concat())
+        .output()
+        .expect("spawn");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("same prompt and context"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

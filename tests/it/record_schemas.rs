@@ -136,6 +136,11 @@ fn mcqa_answers_keep_their_schema() {
         // datasets gain them as nulls.
         ("endpoint", Utf8, true),
         ("served_model", Utf8, true),
+        // Added with pipelines: the prompt template and the context policy.
+        ("template", Utf8, true),
+        ("template_sha256", Utf8, true),
+        ("context_policy", Utf8, true),
+        ("chunk_order", Utf8, true),
     ]);
     assert_eq!(*schema_of::<McqaRecord>(), want);
 }

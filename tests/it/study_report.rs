@@ -137,6 +137,10 @@ async fn store_mcqa(ctx: &raglab::service::Context, dir: &Path) -> std::path::Pa
                 created_at: String::new(),
                 endpoint: None,
                 served_model: None,
+                template: None,
+                template_sha256: None,
+                context_policy: None,
+                chunk_order: None,
             });
         }
     }

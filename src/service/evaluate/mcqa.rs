@@ -12,12 +12,13 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use serde::Deserialize;
 
+use crate::core::context_policy::{ChunkOrder, ContextPolicy};
 use crate::core::mcqa::{self, McqaRecord, Outcome, grammar, letter, parse_choice, render_options};
 use crate::core::prompt::{
-    ChatMessage, ContextChunk, MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, PromptText, Slot,
-    assemble, estimate_tokens, fill,
+    ChatMessage, ContextChunk, PromptText, Slot, assemble, estimate_tokens, fill,
 };
 use crate::core::retrieval::Method;
+use crate::core::template::{Template, TemplateKind};
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
 use crate::infer::generate::{Generator, Sampling};
 use crate::service::base::{
@@ -151,6 +152,38 @@ pub struct McqaRunner<'a> {
     pub sparse: crate::core::retrieval::Sparse,
     pub alpha: f64,
     pub context_budget: usize,
+    pub pipeline: McqaPipeline,
+}
+
+/// What an MCQA run varies besides retrieval: its two templates (with and without
+/// context), which chunks a prompt holds and their order.
+#[derive(Debug, Clone)]
+pub struct McqaPipeline {
+    pub with_context: Template,
+    pub without_context: Template,
+    pub context: ContextPolicy,
+    pub order: ChunkOrder,
+}
+
+impl McqaPipeline {
+    /// The pipeline with the shipped templates, retrieved chunks as ranked.
+    pub fn shipped() -> Self {
+        Self {
+            with_context: Template::shipped(TemplateKind::MultipleChoice),
+            without_context: Template::shipped(TemplateKind::MultipleChoiceNoContext),
+            context: ContextPolicy::default(),
+            order: ChunkOrder::default(),
+        }
+    }
+
+    /// The template a prompt with k chunks fills.
+    pub fn template(&self, k: usize) -> &Template {
+        if k == 0 {
+            &self.without_context
+        } else {
+            &self.with_context
+        }
+    }
 }
 
 /// One (question, k) prompt, assembled and ready for a generator.
@@ -246,13 +279,19 @@ impl McqaRunner<'_> {
                 Vec::new()
             } else {
                 let retriever = self.retriever.context("retrieval indexes")?;
-                retriever.context_chunks(&ranked, k)
+                let placed = self.pipeline.context.choose(&ranked, &q.relevant, k);
+                retriever.placed_chunks(&placed)
             };
-            let (user, chunk_ids) = user_prompt(&q.text, &options, k, &top, budget, count);
-            let target_rank = chunk_ids
+            let (user, included) =
+                user_prompt(&self.pipeline, &q.text, &options, k, &top, (budget, count));
+            // The best-ranked target's fused rank among the chunks kept, wherever the
+            // order put it (0: placed by the context policy, not ranked).
+            let target_rank = included
                 .iter()
-                .position(|id| q.relevant.contains(id))
-                .map(|i| i as u32 + 1);
+                .filter(|(id, _)| q.relevant.contains(id))
+                .map(|(_, r)| *r as u32)
+                .min();
+            let chunk_ids = included.into_iter().map(|(id, _)| id).collect();
             out.push(McqaPrompt {
                 question: q.clone(),
                 k,
@@ -305,6 +344,10 @@ impl McqaRunner<'_> {
             created_at: now_rfc3339(),
             endpoint: reply.endpoint,
             served_model: reply.served_model,
+            template: Some(self.pipeline.template(p.k).name.clone()),
+            template_sha256: Some(self.pipeline.template(p.k).sha256.clone()),
+            context_policy: (p.k > 0).then(|| self.pipeline.context.to_string()),
+            chunk_order: (p.k > 0).then(|| self.pipeline.order.to_string()),
         }
     }
 }
@@ -371,16 +414,16 @@ fn endpoint_sampling() -> Sampling {
 /// ids of the chunks it holds. The question, the options and the chunks are untrusted
 /// and filled in one pass.
 pub fn user_prompt(
+    pipeline: &McqaPipeline,
     question: &str,
     options: &str,
     k: usize,
     top: &[ContextChunk],
-    budget: usize,
-    count: &dyn Fn(&str) -> usize,
-) -> (PromptText, Vec<String>) {
+    (budget, count): (usize, &dyn Fn(&str) -> usize),
+) -> (PromptText, Vec<(String, usize)>) {
     if k == 0 {
         let p = fill(
-            MULTIPLE_CHOICE_NO_CONTEXT,
+            &pipeline.without_context.text,
             &[
                 ("question", Slot::Untrusted(question.trim())),
                 ("options", Slot::Untrusted(options)),
@@ -389,16 +432,15 @@ pub fn user_prompt(
         return (p, Vec::new());
     }
     let p = assemble(
-        MULTIPLE_CHOICE,
+        &pipeline.with_context.text,
         question,
         &[("options", Slot::Untrusted(options))],
         top,
         budget,
         count,
-        crate::core::prompt::ChunkOrder::Ranked,
+        pipeline.order,
     );
-    let ids = p.included.iter().map(|(id, _)| id.clone()).collect();
-    (p.message, ids)
+    (p.message, p.included)
 }
 
 /// How an MCQA run answers: its name, retrieval settings and generator.
@@ -418,6 +460,7 @@ pub struct McqaRequest {
     pub reuse_prefix: bool,
     /// Use the local model even when `[[endpoints]]` are configured.
     pub local: bool,
+    pub pipeline: McqaPipeline,
 }
 
 /// The run's stored answers to these questions; an error when there are none.
@@ -530,6 +573,7 @@ pub async fn answer_questions(
         sparse: args.sparse,
         alpha: args.alpha,
         context_budget: args.context_budget,
+        pipeline: args.pipeline.clone(),
     };
     notice(format!(
         "run `{}`: {} questions x k in {:?} with {}",
@@ -643,6 +687,32 @@ fn check_run_is_consistent(
 ) -> Result<()> {
     let method =
         crate::core::retrieval::RunConfig::new(args.method, args.sparse, args.alpha).method_label();
+    // Templates and context of stored answers made before they were recorded: the
+    // shipped text, retrieved chunks as ranked.
+    let pipeline_differs = |r: &McqaRecord| {
+        let t = args.pipeline.template(r.k as usize);
+        let sha = r
+            .template_sha256
+            .clone()
+            .unwrap_or_else(|| Template::shipped(t.kind).sha256);
+        let context = r.context_policy.as_deref().unwrap_or("retrieved");
+        let order = r.chunk_order.as_deref().unwrap_or("ranked");
+        sha != t.sha256
+            || (r.k > 0
+                && (context != args.pipeline.context.to_string()
+                    || order != args.pipeline.order.to_string()))
+    };
+    if let Some(r) = stored.iter().find(|r| pipeline_differs(r)) {
+        bail!(
+            "run `{}` was answered with the template {} (context {}, order {}); continue it with the same prompt and context or choose another --run",
+            args.run,
+            r.template
+                .as_deref()
+                .unwrap_or(crate::core::template::SHIPPED),
+            r.context_policy.as_deref().unwrap_or("retrieved"),
+            r.chunk_order.as_deref().unwrap_or("ranked")
+        );
+    }
     if let Some(r) = stored.iter().find(|r| {
         r.model_file != model_file
             || (r.k > 0 && (r.method != method || (r.alpha - args.alpha).abs() > 1e-12))
@@ -668,7 +738,8 @@ mod tests {
     fn multiple_choice_prompts_fill_untrusted_text_once() {
         let options = render_options(&["{question}".to_string(), "{context}".to_string()]);
         let words = |s: &str| s.split_whitespace().count();
-        let (p, ids) = user_prompt("Why {options}?", &options, 0, &[], 100, &words);
+        let shipped = McqaPipeline::shipped();
+        let (p, ids) = user_prompt(&shipped, "Why {options}?", &options, 0, &[], (100, &words));
         assert!(ids.is_empty());
         assert!(p.text.contains("Question: Why {options}?"), "{}", p.text);
         assert!(p.text.contains(&options), "{}", p.text);
@@ -682,8 +753,8 @@ mod tests {
             path: "Doc".into(),
             text: "see {options} and {question}".into(),
         };
-        let (p, ids) = user_prompt("Why?", &options, 1, &[chunk], 100, &words);
-        assert_eq!(ids, vec!["c1".to_string()]);
+        let (p, ids) = user_prompt(&shipped, "Why?", &options, 1, &[chunk], (100, &words));
+        assert_eq!(ids, vec![("c1".to_string(), 1)]);
         assert_eq!(p.text.matches("{question}").count(), 2, "{}", p.text);
         assert_eq!(p.text.matches("{options}").count(), 1, "{}", p.text);
         assert_eq!(p.text.matches("{context}").count(), 1, "{}", p.text);

@@ -37,9 +37,9 @@ pub use last::{
     judge_pass_rates, last_mcqa, last_retrieval, overview, save_mcqa,
 };
 pub use mcqa::{
-    MCQA, McqInput, McqQuestion, McqaPrompt, McqaReply, McqaRequest, McqaRunner, NO_TOPIC,
-    OptionsInput, answer_locally, answer_questions, mcqa_table, outcomes, read_mcq_questions,
-    run_records, user_prompt,
+    MCQA, McqInput, McqQuestion, McqaPipeline, McqaPrompt, McqaReply, McqaRequest, McqaRunner,
+    NO_TOPIC, OptionsInput, answer_locally, answer_questions, mcqa_table, outcomes,
+    read_mcq_questions, run_records, user_prompt,
 };
 pub use models::{BestConfig, ModelsReport, best_configs, evaluate_models};
 pub use repeats::{JudgeConsistency, RepeatPair, Repeats, SPREAD_RULE, Spread, repeats_of};

@@ -109,6 +109,7 @@ pub struct Config {
     pub retrieval: RetrievalConfig,
     pub annotation: AnnotationConfig,
     pub prompts: PromptsConfig,
+    pub rerank: RerankConfig,
     /// OpenAI-compatible model servers (`[[endpoints]]`): when any chat endpoint is
     /// listed, `raglab generate`, `judge` and the TUI's Generate pane answer through them
     /// instead of loading the local generator (unless `--model` or `--local` is given);
@@ -214,6 +215,11 @@ pub struct EndpointConfig {
     /// unless `--embed-model` names a GGUF. It takes no chat requests.
     #[serde(default)]
     pub embeddings: bool,
+    /// This server reranks (`/v1/rerank`, the Jina and llama-server shape): a rerank
+    /// stage (`--rerank`) scores with it unless `--rerank-model` names a GGUF. It
+    /// takes no chat requests.
+    #[serde(default)]
+    pub rerank: bool,
 }
 
 fn one() -> usize {
@@ -263,6 +269,21 @@ impl PromptsConfig {
             _ => None,
         }
     }
+}
+
+/// The rerank stage (`[rerank]`), used where a command is given `--rerank`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RerankConfig {
+    /// A causal GGUF scored pointwise by P(yes) (default: the generator). An
+    /// `[[endpoints]]` entry with `rerank = true` wins over it.
+    pub model: Option<PathBuf>,
+    /// The pointwise prompt (slots `{question}` and `{document}`; default: shipped).
+    pub prompt: Option<PathBuf>,
+    /// Chunks of the first-stage ranking scored (default 10).
+    pub depth: Option<usize>,
+    /// Chunks kept after reranking (default 5).
+    pub keep: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -339,9 +360,14 @@ impl Config {
     pub fn chat_endpoints(&self) -> Vec<EndpointConfig> {
         self.endpoints
             .iter()
-            .filter(|e| !e.embeddings)
+            .filter(|e| !e.embeddings && !e.rerank)
             .cloned()
             .collect()
+    }
+
+    /// The first endpoint that reranks.
+    pub fn rerank_endpoint(&self) -> Option<&EndpointConfig> {
+        self.endpoints.iter().find(|e| e.rerank)
     }
 
     /// The first endpoint that serves embeddings.
@@ -556,6 +582,12 @@ mod template_tests {
                 multiple_choice: path(),
                 multiple_choice_no_context: path(),
             },
+            rerank: RerankConfig {
+                model: path(),
+                prompt: path(),
+                depth: Some(10),
+                keep: Some(5),
+            },
             endpoints: vec![EndpointConfig {
                 url: "u".into(),
                 model: s(),
@@ -568,6 +600,7 @@ mod template_tests {
                 standard_sampling: true,
                 chat_route: true,
                 embeddings: true,
+                rerank: true,
             }],
             object_store: ObjectStoreConfig {
                 endpoint: s(),

@@ -202,3 +202,46 @@ impl ShardArg {
         }
     }
 }
+
+/// A rerank stage after the first-stage ranking (`--rerank`): the first N chunks
+/// scored, re-ordered by that score (ties keep the first-stage order), the first M
+/// kept.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RerankArgs {
+    /// Add the rerank stage (scorer: `--rerank-model`, else an `[[endpoints]]` entry
+    /// with `rerank = true`, else `[rerank] model`, else the generator).
+    #[arg(long)]
+    pub rerank: bool,
+    /// A causal GGUF to score with, pointwise by P(yes) (implies `--rerank`).
+    #[arg(long, value_name = "GGUF")]
+    pub rerank_model: Option<PathBuf>,
+    /// Chunks scored and kept, as N:M (default: `[rerank]` depth and keep, else 10:5).
+    #[arg(long, value_name = "N:M")]
+    pub rerank_cut: Option<crate::core::rerank::RerankCut>,
+    /// The pointwise prompt template (slots {question} and {document}).
+    #[arg(long, value_name = "FILE")]
+    pub rerank_prompt: Option<PathBuf>,
+}
+
+impl RerankArgs {
+    /// The stage asked for, resolved against the config; None without `--rerank`.
+    pub fn setup(
+        &self,
+        ctx: &Context,
+    ) -> anyhow::Result<Option<crate::service::retrieval::rerank::RerankSetup>> {
+        let asked = self.rerank
+            || self.rerank_model.is_some()
+            || self.rerank_cut.is_some()
+            || self.rerank_prompt.is_some();
+        if !asked {
+            return Ok(None);
+        }
+        let flags = crate::service::retrieval::rerank::RerankFlags {
+            model: self.rerank_model.clone(),
+            depth: self.rerank_cut.map(|c| c.depth),
+            keep: self.rerank_cut.map(|c| c.keep),
+            prompt: self.rerank_prompt.clone(),
+        };
+        crate::service::retrieval::rerank::setup(ctx, &flags).map(Some)
+    }
+}

@@ -111,6 +111,10 @@ pub struct RetrievalArgs {
     pub per_query: Option<PathBuf>,
     #[command(flatten)]
     pub ranking: RankingArgs,
+    /// Every configuration evaluated twice: as ranked and through the rerank stage
+    /// (labelled `+rerank10to5`); with `--shard`, the stage runs at `--merge`.
+    #[command(flatten)]
+    pub rerank: super::args::RerankArgs,
     /// Evaluate with each of these GGUF embedding models (comma-separated; each needs
     /// `raglab index --embed-model M`) and report the best configuration per model and
     /// metric.
@@ -233,6 +237,8 @@ async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
         variant: crate::core::variant::Variant::Full,
         batch: args.batch,
         merge: args.merge,
+        rerank: args.rerank.setup(ctx)?,
+        rerank_threads: args.threads,
     };
     if !args.variants.is_empty() {
         if args.shard.shard.is_some() || args.merge {
@@ -241,6 +247,9 @@ async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
         return several_variants(ctx, &req, &args.embed_models, &args.variants, args.json).await;
     }
     if let Some(shard) = args.shard.shard {
+        if req.rerank.is_some() {
+            bail!("a shard only ranks: give the rerank flags to `eval retrieval --merge`");
+        }
         if !args.embed_models.is_empty() {
             bail!("--shard ranks with one embedding model: give --embed-model");
         }
@@ -433,6 +442,19 @@ fn render_metrics(rep: &RetrievalReport) {
         rep.depth,
         rep.embedding_model.as_deref().unwrap_or("-")
     );
+    if let (Some(stage), Some(st)) = (&rep.rerank, &rep.rerank_stats) {
+        say!(
+            "rerank: {} ({} pairs scored in {:.1} s, {} from the cache); `+{}` configurations are reranked",
+            clean(stage),
+            st.scored,
+            st.scoring_ms / 1e3,
+            st.cached,
+            rep.results
+                .iter()
+                .find_map(|r| r.label.split_once('+').map(|(_, s)| s.to_string()))
+                .unwrap_or_default()
+        );
+    }
     say!(
         "{:<20} {:>7} {:>9} {:>9} {:>7} {:>8} {}",
         "configuration",

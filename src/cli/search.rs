@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Args;
 
-use super::args::{MethodArg, RankingArgs};
+use super::args::{MethodArg, RankingArgs, RerankArgs};
 use super::json_schema;
 use crate::core::retrieval::Sparse;
 use crate::core::text::sanitize_for_terminal as clean;
@@ -26,6 +26,11 @@ pub struct SearchArgs {
     /// over 512 tokens); needs `raglab index --variant V`. Results show the full chunk.
     #[arg(long, default_value_t = crate::core::variant::Variant::Full)]
     pub variant: crate::core::variant::Variant,
+    #[command(flatten)]
+    pub rerank: RerankArgs,
+    /// Threads of a local rerank model.
+    #[arg(long)]
+    pub threads: Option<i32>,
     #[arg(long)]
     pub json: bool,
 }
@@ -42,6 +47,8 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         embed: args.ranking.embed(Some(1)),
         ann_nprobes: args.ranking.ann_nprobes(),
         variant: args.variant,
+        rerank: args.rerank.setup(ctx)?,
+        rerank_threads: args.threads,
     };
     let res = search(ctx, &req).await?;
     if args.json {
@@ -53,9 +60,17 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         args.sparse,
         alpha
     );
+    if let Some(stage) = &res.rerank {
+        say!(
+            "rerank: {stage}; rank is after the stage, first is the rank before it ({} of its scores cached)",
+            res.rerank_cached
+        );
+    }
     say!(
-        "{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  chunk",
+        "{:>4} {:>5} {:>7} {:>6} {:>8} {:>6} {:>8} {:>9}  chunk",
         "rank",
+        "first",
+        "rerank",
         "dense",
         "cos",
         args.sparse.to_string(),
@@ -70,8 +85,10 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
             Sparse::Tfidf => (row.tfidf_rank, row.tfidf_score),
         };
         say!(
-            "{:>4} {:>6} {:>8} {:>6} {:>8} {:>9}  {}\n     {}\n     {}",
+            "{:>4} {:>5} {:>7} {:>6} {:>8} {:>6} {:>8} {:>9}  {}\n     {}\n     {}",
             row.rank,
+            row.first_rank,
+            optf(row.rerank_score, 4),
             opt(row.dense_rank),
             optf(row.dense_score, 3),
             opt(sparse_rank),
@@ -91,6 +108,9 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         t.tfidf_ms,
         t.fusion_ms
     );
+    if res.rerank.is_some() {
+        say!("rerank {:.1} ms", res.rerank_ms);
+    }
     if let (Some(true), Some(c), Some(t)) = (res.would_abstain, res.best_cosine, res.abstain_below)
     {
         say!(

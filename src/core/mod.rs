@@ -31,6 +31,7 @@ pub mod prompt;
 pub mod prompt_marks;
 pub mod question;
 pub mod replay;
+pub mod rerank;
 pub mod retrieval;
 pub mod rng;
 pub mod rubric;

@@ -107,6 +107,10 @@ pub struct RunConfig {
     pub method: Method,
     pub sparse: Sparse,
     pub alpha: f64,
+    /// A rerank stage after the method's ranking (its scores are the lists'
+    /// [`QueryLists::rerank`]); `None`: the first-stage ranking as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<super::rerank::RerankCut>,
 }
 
 impl RunConfig {
@@ -115,6 +119,15 @@ impl RunConfig {
             method,
             sparse,
             alpha,
+            rerank: None,
+        }
+    }
+
+    /// This configuration followed by a rerank stage.
+    pub fn reranked(self, cut: super::rerank::RerankCut) -> Self {
+        Self {
+            rerank: Some(cut),
+            ..self
         }
     }
 
@@ -127,12 +140,17 @@ impl RunConfig {
         self.method.fusion(self.alpha)
     }
 
-    /// The configuration as a short label: `bm25`, `dense`, `hybrid-tfidf-a0.75`.
+    /// The configuration as a short label: `bm25`, `dense`, `hybrid-tfidf-a0.75`,
+    /// `hybrid-bm25-a0.70+rerank10to5`.
     pub fn label(&self) -> String {
-        if self.method.uses_alpha() {
+        let base = if self.method.uses_alpha() {
             format!("{}-{}-a{:.2}", self.method, self.sparse, self.alpha)
         } else {
             self.method.to_string()
+        };
+        match self.rerank {
+            Some(cut) => format!("{base}+{}", cut.label()),
+            None => base,
         }
     }
 
@@ -277,6 +295,9 @@ pub struct QueryLists {
     pub candidates: Candidates,
     /// Dense and TF-IDF candidates.
     pub tfidf_candidates: Candidates,
+    /// The rerank stage's scores of the chunks it read, in no order (empty unless a
+    /// reranked configuration is evaluated).
+    pub rerank: Vec<super::fusion::Scored>,
 }
 
 impl QueryLists {
@@ -293,7 +314,13 @@ impl QueryLists {
             dense,
             candidates,
             tfidf_candidates,
+            rerank: Vec::new(),
         }
+    }
+
+    /// The rerank score of `id`, if the stage read it.
+    pub fn rerank_score(&self, id: &str) -> Option<f64> {
+        self.rerank.iter().find(|s| s.id == id).map(|s| s.score)
     }
 
     /// The chunk ids the three lists hold, dense then BM25 then TF-IDF (a chunk in
@@ -310,7 +337,9 @@ impl QueryLists {
     /// ranks (fusion sees only what each retriever returned).
     pub fn truncated(&self, depth: usize) -> Self {
         let cut = |l: &[super::fusion::Scored]| l.iter().take(depth).cloned().collect();
-        Self::new(cut(&self.bm25), cut(&self.tfidf), cut(&self.dense))
+        let mut out = Self::new(cut(&self.bm25), cut(&self.tfidf), cut(&self.dense));
+        out.rerank.clone_from(&self.rerank);
+        out
     }
 
     /// The fusion candidates of dense with `sparse`.
@@ -336,21 +365,34 @@ impl QueryLists {
         self.ranking_for(RunConfig::new(method, Sparse::Bm25, alpha))
     }
 
-    /// The ranked ids of one configuration.
+    /// The ranked ids of one configuration, reranked when it has a rerank stage.
     pub fn ranking_for(&self, cfg: RunConfig) -> Vec<&str> {
-        match cfg.fusion() {
+        let first: Vec<&str> = match cfg.fusion() {
             Some(f) => self.candidates_with(cfg.sparse).fused_ids(f),
             None => self
                 .list(cfg.method)
                 .iter()
                 .map(|s| s.id.as_str())
                 .collect(),
+        };
+        match cfg.rerank {
+            Some(cut) => super::rerank::rerank_by(&first, |id| self.rerank_score(id), cut),
+            None => first,
         }
     }
 
     /// The ranked (id, score) pairs of one configuration: the list's own scores, or
     /// the fused score for hybrid and linear (what a TREC run file holds).
     pub fn scored(&self, cfg: RunConfig) -> Vec<(String, f64)> {
+        if cfg.rerank.is_some() {
+            // The rerank score; a chunk the stage did not read (never the case when
+            // the service scored the lists) gets 0.
+            return self
+                .ranking_for(cfg)
+                .into_iter()
+                .map(|id| (id.to_string(), self.rerank_score(id).unwrap_or(0.0)))
+                .collect();
+        }
         match cfg.fusion() {
             Some(f) => self
                 .candidates_with(cfg.sparse)

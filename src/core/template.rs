@@ -23,6 +23,10 @@ pub const JUDGE: &str = include_str!("../../assets/prompts/judge.txt");
 pub const SUMMARY: &str = include_str!("../../assets/prompts/summarise.txt");
 /// Whether chunks entail a sentence of an answer (citation recall and precision).
 pub const ENTAILMENT: &str = include_str!("../../assets/prompts/entailment.txt");
+/// Whether a passage answers a question: the pointwise rerank prompt, scored by the
+/// model's P(yes). The question comes before the passage, so the candidates of one
+/// question share every token up to the passage and that prefix is decoded once.
+pub const RERANK: &str = include_str!("../../assets/prompts/rerank.txt");
 /// A free-form prompt that asks for a `[chunk ID]` citation after every sentence.
 pub const FREE_FORM_CITING: &str = include_str!("../../assets/prompts/free-form-citing.txt");
 
@@ -50,10 +54,12 @@ pub enum TemplateKind {
     EvalsetCritique,
     /// Whether cited chunks entail a sentence of an answer (yes or no).
     Entailment,
+    /// Whether a passage answers a question, scored by P(yes) (the rerank stage).
+    Rerank,
 }
 
 impl TemplateKind {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::FreeForm,
         Self::NoRetrieval,
         Self::MultipleChoice,
@@ -64,6 +70,7 @@ impl TemplateKind {
         Self::EvalsetReasoning,
         Self::EvalsetCritique,
         Self::Entailment,
+        Self::Rerank,
     ];
 
     /// The slots this kind fills, and which of them a template must hold (a prompt
@@ -98,6 +105,7 @@ impl TemplateKind {
                 &["criteria", "question"],
             ),
             Self::Entailment => (&["premise", "claim"], &["premise", "claim"]),
+            Self::Rerank => (&["question", "document"], &["question", "document"]),
         }
     }
 
@@ -114,6 +122,7 @@ impl TemplateKind {
             Self::EvalsetReasoning => REASONING_TEMPLATE,
             Self::EvalsetCritique => CRITIQUE_TEMPLATE,
             Self::Entailment => ENTAILMENT,
+            Self::Rerank => RERANK,
         }
     }
 
@@ -130,6 +139,7 @@ impl TemplateKind {
             Self::EvalsetReasoning => "evalset-reasoning",
             Self::EvalsetCritique => "evalset-critique",
             Self::Entailment => "entailment",
+            Self::Rerank => "rerank",
         }
     }
 }

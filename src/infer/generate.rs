@@ -133,6 +133,10 @@ enum Request {
     },
     ChatPrompt(Vec<ChatMessage>, Reply<String>),
     PromptTokens(Vec<ChatMessage>, Reply<PromptTokens>),
+    Score(
+        Vec<Vec<ChatMessage>>,
+        Reply<super::pointwise::PointwiseScores>,
+    ),
 }
 
 #[derive(Debug, Clone)]
@@ -249,6 +253,15 @@ impl Generator {
         self.ask(|tx| Request::PromptTokens(messages, tx))
     }
 
+    /// P(yes) of each prompt's next token (the pointwise rerank score), the prompts'
+    /// shared prefix decoded once ([`super::pointwise`]).
+    pub fn score_yes_no(
+        &self,
+        prompts: Vec<Vec<ChatMessage>>,
+    ) -> Result<super::pointwise::PointwiseScores> {
+        self.ask(|tx| Request::Score(prompts, tx))
+    }
+
     fn ask<T>(&self, request: impl FnOnce(Reply<T>) -> Request) -> Result<T> {
         let (tx, rx) = mpsc::channel();
         self.tx
@@ -334,6 +347,9 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
                     chat::render(&model, &specials, &messages)
                         .map(|r| describe(&model, &r.tokens(&model))),
                 );
+            }
+            Request::Score(prompts, reply) => {
+                let _ = reply.send(super::pointwise::score(&model, &specials, cfg, &prompts));
             }
             Request::Generate(req) => {
                 let events = req.events.clone();

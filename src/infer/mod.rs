@@ -13,6 +13,8 @@ pub mod embed_protocol;
 pub mod endpoint;
 pub mod generate;
 pub mod llama_log;
+pub mod pointwise;
+pub mod rerank_endpoint;
 
 /// Errors from model loading and inference. Each names the model file involved.
 #[derive(Debug, thiserror::Error)]

@@ -43,6 +43,7 @@ mod reference_raters;
 mod reference_sparse;
 mod reference_trec;
 mod repeats;
+mod rerank;
 mod retrieval;
 mod sample_data;
 mod secrets;

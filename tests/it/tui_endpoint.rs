@@ -58,6 +58,7 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
         standard_sampling: false,
         chat_route: false,
         embeddings: false,
+        rerank: false,
     }];
     let paths = Paths {
         config_dir: env.dir.path().join("config"),

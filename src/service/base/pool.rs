@@ -356,6 +356,7 @@ mod tests {
             standard_sampling: false,
             chat_route: false,
             embeddings: false,
+            rerank: false,
         };
         assert!(Pool::from_config(&[]).is_err());
         assert!(Pool::from_config(&[e("localhost:8080", 1)]).is_err());
@@ -378,6 +379,7 @@ mod tests {
             standard_sampling: false,
             chat_route: false,
             embeddings: false,
+            rerank: false,
         };
         let s = spec_of(&e("https://bob:s3cret@api.example.org/v1/")).expect("https");
         assert_eq!(s.url, "https://api.example.org/v1");

@@ -74,6 +74,10 @@ pub struct RetrievalEval {
     pub batch: String,
     /// Rank nothing: compute the report from the lists the shards of `batch` stored.
     pub merge: bool,
+    /// A rerank stage: every configuration is evaluated as it is and reranked.
+    pub rerank: Option<crate::service::retrieval::rerank::RerankSetup>,
+    /// Threads of a local rerank model.
+    pub rerank_threads: Option<i32>,
 }
 
 /// The batch name shards use unless told otherwise.
@@ -99,6 +103,8 @@ impl RetrievalEval {
             variant: crate::core::variant::Variant::Full,
             batch: DEFAULT_BATCH.to_string(),
             merge: false,
+            rerank: None,
+            rerank_threads: None,
         }
     }
 }
@@ -123,8 +129,11 @@ pub struct MethodResult {
     /// The sparse side (hybrid and linear only).
     pub sparse: Option<Sparse>,
     pub alpha: Option<f64>,
-    /// The configuration's label (`hybrid-tfidf-a0.75`).
+    /// The configuration's label (`hybrid-tfidf-a0.75`, `hybrid-bm25-a0.70+rerank10to5`).
     pub label: String,
+    /// Its rerank stage, when it has one.
+    #[serde(default)]
+    pub rerank: Option<crate::core::rerank::RerankCut>,
     /// Its TREC run file, when `--run-out` asked for them.
     pub run_file: Option<PathBuf>,
     /// Means over `metrics.queries` queries: those with relevant chunks and results.
@@ -209,6 +218,12 @@ pub struct RetrievalReport {
     /// The per-query file, when asked for.
     pub per_query_file: Option<PathBuf>,
     pub seconds: EvalSeconds,
+    /// The rerank stage, described, when the evaluation had one.
+    #[serde(default)]
+    pub rerank: Option<String>,
+    /// Pairs it scored and found cached, and its scoring time.
+    #[serde(default)]
+    pub rerank_stats: Option<crate::service::retrieval::rerank::RerankStats>,
 }
 
 /// Read the questions and their relevance judgements (a qrels file wins over the
@@ -305,6 +320,18 @@ fn fused_pairs(req: &RetrievalEval) -> Vec<(Method, Sparse)> {
 /// sparse side at the best nDCG@10 alpha of the sweep, else at `req.alpha`, else at
 /// the method's default.
 fn configurations(req: &RetrievalEval, best: &[BestAlpha]) -> Vec<RunConfig> {
+    let first = first_stage_configurations(req, best);
+    match &req.rerank {
+        Some(stage) => first
+            .iter()
+            .flat_map(|&c| [c, c.reranked(stage.cut)])
+            .collect(),
+        None => first,
+    }
+}
+
+/// [`configurations`] without their reranked copies.
+fn first_stage_configurations(req: &RetrievalEval, best: &[BestAlpha]) -> Vec<RunConfig> {
     let pairs = fused_pairs(req);
     req.methods
         .iter()
@@ -425,6 +452,7 @@ impl<'a> Groups<'a> {
 
 /// The headline configuration, whose failures go to the failures file: the first of
 /// hybrid, dense, BM25, TF-IDF, linear that was evaluated.
+/// With a rerank stage, the reranked copy of that configuration.
 fn headline(configs: &[RunConfig]) -> Option<usize> {
     [
         Method::Hybrid,
@@ -434,7 +462,14 @@ fn headline(configs: &[RunConfig]) -> Option<usize> {
         Method::Linear,
     ]
     .into_iter()
-    .find_map(|m| configs.iter().position(|c| c.method == m))
+    .find_map(|m| {
+        let of = |reranked: bool| {
+            configs
+                .iter()
+                .position(|c| c.method == m && c.rerank.is_some() == reranked)
+        };
+        of(true).or_else(|| of(false))
+    })
 }
 
 /// Queries handled per block: enough to keep both cores busy ranking, few enough that
@@ -496,13 +531,20 @@ pub(super) async fn evaluate_scored(
     let sweep_ms = sweep_started.elapsed().as_secs_f64() * 1e3;
     let best = best_alphas(&sweep);
     let configs = configurations(req, &best);
+    let rerank_started = Instant::now();
+    let stage = rerank_phase(ctx, &r, &queries, req, &best, &mut lists, &ids, progress).await?;
+    let retrieval_s = retrieval_s + rerank_started.elapsed().as_secs_f64();
     let mut lists_of: Vec<RunConfig> = Vec::new();
     if has_dense {
         lists_of.push(RunConfig::single(Method::Dense));
     }
     lists_of.push(RunConfig::single(Method::Bm25));
     lists_of.push(RunConfig::single(Method::Tfidf));
-    lists_of.extend(configs.iter().filter(|c| c.method.uses_alpha()));
+    lists_of.extend(
+        configs
+            .iter()
+            .filter(|c| c.method.uses_alpha() && c.rerank.is_none()),
+    );
     let passed = config_phase(
         &mut lists,
         &ids,
@@ -530,7 +572,11 @@ pub(super) async fn evaluate_scored(
         model_name,
         missing_targets,
     };
-    let report = write_phase(ctx, req, &ranked, &configs, passed, (sweep, best), seconds)?;
+    let mut report = write_phase(ctx, req, &ranked, &configs, passed, (sweep, best), seconds)?;
+    if let Some((described, stats)) = stage {
+        report.rerank = Some(described);
+        report.rerank_stats = Some(stats);
+    }
     super::saved::save(ctx, super::saved::LAST_RETRIEVAL, &report)?;
     Ok((report, scores))
 }
@@ -609,6 +655,69 @@ async fn rank_phase(
         progress(done, queries.len());
     }
     Ok((r.model_name.clone(), r.has_dense()))
+}
+
+/// The rerank stage's scores of every query's candidates: the union of the first N
+/// chunks of each first-stage configuration, read from the spilled lists, scored (or
+/// found in the cache) and handed to the spill, which attaches them to the lists it
+/// reads back. Returns the stage described and its figures; None without a stage.
+#[allow(clippy::too_many_arguments)]
+async fn rerank_phase(
+    ctx: &Context,
+    r: &Retriever,
+    queries: &[Question],
+    req: &RetrievalEval,
+    best: &[BestAlpha],
+    lists: &mut spill::Spill,
+    ids: &spill::Ids<'_>,
+    progress: Progress<'_>,
+) -> Result<Option<(String, crate::service::retrieval::rerank::RerankStats)>> {
+    let Some(setup) = &req.rerank else {
+        return Ok(None);
+    };
+    if req.depth < setup.cut.depth {
+        bail!(
+            "the rerank stage scores the first {} chunks, deeper than the ranking (--depth {})",
+            setup.cut.depth,
+            req.depth
+        );
+    }
+    let first = first_stage_configurations(req, best);
+    let mut wanted: Vec<(String, Vec<String>)> = Vec::with_capacity(queries.len());
+    lists.for_each_block(ids, BLOCK, |block| {
+        for (qid, l) in block {
+            let mut union: Vec<String> = Vec::new();
+            for c in &first {
+                for id in l.ranking_for(*c).into_iter().take(setup.cut.depth) {
+                    if !union.iter().any(|u| u == id) {
+                        union.push(id.to_string());
+                    }
+                }
+            }
+            wanted.push((qid.clone(), union));
+        }
+        Ok(())
+    })?;
+    let text_of: HashMap<&str, &str> = queries
+        .iter()
+        .map(|q| (q.id.as_str(), q.text.as_str()))
+        .collect();
+    let choice = ModelChoice {
+        model: None,
+        threads: req.rerank_threads,
+    };
+    let mut rr =
+        crate::service::retrieval::rerank::Reranker::open(ctx, setup.clone(), &choice).await?;
+    let mut scores = HashMap::with_capacity(wanted.len());
+    for (i, (qid, chunk_ids)) in wanted.iter().enumerate() {
+        let question = text_of.get(qid.as_str()).copied().unwrap_or_default();
+        let refs: Vec<&str> = chunk_ids.iter().map(String::as_str).collect();
+        let scored = rr.scored_ids(ctx, r, question, &refs).await?;
+        scores.insert(qid.clone(), scored);
+        progress(i + 1, wanted.len());
+    }
+    lists.set_rerank(scores);
+    Ok(Some((rr.describe(), rr.stats.clone())))
 }
 
 /// One block's lists in query order: the block's query embeddings in one request to
@@ -820,6 +929,8 @@ fn write_phase(
         per_query_file: req.per_query.clone(),
         seconds,
         alpha_sweep: sweep,
+        rerank: None,
+        rerank_stats: None,
     })
 }
 
@@ -865,6 +976,7 @@ fn results_phase(
             sparse: c.method.uses_alpha().then_some(c.sparse),
             alpha: c.method.uses_alpha().then_some(c.alpha),
             label: c.label(),
+            rerank: c.rerank,
             run_file,
             metrics: mean(&o),
             recall_at: at.iter().map(|a| (a.k, a.recall)).collect(),
@@ -1173,6 +1285,8 @@ mod spill {
         path: PathBuf,
         out: Option<BufWriter<File>>,
         queries: usize,
+        /// Rerank scores per query, attached to the lists read back.
+        rerank: HashMap<String, Vec<Scored>>,
     }
 
     impl Spill {
@@ -1190,6 +1304,7 @@ mod spill {
                 path,
                 out: Some(BufWriter::new(file)),
                 queries: 0,
+                rerank: HashMap::new(),
             })
         }
 
@@ -1214,6 +1329,11 @@ mod spill {
             Ok(())
         }
 
+        /// Attach these rerank scores to the lists of their queries when read back.
+        pub fn set_rerank(&mut self, scores: HashMap<String, Vec<Scored>>) {
+            self.rerank = scores;
+        }
+
         /// Every query's lists read back in order, `block` queries at a time.
         pub fn for_each_block(
             &mut self,
@@ -1230,10 +1350,12 @@ mod spill {
             let mut input = BufReader::new(file);
             let mut lists = Vec::with_capacity(block);
             for _ in 0..self.queries {
-                lists.push(
-                    read_one(&mut input, ids)
-                        .with_context(|| format!("cannot read {}", self.path.display()))?,
-                );
+                let (qid, mut l) = read_one(&mut input, ids)
+                    .with_context(|| format!("cannot read {}", self.path.display()))?;
+                if let Some(scores) = self.rerank.get(&qid) {
+                    l.rerank.clone_from(scores);
+                }
+                lists.push((qid, l));
                 if lists.len() == block {
                     f(lists.as_slice())?;
                     lists.clear();

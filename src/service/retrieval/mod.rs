@@ -2,6 +2,7 @@
 //! with its chunks, and ranking a query by every method at once.
 
 mod on_demand;
+pub mod rerank;
 mod retriever;
 
 pub use on_demand::{lists_on_demand, places_on_demand, rank_on_demand};

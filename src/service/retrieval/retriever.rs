@@ -678,6 +678,10 @@ pub struct SearchRequest {
     pub ann_nprobes: Option<usize>,
     /// The corpus variant retrieval runs on.
     pub variant: Variant,
+    /// A rerank stage after the method's ranking.
+    pub rerank: Option<super::rerank::RerankSetup>,
+    /// Threads of a local rerank model.
+    pub rerank_threads: Option<i32>,
 }
 
 /// One ranked chunk with its place in every list.
@@ -695,6 +699,11 @@ pub struct SearchRow {
     /// The fused score (hybrid's with the request's sparse side, for the single-list
     /// methods).
     pub fused_score: Option<f64>,
+    /// Rank in the method's ranking (before a rerank stage; equal to `rank` without
+    /// one).
+    pub first_rank: usize,
+    /// The rerank stage's score, when the search has one.
+    pub rerank_score: Option<f64>,
     pub header_path: Option<String>,
     pub snippet: Option<String>,
 }
@@ -714,12 +723,20 @@ pub struct SearchResult {
     pub abstain_below: Option<f64>,
     pub would_abstain: Option<bool>,
     pub variant: Variant,
+    /// The rerank stage, described (`top 10 reranked, 5 kept by MODEL (TEMPLATE)`).
+    pub rerank: Option<String>,
+    /// Wall time of the rerank stage (0 when its scores were cached).
+    pub rerank_ms: f64,
+    /// Pairs the stage found in its cache.
+    pub rerank_cached: usize,
 }
 
 /// Retrieve the top `k` chunks of a question with every rank and score.
 pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> {
     let r = open_variant_for(ctx, req.method, &req.embed, req.variant).await?;
-    let depth = DEFAULT_DEPTH.max(req.k);
+    let depth = DEFAULT_DEPTH
+        .max(req.k)
+        .max(req.rerank.as_ref().map_or(0, |s| s.cut.depth));
     let (lists, timings) = match req.ann_nprobes {
         Some(nprobes) => r.query_ann(&req.question, depth, nprobes)?,
         None => r.query(&req.question, depth)?,
@@ -735,12 +752,32 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
             .position(|s| s.id == id)
             .map(|i| (i + 1, list[i].score))
     };
-    let results = lists
-        .ranking_for(RunConfig::new(req.method, req.sparse, req.alpha))
+    let first = lists.ranking_for(RunConfig::new(req.method, req.sparse, req.alpha));
+    // With a rerank stage: its kept chunks, in its order; else the first k.
+    let (order, rerank_info): (Vec<(usize, Option<f64>)>, _) = match &req.rerank {
+        Some(setup) => {
+            let choice = ModelChoice {
+                model: None,
+                threads: req.rerank_threads,
+            };
+            let mut rr = super::rerank::Reranker::open(ctx, setup.clone(), &choice).await?;
+            let kept = rr.rerank(ctx, &r, &req.question, &first).await?;
+            let order = kept
+                .iter()
+                .map(|k| (k.first_rank - 1, Some(k.score)))
+                .collect();
+            (order, Some((rr.describe(), rr.stats.clone())))
+        }
+        None => (
+            (0..first.len().min(req.k)).map(|i| (i, None)).collect(),
+            None,
+        ),
+    };
+    let results = order
         .iter()
-        .take(req.k)
+        .map(|&(j, score)| (j, first[j], score))
         .enumerate()
-        .map(|(i, id)| {
+        .map(|(i, (j, id, rerank_score))| {
             let c = r.chunk(id);
             let d = rank_in(&lists.dense, id);
             let s = rank_in(&lists.bm25, id);
@@ -755,6 +792,8 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
                 tfidf_rank: t.map(|x| x.0),
                 tfidf_score: t.map(|x| x.1),
                 fused_score: fused.iter().find(|h| h.id == *id).map(|h| h.fused),
+                first_rank: j + 1,
+                rerank_score,
                 header_path: c.map(Chunk::path_label),
                 snippet: c.map(|c| crate::core::text::snippet(&c.text, 100)),
             }
@@ -777,5 +816,8 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
             .zip(threshold)
             .map(|(c, t)| crate::core::abstention::abstains(c, t)),
         variant: req.variant,
+        rerank_ms: rerank_info.as_ref().map_or(0.0, |(_, s)| s.scoring_ms),
+        rerank_cached: rerank_info.as_ref().map_or(0, |(_, s)| s.cached),
+        rerank: rerank_info.map(|(d, _)| d),
     })
 }

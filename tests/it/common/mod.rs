@@ -7,6 +7,7 @@ pub mod hostile;
 pub mod json_doc;
 pub mod moto;
 pub mod records;
+pub mod rerank_server;
 pub mod server;
 pub mod tui;
 

@@ -1,0 +1,372 @@
+//! The rerank stage against independent references:
+//! - pointwise P(yes) from SmolLM2 equals the value from the next-token
+//!   log-probabilities a real llama-server reports for the same tokens (`/completion`
+//!   with `n_probs`);
+//! - through a real `/v1/rerank` server on 127.0.0.1 that scores with MiniLM, the
+//!   reranked order is the server's scores sorted, ties in first-stage order, and an
+//!   evaluation's reranked P@1 is what those scores give; a second run is served from
+//!   the cache;
+//! - a hostile rerank server (wrong index, NaN, too few results, slow) gives one clear
+//!   error, and the scores cached before it are kept.
+
+use std::collections::HashMap;
+
+use raglab::core::prompt::ChatMessage;
+use raglab::core::template::{Template, TemplateKind};
+use raglab::infer::generate::{GenConfig, Generator};
+use raglab::service::retrieval::rerank::pointwise_prompt;
+use serde_json::Value;
+
+use crate::common::rerank_server::{Mode, RerankServer};
+use crate::common::server::{Server, request};
+use crate::common::{self, Env, FIVE_DOCS, sample_subset};
+
+fn corpus() -> HashMap<String, String> {
+    let text =
+        std::fs::read_to_string(common::repo().join("tests/data/medquad_cdc_sample/corpus.jsonl"))
+            .expect("corpus");
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("json");
+            (
+                v["id"].as_str().expect("id").to_string(),
+                format!(
+                    "{}\n{}",
+                    v["title"].as_str().unwrap_or(""),
+                    v["text"].as_str().expect("text")
+                ),
+            )
+        })
+        .collect()
+}
+
+fn queries() -> Vec<(String, String, String)> {
+    let text =
+        std::fs::read_to_string(common::repo().join("tests/data/medquad_cdc_sample/queries.jsonl"))
+            .expect("queries");
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("json");
+            (
+                v["id"].as_str().expect("id").to_string(),
+                v["text"].as_str().expect("text").to_string(),
+                v["relevant"][0].as_str().expect("relevant").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The log-probability of `token` among the first position's top log-probabilities.
+fn logprob(reply: &Value, token: i64) -> f64 {
+    reply["completion_probabilities"][0]["top_logprobs"]
+        .as_array()
+        .expect("top_logprobs")
+        .iter()
+        .find(|p| p["id"].as_i64() == Some(token))
+        .unwrap_or_else(|| panic!("token {token} not among the top log-probabilities"))["logprob"]
+        .as_f64()
+        .expect("logprob")
+}
+
+#[test]
+fn pointwise_p_yes_equals_llama_servers_next_token_logprobs() {
+    let env = Env::new();
+    let model = common::model("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let mut cfg = GenConfig::new(&model);
+    cfg.threads = 2;
+    cfg.reuse_prefix = false;
+    let g = Generator::spawn(&cfg).expect("load SmolLM2");
+    let template = Template::shipped(TemplateKind::Rerank);
+    let yes = i64::from(g.tokenize("yes", false).expect("tokens").ids[0]);
+    let no = i64::from(g.tokenize("no", false).expect("tokens").ids[0]);
+    assert_ne!(yes, no);
+    let chunks = corpus();
+    // Chunks of under 800 characters: twenty prompts decoded twice stay quick.
+    let ids: Vec<&String> = {
+        let mut v: Vec<&String> = chunks
+            .iter()
+            .filter(|(_, t)| t.len() < 800)
+            .map(|(id, _)| id)
+            .collect();
+        v.sort();
+        v
+    };
+    // Four questions, five chunks each (its target and four others): 20 pairs.
+    let qs = queries();
+    let server = Server::start_with(
+        env.dir.path(),
+        "smollm2-logprobs",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        &["-c", "2048", "-np", "1", "-t", "2"],
+    );
+    let mut pairs = 0;
+    let mut worst: f64 = 0.0;
+    let short_targets = qs.iter().filter(|(_, _, t)| chunks[t].len() < 800);
+    for (n, (_, question, target)) in short_targets.step_by(30).take(4).enumerate() {
+        let mut docs = vec![chunks[target].clone()];
+        docs.extend(
+            ids.iter()
+                .filter(|id| **id != target)
+                .skip(n * 7)
+                .take(4)
+                .map(|id| chunks[*id].clone()),
+        );
+        let prompts: Vec<Vec<ChatMessage>> = docs
+            .iter()
+            .map(|d| vec![ChatMessage::user(pointwise_prompt(&template, question, d))])
+            .collect();
+        let ours = g.score_yes_no(prompts.clone()).expect("score");
+        assert_eq!(ours.p_yes.len(), 5);
+        for (m, p) in prompts.into_iter().zip(&ours.p_yes) {
+            let tokens = g.prompt_tokens(m).expect("tokens").ids;
+            let body = serde_json::json!({
+                "prompt": tokens,
+                "n_predict": 1,
+                "n_probs": 200,
+                "temperature": 0.0,
+                "cache_prompt": false,
+            });
+            let (status, reply) =
+                request(server.port, "/completion", Some(&body.to_string())).expect("reply");
+            assert_eq!(status, 200, "{reply}");
+            let reply: Value = serde_json::from_str(&reply).expect("json");
+            let (l_yes, l_no) = (logprob(&reply, yes), logprob(&reply, no));
+            let reference = 1.0 / (1.0 + (l_no - l_yes).exp());
+            let diff = (p - reference).abs();
+            worst = worst.max(diff);
+            assert!(diff < 1e-4, "P(yes) {p} against the server's {reference}");
+            pairs += 1;
+        }
+    }
+    assert_eq!(pairs, 20);
+    eprintln!("20 pairs, largest |P(yes) - server| = {worst:.2e}");
+}
+
+/// A workspace of five sample pages, indexed, whose config reranks on `url`.
+fn reranking_workspace(env: &Env, url: &str, request_timeout_s: u64) {
+    let docs = sample_subset(env.dir.path(), &FIVE_DOCS);
+    env.ok(&["ingest", docs.to_str().expect("utf8"), "--index"]);
+    let config = env.dir.path().join("config");
+    std::fs::create_dir_all(&config).expect("mkdir");
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[[endpoints]]\nurl = \"{url}\"\nrerank = true\ntimeout_s = {request_timeout_s}\nrequest_timeout_s = {request_timeout_s}\n"
+        ),
+    )
+    .expect("config");
+}
+
+fn ids_of(search: &Value) -> Vec<String> {
+    search["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["chunk_id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+/// `order` (first-stage ids) sorted by `scores`, highest first, ties in first-stage
+/// order, the first `keep` kept: the rule, computed here on its own.
+fn expected(order: &[String], scores: &[f64], keep: usize) -> Vec<String> {
+    let mut idx: Vec<usize> = (0..scores.len()).collect();
+    idx.sort_by(|&a, &b| scores[b].partial_cmp(&scores[a]).expect("finite"));
+    idx.into_iter()
+        .take(keep)
+        .map(|i| order[i].clone())
+        .collect()
+}
+
+#[test]
+fn reranked_order_follows_a_rerank_servers_scores_and_is_cached() {
+    let env = Env::new();
+    let server = RerankServer::start(Mode::Honest);
+    reranking_workspace(&env, &server.url(), 60);
+    let questions = [
+        "How can rabies be prevented?",
+        "What are the symptoms of hookworm infection?",
+        "Who is at risk for hantavirus pulmonary syndrome?",
+    ];
+    let mut ties = 0;
+    for q in questions {
+        let first = env.json(&["search", q, "--k", "10", "--json"]);
+        let first_ids = ids_of(&first);
+        assert_eq!(first_ids.len(), 10);
+        let before = server.served().len();
+        let reranked = env.json(&["search", q, "--rerank", "--rerank-cut", "10:4", "--json"]);
+        let served = server.served();
+        assert_eq!(served.len(), before + 1, "one request per question");
+        let s = served.last().expect("served");
+        assert_eq!(s.query, q);
+        assert_eq!(s.documents.len(), 10);
+        let want = expected(&first_ids, &s.scores, 4);
+        assert_eq!(ids_of(&reranked), want, "{q}: scores {:?}", s.scores);
+        let firsts: Vec<u64> = reranked["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["first_rank"].as_u64().expect("first rank"))
+            .collect();
+        for (id, f) in want.iter().zip(&firsts) {
+            assert_eq!(&first_ids[*f as usize - 1], id);
+        }
+        let mut sorted = s.scores.clone();
+        sorted.sort_by(f64::total_cmp);
+        ties += sorted.windows(2).filter(|w| w[0] == w[1]).count();
+        // The same search again: every score from the cache, no request.
+        let again = env.json(&["search", q, "--rerank", "--rerank-cut", "10:4", "--json"]);
+        assert_eq!(server.served().len(), before + 1, "served from the cache");
+        assert_eq!(again["rerank_cached"], 10);
+        assert_eq!(ids_of(&again), want);
+    }
+    // Two-decimal scores tie: the first-stage order broke at least one tie above.
+    assert!(ties > 0, "no tie was exercised");
+}
+
+#[test]
+fn a_reranked_evaluation_is_a_configuration_computed_from_the_servers_scores() {
+    let env = Env::new();
+    let server = RerankServer::start(Mode::Honest);
+    reranking_workspace(&env, &server.url(), 60);
+    let qs: Vec<Value> = common::sample_questions()
+        .into_iter()
+        .filter(|q| {
+            let t = q["relevant"][0].as_str().unwrap_or("");
+            FIVE_DOCS.iter().any(|d| t.starts_with(d))
+        })
+        .take(12)
+        .collect();
+    assert!(qs.len() >= 8, "{} questions", qs.len());
+    let file = env.dir.path().join("q.jsonl");
+    std::fs::write(
+        &file,
+        qs.iter().map(|q| format!("{q}\n")).collect::<String>(),
+    )
+    .expect("write");
+    let runs = env.dir.path().join("runs");
+    let args = [
+        "eval",
+        "retrieval",
+        "--queries",
+        file.to_str().expect("utf8"),
+        "--methods",
+        "hybrid",
+        "--k",
+        "1,5",
+        "--rerank",
+        "--run-out",
+        runs.to_str().expect("utf8"),
+        "--json",
+    ];
+    let rep = env.json(&args);
+    let labels: Vec<&str> = rep["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["label"].as_str().expect("label"))
+        .collect();
+    assert_eq!(
+        labels,
+        ["hybrid-bm25-a0.70", "hybrid-bm25-a0.70+rerank10to5"]
+    );
+    assert_eq!(rep["breakdown_method"], "hybrid-bm25-a0.70+rerank10to5");
+    assert_eq!(rep["rerank_stats"]["scored"], 10 * qs.len());
+    // P@1 of the reranked configuration from the server's own scores and the
+    // first-stage run file.
+    let served = server.served();
+    assert_eq!(served.len(), qs.len());
+    let first_run = std::fs::read_to_string(
+        std::fs::read_dir(&runs)
+            .expect("runs")
+            .map(|e| e.expect("entry").path())
+            .find(|p| {
+                let n = p.file_name().expect("name").to_string_lossy().into_owned();
+                n.contains("hybrid") && !n.contains("rerank")
+            })
+            .expect("first-stage run file"),
+    )
+    .expect("run");
+    let mut ranked: HashMap<String, Vec<(usize, String)>> = HashMap::new();
+    for line in first_run.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        ranked
+            .entry(f[0].to_string())
+            .or_default()
+            .push((f[3].parse().expect("rank"), f[2].to_string()));
+    }
+    let mut hits = 0.0;
+    for q in &qs {
+        let qid = q["id"].as_str().expect("id");
+        let text = q["text"].as_str().expect("text");
+        let mut order = ranked[qid].clone();
+        order.sort();
+        let order: Vec<String> = order.into_iter().take(10).map(|(_, id)| id).collect();
+        let s = served.iter().find(|s| s.query == text).expect("served");
+        let top = &expected(&order, &s.scores, 1)[0];
+        if q["relevant"]
+            .as_array()
+            .expect("relevant")
+            .iter()
+            .any(|r| r == top.as_str())
+        {
+            hits += 1.0;
+        }
+    }
+    let p1 = rep["results"][1]["metrics"]["p1"].as_f64().expect("P@1");
+    assert!(
+        (p1 - hits / qs.len() as f64).abs() < 1e-9,
+        "P@1 {p1} against {hits}/{}",
+        qs.len()
+    );
+    assert!(
+        std::fs::read_dir(&runs).expect("runs").any(|e| e
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .contains("rerank10to5")),
+        "a run file for the reranked configuration"
+    );
+    // The same evaluation again pays for no pair.
+    let again = env.json(&args);
+    assert_eq!(again["rerank_stats"]["scored"], 0);
+    assert_eq!(again["rerank_stats"]["cached"], 10 * qs.len());
+    assert_eq!(server.served().len(), qs.len());
+    assert_eq!(again["results"][1]["metrics"], rep["results"][1]["metrics"]);
+}
+
+#[test]
+fn a_hostile_rerank_server_gives_one_clear_error_and_keeps_the_cache() {
+    let env = Env::new();
+    let server = RerankServer::start(Mode::Honest);
+    reranking_workspace(&env, &server.url(), 2);
+    let cached_q = "How can rabies be prevented?";
+    env.json(&["search", cached_q, "--rerank", "--json"]);
+    let cases = [
+        (Mode::WrongIndex, "names document 13, but 10 were sent"),
+        (Mode::NotANumber, "the rerank reply is not JSON"),
+        (Mode::TooFew, "scores 9 documents of the 10 sent"),
+        (Mode::Slow, "no response for 2 s"),
+    ];
+    for (i, (mode, why)) in cases.into_iter().enumerate() {
+        server.set_mode(mode);
+        let q = format!("What is hantavirus, question {i}?");
+        let out = env
+            .cmd()
+            .args(["search", &q, "--rerank"])
+            .output()
+            .expect("spawn");
+        assert!(!out.status.success(), "{mode:?} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{mode:?}: {err}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{mode:?}: one error line: {err}"
+        );
+        // What was cached before is still served, with no request.
+        let before = server.served().len();
+        let again = env.json(&["search", cached_q, "--rerank", "--json"]);
+        assert_eq!(again["rerank_cached"], 10, "{mode:?}");
+        assert_eq!(server.served().len(), before);
+    }
+}

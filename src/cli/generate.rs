@@ -74,6 +74,10 @@ pub struct GenerateArgs {
     /// spread across repeats). Repeat 0 is the run without repeats.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: u32,
+    /// A rerank stage between retrieval and the prompt: the context policy chooses
+    /// from the kept chunks. Its time is part of each answer's `total_ms`.
+    #[command(flatten)]
+    pub rerank: super::args::RerankArgs,
 }
 
 pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
@@ -86,6 +90,10 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         TemplateKind::FreeForm
     };
     let template = ctx.template(kind, args.template.as_deref())?;
+    let rerank = args.rerank.setup(ctx)?;
+    if rerank.is_some() && args.no_retrieval {
+        bail!("--rerank reranks retrieved chunks: it has nothing to do with --no-retrieval");
+    }
     if matches!(
         args.context,
         ContextPolicy::Oracle | ContextPolicy::Distractors(_)
@@ -115,6 +123,7 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         abstain_below: args.abstain_below,
         variant: args.variant,
         repeat: None,
+        rerank: rerank.as_ref().map(|s| s.describe()),
     };
     if args.prompt.ranking.ann {
         bail!("--ann is not supported by generate: it retrieves with the exact dense scan");
@@ -128,6 +137,7 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         limit: args.limit,
         local: args.local,
         repeats: args.repeats,
+        rerank,
     };
     let batch = AnswerBatch::prepare(ctx, req).await?;
     if let Some(w) = batch

@@ -94,6 +94,14 @@ pub struct AnswerRecord {
     pub context_policy: Option<String>,
     #[serde(default)]
     pub chunk_order: Option<String>,
+    /// The rerank stage between retrieval and the prompt (`top 10 reranked, 5 kept by
+    /// MODEL (TEMPLATE)`); None: none.
+    #[serde(default)]
+    pub rerank: Option<String>,
+    /// Its wall time for this question, ms (part of `total_ms`; 0 when its scores
+    /// were cached).
+    #[serde(default)]
+    pub rerank_ms: Option<f64>,
 }
 
 impl AnswerRecord {

@@ -98,6 +98,8 @@ impl ExternalAnswer {
             template_sha256: None,
             context_policy: (!self.contexts.is_empty()).then(|| "external".to_string()),
             chunk_order: None,
+            rerank: None,
+            rerank_ms: None,
         }
     }
 

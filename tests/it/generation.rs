@@ -228,6 +228,8 @@ fn judge_grammar_always_parses_across_seeds() {
         template_sha256: None,
         context_policy: None,
         chunk_order: None,
+        rerank: None,
+        rerank_ms: None,
     };
     for seed in 0..4 {
         let (rec, j) = judge(

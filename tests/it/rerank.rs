@@ -370,3 +370,61 @@ fn a_hostile_rerank_server_gives_one_clear_error_and_keeps_the_cache() {
         assert_eq!(server.served().len(), before);
     }
 }
+
+/// `generate --rerank`: the prompt holds the kept chunks in the server's order, each
+/// answer records the stage and its time (inside `total_ms`), and a run continued
+/// without the stage is refused.
+#[test]
+fn generate_prompts_with_the_reranked_chunks_and_records_the_stage() {
+    let env = Env::new();
+    let server = RerankServer::start(Mode::Honest);
+    reranking_workspace(&env, &server.url(), 60);
+    let q = "How can rabies be prevented?";
+    let file = env.dir.path().join("q.jsonl");
+    std::fs::write(
+        &file,
+        format!("{}\n", serde_json::json!({"id": "q1", "text": q})),
+    )
+    .expect("write");
+    let first = ids_of(&env.json(&["search", q, "--k", "10", "--json"]));
+    let base = [
+        "generate",
+        "--questions",
+        file.to_str().expect("utf8"),
+        "--run",
+        "rr",
+        "--k",
+        "3",
+        "--max-tokens",
+        "8",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--rerank", "--rerank-cut", "10:5"]);
+    env.ok(&args);
+    let s = server.served();
+    assert_eq!(s.len(), 1);
+    let want = expected(&first, &s[0].scores, 3);
+    let listed = env.json(&["report", "answers", "--list", "--run", "rr", "--json"]);
+    let item = &listed["items"][0];
+    let got: Vec<String> = item["chunk_ids"]
+        .as_array()
+        .expect("chunk ids")
+        .iter()
+        .map(|v| v.as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(got, want);
+    assert!(
+        item["rerank"]
+            .as_str()
+            .expect("rerank")
+            .starts_with("top 10 reranked, 5 kept by "),
+        "{item}"
+    );
+    let ms = item["rerank_ms"].as_f64().expect("rerank ms");
+    assert!(ms > 0.0 && item["total_ms"].as_f64().expect("total") > ms);
+    // The same run name without the stage is another pipeline.
+    let out = env.cmd().args(base).output().expect("spawn");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no rerank stage"), "{err}");
+}

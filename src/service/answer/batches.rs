@@ -22,6 +22,37 @@ use crate::service::base::{
     Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Resumable, Role, run_on_pool,
 };
 use crate::service::retrieval::Retriever;
+use crate::service::retrieval::rerank::StageRanking;
+
+/// Every question's ranking through the run's rerank stage, each question once
+/// (repeats share it), before any answer is generated: the stage's model and the
+/// generator are not asked in turn.
+async fn rerank_questions(
+    ctx: &Context,
+    r: &Retriever,
+    setup: &crate::service::retrieval::rerank::RerankSetup,
+    config: &RunConfig,
+    generator: &ModelChoice,
+    todo: &[Repeated],
+) -> Result<HashMap<String, StageRanking>> {
+    let choice = ModelChoice {
+        model: None,
+        threads: generator.threads,
+    };
+    let mut stage =
+        crate::service::retrieval::rerank::Reranker::open(ctx, setup.clone(), &choice).await?;
+    let mut out = HashMap::new();
+    for it in todo {
+        let q = &it.question;
+        if !out.contains_key(&q.id) {
+            let ranked = stage
+                .rank_question(ctx, r, &q.text, config.ranking())
+                .await?;
+            out.insert(q.id.clone(), ranked);
+        }
+    }
+    Ok(out)
+}
 
 /// A batch of answers: questions of one run not answered yet (in each of its
 /// repeats), with the generator and retriever loaded. `prepare`, show what will
@@ -33,6 +64,8 @@ pub struct AnswerBatch {
     /// One config per repeat ([`RunConfig::repeats`]); `Repeated::repeat` indexes it.
     configs: Vec<RunConfig>,
     missing: MissingTargets,
+    /// Each question's ranking after the run's rerank stage (empty: no stage).
+    reranked: HashMap<String, StageRanking>,
 }
 
 /// One question to answer in one repeat of the run.
@@ -59,6 +92,8 @@ pub struct BatchRequest {
     /// Answer every question this many times, repeat r with seed `seed + r`
     /// ([`RunConfig::repeats`]; 1: once, unmarked).
     pub repeats: u32,
+    /// A rerank stage between retrieval and the prompt.
+    pub rerank: Option<crate::service::retrieval::rerank::RerankSetup>,
 }
 
 /// What a finished batch did.
@@ -85,6 +120,7 @@ impl AnswerBatch {
             limit,
             local,
             repeats,
+            rerank,
         } = req;
         // A run is one pipeline: answers already stored under its name must have been
         // made with the same template and context policy (checked before a model loads).
@@ -139,12 +175,19 @@ impl AnswerBatch {
             ),
             None => MissingTargets::default(),
         };
+        let reranked = match (&rerank, &retriever) {
+            (Some(setup), Some(r)) => {
+                rerank_questions(ctx, r, setup, &config, &generator, &work.todo).await?
+            }
+            _ => HashMap::new(),
+        };
         Ok(Self {
             missing,
             work,
             retriever,
             config,
             configs,
+            reranked,
         })
     }
 
@@ -185,7 +228,7 @@ impl AnswerBatch {
                 config: &self.configs[it.repeat],
             };
             let q = &it.question;
-            let prepared = answerer.prepare(q)?;
+            let prepared = answerer.prepare_with(q, self.reranked.get(&q.id))?;
             let rec = answerer.answer(q, prepared, Arc::new(AtomicBool::new(false)), |_| {})?;
             s.tokens += rec.output_tokens as usize;
             s.abstained += usize::from(rec.abstained == Some(true));
@@ -223,6 +266,7 @@ impl AnswerBatch {
                 q,
                 &count,
                 pool.context_tokens(),
+                self.reranked.get(&q.id),
             )?;
             if prepared.abstain {
                 let rec = self.abstention(config, q, prepared)?;

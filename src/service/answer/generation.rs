@@ -62,6 +62,10 @@ pub struct RunConfig {
     /// question).
     #[serde(default)]
     pub order: ChunkOrder,
+    /// The rerank stage, described as answers record it (None: none); the batch
+    /// reranks each question's ranking before the context policy chooses from it.
+    #[serde(default)]
+    pub rerank: Option<String>,
 }
 
 impl RunConfig {
@@ -100,6 +104,14 @@ impl RunConfig {
                 "the template {} (this command uses {})",
                 a.template_label(),
                 t.label()
+            ));
+        }
+        if !self.no_retrieval && a.rerank != self.rerank {
+            let name = |r: &Option<String>| r.clone().unwrap_or_else(|| "no rerank stage".into());
+            return Some(format!(
+                "{} (this command: {})",
+                name(&a.rerank),
+                name(&self.rerank)
             ));
         }
         let policy = a.context_policy.as_deref().unwrap_or("retrieved");
@@ -157,6 +169,7 @@ impl Default for RunConfig {
             template: Template::default(),
             context: ContextPolicy::default(),
             order: ChunkOrder::default(),
+            rerank: None,
         }
     }
 }
@@ -192,6 +205,8 @@ pub struct Prepared {
     /// Its rank in the whole fused list.
     pub target_list_rank: Option<u32>,
     pub retrieval_ms: f64,
+    /// The rerank stage's time for this question (None: no stage).
+    pub rerank_ms: Option<f64>,
     pub best_cosine: Option<f64>,
     /// The best similarity is below the run's abstention threshold: do not generate.
     pub abstain: bool,
@@ -199,6 +214,15 @@ pub struct Prepared {
 
 impl Answerer<'_> {
     pub fn prepare(&self, q: &Question) -> Result<Prepared> {
+        self.prepare_with(q, None)
+    }
+
+    /// [`Self::prepare`] from the question's ranking after a rerank stage.
+    pub fn prepare_with(
+        &self,
+        q: &Question,
+        reranked: Option<&crate::service::retrieval::rerank::StageRanking>,
+    ) -> Result<Prepared> {
         let generator = self.generator;
         let count = |s: &str| generator.count_tokens(s).unwrap_or(usize::MAX / 4);
         prepare_prompt(
@@ -207,6 +231,7 @@ impl Answerer<'_> {
             q,
             &count,
             generator.info.n_ctx_train as usize,
+            reranked,
         )
     }
 
@@ -259,12 +284,17 @@ impl Answerer<'_> {
 /// Retrieve and assemble the prompt of `q` with the run's template and context policy
 /// under its token budget, counted with `count` and capped by a model context of
 /// `context_tokens`.
+///
+/// `reranked`: the question's ranking after the run's rerank stage, computed by the
+/// caller (the stage is asynchronous; this is not); it replaces the first-stage
+/// ranking the context policy chooses from.
 pub fn prepare_prompt(
     retriever: Option<&Retriever>,
     config: &RunConfig,
     q: &Question,
     count: &dyn Fn(&str) -> usize,
     context_tokens: usize,
+    reranked: Option<&crate::service::retrieval::rerank::StageRanking>,
 ) -> Result<Prepared> {
     if q.text.trim().is_empty() {
         anyhow::bail!("question `{}` is empty", q.id);
@@ -284,6 +314,7 @@ pub fn prepare_prompt(
             target_prompt_rank: None,
             target_list_rank: None,
             retrieval_ms: 0.0,
+            rerank_ms: None,
             best_cosine: None,
             abstain: false,
         });
@@ -304,12 +335,16 @@ pub fn prepare_prompt(
                 target_prompt_rank: None,
                 target_list_rank: None,
                 retrieval_ms: started.elapsed().as_secs_f64() * 1e3,
+                rerank_ms: None,
                 best_cosine,
                 abstain: true,
             });
         }
     }
-    let ranked = lists.ranking_for(config.ranking());
+    let ranked: Vec<&str> = match reranked {
+        Some(stage) => stage.ids.iter().map(String::as_str).collect(),
+        None => lists.ranking_for(config.ranking()),
+    };
     let target_list_rank = ranked
         .iter()
         .position(|id| q.relevant.iter().any(|t| t == id))
@@ -340,6 +375,7 @@ pub fn prepare_prompt(
         target_prompt_rank: ranks.in_prompt.map(|r| r as u32),
         target_list_rank,
         retrieval_ms,
+        rerank_ms: reranked.map(|s| s.ms),
         best_cosine,
         abstain: false,
     })
@@ -394,7 +430,7 @@ pub fn record(
         ttft_ms: stats.ttft_ms,
         prompt_tokens_per_s: stats.prompt_tokens_per_s,
         gen_tokens_per_s: stats.gen_tokens_per_s,
-        total_ms: stats.total_ms + prepared.retrieval_ms,
+        total_ms: stats.total_ms + prepared.retrieval_ms + prepared.rerank_ms.unwrap_or(0.0),
         stopped: stats.stopped,
         answer: text,
         created_at: now_rfc3339(),
@@ -410,6 +446,8 @@ pub fn record(
         template_sha256: Some(c.template().sha256.clone()),
         context_policy: (!c.no_retrieval).then(|| c.context.to_string()),
         chunk_order: (!c.no_retrieval).then(|| c.order.to_string()),
+        rerank: c.rerank.clone().filter(|_| !c.no_retrieval),
+        rerank_ms: prepared.rerank_ms,
     })
 }
 

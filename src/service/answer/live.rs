@@ -114,7 +114,7 @@ async fn prepare_blocking(
 ) -> Result<Prepared> {
     let (r, q, c) = (Arc::clone(retriever), question.clone(), config.clone());
     tokio::task::spawn_blocking(move || {
-        prepare_prompt(Some(&*r), &c, &q, &estimate_tokens, context_tokens)
+        prepare_prompt(Some(&*r), &c, &q, &estimate_tokens, context_tokens, None)
     })
     .await?
 }

@@ -150,6 +150,8 @@ pub async fn answer_report(
             "template": answers[0].template_label(),
             "context_policy": answers[0].context_policy.as_deref().unwrap_or(if answers[0].no_retrieval { "none" } else { "retrieved" }),
             "chunk_order": answers[0].chunk_order.as_deref().unwrap_or("ranked"),
+            "rerank": answers[0].rerank,
+            "mean_rerank_ms": mean(&|a| a.rerank_ms.unwrap_or(0.0)),
             "mean_total_ms": mean(&|a| a.total_ms),
             "mean_ttft_ms": mean(&|a| a.ttft_ms),
             "mean_prompt_tokens": mean(&|a| f64::from(a.prompt_tokens)),

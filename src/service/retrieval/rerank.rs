@@ -62,6 +62,28 @@ pub struct RerankSetup {
     pub template: Template,
 }
 
+impl RerankSetup {
+    /// The scorer's name in reports: a GGUF's file name without `.gguf`, or the
+    /// endpoint's model (else its URL).
+    pub fn scorer_name(&self) -> String {
+        match &self.backend {
+            RerankBackend::Model(path) => crate::infer::backend::model_name(path),
+            RerankBackend::Endpoint(spec) => spec.model.clone().unwrap_or_else(|| spec.url.clone()),
+        }
+    }
+
+    /// The stage as records and reports name it: `top 10 reranked, 5 kept by MODEL
+    /// (TEMPLATE@HASH)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} by {} ({})",
+            self.cut,
+            self.scorer_name(),
+            self.template.label()
+        )
+    }
+}
+
 /// What the flags of a command ask of the stage.
 #[derive(Debug, Clone, Default)]
 pub struct RerankFlags {
@@ -138,13 +160,21 @@ pub struct RerankStats {
     pub scoring_ms: f64,
 }
 
+/// A question's ranking after the stage, and what the stage cost it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StageRanking {
+    pub ids: Vec<String>,
+    /// Wall time of the stage for this question, ms (cache lookups included).
+    pub ms: f64,
+}
+
 /// An open rerank stage: the scorer loaded, the cache read.
 pub struct Reranker {
     scorer: Scorer,
     /// What scores are cached under: the GGUF's SHA-256 or `endpoint:MODEL`.
     model_id: String,
-    /// A name for reports: the GGUF's file name or the endpoint's model.
-    pub model_name: String,
+    /// The stage as reports name it ([`RerankSetup::describe`]).
+    described: String,
     pub template: Template,
     pub cut: RerankCut,
     cache: HashMap<String, f64>,
@@ -153,7 +183,8 @@ pub struct Reranker {
 
 impl Reranker {
     pub async fn open(ctx: &Context, setup: RerankSetup, choice: &ModelChoice) -> Result<Self> {
-        let (scorer, model_id, model_name) = match setup.backend {
+        let described = setup.describe();
+        let (scorer, model_id) = match setup.backend {
             RerankBackend::Model(path) => {
                 let mut cfg = ctx.gen_config(&ModelChoice {
                     model: Some(path.clone()),
@@ -163,14 +194,12 @@ impl Reranker {
                 let generator = load_generator(&cfg)
                     .with_context(|| format!("cannot load the rerank model {}", path.display()))?;
                 let sha = file_sha256(&path)?;
-                let name = generator.info.name.clone();
-                (Scorer::Model(generator), sha, name)
+                (Scorer::Model(generator), sha)
             }
             RerankBackend::Endpoint(spec) => {
-                let name = spec.model.clone().unwrap_or_else(|| spec.url.clone());
                 let e = RerankEndpoint::new(spec)?;
                 let id = e.model_id();
-                (Scorer::Endpoint(e), id, name)
+                (Scorer::Endpoint(e), id)
             }
         };
         let table = scores_table(&ctx.workspace);
@@ -185,7 +214,7 @@ impl Reranker {
         Ok(Self {
             scorer,
             model_id,
-            model_name,
+            described,
             template: setup.template,
             cut: setup.cut,
             cache,
@@ -193,14 +222,9 @@ impl Reranker {
         })
     }
 
-    /// The stage's label in reports: `rerank10to5 SmolLM2-135M-Instruct.Q4_1 (shipped@…)`.
+    /// The stage as reports name it ([`RerankSetup::describe`]).
     pub fn describe(&self) -> String {
-        format!(
-            "{} by {} ({})",
-            self.cut,
-            self.model_name,
-            self.template.label()
-        )
+        self.described.clone()
     }
 
     fn key(&self, question: &str, c: &Chunk) -> String {
@@ -308,6 +332,25 @@ impl Reranker {
             }
         }
         Ok(out)
+    }
+
+    /// A question's first-stage ranking by `config`, through the stage: the kept ids
+    /// in their new order, and the stage's wall time.
+    pub async fn rank_question(
+        &mut self,
+        ctx: &Context,
+        r: &Retriever,
+        question: &str,
+        config: crate::core::retrieval::RunConfig,
+    ) -> Result<StageRanking> {
+        let (lists, _) = r.query(question, super::DEFAULT_DEPTH.max(self.cut.depth))?;
+        let first = lists.ranking_for(config);
+        let started = Instant::now();
+        let kept = self.rerank(ctx, r, question, &first).await?;
+        Ok(StageRanking {
+            ids: kept.into_iter().map(|k| k.id).collect(),
+            ms: started.elapsed().as_secs_f64() * 1e3,
+        })
     }
 
     /// Scores of the chunks `ids` for `question` as (id, score) pairs, for lists an

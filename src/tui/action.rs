@@ -49,6 +49,8 @@ pub enum Action {
     PinBaseline,
     /// Open the target chunk, wherever it is ranked.
     OpenTarget,
+    /// The Query pane's rerank stage on or off.
+    ToggleRerank,
     /// The stored answers of the Query pane's question, with their judge labels.
     ToggleAnswers,
     /// Judge the selected stored answer.

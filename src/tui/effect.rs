@@ -14,6 +14,13 @@ use crate::core::sampling::Sampling;
 pub enum Effect {
     /// Retrieve every rank list of a question; the newest ticket wins.
     Search { ticket: u64, text: String },
+    /// Score chunks of the Query pane's question with the rerank stage; the newest
+    /// ticket wins.
+    Rerank {
+        ticket: u64,
+        question: String,
+        ids: Vec<String>,
+    },
     /// Generate an answer, streamed token by token; the newest ticket wins.
     Generate(GenJob),
     /// Validate and commit one label (every save is kept, none superseded).

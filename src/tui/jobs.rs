@@ -27,6 +27,11 @@ pub enum Msg {
         ticket: u64,
         result: Result<Box<(QueryLists, WholePlaces, QueryTimings)>, String>,
     },
+    /// Rerank scores of the Query pane's chunks, with the stage described.
+    Reranked {
+        ticket: u64,
+        result: Result<(Vec<crate::core::fusion::Scored>, String), String>,
+    },
     /// The same search's whole-corpus places (the second step of ranking on demand).
     Placed {
         ticket: u64,
@@ -318,6 +323,11 @@ impl Jobs {
     pub fn run(&mut self, app: &mut App, effect: Effect) {
         match effect {
             Effect::Search { ticket, text } => self.search(app, ticket, text),
+            Effect::Rerank {
+                ticket,
+                question,
+                ids,
+            } => self.rerank(app, ticket, question, ids),
             Effect::Generate(job) => self.generate(app, job),
             Effect::SaveLabel { ticket, label } => self.save_label(app, ticket, label),
             Effect::RefreshAgreement => self.refresh_agreement(app),
@@ -484,6 +494,34 @@ impl Jobs {
             };
             let result = committed.await.map_err(|e| format!("{e:#}"));
             let _ = tx.send(Msg::Judged { ticket, result });
+        });
+        self.track(task);
+    }
+
+    /// Score `ids` for `question` with the configured rerank stage (`[rerank]`, or a
+    /// rerank endpoint); the scores are cached in the workspace like any command's.
+    fn rerank(&mut self, app: &mut App, ticket: u64, question: String, ids: Vec<String>) {
+        let Some(r) = &self.retriever else {
+            app.query.on_reranked(ticket, Err(self.no_retriever()));
+            return;
+        };
+        let (r, tx, ctx) = (Arc::clone(r), self.tx.clone(), Arc::clone(&self.ctx));
+        let task = tokio::spawn(async move {
+            let result = async {
+                let setup = crate::service::retrieval::rerank::setup(&ctx, &Default::default())?;
+                let choice = crate::service::ModelChoice {
+                    model: None,
+                    threads: Some(Context::tui_threads()),
+                };
+                let mut stage =
+                    crate::service::retrieval::rerank::Reranker::open(&ctx, setup, &choice).await?;
+                let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+                let scored = stage.scored_ids(&ctx, &r, &question, &refs).await?;
+                anyhow::Ok((scored, stage.describe()))
+            }
+            .await
+            .map_err(|e| format!("rerank: {e:#}"));
+            let _ = tx.send(Msg::Reranked { ticket, result });
         });
         self.track(task);
     }
@@ -719,7 +757,13 @@ impl Jobs {
                 });
                 app.query.on_retriever(dense_off);
             }
-            Msg::Search { ticket, result } => app.query.on_result(ticket, result.map(|b| *b)),
+            Msg::Search { ticket, result } => {
+                app.query.on_result(ticket, result.map(|b| *b));
+                if let Some(e) = app.query.rerank_request() {
+                    self.run(app, e);
+                }
+            }
+            Msg::Reranked { ticket, result } => app.query.on_reranked(ticket, result),
             Msg::Placed { ticket, result } => app.query.on_places(ticket, result.map(|b| *b)),
             Msg::GenPrompt {
                 ticket,

@@ -146,6 +146,9 @@ pub async fn build_app_showing(
     app.query.set_failures(failures);
     app.query.set_ranking(ctx.method(None), ctx.alpha_set(None));
     app.query.k = ctx.k(None);
+    if let Ok(stage) = crate::service::retrieval::rerank::setup(ctx, &Default::default()) {
+        app.query.rerank.cut = stage.cut;
+    }
     app.message =
         (!errors.is_empty()).then(|| crate::core::text::sanitize_for_terminal(&errors.join("; ")));
     // In a study with a roster, `--reviewer NAME` needs NAME's key and `--role lead`

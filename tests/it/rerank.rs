@@ -428,3 +428,82 @@ fn generate_prompts_with_the_reranked_chunks_and_records_the_stage() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no rerank stage"), "{err}");
 }
+
+/// The Query pane's rerank column, driven by keys: `R` asks the configured rerank
+/// endpoint for the first N chunks' scores, the table then shows the kept chunks in
+/// the server's order with their first-stage rank and score; `R` again turns it off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_query_panes_rerank_column_follows_the_servers_scores() {
+    use crossterm::event::KeyCode;
+
+    use crate::common::tui::{key, on_query_pane, press, pump};
+
+    let env = Env::new();
+    let server = RerankServer::start(Mode::Honest);
+    reranking_workspace(&env, &server.url(), 60);
+    let q = "How can rabies be prevented?";
+    let first = ids_of(&env.json(&["search", q, "--k", "10", "--json"]));
+    let mut config = raglab::config::Config::default();
+    config.models.embed = Some(common::model(raglab::config::DEFAULT_EMBED_MODEL));
+    let mut endpoint: raglab::config::EndpointConfig =
+        toml::from_str(&format!("url = \"{}\"\nrerank = true\n", server.url())).expect("endpoint");
+    endpoint.max_concurrent = 1;
+    config.endpoints = vec![endpoint];
+    config.rerank.depth = Some(10);
+    config.rerank.keep = Some(4);
+    let ctx = common::tui::context(&env, config);
+    let (mut app, mut jobs, mut rx) =
+        on_query_pane(&ctx, &raglab::tui::TuiOptions::default()).await;
+    press(&mut app, &mut jobs, '/');
+    for c in q.chars() {
+        press(&mut app, &mut jobs, c);
+    }
+    key(&mut app, &mut jobs, KeyCode::Enter);
+    let limit = std::time::Duration::from_secs(60);
+    pump(
+        &mut jobs,
+        &mut app,
+        &mut rx,
+        |_, a| !a.query.busy,
+        limit,
+        (0, 0),
+    )
+    .await;
+    press(&mut app, &mut jobs, 'R');
+    pump(
+        &mut jobs,
+        &mut app,
+        &mut rx,
+        |_, a| a.query.rerank.described.is_some() || (!a.query.rerank.on),
+        limit,
+        (0, 0),
+    )
+    .await;
+    let served = server.served();
+    let s = served.last().expect("served");
+    let want = expected(&first, &s.scores, 4);
+    let screen = common::screen(&app, 160, 48);
+    assert!(
+        screen.contains("Reranked: top 10 reranked, 4 kept"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("first") && screen.contains("rerank"),
+        "{screen}"
+    );
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| want.iter().any(|id| l.contains(id.as_str())))
+        .collect();
+    assert_eq!(rows.len(), 4, "{screen}");
+    for (row, id) in rows.iter().zip(&want) {
+        assert!(row.contains(id.as_str()), "order: {screen}");
+        let f = first.iter().position(|x| x == id).expect("first rank") + 1;
+        let score = s.scores[f - 1];
+        assert!(row.contains(&format!("{score:.4}")), "{row}");
+    }
+    press(&mut app, &mut jobs, 'R');
+    let screen = common::screen(&app, 160, 48);
+    assert!(screen.contains(" Top "), "{screen}");
+    assert!(!screen.contains("Reranked:"), "{screen}");
+}

@@ -58,6 +58,21 @@ pub struct ResultRow {
     pub snippet: String,
     pub hit: FusedHit,
     pub is_target: bool,
+    /// With the rerank stage on: the chunk's rank before the stage, and its score
+    /// (None: not scored yet).
+    pub rerank: Option<(usize, Option<f64>)>,
+}
+
+/// The pane's rerank stage: on or off, its cut, and the stage described once its
+/// first scores arrive. The scores themselves live on the lists
+/// ([`QueryLists::rerank`]), so a re-fusion reorders without asking again.
+#[derive(Debug, Clone, Default)]
+pub struct RerankState {
+    pub on: bool,
+    pub cut: crate::core::rerank::RerankCut,
+    pub described: Option<String>,
+    /// Scores asked for and not yet arrived.
+    pub pending: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +154,7 @@ pub struct QueryPane {
     pub ticket: u64,
     pub status: Option<String>,
     pub chunks: ChunkInfo,
+    pub rerank: RerankState,
 }
 
 impl QueryPane {
@@ -176,6 +192,7 @@ impl QueryPane {
             ticket: 0,
             status: None,
             chunks,
+            rerank: RerankState::default(),
         };
         pane.set_failures(failures);
         pane
@@ -196,9 +213,73 @@ impl QueryPane {
         self.alpha = alpha.unwrap_or_else(|| method.default_alpha()).get();
     }
 
-    /// The current ranking configuration.
+    /// The current ranking configuration (with the rerank stage when it is on).
     pub fn config(&self) -> RunConfig {
-        RunConfig::new(self.method, self.sparse, self.alpha)
+        let first = RunConfig::new(self.method, self.sparse, self.alpha);
+        if self.rerank.on {
+            first.reranked(self.rerank.cut)
+        } else {
+            first
+        }
+    }
+
+    /// The rerank stage on (asking for the scores it lacks) or off.
+    fn toggle_rerank(&mut self) -> Option<Effect> {
+        self.rerank.on = !self.rerank.on;
+        self.refuse();
+        self.rerank_request()
+    }
+
+    /// With the stage on, the scores the current ranking's first N chunks lack (a new
+    /// question, another method or weight), asked for under the search's ticket.
+    pub fn rerank_request(&mut self) -> Option<Effect> {
+        if !self.rerank.on || self.rerank.pending {
+            return None;
+        }
+        let (lists, q) = (self.cut.as_ref()?, self.current.as_ref()?);
+        let first = RunConfig::new(self.method, self.sparse, self.alpha);
+        let ids: Vec<String> = lists
+            .ranking_for(first)
+            .into_iter()
+            .take(self.rerank.cut.depth)
+            .filter(|id| lists.rerank_score(id).is_none())
+            .map(str::to_string)
+            .collect();
+        if ids.is_empty() {
+            return None;
+        }
+        self.rerank.pending = true;
+        self.status = Some(format!("reranking {} chunks…", ids.len()));
+        Some(Effect::Rerank {
+            ticket: self.ticket,
+            question: q.text.clone(),
+            ids,
+        })
+    }
+
+    /// Rerank scores arrived (those of a superseded search are dropped).
+    pub fn on_reranked(&mut self, ticket: u64, result: Result<(Vec<Scored>, String), String>) {
+        if ticket != self.ticket {
+            return;
+        }
+        self.rerank.pending = false;
+        match result {
+            Ok((scores, described)) => {
+                for l in [self.lists.as_mut(), self.cut.as_mut()]
+                    .into_iter()
+                    .flatten()
+                {
+                    l.rerank.extend(scores.iter().cloned());
+                }
+                self.rerank.described = Some(described);
+                self.status = None;
+            }
+            Err(e) => {
+                self.rerank.on = false;
+                self.status = Some(e);
+            }
+        }
+        self.refuse();
     }
 
     /// The retrieval state is ready (`Ok`, with why dense retrieval is off if it is)
@@ -369,7 +450,22 @@ impl QueryPane {
                 })
                 .collect()
         };
+        let first_stage = RunConfig::new(self.method, self.sparse, self.alpha);
+        let first_ids = lists.ranking_for(first_stage);
         let order: Vec<FusedHit> = match self.method {
+            _ if self.rerank.on => {
+                let by_id: std::collections::HashMap<&str, &FusedHit> =
+                    fused.iter().map(|h| (h.id.as_str(), h)).collect();
+                lists
+                    .ranking_for(self.config())
+                    .into_iter()
+                    .map(|id| {
+                        by_id
+                            .get(id)
+                            .map_or_else(|| FusedHit::unranked(id), |h| (*h).clone())
+                    })
+                    .collect()
+            }
             Method::Hybrid | Method::Linear => fused.iter().take(self.k).cloned().collect(),
             Method::Dense => single(&lists.dense),
             Method::Bm25 => single(&lists.bm25),
@@ -379,12 +475,20 @@ impl QueryPane {
             .into_iter()
             .map(|hit| {
                 let meta = self.chunks.get(&hit.id).cloned().unwrap_or_default();
+                let rerank = self.rerank.on.then(|| {
+                    let first = first_ids
+                        .iter()
+                        .position(|i| *i == hit.id)
+                        .map_or(0, |p| p + 1);
+                    (first, lists.rerank_score(&hit.id))
+                });
                 ResultRow {
                     id: clean(&hit.id),
                     path: meta.path.to_string(),
                     snippet: snippet(&meta.text, 80),
                     is_target: targets.contains(&hit.id),
                     hit,
+                    rerank,
                 }
             })
             .collect();
@@ -693,12 +797,21 @@ impl QueryPane {
                 } else {
                     theme.text
                 };
-                Row::new(vec![
+                let mut cells = vec![
                     Line::styled(
                         format!("{}{}", if r.is_target { "▶" } else { " " }, i + 1),
                         style,
                     ),
                     Line::styled(delta(i), theme.filter),
+                ];
+                if let Some((first, score)) = r.rerank {
+                    cells.push(Line::styled(first.to_string(), theme.muted));
+                    cells.push(Line::styled(
+                        score.map_or("…".to_string(), |s| format!("{s:.4}")),
+                        theme.score_bar,
+                    ));
+                }
+                cells.extend([
                     Line::styled(rank(r.hit.dense_rank), theme.rank_dense),
                     Line::styled(rank(r.hit.sparse_rank), theme.rank_sparse),
                     Line::from(vec![
@@ -706,35 +819,36 @@ impl QueryPane {
                         Span::styled(format!(" {:.4}", r.hit.fused), theme.muted),
                     ]),
                     Line::styled(format!("{}  {}", r.id, r.path), style),
-                ])
+                ]);
+                Row::new(cells)
             })
             .collect();
         let sparse = self.sparse.to_string();
-        let header = Row::new(vec![
-            "rank",
-            "Δ",
-            "dense",
-            sparse.as_str(),
-            "fused",
-            "chunk",
-        ])
-        .style(theme.title);
+        let mut names = vec!["rank", "Δ"];
+        let mut widths = vec![Constraint::Length(5), Constraint::Length(5)];
+        if self.rerank.on {
+            names.extend(["first", "rerank"]);
+            widths.extend([Constraint::Length(6), Constraint::Length(7)]);
+        }
+        names.extend(["dense", sparse.as_str(), "fused", "chunk"]);
+        widths.extend([
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(18),
+            Constraint::Min(10),
+        ]);
+        let header = Row::new(names).style(theme.title);
+        let title = match (&self.rerank.on, &self.rerank.described) {
+            (true, Some(d)) => format!(" Reranked: {} ", clean(d)),
+            (true, None) => format!(" Top {}, reranking… ", self.k),
+            _ => format!(" Top {} ", self.k),
+        };
         let mut tstate = TableState::default().with_selected(Some(self.result_sel));
         f.render_stateful_widget(
-            Table::new(
-                rows,
-                [
-                    Constraint::Length(5),
-                    Constraint::Length(5),
-                    Constraint::Length(6),
-                    Constraint::Length(6),
-                    Constraint::Length(18),
-                    Constraint::Min(10),
-                ],
-            )
-            .header(header)
-            .row_highlight_style(theme.selected)
-            .block(theme.block(format!(" Top {} ", self.k), self.focus == Focus::Results)),
+            Table::new(rows, widths)
+                .header(header)
+                .row_highlight_style(theme.selected)
+                .block(theme.block(title, self.focus == Focus::Results)),
             table_area,
             &mut tstate,
         );
@@ -942,6 +1056,7 @@ impl PaneView for QueryPane {
             Action::OpenChunk => self.open_selected_row(),
             Action::OpenTarget => self.open_target(),
             Action::ToggleAnswers => self.open_answers(),
+            Action::ToggleRerank => return self.toggle_rerank(),
             Action::OpenFailures => self.open_failures(),
             Action::StartFilter => self.input.open(),
             Action::SubmitInput => return self.submit_typed(),

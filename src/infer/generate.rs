@@ -253,8 +253,8 @@ impl Generator {
         self.ask(|tx| Request::PromptTokens(messages, tx))
     }
 
-    /// P(yes) of each prompt's next token (the pointwise rerank score), the prompts'
-    /// shared prefix decoded once ([`super::pointwise`]).
+    /// P(yes) of each prompt's next token (the pointwise rerank score), each prompt
+    /// decoded whole as llama-server would ([`super::pointwise`]).
     pub fn score_yes_no(
         &self,
         prompts: Vec<Vec<ChatMessage>>,
@@ -349,7 +349,12 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
                 );
             }
             Request::Score(prompts, reply) => {
-                let _ = reply.send(super::pointwise::score(&model, &specials, cfg, &prompts));
+                let _ = reply.send(super::pointwise::score(
+                    &model,
+                    &specials,
+                    cfg.threads,
+                    &prompts,
+                ));
             }
             Request::Generate(req) => {
                 let events = req.events.clone();

@@ -20,10 +20,11 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::chat::{self, Specials};
-use super::generate::GenConfig;
 use crate::core::prompt::ChatMessage;
 
-/// Most prompts scored in one call (the caller splits longer lists).
+/// Most prompts scored in one request to the model's worker (the caller splits longer
+/// lists), so that a long list holds the worker, and delays a cancellation, for one
+/// group at most.
 pub const MAX_PROMPTS: usize = 64;
 
 /// Tokens per micro-batch, llama-server's default: a larger one changed the logits of
@@ -57,7 +58,7 @@ fn word_token(model: &LlamaModel, word: &str) -> Result<LlamaToken, String> {
 pub fn score(
     model: &LlamaModel,
     specials: &Specials,
-    cfg: &GenConfig,
+    threads: i32,
     prompts: &[Vec<ChatMessage>],
 ) -> Result<PointwiseScores, String> {
     let started = Instant::now();
@@ -91,8 +92,8 @@ pub fn score(
         .with_n_ctx(NonZeroU32::new(n_ctx))
         .with_n_batch(UBATCH)
         .with_n_ubatch(UBATCH)
-        .with_n_threads(cfg.threads)
-        .with_n_threads_batch(cfg.threads)
+        .with_n_threads(threads)
+        .with_n_threads_batch(threads)
         .with_no_perf(false);
     let backend = super::backend::backend().map_err(|e| e.to_string())?;
     let mut ctx = model

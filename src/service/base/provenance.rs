@@ -52,9 +52,86 @@ pub fn now_rfc3339() -> String {
 
 /// SHA-256 of a model file (hex), for provenance.
 pub fn file_sha256(path: &Path) -> Result<String> {
+    hash_file(path)
+}
+
+/// [`file_sha256`], remembered in `data_dir/model_hashes.json` by the file's
+/// canonical path, size and modification time: hashing a GGUF reads it whole (a
+/// quarter of a second for 90 MB, seconds for a large model), which a command whose
+/// work is all cached would otherwise pay on every run. The rule is make's and git's:
+/// a file rewritten in place with the same size and the same modification time to the
+/// nanosecond is taken as unchanged. A missing or unreadable memo is recomputed, and a
+/// memo that cannot be written costs only the next run's hashing.
+pub fn model_sha256(data_dir: &Path, path: &Path) -> Result<String> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let stamp = format!("{}:{}", meta.len(), mtime_ns);
+    let key = canonical.to_string_lossy().into_owned();
+    let memo_path = data_dir.join("model_hashes.json");
+    let mut memo: std::collections::BTreeMap<String, (String, String)> = std::fs::read(&memo_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    if let Some((seen, sha)) = memo.get(&key)
+        && *seen == stamp
+        && sha.len() == 64
+    {
+        return Ok(sha.clone());
+    }
+    let sha = hash_file(path)?;
+    memo.insert(key, (stamp, sha.clone()));
+    if std::fs::create_dir_all(data_dir).is_ok()
+        && let Ok(bytes) = serde_json::to_vec_pretty(&memo)
+    {
+        let tmp = memo_path.with_extension(format!("json.{}", std::process::id()));
+        if std::fs::write(&tmp, bytes).is_ok() {
+            let _ = std::fs::rename(&tmp, &memo_path);
+        }
+    }
+    Ok(sha)
+}
+
+fn hash_file(path: &Path) -> Result<String> {
     let mut f =
         std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The memo answers for an unchanged file and is not trusted once the file
+    /// changes (new size or new modification time).
+    #[test]
+    fn a_remembered_hash_is_the_file_hash_and_follows_the_file() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let data = dir.path().join("data");
+        let model = dir.path().join("m.gguf");
+        std::fs::write(&model, b"first weights").expect("write");
+        let first = model_sha256(&data, &model).expect("hash");
+        assert_eq!(first, file_sha256(&model).expect("hash"));
+        assert!(data.join("model_hashes.json").exists());
+        // A memo entry with a forged hash for the same stamp is what a second run
+        // reads: it proves the memo is used rather than the file re-read.
+        let memo_path = data.join("model_hashes.json");
+        let forged = std::fs::read_to_string(&memo_path)
+            .expect("memo")
+            .replace(&first, &"f".repeat(64));
+        std::fs::write(&memo_path, forged).expect("forge");
+        assert_eq!(model_sha256(&data, &model).expect("hash"), "f".repeat(64));
+        // Rewritten (another size), it is hashed again.
+        std::fs::write(&model, b"second weights, longer").expect("write");
+        let second = model_sha256(&data, &model).expect("hash");
+        assert_eq!(second, file_sha256(&model).expect("hash"));
+        assert_ne!(second, first);
+    }
 }

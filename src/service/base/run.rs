@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 
 use super::context::{Context, ModelChoice};
 use super::pool::Pool;
-use super::provenance::file_sha256;
+use super::provenance::model_sha256;
 use crate::infer::generate::{GenConfig, Generator};
 
 /// Progress of a long indexing step: (done, total).
@@ -116,7 +116,7 @@ impl Backend {
             Role::Critic => ctx.judge_config(choice),
         };
         let generator = load_generator(&cfg)?;
-        let sha = file_sha256(&cfg.model)?;
+        let sha = model_sha256(&ctx.paths.data_dir, &cfg.model)?;
         Ok(Self::Local(generator, sha))
     }
 

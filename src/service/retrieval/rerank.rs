@@ -23,7 +23,7 @@ use crate::core::template::{Template, TemplateKind};
 use crate::infer::endpoint::EndpointSpec;
 use crate::infer::generate::Generator;
 use crate::infer::rerank_endpoint::RerankEndpoint;
-use crate::service::base::{Context, ModelChoice, file_sha256, load_generator, now_rfc3339};
+use crate::service::base::{Context, ModelChoice, load_generator, model_sha256, now_rfc3339};
 use crate::store::records::Table;
 
 pub const RERANK_SCORES: &str = "rerank_scores.lance";
@@ -144,8 +144,27 @@ pub fn pointwise_prompt(
     )
 }
 
+/// A GGUF scorer, loaded on the first pair the cache lacks: a run whose scores are all
+/// cached never loads the model.
+struct LazyModel {
+    cfg: crate::infer::generate::GenConfig,
+    loaded: Option<Generator>,
+}
+
+impl LazyModel {
+    fn generator(&mut self) -> Result<&Generator> {
+        if self.loaded.is_none() {
+            let g = load_generator(&self.cfg).with_context(|| {
+                format!("cannot load the rerank model {}", self.cfg.model.display())
+            })?;
+            self.loaded = Some(g);
+        }
+        Ok(self.loaded.as_ref().expect("loaded above"))
+    }
+}
+
 enum Scorer {
-    Model(Generator),
+    Model(LazyModel),
     Endpoint(RerankEndpoint),
 }
 
@@ -168,7 +187,8 @@ pub struct StageRanking {
     pub ms: f64,
 }
 
-/// An open rerank stage: the scorer loaded, the cache read.
+/// An open rerank stage: the scorer ready (a GGUF loads on the first pair the cache
+/// lacks), the cache read.
 pub struct Reranker {
     scorer: Scorer,
     /// What scores are cached under: the GGUF's SHA-256 or `endpoint:MODEL`.
@@ -191,10 +211,8 @@ impl Reranker {
                     ..choice.clone()
                 });
                 cfg.reuse_prefix = false;
-                let generator = load_generator(&cfg)
-                    .with_context(|| format!("cannot load the rerank model {}", path.display()))?;
-                let sha = file_sha256(&path)?;
-                (Scorer::Model(generator), sha)
+                let sha = model_sha256(&ctx.paths.data_dir, &path)?;
+                (Scorer::Model(LazyModel { cfg, loaded: None }), sha)
             }
             RerankBackend::Endpoint(spec) => {
                 let e = RerankEndpoint::new(spec)?;
@@ -285,21 +303,17 @@ impl Reranker {
             .collect()
     }
 
-    async fn score_fresh(&self, question: &str, docs: &[String]) -> Result<Vec<f64>> {
-        match &self.scorer {
+    async fn score_fresh(&mut self, question: &str, docs: &[String]) -> Result<Vec<f64>> {
+        let template = &self.template;
+        match &mut self.scorer {
             Scorer::Endpoint(e) => Ok(e.scores(question, docs).await?),
-            Scorer::Model(g) => {
+            Scorer::Model(lazy) => {
+                let g = lazy.generator()?;
                 let mut out = Vec::with_capacity(docs.len());
                 for group in docs.chunks(crate::infer::pointwise::MAX_PROMPTS) {
                     let prompts = group
                         .iter()
-                        .map(|d| {
-                            vec![ChatMessage::user(pointwise_prompt(
-                                &self.template,
-                                question,
-                                d,
-                            ))]
-                        })
+                        .map(|d| vec![ChatMessage::user(pointwise_prompt(template, question, d))])
                         .collect();
                     out.extend(g.score_yes_no(prompts)?.p_yes);
                 }

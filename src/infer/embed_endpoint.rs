@@ -118,13 +118,15 @@ impl Client {
     }
 
     /// llama.cpp's `/tokenize` (beside `/v1`): the ids with special tokens, or None
-    /// when the server has no such route.
+    /// when the server has no such route. The text is tokenised as plain text
+    /// (`parse_special: false`): a chunk that spells `[SEP]` or `<|endoftext|>` gets
+    /// the tokens of those characters, not the control token.
     async fn tokenize(&self, text: &str) -> Result<Option<Vec<i64>>> {
         let root = self.spec.url.trim_end_matches('/').trim_end_matches("/v1");
         let (status, v) = self
             .post(
                 format!("{root}/tokenize"),
-                &json!({"content": text, "add_special": true}),
+                &json!({"content": text, "add_special": true, "parse_special": false}),
             )
             .await?;
         if status != 200 {

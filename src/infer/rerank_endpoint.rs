@@ -48,9 +48,9 @@ impl RerankEndpoint {
         let deadline = self.spec.request_timeout;
         match tokio::time::timeout(deadline, self.ask(query, documents)).await {
             Ok(r) => r,
-            Err(_) => Err(EndpointError::Misbehaved {
+            Err(_) => Err(EndpointError::Deadline {
                 url: self.spec.url.clone(),
-                reason: format!("the rerank reply took longer than {} s", deadline.as_secs()),
+                secs: deadline.as_secs(),
             }),
         }
     }

@@ -1,7 +1,8 @@
 //! Servers that misbehave: a real HTTP server on 127.0.0.1 ([`common::hostile`]) that
-//! streams forever, trickles a byte at a time, sends a 1 GB line, answers HTML, fails
-//! with 500 or never sends its headers. Each request to it ends with a clear error
-//! within its deadline and raglab's memory stays bounded; in a pool beside a real
+//! streams forever, trickles a byte at a time, sends a 1 GB line or 64 MiB of blank
+//! lines, answers HTML, fails with 500 or never sends its headers. Each request to it
+//! ends with a clear error within its deadline and raglab's memory stays bounded; a
+//! server that breaks the protocol is not asked again; in a pool beside a real
 //! llama-server, the batch is finished by the good server with no answer lost or
 //! produced twice.
 
@@ -66,12 +67,17 @@ fn every_misbehaving_server_ends_in_a_clear_error_within_its_deadline() {
             Mode::WrongType => "text/html, not an event stream",
             Mode::Error500 => "HTTP 500",
             Mode::SlowHeaders => "no response for 2 s",
+            Mode::BlankLines => "lines for max_tokens 16: blank lines or comments",
         };
         assert!(text.contains(expected), "{mode:?}: {text}");
-        assert!(
-            err.retryable(),
-            "{mode:?}: another server may answer: {text}"
+        // A server that broke the protocol is not asked again; one that was slow or
+        // failed may answer later.
+        let broke = matches!(
+            mode,
+            Mode::Endless | Mode::HugeLine | Mode::WrongType | Mode::BlankLines
         );
+        assert_eq!(err.violation(), broke, "{mode:?}: {text}");
+        assert_eq!(err.retryable(), !broke, "{mode:?}: {text}");
         // Within the probe's wait (at most the idle timeout) and the request's
         // deadline, plus what a busy 2-core machine may add to a wait.
         assert!(
@@ -84,7 +90,7 @@ fn every_misbehaving_server_ends_in_a_clear_error_within_its_deadline() {
         assert_eq!(server.requests.load(Ordering::Relaxed), 2, "{mode:?}");
     }
     let grew = peak_rss_kib().saturating_sub(before);
-    eprintln!("peak RSS grew by {grew} KiB over the six servers");
+    eprintln!("peak RSS grew by {grew} KiB over the seven servers");
     // A 1 GB line would take 1 GB if buffered; the caps keep it near a few MiB.
     assert!(grew < 64 * 1024, "peak RSS grew by {grew} KiB");
 }
@@ -151,4 +157,49 @@ fn a_pool_with_a_hostile_server_finishes_its_batch_on_the_good_one() {
         bad.requests.load(Ordering::Relaxed) >= 1,
         "the hostile server was tried"
     );
+}
+
+/// The case that cost 102 s: one endpoint that streams past `max_tokens`. It is asked
+/// once; the run ends with the reason, not after six requests.
+#[test]
+fn a_server_that_ignores_max_tokens_is_asked_once() {
+    let bad = Hostile::start(&[Mode::Endless]);
+    let env = Env::new();
+    let config_dir = env.dir.path().join("config");
+    std::fs::create_dir_all(&config_dir).expect("mkdir");
+    std::fs::write(
+        config_dir.join("config.toml"),
+        format!("[[endpoints]]\nurl = \"{}\"\ntimeout_s = 5\n", bad.url()),
+    )
+    .expect("config");
+    let q = env.dir.path().join("q.jsonl");
+    std::fs::write(
+        &q,
+        "{\"id\": \"q0\", \"text\": \"How is rabies prevented?\", \"answer\": \"ref\", \"relevant\": []}\n",
+    )
+    .expect("questions");
+    let started = Instant::now();
+    let out = env
+        .cmd()
+        .args([
+            "generate",
+            "--questions",
+            q.to_str().expect("utf8"),
+            "--run",
+            "endless",
+            "--no-retrieval",
+            "--max-tokens",
+            "16",
+        ])
+        .output()
+        .expect("spawn raglab");
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("does not honour the limit"), "{stderr}");
+    assert!(stderr.contains("not asked again"), "{stderr}");
+    // The probe (`GET /props`) and one chat request.
+    assert_eq!(bad.requests.load(Ordering::Relaxed), 2, "{stderr}");
+    eprintln!("ended in {:.1} s: {stderr}", took.as_secs_f64());
+    assert!(took < Duration::from_secs(30), "took {took:?}");
 }

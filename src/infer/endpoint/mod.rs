@@ -120,6 +120,16 @@ pub fn max_pieces(max_tokens: usize) -> usize {
     max_tokens.saturating_mul(2).saturating_add(16)
 }
 
+/// Most lines (events, blank separators, comments) a stream may send for
+/// `max_tokens`: two lines per piece, twice over, and 4,096 more for keep-alive
+/// comments and the closing events. Every line counts, so a server that sends blank
+/// lines or comments without end is stopped as one that sends text without end is.
+pub fn max_lines(max_tokens: usize) -> usize {
+    max_pieces(max_tokens)
+        .saturating_mul(4)
+        .saturating_add(4096)
+}
+
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
@@ -135,29 +145,42 @@ pub enum EndpointError {
     },
     #[error("{url}: the stream broke off: {reason}")]
     Broken { url: String, reason: String },
+    /// A reply that does not follow the protocol (not JSON, missing fields).
     #[error("{url}: unexpected reply: {reason}")]
     Protocol { url: String, reason: String },
     #[error("{url}: invalid endpoint: {reason}")]
     Config { url: String, reason: String },
-    /// The server broke a limit raglab sets (a body, a line, the output length, the
-    /// request's deadline): another server, or this one later, may answer properly.
+    /// The server broke a limit raglab sets (a body, a line, the stream's length, the
+    /// reply's type).
     #[error("{url}: {reason}")]
     Misbehaved { url: String, reason: String },
+    /// The reply kept coming but did not finish within the request's deadline.
+    #[error("{url}: the reply took longer than the request's deadline of {secs} s")]
+    Deadline { url: String, secs: u64 },
 }
 
 impl EndpointError {
-    /// Whether the same request may succeed later or elsewhere: connection failures,
-    /// timeouts, broken streams, 408, 409, 429 and 5xx. Other 4xx replies and
-    /// malformed endpoints are the request's or the configuration's fault.
+    /// Whether the same request may succeed on this server later: connection
+    /// failures, timeouts, broken streams, a passed deadline, 408, 409, 429 and 5xx.
+    /// Other 4xx replies and malformed endpoints are the request's or the
+    /// configuration's fault; a broken protocol is the server's ([`Self::violation`]).
     pub fn retryable(&self) -> bool {
         match self {
             Self::Connect { .. }
             | Self::Timeout { .. }
             | Self::Broken { .. }
-            | Self::Misbehaved { .. } => true,
+            | Self::Deadline { .. } => true,
             Self::Status { status, .. } => matches!(status, 408 | 409 | 429 | 500..=599),
-            Self::Protocol { .. } | Self::Config { .. } => false,
+            Self::Protocol { .. } | Self::Config { .. } | Self::Misbehaved { .. } => false,
         }
+    }
+
+    /// Whether the server broke the protocol (a malformed reply, the wrong content
+    /// type, a line, body or stream over its cap): asking it again would cost the same
+    /// again (seen: six requests of 16 s each to a server that ignores `max_tokens`),
+    /// so it is not asked again in this run; another server may answer.
+    pub fn violation(&self) -> bool {
+        matches!(self, Self::Protocol { .. } | Self::Misbehaved { .. })
     }
 }
 
@@ -419,6 +442,7 @@ impl Endpoint {
         let idle = self.spec.idle_timeout;
         let mut out = Streamed::default();
         let most_pieces = max_pieces(sampling.max_tokens);
+        let most_lines = max_lines(sampling.max_tokens);
         while !out.sse.done {
             if stop.load(Ordering::Relaxed) {
                 out.stopped = true;
@@ -443,22 +467,29 @@ impl Endpoint {
                 })?;
             let Some(bytes) = chunk else { break };
             let sse = &mut out.sse;
-            let pieces = sse.feed(&bytes).map_err(|reason| {
-                if sse.buf.len() > MAX_EVENT_BYTES {
-                    EndpointError::Misbehaved {
-                        url: url.clone(),
-                        reason,
-                    }
-                } else {
-                    EndpointError::Protocol {
-                        url: url.clone(),
-                        reason,
-                    }
-                }
+            let pieces = sse.feed(&bytes).map_err(|e| match e {
+                StreamFault::LineTooLong => EndpointError::Misbehaved {
+                    url: url.clone(),
+                    reason: line_too_long(),
+                },
+                StreamFault::Malformed(reason) => EndpointError::Protocol {
+                    url: url.clone(),
+                    reason,
+                },
             })?;
             for piece in pieces {
                 out.first.get_or_insert_with(Instant::now);
                 on_token(&piece);
+            }
+            if out.sse.lines > most_lines {
+                return Err(EndpointError::Misbehaved {
+                    url,
+                    reason: format!(
+                        "the server sent over {most_lines} lines for max_tokens {}: \
+                         blank lines or comments without end",
+                        sampling.max_tokens
+                    ),
+                });
             }
             if out.sse.deltas > most_pieces {
                 return Err(EndpointError::Misbehaved {
@@ -528,12 +559,9 @@ impl Streamed {
 }
 
 fn past_deadline(spec: &EndpointSpec) -> EndpointError {
-    EndpointError::Misbehaved {
+    EndpointError::Deadline {
         url: spec.url.clone(),
-        reason: format!(
-            "the reply took longer than the request's deadline of {} s",
-            spec.request_timeout.as_secs()
-        ),
+        secs: spec.request_timeout.as_secs(),
     }
 }
 
@@ -600,6 +628,15 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
+/// Why a stream could not be read on.
+#[derive(Debug)]
+enum StreamFault {
+    /// A line over [`MAX_EVENT_BYTES`].
+    LineTooLong,
+    /// An event that is not valid (not UTF-8, not JSON, an error object).
+    Malformed(String),
+}
+
 /// The state of a server-sent-event stream of chat completion chunks.
 #[derive(Debug, Default)]
 struct Sse {
@@ -613,40 +650,66 @@ struct Sse {
     prompt_per_s: Option<f64>,
     gen_per_s: Option<f64>,
     deltas: usize,
+    /// Lines read, blank ones and comments included.
+    lines: usize,
     done: bool,
 }
 
 impl Sse {
     /// Take bytes of the stream; returns the text pieces of the complete events in
     /// them. Lines are split at `\n` only, so a UTF-8 character split across chunks
-    /// is joined before it is decoded.
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, String> {
-        self.buf.extend_from_slice(bytes);
+    /// is joined before it is decoded. Linear in the bytes: each byte is scanned once
+    /// (the unfinished tail held from the last call has no newline) and the buffer is
+    /// drained once per call, not once per line.
+    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, StreamFault> {
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut from = buf.len();
+        buf.extend_from_slice(bytes);
         let mut out = Vec::new();
-        while let Some(nl) = self.buf.iter().position(|&b| b == b'\n') {
-            if nl > MAX_EVENT_BYTES {
-                return Err(line_too_long());
-            }
-            let line: Vec<u8> = self.buf.drain(..=nl).collect();
-            let line = std::str::from_utf8(&line)
-                .map_err(|e| format!("invalid UTF-8 in the stream: {e}"))?
-                .trim_end_matches(['\r', '\n']);
-            let Some(data) = line.strip_prefix("data:") else {
-                continue; // blank separators, comments, `event:` lines
+        let mut start = 0;
+        let result = loop {
+            let Some(off) = buf[from..].iter().position(|&b| b == b'\n') else {
+                break Ok(());
             };
-            let data = data.trim_start();
-            if data == "[DONE]" {
-                self.done = true;
-                continue;
+            let nl = from + off;
+            from = nl + 1;
+            let line = &buf[start..nl];
+            start = nl + 1;
+            self.lines += 1;
+            if line.len() > MAX_EVENT_BYTES {
+                break Err(StreamFault::LineTooLong);
             }
-            if let Some(piece) = self.event(data)? {
-                out.push(piece);
+            if let Err(e) = self.line(line, &mut out) {
+                break Err(StreamFault::Malformed(e));
             }
-        }
+        };
+        buf.drain(..start);
+        self.buf = buf;
+        result?;
         if self.buf.len() > MAX_EVENT_BYTES {
-            return Err(line_too_long());
+            return Err(StreamFault::LineTooLong);
         }
         Ok(out)
+    }
+
+    /// One line without its `\n`: a `data:` event, or a blank separator, comment or
+    /// `event:` line (skipped).
+    fn line(&mut self, line: &[u8], out: &mut Vec<String>) -> Result<(), String> {
+        let line = std::str::from_utf8(line)
+            .map_err(|e| format!("invalid UTF-8 in the stream: {e}"))?
+            .trim_end_matches('\r');
+        let Some(data) = line.strip_prefix("data:") else {
+            return Ok(());
+        };
+        let data = data.trim_start();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if let Some(piece) = self.event(data)? {
+            out.push(piece);
+        }
+        Ok(())
     }
 
     fn event(&mut self, data: &str) -> Result<Option<String>, String> {
@@ -760,6 +823,28 @@ mod tests {
     }
 
     #[test]
+    fn every_line_counts_and_a_long_run_of_blank_lines_is_read_in_one_pass() {
+        let mut s = Sse::default();
+        let blank = vec![b'\n'; 64 << 10];
+        for _ in 0..16 {
+            assert!(s.feed(&blank).expect("blank lines").is_empty());
+        }
+        assert_eq!(s.lines, 16 * (64 << 10));
+        assert!(s.buf.is_empty());
+        // A line over the cap is told apart from a malformed event.
+        let mut s = Sse::default();
+        let long = vec![b'a'; MAX_EVENT_BYTES + 1];
+        assert!(matches!(s.feed(&long), Err(StreamFault::LineTooLong)));
+        let mut s = Sse::default();
+        assert!(matches!(
+            s.feed(b"\n\ndata: {oops\n"),
+            Err(StreamFault::Malformed(_))
+        ));
+        assert_eq!(s.lines, 3);
+        assert!(max_lines(16) > 4 * max_pieces(16));
+    }
+
+    #[test]
     fn retry_only_what_may_succeed_later() {
         let status = |status| EndpointError::Status {
             url: "u".into(),
@@ -775,5 +860,16 @@ mod tests {
             }
             .retryable()
         );
+        let misbehaved = EndpointError::Misbehaved {
+            url: "u".into(),
+            reason: "r".into(),
+        };
+        assert!(!misbehaved.retryable() && misbehaved.violation());
+        let deadline = EndpointError::Deadline {
+            url: "u".into(),
+            secs: 4,
+        };
+        assert!(deadline.retryable() && !deadline.violation());
+        assert!(!status(500).violation());
     }
 }

@@ -188,7 +188,7 @@ pub async fn answer_live_endpoint(
             }
             // Tokens already on screen cannot be taken back: only a failure before
             // the first one moves to the next endpoint.
-            Err(e) if e.retryable() && !streamed => last_error = Some(e),
+            Err(e) if (e.retryable() || e.violation()) && !streamed => last_error = Some(e),
             Err(e) => return Err(e.into()),
         }
     }

@@ -119,6 +119,9 @@ struct State {
     in_flight: usize,
     failures: u32,
     resting_until: Option<Instant>,
+    /// The endpoint broke the protocol ([`EndpointError::violation`]) and is not
+    /// asked again in this run.
+    set_aside: bool,
 }
 
 /// How to reach one configured endpoint: its URL checked, its API key read from the
@@ -127,6 +130,16 @@ pub fn spec_of(c: &EndpointConfig) -> Result<EndpointSpec> {
     let (url, basic_auth) = split_credentials(c.url.trim_end_matches('/'));
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         bail!("endpoint url `{url}` must start with http:// or https://");
+    }
+    if let Some(cut) = url.find(['?', '#']) {
+        // Routes are appended to the url (`/chat/completions`), and the url is stored
+        // with every answer and shown in errors: a `?key=` would be both broken and
+        // leaked. The query is not repeated in the message for the same reason.
+        bail!(
+            "endpoint {}: a query string or fragment in the url is not supported; give a \
+             key with api_key_env instead",
+            &url[..cut]
+        );
     }
     if c.max_concurrent == 0 {
         bail!("endpoint {url}: max_concurrent must be at least 1");
@@ -212,7 +225,8 @@ fn least_loaded(pool: &Pool, state: &[State]) -> Option<usize> {
     let load = |i: usize| state[i].in_flight as f64 / pool.endpoints[i].spec.max_concurrent as f64;
     (0..pool.endpoints.len())
         .filter(|&i| {
-            state[i].resting_until.is_none()
+            !state[i].set_aside
+                && state[i].resting_until.is_none()
                 && state[i].in_flight < pool.endpoints[i].spec.max_concurrent
         })
         .min_by(|&a, &b| load(a).total_cmp(&load(b)))
@@ -239,11 +253,35 @@ fn count_failure(
     if attempts >= MAX_ATTEMPTS {
         bail!("{e} (gave up on a request after {MAX_ATTEMPTS} failed attempts)");
     }
-    if state.iter().all(|s| s.failures >= MAX_ATTEMPTS as u32) {
+    if state
+        .iter()
+        .filter(|s| !s.set_aside)
+        .all(|s| s.failures >= MAX_ATTEMPTS as u32)
+    {
         bail!("every endpoint failed {MAX_ATTEMPTS} times in a row; the last error: {e}");
     }
     tracing::warn!("{e}; trying again; the endpoint rests {rest:?}");
     Ok(attempts)
+}
+
+/// Set endpoint `i` aside for the rest of the run after it broke the protocol: the
+/// request moves to another endpoint at once. Returns the error that ends the run
+/// when no endpoint is left.
+fn set_aside(
+    state: &mut [State],
+    i: usize,
+    report: &mut PoolReport,
+    e: &EndpointError,
+) -> Result<()> {
+    state[i].set_aside = true;
+    report.retries += 1;
+    if state.iter().all(|s| s.set_aside) {
+        bail!(
+            "{e} (the server broke the protocol and is not asked again; no other endpoint is left)"
+        );
+    }
+    tracing::warn!("{e}; the endpoint is not asked again in this run; the request moves on");
+    Ok(())
 }
 
 /// Run every job on the pool. `work` sends one job to one endpoint; `done` gets each
@@ -324,6 +362,10 @@ where
                 let attempts = count_failure(&mut state, i, &mut report, &e, attempts)?;
                 queue.push_front((job, attempts));
             }
+            Err(e) if e.violation() => {
+                set_aside(&mut state, i, &mut report, &e)?;
+                queue.push_front((job, attempts + 1));
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -361,6 +403,13 @@ mod tests {
         assert!(Pool::from_config(&[]).is_err());
         assert!(Pool::from_config(&[e("localhost:8080", 1)]).is_err());
         assert!(Pool::from_config(&[e("http://a/v1", 0)]).is_err());
+        let err = Pool::from_config(&[e("https://a/v1?key=s3cret", 1)])
+            .expect_err("a query string")
+            .to_string();
+        assert!(
+            err.contains("query string") && !err.contains("s3cret"),
+            "{err}"
+        );
         let p = Pool::from_config(&[e("http://a/v1/", 2)]).expect("pool");
         assert_eq!(p.describe(), "http://a/v1");
     }

@@ -29,15 +29,18 @@ pub enum Mode {
     Error500,
     /// Reads the request and never sends a status line.
     SlowHeaders,
+    /// A 200 event stream of 64 MiB of blank lines, as fast as the socket takes them.
+    BlankLines,
 }
 
-pub const ALL: [Mode; 6] = [
+pub const ALL: [Mode; 7] = [
     Mode::Endless,
     Mode::Trickle,
     Mode::HugeLine,
     Mode::WrongType,
     Mode::Error500,
     Mode::SlowHeaders,
+    Mode::BlankLines,
 ];
 
 pub struct Hostile {
@@ -130,6 +133,15 @@ fn serve(conn: TcpStream, mode: Mode, stop: &AtomicBool) {
             let _ = out.write_all(b"data: {\"choices\":[{\"delta\":{\"content\":\"");
             let block = vec![b'a'; 1 << 20];
             for _ in 0..1024 {
+                if !alive() || out.write_all(&block).is_err() {
+                    break;
+                }
+            }
+        }
+        Mode::BlankLines => {
+            let _ = out.write_all(stream_head.as_bytes());
+            let block = vec![b'\n'; 1 << 20];
+            for _ in 0..64 {
                 if !alive() || out.write_all(&block).is_err() {
                     break;
                 }

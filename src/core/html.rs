@@ -72,10 +72,68 @@ const FLAT: &[&str] = &[
     "tfoot", "colgroup", "rp", "rt", "html", "head", "body",
 ];
 
+/// Elements an end tag may close through on the way to its match: phrasing elements
+/// that are not "special" in the HTML5 tree builder's sense. An end tag whose match
+/// lies below any other open element (a `div`, a `table`, a `ul`) is counted as
+/// closing nothing, whatever the tree builder does: the estimate may then be high,
+/// never low.
+const PHRASING: &[&str] = &[
+    "a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn", "em", "font", "i",
+    "ins", "kbd", "label", "mark", "nobr", "output", "q", "ruby", "s", "samp", "small", "span",
+    "strike", "strong", "sub", "sup", "time", "tt", "u", "var",
+];
+
+/// The elements a tag scan holds open: their names in order, where each name is
+/// open, and where the elements an end tag may not close through ([`PHRASING`]'s
+/// complement) are. Every operation is amortised O(1): an element is pushed once
+/// and popped once, so the scan is linear in the page.
+#[derive(Default)]
+struct OpenElements {
+    names: Vec<String>,
+    by_name: std::collections::HashMap<String, Vec<usize>>,
+    barriers: Vec<usize>,
+}
+
+impl OpenElements {
+    fn open(&mut self, name: String) {
+        let at = self.names.len();
+        if !PHRASING.contains(&name.as_str()) {
+            self.barriers.push(at);
+        }
+        self.by_name.entry(name.clone()).or_default().push(at);
+        self.names.push(name);
+    }
+
+    /// An end tag: it closes its most recent open match and everything above it,
+    /// unless no element of that name is open (an end tag for nothing, `</i>` with no
+    /// `<i>`, closes nothing) or a non-phrasing element lies above the match.
+    fn close(&mut self, name: &str) {
+        let Some(&at) = self.by_name.get(name).and_then(|v| v.last()) else {
+            return;
+        };
+        if self.barriers.last().is_some_and(|&b| b > at) {
+            return;
+        }
+        while self.names.len() > at {
+            let n = self.names.pop().expect("above at");
+            if self.barriers.last() == Some(&self.names.len()) {
+                self.barriers.pop();
+            }
+            if let Some(v) = self.by_name.get_mut(&n) {
+                v.pop();
+            }
+        }
+    }
+}
+
 /// An upper estimate of how deep `html` nests its elements, read from its tags
-/// alone (start tags in, end tags out, [`FLAT`] not counted).
+/// alone in one linear scan: start tags open an element ([`FLAT`] ones are not
+/// counted), end tags close as [`OpenElements::close`] says. An end tag that closes
+/// nothing in the tree builder closes nothing here, so a page of `<div></i>` lines
+/// is as deep as its `<div>`s.
 fn nesting_estimate(html: &str) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut open = OpenElements::default();
+    let mut deepest = 0usize;
     let b = html.as_bytes();
     let mut i = 0;
     while let Some(p) = b[i..].iter().position(|&c| c == b'<') {
@@ -94,12 +152,12 @@ fn nesting_estimate(html: &str) -> usize {
             continue;
         }
         if closing {
-            depth = depth.saturating_sub(1);
+            open.close(&name);
         } else {
             // `<div/>` opens a div all the same (HTML5 ignores `/>` on elements
             // that are not void), so it counts.
-            depth += 1;
-            deepest = deepest.max(depth);
+            open.open(name);
+            deepest = deepest.max(open.names.len());
         }
     }
     deepest
@@ -375,5 +433,79 @@ mod tests {
         assert!(html_to_markdown(&flat).is_ok());
         assert_eq!(nesting_estimate("<b><i>x</i></b><div>< 5</div>"), 2);
         assert_eq!(nesting_estimate(&"<div/>".repeat(7)), 7);
+    }
+
+    /// The page that stalled an ingest: end tags of elements never opened used to
+    /// count as closing one, so `<div></i>` lines looked one deep while the tree
+    /// builder nests every `<div>`.
+    #[test]
+    fn end_tags_of_elements_not_open_close_nothing() {
+        let page = "<div></i>\n".repeat(2 * MAX_NESTING);
+        assert_eq!(nesting_estimate(&page), 2 * MAX_NESTING);
+        let err = html_to_markdown(&page).expect_err("too deep");
+        assert!(err.starts_with("HTML nested 10000 elements deep"), "{err}");
+        // A span's end tag does not close through the div above it (the tree builder
+        // ignores it), a div's end tag closes the spans left open inside it.
+        assert_eq!(nesting_estimate(&"<span><div></span>".repeat(9)), 18);
+        assert_eq!(nesting_estimate(&"<div><span><b></div>".repeat(9)), 3);
+    }
+
+    /// The depth of the tree html5ever builds (elements not in [`FLAT`]), against the
+    /// estimate, on random tag soup: the estimate is never below it.
+    #[test]
+    fn the_estimate_is_never_below_the_parsed_depth() {
+        const PIECES: &[&str] = &[
+            "<div>",
+            "</div>",
+            "<span>",
+            "</span>",
+            "<b>",
+            "</b>",
+            "<i>",
+            "</i>",
+            "<table>",
+            "</table>",
+            "<td>",
+            "<tr>",
+            "<p>",
+            "</p>",
+            "<ul>",
+            "<li>",
+            "</ul>",
+            "<a href=x>",
+            "</a>",
+            "<section>",
+            "</section>",
+            "<em>",
+            "</em>",
+            "<h2>",
+            "</h2>",
+            "x",
+            " ",
+        ];
+        let mut rng = crate::core::rng::Rng::new(7);
+        for _ in 0..400 {
+            let page: String = (0..120).map(|_| PIECES[rng.below(PIECES.len())]).collect();
+            let doc = Html::parse_document(&page);
+            let parsed = doc
+                .tree
+                .root()
+                .descendants()
+                .filter(|n| n.value().as_element().is_some())
+                .map(|n| {
+                    n.ancestors()
+                        .chain(std::iter::once(n))
+                        .filter(|a| {
+                            a.value()
+                                .as_element()
+                                .is_some_and(|e| !FLAT.contains(&e.name()))
+                        })
+                        .count()
+                })
+                .max()
+                .unwrap_or(0);
+            let estimate = nesting_estimate(&page);
+            assert!(estimate >= parsed, "{estimate} < {parsed}: {page}");
+        }
     }
 }

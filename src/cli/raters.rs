@@ -77,7 +77,7 @@ pub fn render(r: &RaterReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nEvery reviewer ({}): {} items, 95% percentile bootstrap CIs over items (B = {}, seed {}). Fleiss' kappa over the units every reviewer labelled; Krippendorff's alpha over every unit with two labels or more (missing labels allowed){}.",
+        "\nEvery reviewer ({}): {} items, 95% percentile bootstrap CIs over items (B = {}, seed {}). Fleiss' kappa over the units every reviewer labelled; Krippendorff's alpha over every unit with two labels or more (missing labels allowed){}. Gwet's AC1 and Brennan-Prediger (BP), which hold when one label dominates, over every labelled unit, with Gwet's analytic 95% CIs.",
         names.join(", "),
         r.items,
         r.bootstrap.resamples,
@@ -94,6 +94,7 @@ pub fn render(r: &RaterReport) -> String {
     if r.ordered {
         header.extend(["α ordinal".into(), "α interval".into()]);
     }
+    header.extend(["AC1".into(), "BP".into()]);
     let rows: Vec<Vec<String>> = r
         .rows
         .iter()
@@ -111,6 +112,10 @@ pub fn render(r: &RaterReport) -> String {
                     opt(row.alpha_interval.as_ref()),
                 ]);
             }
+            v.extend([
+                fmt_est(&row.ac1.as_estimate()),
+                fmt_est(&row.brennan_prediger.as_estimate()),
+            ]);
             v
         })
         .collect();

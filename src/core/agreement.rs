@@ -384,6 +384,7 @@ pub(crate) fn paired_kappa_bootstrap<const P: usize, const S: usize>(
     (n, estimates)
 }
 
+pub mod chance;
 pub mod drift;
 pub mod raters;
 

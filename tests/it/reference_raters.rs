@@ -135,6 +135,132 @@ fn check(raters: &Value, want_rows: &Value) {
     }
 }
 
+/// irrCAC's AC1 and Brennan-Prediger (scripts/chance_corrected_reference.py).
+fn chance_reference() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(data("chance_corrected.json")).expect("ref"))
+        .expect("json")
+}
+
+/// A coefficient (raglab's JSON shape) against irrCAC's: value, pa, pe, se and the
+/// interval, each to 1e-9.
+fn check_chance(what: &str, got: &Value, want: &Value, n: &Value) {
+    close(
+        &format!("{what} value"),
+        &got["value"],
+        &want["coefficient"],
+    );
+    for k in ["pa", "pe", "se"] {
+        close(&format!("{what} {k}"), &got[k], &want[k]);
+    }
+    close(&format!("{what} lo"), &got["lo"], &want["ci95"][0]);
+    close(&format!("{what} hi"), &got["hi"], &want["ci95"][1]);
+    assert_eq!(&got["units"], n, "{what}: units");
+}
+
+/// Label counts per subject of a table (subjects x raters, missing allowed).
+fn counts(rows: &[Vec<Option<String>>], labels: &[String]) -> Vec<Vec<u32>> {
+    rows.iter()
+        .map(|r| {
+            let mut c = vec![0u32; labels.len()];
+            for v in r.iter().flatten() {
+                c[labels.iter().position(|l| l == v).expect("a known label")] += 1;
+            }
+            c
+        })
+        .collect()
+}
+
+fn labels_of(v: &Value) -> Vec<String> {
+    v.as_array()
+        .expect("labels")
+        .iter()
+        .map(|l| l.as_str().expect("label").to_string())
+        .collect()
+}
+
+/// Gwet's AC1 and Brennan-Prediger against irrCAC 0.4.4 on Fleiss' diagnoses (six
+/// raters; full, some labels missing, both pooled), the anxiety ratings with subjects
+/// left with one label or none, and two PubMedQA rater pairs (1,000 items).
+#[test]
+fn ac1_and_brennan_prediger_match_irrcac() {
+    use raglab::core::agreement::chance::{Chance, chance_corrected};
+    let irrcac = chance_reference();
+    let as_json = |units: &[Vec<u32>], q: usize, kind| {
+        serde_json::to_value(chance_corrected(units, q, kind)).expect("json")
+    };
+    let check = |what: &str, units: &[Vec<u32>], q: usize, want: &Value| {
+        let ac1 = as_json(units, q, Chance::Ac1);
+        check_chance(&format!("{what} AC1"), &ac1, &want["ac1"], &want["n"]);
+        let bp = as_json(units, q, Chance::BrennanPrediger);
+        check_chance(&format!("{what} BP"), &bp, &want["bp"], &want["n"]);
+    };
+    let diagnoses = &irrcac["sets"]["diagnoses"];
+    let labels = labels_of(&diagnoses["labels"]);
+    let full = counts(&table("diagnoses.csv"), &labels);
+    let missing = counts(&table("diagnoses_missing.csv"), &labels);
+    check("diagnoses", &full, 5, &diagnoses["rows"]["full"]);
+    check(
+        "diagnoses missing",
+        &missing,
+        5,
+        &diagnoses["rows"]["missing"],
+    );
+    let pooled: Vec<Vec<u32>> = full.iter().chain(&missing).cloned().collect();
+    check(
+        "diagnoses Overall",
+        &pooled,
+        5,
+        &diagnoses["rows"]["Overall"],
+    );
+
+    let sparse = &irrcac["anxiety_sparse"];
+    let labels = labels_of(&sparse["labels"]);
+    let rows: Vec<Vec<Option<String>>> = sparse["table"]
+        .as_array()
+        .expect("table")
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .expect("row")
+                .iter()
+                .map(|v| v.as_u64().map(|n| n.to_string()))
+                .collect()
+        })
+        .collect();
+    check("anxiety sparse", &counts(&rows, &labels), 6, sparse);
+
+    let pubmedqa = &irrcac["pubmedqa"];
+    let labels = labels_of(&pubmedqa["labels"]);
+    let lines: Vec<Value> = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/pubmedqa_pqal/raters.jsonl"),
+    )
+    .expect("raters")
+    .lines()
+    .map(|l| serde_json::from_str(l).expect("line"))
+    .collect();
+    for pair in pubmedqa["pairs"].as_array().expect("pairs") {
+        let (a, b) = (
+            pair["first"].as_str().expect("first"),
+            pair["second"].as_str().expect("second"),
+        );
+        let rows: Vec<Vec<Option<String>>> = lines
+            .iter()
+            .map(|l| {
+                [a, b]
+                    .iter()
+                    .map(|k| l[*k].as_str().map(str::to_string))
+                    .collect()
+            })
+            .collect();
+        check(
+            &format!("pubmedqa {a}/{b}"),
+            &counts(&rows, &labels),
+            3,
+            pair,
+        );
+    }
+}
+
 fn reference() -> Value {
     serde_json::from_str(&std::fs::read_to_string(data("reference.json")).expect("ref"))
         .expect("json")
@@ -159,6 +285,13 @@ fn three_reviewers_match_krippendorff_statsmodels_and_sklearn() {
     assert_eq!(lead["raters"]["items"], 20);
     assert_eq!(lead["raters"]["ordered"], true);
     check(&lead["raters"], &reference["sets"]["anxiety"]["rows"]);
+    let irrcac = chance_reference();
+    for row in lead["raters"]["rows"].as_array().expect("rows") {
+        let name = row["criterion"].as_str().expect("name");
+        let want = &irrcac["sets"]["anxiety"]["rows"][name];
+        check_chance(name, &row["ac1"], &want["ac1"], &want["n"]);
+        check_chance(name, &row["brennan_prediger"], &want["bp"], &want["n"]);
+    }
 
     // rater3 sees the items revealed to them only (two reviewers submitted, rater3
     // among them); their labels given before their own submission are blind.

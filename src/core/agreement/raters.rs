@@ -2,7 +2,8 @@
 //! Krippendorff's alpha (nominal; ordinal and interval when the labels are
 //! ordered), the pairwise Cohen's kappa matrix and, for ordered labels, linear and
 //! quadratic weighted kappa; each with a percentile bootstrap CI over items, per
-//! criterion and Overall.
+//! criterion and Overall. Beside them Gwet's AC1 and Brennan-Prediger, which hold on
+//! skewed labels, with their analytic intervals ([`super::chance`]).
 //!
 //! - A unit is one (item, criterion); any rater's label on it may be missing.
 //! - Krippendorff's alpha = 1 - (n - 1) sum(o_ck d_ck) / sum(n_c n_k d_ck) over the
@@ -29,6 +30,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::chance::{Chance, ChanceCorrected, chance_corrected};
 use super::{Bootstrap, Confusion, Estimate, Resamples, Weights, cohen_kappa, weighted_kappa};
 use crate::core::rng::Rng;
 
@@ -134,6 +136,11 @@ pub struct RaterRow {
     pub alpha_nominal: Estimate,
     pub alpha_ordinal: Option<Estimate>,
     pub alpha_interval: Option<Estimate>,
+    /// Gwet's AC1 over every unit with a label, with its analytic interval
+    /// ([`super::chance`]).
+    pub ac1: ChanceCorrected,
+    /// Brennan-Prediger's coefficient, likewise.
+    pub brennan_prediger: ChanceCorrected,
     /// Every pair of raters, in rater order.
     pub pairs: Vec<PairKappa>,
 }
@@ -419,16 +426,17 @@ pub fn rater_agreement(r: &Ratings, boot: Bootstrap) -> RaterReport {
             }
         }
     }
-    let names = r.criteria.iter().cloned().chain(["Overall".to_string()]);
-    let rows = names
-        .zip(point.iter().zip(resamples.iter_mut()).zip(&point_sums))
+    let rows = point
+        .iter()
+        .zip(resamples.iter_mut())
+        .zip(&point_sums)
         .enumerate()
-        .map(|(row, (name, ((point, res), s)))| {
+        .map(|(row, ((point, res), s))| {
             let row_items = items
                 .iter()
                 .filter(|&&i| row >= r.criteria.len() || pairable(r.unit(i, row)))
                 .count();
-            row_report(name, row_items, &layout, r, s, point, res)
+            row_report(row, row_items, &layout, r, s, point, res)
         })
         .collect();
     RaterReport {
@@ -442,9 +450,34 @@ pub fn rater_agreement(r: &Ratings, boot: Bootstrap) -> RaterReport {
     }
 }
 
-/// One row of the report from its point sums, point values and resamples.
+/// Each unit's count of each label, for row `row` (a criterion, or Overall past the
+/// last one: every criterion's units).
+fn label_counts(r: &Ratings, row: usize) -> Vec<Vec<u32>> {
+    let criteria: Vec<usize> = if row < r.criteria.len() {
+        vec![row]
+    } else {
+        (0..r.criteria.len()).collect()
+    };
+    let k = r.labels.len();
+    let mut out = Vec::with_capacity(r.items() * criteria.len());
+    for i in 0..r.items() {
+        for &c in &criteria {
+            let mut counts = vec![0u32; k];
+            for &code in r.unit(i, c) {
+                if code != MISSING {
+                    counts[usize::from(code)] += 1;
+                }
+            }
+            out.push(counts);
+        }
+    }
+    out
+}
+
+/// One row of the report (criterion `row`, or Overall past the last) from its point
+/// sums, point values and resamples.
 fn row_report(
-    criterion: String,
+    row: usize,
     items: usize,
     layout: &Layout,
     r: &Ratings,
@@ -490,8 +523,15 @@ fn row_report(
         })
         .collect();
     let f = layout.fleiss() + layout.k;
+    let counts = label_counts(r, row);
     RaterRow {
-        criterion,
+        criterion: r
+            .criteria
+            .get(row)
+            .cloned()
+            .unwrap_or_else(|| "Overall".to_string()),
+        ac1: chance_corrected(&counts, layout.k, Chance::Ac1),
+        brennan_prediger: chance_corrected(&counts, layout.k, Chance::BrennanPrediger),
         items,
         units: sums[layout.len() - 1].round() as usize,
         complete_units: sums[f + 1].round() as usize,

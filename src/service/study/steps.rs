@@ -758,6 +758,9 @@ pub fn agreement_of(
     let finals = final_labels(&cur, &latest, (&r1, &r2));
     let judge_vs_final = judge_against_final(rubric, &cur, &finals, req.boot);
     let reviewer_names = super::raters::human_reviewers(&cur);
+    // Two reviewers named with `--reviewers` get the all-reviewer table too (AC1 and
+    // Brennan-Prediger for a pair); unnamed, two reviewers get it for ordered labels.
+    let named_pair = req.raters.as_ref().is_some_and(|r| r.len() == 2);
     let raters = req.raters.clone().unwrap_or_else(|| reviewer_names.clone());
     let drift = {
         // Labelling order: each item where it was revealed (all its reviewers had
@@ -780,10 +783,11 @@ pub fn agreement_of(
             )
         })
     };
-    let raters = (raters.len() > 2 || (rubric.ordered && raters.len() == 2)).then(|| {
-        let visible = |item: &str| blinding.visible(&req.viewer, item);
-        super::raters::rater_report(rubric, &cur, &raters, visible, req.boot)
-    });
+    let raters =
+        (raters.len() > 2 || ((rubric.ordered || named_pair) && raters.len() == 2)).then(|| {
+            let visible = |item: &str| blinding.visible(&req.viewer, item);
+            super::raters::rater_report(rubric, &cur, &raters, visible, req.boot)
+        });
     let gold = (req.viewer == Viewer::Lead && !req.gold.is_empty())
         .then(|| super::gold_report(&cur, &req.gold, &reviewer_names, req.boot));
     let time = (req.viewer == Viewer::Lead)

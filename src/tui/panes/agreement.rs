@@ -401,7 +401,8 @@ impl AgreementPane {
         self.last.as_ref()?.raters.as_ref()
     }
 
-    /// The all-reviewer table: units, Fleiss' kappa and alpha per criterion.
+    /// The all-reviewer table: units, Fleiss' kappa, alpha, AC1 and Brennan-Prediger
+    /// per criterion.
     fn raters_grid(&self, r: &RaterReport, theme: &Theme) -> Grid {
         let mut header: Vec<String> = ["criterion", "units", "all", "Fleiss κ", "α nominal"]
             .map(String::from)
@@ -409,6 +410,7 @@ impl AgreementPane {
         if r.ordered {
             header.extend(["α ordinal".into(), "α interval".into()]);
         }
+        header.extend(["AC1".into(), "BP".into()]);
         let mut g = Grid::new(header);
         let opt = |e: &Option<Estimate>| e.as_ref().map(est).unwrap_or_default();
         for (i, row) in r.rows.iter().enumerate() {
@@ -422,6 +424,10 @@ impl AgreementPane {
             if r.ordered {
                 cells.extend([opt(&row.alpha_ordinal), opt(&row.alpha_interval)]);
             }
+            cells.extend([
+                est(&row.ac1.as_estimate()),
+                est(&row.brennan_prediger.as_estimate()),
+            ]);
             let style = if i == self.criterion {
                 theme.selected
             } else {

@@ -30,17 +30,30 @@ pub fn check_reviewer(name: &str) -> Result<(), String> {
             crate::core::text::sanitize_for_terminal(name)
         ));
     }
-    if name.eq_ignore_ascii_case(JUDGE) {
+    if folded(name) == JUDGE {
         return Err(format!(
             "`{name}` is reserved for the LLM judge's labels; choose another reviewer name"
         ));
     }
-    if name.eq_ignore_ascii_case(FINAL) {
+    if folded(name) == FINAL {
         return Err(format!(
             "`{name}` is reserved for adjudicated final labels; choose another reviewer name"
         ));
     }
     Ok(())
+}
+
+/// A name as the reserved-name check compares it: fullwidth forms (`ｊｕｄｇｅ`) read
+/// as their ASCII letters, then Unicode lower case (the Kelvin sign `K` is `k`), so a
+/// name that a pane shows as `judge` or `JUDGE` is refused, not only its ASCII spelling.
+fn folded(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+            _ => c,
+        })
+        .collect::<String>()
+        .to_lowercase()
 }
 
 /// One thing to label: question, reference answer, target chunk, model answer.
@@ -219,6 +232,8 @@ mod tests {
             "final",
             "FINAL",
             "JUDGE",
+            "\u{FF4A}\u{FF55}\u{FF44}\u{FF47}\u{FF45}",
+            "\u{FF26}inal",
             "a b",
             "x\u{1b}[2J",
             "evil\u{202e}",

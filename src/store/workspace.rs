@@ -47,13 +47,26 @@ pub struct Workspace {
 }
 
 /// An object-store location of a workspace's datasets.
-#[derive(Debug)]
 struct Remote {
     /// `s3://bucket/prefix`, without a trailing slash.
     uri: String,
     /// Lance storage options (endpoint, region, credentials); the usual `AWS_*`
     /// environment variables fill in whatever is not set here.
     options: HashMap<String, String>,
+}
+
+/// The location and the option names only: the options hold credentials
+/// (`aws_secret_access_key`, session tokens), which a debug print or a panic message
+/// must not carry.
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&String> = self.options.keys().collect();
+        names.sort();
+        f.debug_struct("Remote")
+            .field("uri", &self.uri)
+            .field("options", &names)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Whether `location` names an object store rather than a folder.

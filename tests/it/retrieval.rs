@@ -941,3 +941,104 @@ fn parquet_rows(path: &std::path::Path) -> Vec<Vec<serde_json::Value>> {
     }
     rows
 }
+
+/// One rule per value: with no flag and no config, `search`, `eval retrieval` and
+/// `generate` fuse with the same weight (0.7 for hybrid, 0.5 for linear) and rank the
+/// same chunks in the same order, so an analyst sees the ranking that was evaluated and
+/// the one the model was given.
+#[test]
+fn search_eval_and_generate_rank_alike_with_no_flag_and_no_config() {
+    let env = Env::new();
+    let dir = write_docs(&env, &FOUR_PAGES);
+    env.ok(&["ingest", dir.to_str().expect("utf8")]);
+    env.ok(&["index"]);
+    let questions = [
+        ("q1", "vaccine for children"),
+        ("q2", "wash hands with soap"),
+    ];
+    let q = env.dir.path().join("q.jsonl");
+    let lines: String = questions
+        .iter()
+        .map(|(id, text)| {
+            format!("{{\"id\": \"{id}\", \"text\": \"{text}\", \"answer\": \"ref\", \"relevant\": [\"d#measles\"]}}\n")
+        })
+        .collect();
+    std::fs::write(&q, lines).expect("write");
+    let k = "3";
+    for (method, alpha) in [("hybrid", 0.7), ("linear", 0.5)] {
+        let runs = env.dir.path().join(format!("runs-{method}"));
+        let eval = env.json(&[
+            "eval",
+            "retrieval",
+            "--queries",
+            q.to_str().expect("utf8"),
+            "--methods",
+            method,
+            "--run-out",
+            runs.to_str().expect("utf8"),
+            "--json",
+        ]);
+        assert_eq!(
+            eval["results"][0]["alpha"].as_f64(),
+            Some(alpha),
+            "{method}"
+        );
+        let run = std::fs::read_to_string(
+            runs.join(format!("{method}-bm25-a{alpha:.2}-all-MiniLM-L6-v2.trec")),
+        )
+        .expect("run file");
+        let run_name = format!("{method}-default");
+        env.ok(&[
+            "generate",
+            "--questions",
+            q.to_str().expect("utf8"),
+            "--run",
+            &run_name,
+            "--method",
+            method,
+            "--k",
+            k,
+            "--max-tokens",
+            "1",
+        ]);
+        let answers = env.json(&["report", "answers", "--run", &run_name, "--list", "--json"]);
+        for (id, text) in questions {
+            let search = env.json(&["search", text, "--method", method, "--k", k, "--json"]);
+            assert_eq!(search["alpha"].as_f64(), Some(alpha), "{method} search");
+            let searched: Vec<&str> = search["results"]
+                .as_array()
+                .expect("results")
+                .iter()
+                .map(|r| r["chunk_id"].as_str().expect("id"))
+                .collect();
+            let evaluated: Vec<&str> = run
+                .lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .filter(|f| f[0] == id)
+                .map(|f| f[2])
+                .take(searched.len())
+                .collect();
+            assert_eq!(
+                searched, evaluated,
+                "{method} {id}: search vs eval retrieval"
+            );
+            let answer = answers["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .find(|a| a["question_id"] == id)
+                .expect("an answer");
+            assert_eq!(answer["alpha"].as_f64(), Some(alpha), "{method} generate");
+            let given: Vec<&str> = answer["chunk_ids"]
+                .as_array()
+                .expect("chunk ids")
+                .iter()
+                .map(|c| c.as_str().expect("id"))
+                .collect();
+            assert_eq!(
+                searched, given,
+                "{method} {id}: search vs generate's prompt"
+            );
+        }
+    }
+}

@@ -259,9 +259,12 @@ case "$mode" in
     # by side, and ggml's workers spin at every barrier, so a judge at two threads beside
     # another test ran at ~1 token/s where one thread gave ~12 (measured 2026-12-02:
     # 46 tokens in 43 s vs 4 s).
+    # With one thread each, two model tests fit the two cores: the `ci` profile of
+    # .config/nextest.toml runs them two at a time.
     export RAGLAB_THREADS="${RAGLAB_THREADS:-1}"
     if cargo nextest --version >/dev/null 2>&1; then
-      cargo nextest run --release --locked --no-fail-fast
+      if [ "$RAGLAB_THREADS" = 1 ]; then profile=ci; else profile=default; fi
+      cargo nextest run --release --locked --no-fail-fast --profile "$profile"
       cargo test --release --locked --doc
     else
       cargo test --release --locked --no-fail-fast

@@ -2,7 +2,8 @@
 //!
 //! Tests that run llama.cpp each use every core of this 2-core machine, so nextest runs
 //! them one at a time in the `llama` group, picked by module name in
-//! `.config/nextest.toml`. A module that starts a model but is missing from that filter
+//! `.config/nextest.toml` (two at a time in the `ci` profile, where each runs one
+//! llama.cpp thread). A module that starts a model but is missing from that filter
 //! runs beside the others, and both slow until their waits run out (a replay test did,
 //! beside the evaluation-set test). This test fails on such a module, and on a filter
 //! entry that names no module.
@@ -34,10 +35,16 @@ fn starts_a_model(source: &str) -> bool {
             .any(|l| l.contains("[\"index\"") && !l.contains("--sparse-only"))
 }
 
-/// The module names in the filter of the override that puts tests in `group`.
+/// The module names in the filter of the default profile's override that puts tests
+/// in `group`.
 fn group_modules(nextest: &str, group: &str) -> BTreeSet<String> {
+    profile_group_modules(nextest, "default", group)
+}
+
+/// The module names in the filter of `profile`'s override that puts tests in `group`.
+fn profile_group_modules(nextest: &str, profile: &str, group: &str) -> BTreeSet<String> {
     let doc: toml::Value = toml::from_str(nextest).expect("nextest.toml parses");
-    let overrides = doc["profile"]["default"]["overrides"]
+    let overrides = doc["profile"][profile]["overrides"]
         .as_array()
         .expect("overrides");
     let filter = overrides
@@ -92,6 +99,13 @@ fn every_module_that_starts_a_model_runs_in_the_serial_group() {
     assert!(
         stale.is_empty(),
         "the llama group names no such module: {stale:?}"
+    );
+    // The README's test command runs the `ci` profile, where model tests run two at
+    // a time: it must cover the very same modules.
+    assert_eq!(
+        profile_group_modules(&nextest, "ci", "llama-pair"),
+        group,
+        "the ci profile's llama-pair filter and the default llama filter differ"
     );
 }
 

@@ -701,3 +701,41 @@ fn the_signing_key_is_made_once_and_kept_0600() {
     assert_eq!(p.key(), key);
     assert_eq!(p.keypair().public_hex(), key);
 }
+
+/// The lead's TUI started with `--role lead` but no `--reviewer` adjudicates under the
+/// placeholder name `lead`: the adjudication is stored under the roster's lead (lena),
+/// so it counts on reload instead of being refused as a claim by someone else.
+#[test]
+fn an_adjudication_saved_without_the_leads_name_counts_as_the_leads() {
+    use raglab::config::{Config, Paths};
+    let env = Env::new();
+    let crit = criteria();
+    let location = env.workspace().to_str().expect("utf8").to_string();
+    let [lena, ann, bob, _, _] = study_on(&env, &location, &[]);
+    assert!(ann.import("ann", &all("i0", &crit, "pass")).0);
+    assert!(bob.import("bob", &all("i0", &crit, "fail")).0);
+    let ctx = raglab::service::Context::with(
+        Paths {
+            config_dir: lena.home.join("config"),
+            data_dir: lena.home.join("data"),
+        },
+        Config::default(),
+        &env.workspace(),
+    )
+    .expect("lena's context");
+    let rubric = default_rubric();
+    // What the Agreement pane hands to the save job when it knows no name.
+    let decided = study::final_label(&rubric, "lead", "i0", &crit[0], "pass", "ann is right");
+    block(study::save_label(&ctx, &rubric, &items(), &decided)).expect("saved");
+    let a = lena.agree();
+    assert_eq!(a["refused"].as_array().map(Vec::len), Some(0), "{a}");
+    let finals = lena.ok(&["--role", "lead", "labels", "export", "--final"]);
+    let first: serde_json::Value = finals
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("final row"))
+        .find(|f| f["criterion"] == crit[0].as_str())
+        .expect("final row of the first criterion");
+    assert_eq!(first["source"], "adjudicated", "{first}");
+    assert_eq!(first["label"], "pass", "{first}");
+    assert_eq!(first["adjudicator"], "lena", "{first}");
+}

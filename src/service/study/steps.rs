@@ -264,6 +264,19 @@ pub async fn save_label_batch(
     // at that position or later in any untouched log.
     let read = labels_table(&ctx.workspace).count_rows().await?;
     let mut signed = labels.to_vec();
+    // An adjudication names the roster's lead, whatever name the front gave it (a TUI
+    // started with `--role lead` but no `--reviewer` knows no name): signed by the
+    // lead's key under another name, it would show "saved" and be refused on reload.
+    if signed.iter().any(|l| l.reviewer == FINAL) {
+        let (roster, _) = trust::roster(ctx).await?;
+        if let Some((lead, lead_key)) = roster.lead().filter(|_| roster.is_signed())
+            && lead_key == key.public_hex()
+        {
+            for l in signed.iter_mut().filter(|l| l.reviewer == FINAL) {
+                l.adjudicator = Some(lead.to_string());
+            }
+        }
+    }
     for l in &mut signed {
         l.log_rows = Some(read);
         trust::sign_label(l, &key, &study);

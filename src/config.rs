@@ -459,7 +459,11 @@ mod template_tests {
         let mut names = BTreeSet::new();
         let mut section = String::new();
         for line in template.lines() {
-            let Some(rest) = line.strip_prefix("# ") else {
+            // Section headers are written uncommented; settings commented out.
+            let Some(rest) = line
+                .strip_prefix("# ")
+                .or_else(|| line.starts_with('[').then_some(line))
+            else {
                 continue;
             };
             let header = rest.trim_matches(|c| c == '[' || c == ']');

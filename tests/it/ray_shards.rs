@@ -121,7 +121,7 @@ fn inner_ray_eval_in_a_loopback_namespace() {
     let python = repo().join("tests/bin/pyenv/bin/python");
     assert!(
         python.exists(),
-        "{} missing: run scripts/setup.sh (it installs ray and links the tool environment there)",
+        "{} missing: run scripts/setup.sh --test (it installs ray and links the tool environment there)",
         python.display()
     );
     let timings = dir.path().join("ray-timings.json");

@@ -13,7 +13,7 @@ fn python() -> PathBuf {
     let p = super::repo().join("tests/bin/pyenv/bin/python");
     assert!(
         p.exists(),
-        "{} not found: run scripts/setup.sh (it installs moto[server] into the tool environment and links it)",
+        "{} not found: run scripts/setup.sh --test (it installs moto[server] into the tool environment and links it)",
         p.display()
     );
     p

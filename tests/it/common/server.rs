@@ -15,7 +15,7 @@ fn server_binary() -> PathBuf {
         .unwrap_or_else(|| super::repo().join("tests/bin/llama-server"));
     assert!(
         p.is_file(),
-        "llama-server not found at {}: run scripts/setup.sh (it builds llama.cpp's server and links it there)",
+        "llama-server not found at {}: run scripts/setup.sh --test (it builds llama.cpp's server and links it there)",
         p.display()
     );
     p

@@ -639,14 +639,18 @@ fn a_label_with_its_clock_set_an_hour_back_cannot_relabel_blind() {
     assert_eq!(a["refused"].as_array().map(Vec::len), Some(0), "{a}");
     assert_eq!(a["labels_after_reveal"], 1, "{a}");
     assert_eq!(a["changed_after_reveal"], 1, "{a}");
-    let finals = lena.ok(&["--role", "lead", "labels", "export", "--final"]);
-    let first: serde_json::Value = finals
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("final row"))
-        .find(|f| f["criterion"] == crit[0].as_str())
-        .expect("final row of the first criterion");
+    let first = final_row(&lena, &crit[0]);
     assert_eq!(first["source"], "agreed", "{first}");
     assert_eq!(first["label"], "pass", "the blind label counts: {first}");
+}
+
+/// The lead's `labels export --final` row of `criterion` (item i0).
+fn final_row(lena: &Person, criterion: &str) -> serde_json::Value {
+    lena.ok(&["--role", "lead", "labels", "export", "--final"])
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("final row"))
+        .find(|f| f["criterion"] == criterion)
+        .expect("final row of the criterion")
 }
 
 /// i0 assigned to ann and bob, revealed to them, then assigned to ann and carol: the
@@ -729,12 +733,7 @@ fn an_adjudication_saved_without_the_leads_name_counts_as_the_leads() {
     block(study::save_label(&ctx, &rubric, &items(), &decided)).expect("saved");
     let a = lena.agree();
     assert_eq!(a["refused"].as_array().map(Vec::len), Some(0), "{a}");
-    let finals = lena.ok(&["--role", "lead", "labels", "export", "--final"]);
-    let first: serde_json::Value = finals
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("final row"))
-        .find(|f| f["criterion"] == crit[0].as_str())
-        .expect("final row of the first criterion");
+    let first = final_row(&lena, &crit[0]);
     assert_eq!(first["source"], "adjudicated", "{first}");
     assert_eq!(first["label"], "pass", "{first}");
     assert_eq!(first["adjudicator"], "lena", "{first}");

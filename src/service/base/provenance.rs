@@ -89,10 +89,7 @@ pub fn model_sha256(data_dir: &Path, path: &Path) -> Result<String> {
     if std::fs::create_dir_all(data_dir).is_ok()
         && let Ok(bytes) = serde_json::to_vec_pretty(&memo)
     {
-        let tmp = memo_path.with_extension(format!("json.{}", std::process::id()));
-        if std::fs::write(&tmp, bytes).is_ok() {
-            let _ = std::fs::rename(&tmp, &memo_path);
-        }
+        let _ = super::write_whole(&memo_path, &bytes);
     }
     Ok(sha)
 }

@@ -754,17 +754,8 @@ pub fn agreement_of(
         .count();
     let cur = blinding.current(&visible, req.version);
     let latest = blinding.current(&visible, LabelVersion::Latest);
-    let (r1, r2) = match pick_reviewers(&cur, req.reviewers.clone()) {
-        Ok(pair) => pair,
-        // Said without naming any way around it: waiting is the only way.
-        Err(_) if hidden_items > 0 && req.viewer != Viewer::Lead => bail!(
-            "blind: none of the {hidden_items} labelled items is revealed to you yet (an item is revealed to you once all of its assigned reviewers have submitted it and you have submitted it too)"
-        ),
-        Err(e) if labels.iter().any(|l| !kind(&l.item_id)) && !rubric.is_pairwise() => bail!(
-            "{e:#}; the labels here are on pair items (first/second/tie): their ranking and agreement are `raglab --role lead preferences`"
-        ),
-        Err(e) => return Err(e),
-    };
+    let pair_labels = labels.iter().any(|l| !kind(&l.item_id)) && !rubric.is_pairwise();
+    let (r1, r2) = pair_to_compare(&cur, &req, hidden_items, pair_labels)?;
     let started = std::time::Instant::now();
     let rows = agreement_table(rubric, &cur, (&r1, &r2), req.boot);
     let noise = noise_table(rubric, &cur, (&r1, &r2), req.boot);
@@ -776,15 +767,7 @@ pub fn agreement_of(
     let named_pair = req.raters.as_ref().is_some_and(|r| r.len() == 2);
     let raters = req.raters.clone().unwrap_or_else(|| reviewer_names.clone());
     let drift = {
-        // Labelling order: each item where it was revealed (all its reviewers had
-        // submitted it) in the label log; items not yet revealed are left out.
-        let mut order: Vec<(usize, &str)> = all_items
-            .iter()
-            .filter(|i| blinding.visible(&req.viewer, i))
-            .filter_map(|&i| Some((blinding.reveal_at(i)?, i)))
-            .collect();
-        order.sort_unstable();
-        let order: Vec<&str> = order.into_iter().map(|(_, i)| i).collect();
+        let order = reveal_order(&all_items, &blinding, &req.viewer);
         (raters.len() >= 2 && !order.is_empty()).then(|| {
             super::raters::drift_report(
                 rubric,
@@ -829,6 +812,42 @@ pub fn agreement_of(
         refused: Vec::new(),
         signed: false,
     })
+}
+
+/// The two reviewers the table compares, or why there are none to show this viewer.
+fn pair_to_compare(
+    cur: &std::collections::BTreeMap<(String, String, String), Label>,
+    req: &AgreementRequest,
+    hidden_items: usize,
+    pair_labels: bool,
+) -> Result<(String, String)> {
+    match pick_reviewers(cur, req.reviewers.clone()) {
+        Ok(pair) => Ok(pair),
+        // Said without naming any way around it: waiting is the only way.
+        Err(_) if hidden_items > 0 && req.viewer != Viewer::Lead => bail!(
+            "blind: none of the {hidden_items} labelled items is revealed to you yet (an item is revealed to you once all of its assigned reviewers have submitted it and you have submitted it too)"
+        ),
+        Err(e) if pair_labels => bail!(
+            "{e:#}; the labels here are on pair items (first/second/tie): their ranking and agreement are `raglab --role lead preferences`"
+        ),
+        Err(e) => Err(e),
+    }
+}
+
+/// Labelling order: each item visible to `viewer` where it was revealed (all its
+/// reviewers had submitted it) in the label log; items not yet revealed are left out.
+fn reveal_order<'a>(
+    items: &std::collections::BTreeSet<&'a str>,
+    blinding: &Blinding,
+    viewer: &Viewer,
+) -> Vec<&'a str> {
+    let mut order: Vec<(usize, &str)> = items
+        .iter()
+        .filter(|i| blinding.visible(viewer, i))
+        .filter_map(|&i| Some((blinding.reveal_at(i)?, i)))
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, i)| i).collect()
 }
 
 /// Kappa and macro-F1 of the judge against the resolved final labels, per criterion

@@ -289,3 +289,27 @@ async fn on_an_empty_workspace_a_question_says_what_to_ingest() {
     assert!(screen.contains("raglab ingest"), "{screen}");
     assert!(!screen.contains("not ready"), "{screen}");
 }
+
+/// `R` on an empty workspace, before any question: the stage is on, and the table
+/// says a question is needed instead of "reranking…" that would never end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rerank_on_before_any_question_says_to_run_one() {
+    let env = common::Env::new();
+    let ctx = common::tui::context(&env, sparse_config(&env));
+    let (mut app, mut jobs, mut rx) =
+        common::tui::opened(&ctx, &raglab::tui::TuiOptions::default()).await;
+    press(&mut app, &mut jobs, '2');
+    common::tui::pump(
+        &mut jobs,
+        &mut app,
+        &mut rx,
+        |j, _| j.retriever_settled(),
+        Duration::from_secs(60),
+        (0, 0),
+    )
+    .await;
+    press(&mut app, &mut jobs, 'R');
+    let screen = render(&app);
+    assert!(screen.contains("rerank on: run a question"), "{screen}");
+    assert!(!screen.contains("reranking…"), "{screen}");
+}

@@ -838,9 +838,12 @@ impl QueryPane {
             Constraint::Min(10),
         ]);
         let header = Row::new(names).style(theme.title);
+        // "reranking…" only while scores are asked for: with the stage on and nothing to
+        // rerank yet (no question run, an empty workspace) it would wait forever.
         let title = match (&self.rerank.on, &self.rerank.described) {
             (true, Some(d)) => format!(" Reranked: {} ", clean(d)),
-            (true, None) => format!(" Top {}, reranking… ", self.k),
+            (true, None) if self.rerank.pending => format!(" Top {}, reranking… ", self.k),
+            (true, None) => format!(" Top {}, rerank on: run a question ", self.k),
             _ => format!(" Top {} ", self.k),
         };
         let mut tstate = TableState::default().with_selected(Some(self.result_sel));

@@ -115,7 +115,7 @@ impl App {
     ) -> QuitStep {
         self.generate.stop_for_quit();
         let saves = self.annotate.pending.len();
-        let answer = self.generate.running;
+        let answer = self.generate.is_running();
         if (saves == 0 && !answer) || waited >= limit {
             return QuitStep::Done;
         }
@@ -150,7 +150,7 @@ impl App {
         {
             lines.push(format!("NOT saved: {f}"));
         }
-        if self.generate.running {
+        if self.generate.is_running() {
             lines.push(
                 "the stopped answer was still being generated when raglab stopped waiting: it was not saved"
                     .to_string(),
@@ -178,7 +178,7 @@ impl App {
             should_quit: false,
             query: QueryPane::new(Vec::new(), Vec::new(), info),
             corpus,
-            generate: GeneratePane::new(String::new()),
+            generate: GeneratePane::new(Default::default()),
             annotate: AnnotatePane::new(None, crate::service::base::default_rubric()),
             agreement: AgreementPane::default(),
             evaluation: EvaluationPane::default(),
@@ -274,13 +274,13 @@ impl App {
             .query
             .current
             .clone()
-            .or_else(|| self.generate.question.clone());
+            .or_else(|| self.generate.question().cloned());
         let Some(q) = q else {
             self.message = Some("pick or type a question in the Query pane first".into());
             return None;
         };
         if new_seed {
-            self.generate.sampling.seed = self.generate.sampling.seed.wrapping_add(1);
+            self.generate.next_seed();
         }
         self.pane = Pane::Generate;
         self.generate.start(q, self.query.config(), self.query.k)
@@ -330,21 +330,16 @@ impl App {
                 return Some(self.generate.start_replay(question));
             }
             // The runs of the stored answers (the study's read of them) to pick from.
-            Action::CompareRuns if self.pane == Pane::Generate && !self.generate.compare.open => {
+            Action::CompareRuns if self.pane == Pane::Generate && !self.generate.compare().open => {
                 let mut runs: std::collections::BTreeMap<&str, usize> = Default::default();
                 for a in &self.query.stored {
                     *runs.entry(a.run.as_str()).or_default() += 1;
                 }
                 let runs = runs.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
-                self.generate.compare.open_picker(runs);
+                self.generate.open_compare(runs);
             }
             Action::SendToAnnotation if self.pane == Pane::Generate => {
-                return match self
-                    .generate
-                    .last
-                    .as_ref()
-                    .filter(|_| !self.generate.running)
-                {
+                return match self.generate.last().filter(|_| !self.generate.is_running()) {
                     Some(a) => Some(Effect::AddItem {
                         answer_id: a.answer_id.clone(),
                     }),
@@ -355,9 +350,13 @@ impl App {
                 };
             }
             other => {
-                return match self.view_mut().update(other) {
-                    // A lead's final label is committed like a reviewer's label.
-                    Some(Effect::SaveFinal(label)) => self.annotate.queue_external(label),
+                let effect = self.view_mut().update(other);
+                // A lead's final label is committed like a reviewer's label (saved,
+                // waited for at quit and reported like any label).
+                if let Some(label) = self.agreement.take_final() {
+                    return self.annotate.queue_external(label);
+                }
+                return match effect {
                     // The judge streams into the Generate pane: show it.
                     Some(effect @ Effect::Judge { .. }) => {
                         self.pane = Pane::Generate;

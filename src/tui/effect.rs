@@ -29,9 +29,6 @@ pub enum Effect {
     RefreshAgreement,
     /// The viewer changed (a reviewer name was typed): recompute every view.
     IdentityChanged,
-    /// A lead's final label from the Agreement pane (the app queues it as a label
-    /// commit, so it is saved, waited for at quit and reported like any label).
-    SaveFinal(Label),
     /// Write the agreement table as CSV and markdown.
     ExportAgreement,
     /// Send a stored answer to annotation as an item.

@@ -164,19 +164,29 @@ pub async fn build_app_showing(
         .annotation
         .order_seed
         .unwrap_or(crate::config::defaults::ORDER_SEED);
-    app.agreement.lead = opts.lead;
-    app.agreement.lead_name = opts.reviewer.clone();
-    app.agreement.rubric = Some(rubric);
-    app.generate.model = match ctx.config.chat_endpoints().first() {
-        Some(e) if crate::service::answer::live_on_endpoints(ctx) => {
-            format!("on endpoint {}", e.url)
-        }
-        _ => ctx.gen_model_name(),
-    };
-    app.generate.generator_missing = !crate::service::answer::live_on_endpoints(ctx)
-        && !ctx.config.gen_model(&ctx.paths).is_file();
+    app.agreement = panes::agreement::AgreementPane::new(panes::agreement::AgreementSettings {
+        lead: opts.lead,
+        lead_name: opts.reviewer.clone(),
+        rubric: Some(rubric),
+    });
+    app.generate = panes::generate::GeneratePane::new(generate_settings(ctx));
     app.corpus.note = tiny_model_note(ctx);
     Ok(app)
+}
+
+/// The Generate pane's settings from the config: the generator's name (or the
+/// endpoint live answers go to) and whether its file is missing.
+pub fn generate_settings(ctx: &Context) -> panes::generate::GenerateSettings {
+    let on_endpoints = crate::service::answer::live_on_endpoints(ctx);
+    let model = match ctx.config.chat_endpoints().first() {
+        Some(e) if on_endpoints => format!("on endpoint {}", e.url),
+        _ => ctx.gen_model_name(),
+    };
+    panes::generate::GenerateSettings {
+        model,
+        generator_missing: !on_endpoints && !ctx.config.gen_model(&ctx.paths).is_file(),
+        sampling: Default::default(),
+    }
 }
 
 /// The first screen's note when answers would come from the generator setup ships
@@ -382,7 +392,7 @@ impl Frames {
         }
         let t = Instant::now();
         terminal.draw(|f| ui::draw(app, f, theme))?;
-        if app.generate.running {
+        if app.generate.is_running() {
             self.streaming_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
         self.last_draw = Instant::now();
@@ -465,7 +475,7 @@ async fn event_loop(
             _ = sigterm.recv() => app.should_quit = true,
             () = tokio::time::sleep(wait) => {
                 // The live line (elapsed, tokens/s) ticks while generating.
-                if app.generate.running { frames.dirty = true; }
+                if app.generate.is_running() { frames.dirty = true; }
             }
         }
         // Another process's label commits reach the panes within a few seconds.

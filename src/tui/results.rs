@@ -29,7 +29,7 @@ impl App {
         self.annotate
             .load_with(study.items, study.labels, study.schedule);
         let dropped = self.annotate.recheck_name();
-        self.generate.stored = Some(study.answers.len());
+        self.generate.set_stored(study.answers.len());
         self.query.set_stored(study.answers, study.judgements);
         self.sync_blind();
         dropped
@@ -39,7 +39,7 @@ impl App {
     pub fn on_study_error(&mut self, e: String) {
         tracing::error!("{e}");
         self.annotate.status = Some(e.clone());
-        self.agreement.status = Some(e);
+        self.agreement.say(e);
     }
 
     /// One group commit of labels finished: each label's ticket with its result. A
@@ -62,7 +62,7 @@ impl App {
             self.query.set_stored(answers, judgements);
         }
         self.generate.on_judged(ticket, result);
-        self.message.clone_from(&self.generate.status);
+        self.message = self.generate.status().map(str::to_string);
     }
 
     /// An answer was sent to annotation from the Generate pane or the Query pane's
@@ -73,8 +73,17 @@ impl App {
             Ok(false) => "already an annotation item".into(),
             Err(e) => e,
         };
-        self.generate.status = Some(said.clone());
+        self.generate.say(said.clone());
         self.message = Some(said);
+    }
+
+    /// A name was typed (or dropped): the lead's band follows it, the blind answers are
+    /// set anew, and the Evaluation pane says it reads the pass rates again.
+    pub fn on_identity_changed(&mut self) {
+        let reviewer = self.annotate.reviewer().map(str::to_string);
+        self.agreement.on_viewer_named(reviewer);
+        self.sync_blind();
+        self.evaluation.start_loading();
     }
 
     /// The Query pane's answers whose judge labels the viewer may not see, from the

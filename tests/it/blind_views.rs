@@ -24,6 +24,8 @@ use raglab::service::base::default_rubric;
 use raglab::service::study::{self, AgreementRequest, LabelVersion, RaterPair, Sight, Viewer};
 use raglab::tui::app::{App, Pane};
 use raglab::tui::keymap::Keymap;
+use raglab::tui::panes::PaneView;
+use raglab::tui::panes::agreement::{AgreementPane, AgreementSettings};
 
 const ITEMS: usize = 3;
 const HUMANS: [&str; 3] = ["ann", "bob", "carol"];
@@ -301,8 +303,11 @@ fn app_for(s: &Study, v: &Viewer) -> App {
     };
     app.annotate = raglab::tui::panes::annotate::AnnotatePane::new(name, default_rubric());
     app.annotate.lead = *v == Viewer::Lead;
-    app.agreement.lead = *v == Viewer::Lead;
-    app.agreement.rubric = Some(default_rubric());
+    app.agreement = AgreementPane::new(AgreementSettings {
+        lead: *v == Viewer::Lead,
+        lead_name: None,
+        rubric: Some(default_rubric()),
+    });
     app.annotate
         .load(s.items.clone(), s.with_judge.clone(), s.pairs.clone());
     app.query.answers.blind = app.annotate.blind_answers();
@@ -378,7 +383,9 @@ fn check_agreement(app: &mut App, s: &Study, o: &Oracle, v: &Viewer, bad: &[Stri
                 gold: Vec::new(),
                 window: raglab::service::study::DRIFT_WINDOW,
             };
-            app.agreement.pair = pair;
+            while app.agreement.pair() != pair {
+                app.agreement.update(raglab::tui::action::Action::NextPair);
+            }
             match study::agreement_of(
                 &default_rubric(),
                 &s.with_judge,
@@ -406,7 +413,7 @@ fn check_agreement(app: &mut App, s: &Study, o: &Oracle, v: &Viewer, bad: &[Stri
             let screen = render(app);
             assert_none("Agreement", &screen, bad);
             views += 1;
-            for _ in 0..app.agreement.disagreements.len().min(6) {
+            for _ in 0..app.agreement.disagreements().len().min(6) {
                 key(app, ']');
                 assert_none("Agreement detail", &render(app), bad);
                 views += 1;
@@ -638,7 +645,7 @@ async fn without_a_reviewer_the_agreement_pane_shows_no_one_until_a_name_is_type
     let (mut jobs, mut rx) = raglab::tui::jobs::Jobs::new(&ctx);
     jobs.set_viewer(app.annotate.viewer());
     jobs.load_background();
-    let computed = |a: &App| a.agreement.ticket > 0 && !a.agreement.computing;
+    let computed = |a: &App| a.agreement.ticket() > 0 && !a.agreement.is_computing();
     common::pump(
         &mut jobs,
         &mut app,
@@ -663,13 +670,13 @@ async fn without_a_reviewer_the_agreement_pane_shows_no_one_until_a_name_is_type
     for c in "bob".chars() {
         common::tui::press(&mut app, &mut jobs, c);
     }
-    let before = app.agreement.ticket;
+    let before = app.agreement.ticket();
     common::tui::key(&mut app, &mut jobs, KeyCode::Enter);
     assert!(
-        app.agreement.ticket > before,
+        app.agreement.ticket() > before,
         "the name asked for a recomputation"
     );
-    let done = |a: &App| !a.agreement.computing && a.agreement.last.is_some();
+    let done = |a: &App| !a.agreement.is_computing() && a.agreement.shown().is_some();
     common::pump(&mut jobs, &mut app, &mut rx, Duration::from_secs(60), done).await;
     app.pane = Pane::Agreement;
     let screen = render(&app);
@@ -817,7 +824,7 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
     assert!(status.contains("still being read"), "{status}");
 
     jobs.load_background();
-    let computed = |a: &App| a.agreement.ticket > 0 && !a.agreement.computing;
+    let computed = |a: &App| a.agreement.ticket() > 0 && !a.agreement.is_computing();
     common::pump(
         &mut jobs,
         &mut app,
@@ -832,7 +839,7 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
         Some("bob"),
         "unsigned: taken"
     );
-    let done = |a: &App| !a.agreement.computing && a.agreement.last.is_some();
+    let done = |a: &App| !a.agreement.is_computing() && a.agreement.shown().is_some();
     common::pump(&mut jobs, &mut app, &mut rx, Duration::from_secs(60), done).await;
     let blind: Vec<&String> = app.query.answers.blind.iter().collect();
     assert_eq!(blind, vec!["ans-1"]);
@@ -857,9 +864,11 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
     study::roster_add(&lead, "bob", &other, false)
         .await
         .expect("bob");
-    let ticket = app.agreement.ticket;
+    let ticket = app.agreement.ticket();
     let redrawn = |a: &App| {
-        a.annotate.reviewer.is_none() && a.agreement.ticket > ticket && !a.agreement.computing
+        a.annotate.reviewer.is_none()
+            && a.agreement.ticket() > ticket
+            && !a.agreement.is_computing()
     };
     common::pump(
         &mut jobs,

@@ -301,7 +301,7 @@ async fn the_lead_sees_the_ranking_in_the_agreement_pane(env: &Env, report: &Val
         &mut app,
         &mut rx,
         Duration::from_secs(120),
-        |a| a.agreement.preferences.is_some(),
+        |a| a.agreement.preferences().is_some(),
     )
     .await;
     let screen = common::screen(&app, 200, 60);

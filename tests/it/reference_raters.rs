@@ -378,7 +378,7 @@ async fn the_agreement_pane_shows_every_reviewer_whole_at_200_columns() {
     let (mut jobs, mut rx) = raglab::tui::jobs::Jobs::new(&ctx);
     jobs.set_viewer(app.annotate.viewer());
     jobs.load_background();
-    let done = |a: &App| !a.agreement.computing && a.agreement.last.is_some();
+    let done = |a: &App| !a.agreement.is_computing() && a.agreement.shown().is_some();
     let limit = std::time::Duration::from_secs(60);
     crate::common::pump(&mut jobs, &mut app, &mut rx, limit, done).await;
     app.pane = Pane::Agreement;

@@ -11,6 +11,7 @@ use raglab::service::Context;
 use raglab::service::base::parse_rubric;
 use raglab::tui::app::Pane;
 use raglab::tui::keymap::Keymap;
+use raglab::tui::panes::generate::{GeneratePane, GenerateSettings};
 
 /// The injection: clears the screen, sets the window title to PWNED, rings the bell
 /// and reverses the rest of the line.
@@ -171,13 +172,19 @@ async fn every_pane_is_clean() {
     app.annotate
         .load(study.items, study.labels, std::collections::HashMap::new());
     app.annotate.revealed = true;
-    app.generate.model = evil("model.gguf");
+    app.generate = GeneratePane::new(GenerateSettings {
+        model: evil("model.gguf"),
+        ..GenerateSettings::default()
+    });
     app.message = Some(evil("status"));
     app.query.status = Some(evil("query status"));
-    app.generate.status = Some(evil("generate status"));
+    app.generate.say(evil("generate status"));
     app.annotate.status = Some(evil("annotate status"));
-    app.agreement.status = Some(evil("agreement status"));
-    app.agreement.reviewers = Some(("ann".into(), "bob".into()));
+    app.agreement.on_result(raglab::service::study::Agreement {
+        reviewers: ("ann".into(), "bob".into()),
+        ..Default::default()
+    });
+    app.agreement.say(evil("agreement status"));
     app.pane = Pane::Annotate;
     let annotate = common::screen(&app, 160, 45);
     assert!(

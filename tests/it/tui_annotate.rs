@@ -6,10 +6,11 @@ use crate::common;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use raglab::core::agreement::Bootstrap;
 use raglab::service::base::default_rubric;
-use raglab::service::study::{Item, Label, agreement_table, current};
+use raglab::service::study::{Agreement, Item, Label, agreement_table, current};
 use raglab::tui::app::{App, Pane};
 use raglab::tui::effect::Effect;
 use raglab::tui::keymap::Keymap;
+use raglab::tui::panes::agreement::{AgreementPane, AgreementSettings};
 
 fn items(n: usize) -> Vec<Item> {
     (0..n)
@@ -246,8 +247,11 @@ fn agreement_table_renders_real_numbers() {
     );
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Agreement;
-    app.agreement.rows = rows;
-    app.agreement.reviewers = Some(("ann".into(), "bob".into()));
+    app.agreement.on_result(Agreement {
+        rows,
+        reviewers: ("ann".into(), "bob".into()),
+        ..Agreement::default()
+    });
     let screen = render(&app);
     assert!(screen.contains("Clarity"));
     assert!(
@@ -426,11 +430,12 @@ fn the_lead_adjudicates_a_disagreement_with_a_rationale() {
     app.pane = Pane::Agreement;
     app.annotate.reviewer = Some("lena".into());
     app.annotate.lead = true;
-    app.agreement.lead = true;
-    app.agreement.lead_name = Some("lena".into());
-    app.agreement.rubric = Some(default_rubric());
-    app.agreement.reviewers = Some(("ann".into(), "bob".into()));
-    app.agreement.rows = agreement_table(
+    app.agreement = AgreementPane::new(AgreementSettings {
+        lead: true,
+        lead_name: Some("lena".into()),
+        rubric: Some(default_rubric()),
+    });
+    let rows = agreement_table(
         &default_rubric(),
         &current(&[]),
         ("ann", "bob"),
@@ -439,7 +444,7 @@ fn the_lead_adjudicates_a_disagreement_with_a_rationale() {
             seed: 1,
         },
     );
-    app.agreement.disagreements = ["i1", "i2"]
+    let disagreements = ["i1", "i2"]
         .iter()
         .map(|i| Disagreement {
             item_id: (*i).into(),
@@ -452,6 +457,12 @@ fn the_lead_adjudicates_a_disagreement_with_a_rationale() {
             final_label: None,
         })
         .collect();
+    app.agreement.on_result(Agreement {
+        rows,
+        reviewers: ("ann".into(), "bob".into()),
+        disagreements,
+        ..Agreement::default()
+    });
     keys(&mut app, "]");
     let screen = render(&app);
     assert!(screen.contains("▶i2"), "{screen}");
@@ -485,16 +496,22 @@ fn the_lead_adjudicates_a_disagreement_with_a_rationale() {
 fn a_reviewer_cannot_adjudicate() {
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Agreement;
-    app.agreement.rubric = Some(default_rubric());
-    app.agreement.rows = agreement_table(
-        &default_rubric(),
-        &current(&[]),
-        ("ann", "bob"),
-        Bootstrap {
-            resamples: 10,
-            seed: 1,
-        },
-    );
+    app.agreement = AgreementPane::new(AgreementSettings {
+        rubric: Some(default_rubric()),
+        ..AgreementSettings::default()
+    });
+    app.agreement.on_result(Agreement {
+        rows: agreement_table(
+            &default_rubric(),
+            &current(&[]),
+            ("ann", "bob"),
+            Bootstrap {
+                resamples: 10,
+                seed: 1,
+            },
+        ),
+        ..Agreement::default()
+    });
     key(&mut app, KeyCode::Enter);
     assert!(!app.agreement.adjudicating());
     assert!(render(&app).contains("adjudication is for the study lead"));
@@ -528,7 +545,8 @@ async fn a_finished_answer_goes_to_annotation_with_one_key() {
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Generate;
     assert!(key(&mut app, KeyCode::Char('a')).is_none(), "no answer yet");
-    app.generate.last = Some(answer.clone());
+    // The answer finishes as a live one does (the first generation's ticket is 0).
+    app.generate.on_done(0, Ok(answer.clone()));
     let Some(Effect::AddItem { answer_id }) = key(&mut app, KeyCode::Char('a')) else {
         panic!("`a` sends the answer");
     };
@@ -561,17 +579,25 @@ async fn a_finished_answer_goes_to_annotation_with_one_key() {
 fn e_exports_the_agreement_table_once_computed() {
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Agreement;
-    app.agreement.rows = agreement_table(
-        &default_rubric(),
-        &current(&[]),
-        ("ann", "bob"),
-        Bootstrap {
-            resamples: 10,
-            seed: 1,
-        },
-    );
     assert!(key(&mut app, KeyCode::Char('e')).is_none());
     assert!(render(&app).contains("nothing to export yet"));
+    app.agreement.on_result(Agreement {
+        rows: agreement_table(
+            &default_rubric(),
+            &current(&[]),
+            ("ann", "bob"),
+            Bootstrap {
+                resamples: 10,
+                seed: 1,
+            },
+        ),
+        reviewers: ("ann".into(), "bob".into()),
+        ..Agreement::default()
+    });
+    assert!(matches!(
+        key(&mut app, KeyCode::Char('e')),
+        Some(Effect::ExportAgreement)
+    ));
 }
 
 /// A note typed on a criterion that has no label yet is saved with that criterion's

@@ -60,8 +60,7 @@ async fn pinning_a_configuration_compares_the_others_with_it() {
         Duration::from_secs(120),
         |a| {
             a.evaluation
-                .overview
-                .as_ref()
+                .overview()
                 .is_some_and(|o| o.comparison.is_some())
         },
     )

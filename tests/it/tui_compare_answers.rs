@@ -61,7 +61,7 @@ pub async fn the_compare_view_shows_the_numbers_of_report_answers_compare(
         &mut app,
         &mut rx,
         Duration::from_secs(120),
-        |a| a.generate.stored.is_some(),
+        |a| a.generate.stored().is_some(),
     )
     .await;
     common::press(&mut app, &mut jobs, '3');
@@ -88,7 +88,7 @@ pub async fn the_compare_view_shows_the_numbers_of_report_answers_compare(
     common::press(&mut app, &mut jobs, 'k');
     key(&mut app, &mut jobs, KeyCode::Enter);
     common::pump(&mut jobs, &mut app, &mut rx, Duration::from_secs(60), |a| {
-        a.generate.compare.shown.is_some()
+        a.generate.compare().shown.is_some()
     })
     .await;
     let screen = common::screen(&app, 200, 60);
@@ -192,9 +192,9 @@ pub async fn the_compare_view_shows_the_numbers_of_report_answers_compare(
     }
     // j at the last question stays there; k goes back one.
     common::press(&mut app, &mut jobs, 'j');
-    assert_eq!(app.generate.compare.question, questions.len() - 1);
+    assert_eq!(app.generate.compare().question, questions.len() - 1);
     common::press(&mut app, &mut jobs, 'k');
-    assert_eq!(app.generate.compare.question, questions.len() - 2);
+    assert_eq!(app.generate.compare().question, questions.len() - 2);
 
     // ? lists the view's keys; esc closes the view.
     common::press(&mut app, &mut jobs, '?');
@@ -208,5 +208,5 @@ pub async fn the_compare_view_shows_the_numbers_of_report_answers_compare(
     key(&mut app, &mut jobs, KeyCode::Esc);
     let screen = common::screen(&app, 200, 60);
     assert!(!screen.contains(" Compare · A = "), "{screen}");
-    assert!(!app.generate.compare.open);
+    assert!(!app.generate.compare().open);
 }

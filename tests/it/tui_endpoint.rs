@@ -19,6 +19,7 @@ use raglab::service::Context;
 use raglab::tui::app::App;
 use raglab::tui::jobs::{Jobs, Msg};
 use raglab::tui::keymap::Keymap;
+use raglab::tui::panes::generate::{GeneratePane, GenerateSettings};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use common::server::{Server, request};
@@ -97,11 +98,17 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
         seed: 7,
         ..Sampling::default()
     };
-    app.generate.sampling = sampling.clone();
+    app.generate = GeneratePane::new(GenerateSettings {
+        sampling: sampling.clone(),
+        ..raglab::tui::generate_settings(&ctx)
+    });
     key(&mut app, &mut jobs, KeyCode::Char('g'));
-    let screens = pump(&mut jobs, &mut app, &mut rx, |_, a| !a.generate.running).await;
-    let rec = app.generate.last.clone().expect("an answer was stored");
-    assert_eq!(app.generate.status.as_deref(), Some("answer saved"));
+    let screens = pump(&mut jobs, &mut app, &mut rx, |_, a| {
+        !a.generate.is_running()
+    })
+    .await;
+    let rec = app.generate.last().cloned().expect("an answer was stored");
+    assert_eq!(app.generate.status(), Some("answer saved"));
     assert!(!rec.answer.trim().is_empty(), "empty answer");
     assert_eq!(rec.endpoint.as_deref(), Some(server.url().as_str()));
     assert!(
@@ -168,29 +175,35 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
     );
 
     // `r` regenerates (next seed); `s` stops it after a few streamed tokens.
-    app.generate.sampling = Sampling {
-        max_tokens: 400,
-        ..Sampling::default()
-    };
+    app.generate = GeneratePane::new(GenerateSettings {
+        sampling: Sampling {
+            max_tokens: 400,
+            ..Sampling::default()
+        },
+        ..raglab::tui::generate_settings(&ctx)
+    });
     key(&mut app, &mut jobs, KeyCode::Char('r'));
     pump(&mut jobs, &mut app, &mut rx, |_, a| {
-        a.generate.tokens >= 3 || !a.generate.running
+        a.generate.tokens() >= 3 || !a.generate.is_running()
     })
     .await;
-    assert!(app.generate.running, "finished before it could be stopped");
+    assert!(
+        app.generate.is_running(),
+        "finished before it could be stopped"
+    );
     key(&mut app, &mut jobs, KeyCode::Char('s'));
-    pump(&mut jobs, &mut app, &mut rx, |_, a| !a.generate.running).await;
-    let stopped = app.generate.last.clone().expect("stopped answer stored");
+    pump(&mut jobs, &mut app, &mut rx, |_, a| {
+        !a.generate.is_running()
+    })
+    .await;
+    let stopped = app.generate.last().cloned().expect("stopped answer stored");
     assert!(stopped.stopped, "not marked stopped");
     assert!(
         stopped.output_tokens < 400,
         "{} tokens",
         stopped.output_tokens
     );
-    assert_eq!(
-        app.generate.status.as_deref(),
-        Some("stopped: partial answer saved")
-    );
+    assert_eq!(app.generate.status(), Some("stopped: partial answer saved"));
     assert_eq!(stopped.endpoint.as_deref(), Some(server.url().as_str()));
     jobs.settle(Duration::from_secs(10)).await;
 }

@@ -73,7 +73,7 @@ async fn evaluation_pane_shows_the_last_retrieval_evaluation_beside_the_paper() 
     assert_eq!(app.pane, Pane::Evaluation);
     let limit = Duration::from_secs(120);
     common::pump(&mut jobs, &mut app, &mut rx, limit, |a| {
-        a.evaluation.overview.is_some()
+        a.evaluation.is_loaded()
     })
     .await;
     let empty = render(&app);
@@ -106,8 +106,7 @@ async fn evaluation_pane_shows_the_last_retrieval_evaluation_beside_the_paper() 
     assert_eq!(rep["alpha_sweep"], printed["alpha_sweep"]);
     common::pump(&mut jobs, &mut app, &mut rx, limit, |a| {
         a.evaluation
-            .overview
-            .as_ref()
+            .overview()
             .is_some_and(|o| o.retrieval.is_some())
     })
     .await;
@@ -300,10 +299,7 @@ async fn evaluation_pane_shows_mcqa_accuracy_by_k_and_rank() {
     let (mut app, mut jobs, mut rx) = start(&env, Config::default()).await;
     common::press(&mut app, &mut jobs, '6');
     common::pump(&mut jobs, &mut app, &mut rx, Duration::from_secs(60), |a| {
-        a.evaluation
-            .overview
-            .as_ref()
-            .is_some_and(|o| o.mcqa.is_some())
+        a.evaluation.overview().is_some_and(|o| o.mcqa.is_some())
     })
     .await;
     let screen = render(&app);

@@ -567,7 +567,10 @@ async fn a_questions_answers_show_their_target_rank_and_are_judged_and_sent_from
     let selected = app.query.answers.rows[0].answer_id.clone();
     press(&mut app, &mut jobs, 'J');
     assert!(render(&app).contains(&format!("Judge of {selected}")));
-    pump(&mut jobs, &mut app, &mut rx, |_, a| !a.generate.running).await;
+    pump(&mut jobs, &mut app, &mut rx, |_, a| {
+        !a.generate.is_running()
+    })
+    .await;
     let screen = render(&app);
     assert!(screen.contains("judgement saved ("), "{screen}");
     let saved = raglab::service::answer::judgements(&ctx.workspace)

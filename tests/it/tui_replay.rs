@@ -89,7 +89,7 @@ async fn stored_answers_replay_at_their_recorded_speed_without_a_generator() {
     .await
     .expect("app");
     assert!(
-        app.generate.generator_missing,
+        app.generate.generator_missing(),
         "the test needs no generator model"
     );
     let (mut jobs, mut rx) = Jobs::new(&ctx);
@@ -97,10 +97,10 @@ async fn stored_answers_replay_at_their_recorded_speed_without_a_generator() {
     let limit = Duration::from_secs(60);
     // The stored answers are read at start-up (with the annotation study).
     common::pump(&mut jobs, &mut app, &mut rx, limit, |a| {
-        a.generate.stored.is_some() && a.evaluation.overview.is_some()
+        a.generate.stored().is_some() && a.evaluation.is_loaded()
     })
     .await;
-    assert_eq!(app.generate.stored, Some(2));
+    assert_eq!(app.generate.stored(), Some(2));
     common::press(&mut app, &mut jobs, '3');
     assert_eq!(app.pane, Pane::Generate);
     assert!(render(&app).contains("not found: p replays a stored answer"));
@@ -110,8 +110,7 @@ async fn stored_answers_replay_at_their_recorded_speed_without_a_generator() {
     common::press(&mut app, &mut jobs, 'p');
     let a = app
         .generate
-        .replay
-        .as_deref()
+        .replaying()
         .cloned()
         .expect("a stored answer is replayed");
     let a = stored
@@ -134,12 +133,12 @@ async fn stored_answers_replay_at_their_recorded_speed_without_a_generator() {
     );
     assert!(screen.contains("NOT a live generation"), "{screen}");
     common::pump(&mut jobs, &mut app, &mut rx, limit, |a| {
-        !a.generate.text.trim().is_empty()
+        !a.generate.text().trim().is_empty()
     })
     .await;
-    let partial = app.generate.text.clone();
+    let partial = app.generate.text().to_string();
     assert!(
-        app.generate.running && partial.len() < full.len(),
+        app.generate.is_running() && partial.len() < full.len(),
         "partial `{partial}` of `{full}`"
     );
     assert!(
@@ -147,9 +146,12 @@ async fn stored_answers_replay_at_their_recorded_speed_without_a_generator() {
         "`{partial}` is how `{full}` starts"
     );
     assert!(render(&app).contains(partial.trim()));
-    common::pump(&mut jobs, &mut app, &mut rx, limit, |a| !a.generate.running).await;
+    common::pump(&mut jobs, &mut app, &mut rx, limit, |a| {
+        !a.generate.is_running()
+    })
+    .await;
     let took_ms = pressed.elapsed().as_secs_f64() * 1e3;
-    assert_eq!(app.generate.text, full);
+    assert_eq!(app.generate.text(), full);
     assert!(shows_all(&render(&app), &full), "{}", render(&app));
     let want = recorded_ms(a);
     // The generation itself, as measured when it was stored (retrieval excluded).
@@ -172,23 +174,21 @@ async fn stored_answers_replay_at_their_recorded_speed_without_a_generator() {
 
     // (d): the next stored answer, stopped midway.
     common::press(&mut app, &mut jobs, 'p');
-    let b = app
-        .generate
-        .replay
-        .as_deref()
-        .cloned()
-        .expect("the next answer");
+    let b = app.generate.replaying().cloned().expect("the next answer");
     assert_ne!(
         b.answer_id, a.answer_id,
         "p moves to the next stored answer"
     );
     common::pump(&mut jobs, &mut app, &mut rx, limit, |a| {
-        !a.generate.text.trim().is_empty()
+        !a.generate.text().trim().is_empty()
     })
     .await;
     common::press(&mut app, &mut jobs, 's');
-    common::pump(&mut jobs, &mut app, &mut rx, limit, |a| !a.generate.running).await;
-    let stopped = app.generate.text.clone();
+    common::pump(&mut jobs, &mut app, &mut rx, limit, |a| {
+        !a.generate.is_running()
+    })
+    .await;
+    let stopped = app.generate.text().to_string();
     assert!(
         stopped.len() < sanitize_for_terminal(&b.answer).len(),
         "stopped before the end"
@@ -197,7 +197,7 @@ async fn stored_answers_replay_at_their_recorded_speed_without_a_generator() {
     while let Ok(msg) = rx.try_recv() {
         jobs.apply(&mut app, msg);
     }
-    assert_eq!(app.generate.text, stopped, "nothing more after the stop");
+    assert_eq!(app.generate.text(), stopped, "nothing more after the stop");
     assert!(render(&app).contains("replay stopped"), "{}", render(&app));
 
     // The judge's pass rates of these answers in the Evaluation pane.

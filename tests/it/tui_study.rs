@@ -13,6 +13,7 @@ use raglab::service::study::{self, AgreementRequest, Item, Label};
 use raglab::tui::app::{App, Pane};
 use raglab::tui::effect::Effect;
 use raglab::tui::keymap::Keymap;
+use raglab::tui::panes::agreement::{AgreementPane, AgreementSettings};
 
 fn items(n: usize) -> Vec<Item> {
     (0..n)
@@ -267,7 +268,10 @@ fn agreement_over_time_and_time_per_item_by_hand() {
     // The pane draws the chart and writes out the newest window.
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Agreement;
-    app.agreement.lead = true;
+    app.agreement = AgreementPane::new(AgreementSettings {
+        lead: true,
+        ..AgreementSettings::default()
+    });
     app.agreement.on_result(a);
     let s = common::screen(&app, 170, 50);
     assert!(

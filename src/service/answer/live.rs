@@ -197,3 +197,63 @@ pub async fn answer_live_endpoint(
         anyhow::Error::from,
     ))
 }
+
+/// One answer for a live front, generated where `raglab generate` would generate it (the
+/// chat endpoints when the config names them, else the local model on a blocking
+/// thread) and saved. Every live answer is its own: the same question and seed asked
+/// twice must not store two answers under one id, so its id gets the moment it was
+/// made. `on_start` and `on_token` are called as in [`answer_live`].
+#[allow(clippy::too_many_arguments)]
+pub async fn answer_live_and_save(
+    ctx: Arc<Context>,
+    slot: GeneratorSlot,
+    retriever: Arc<Retriever>,
+    question: Question,
+    config: RunConfig,
+    stop: Arc<AtomicBool>,
+    on_start: impl FnOnce(String, String) + Send + 'static,
+    on_token: impl FnMut(&str) + Send + 'static,
+) -> Result<AnswerRecord> {
+    let mut rec = if live_on_endpoints(&ctx) {
+        answer_live_endpoint(
+            &ctx, retriever, &question, &config, stop, on_start, on_token,
+        )
+        .await?
+    } else {
+        let live_ctx = Arc::clone(&ctx);
+        tokio::task::spawn_blocking(move || {
+            answer_live(
+                &live_ctx, &slot, &retriever, &question, &config, stop, on_start, on_token,
+            )
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("the generation stopped: {e}"))??
+    };
+    rec.answer_id = format!("{}@{:x}", rec.answer_id, crate::service::study::now_nanos());
+    super::save_answer(&ctx, &rec)
+        .await
+        .map_err(|e| anyhow::anyhow!("answer not saved: {e:#}"))?;
+    Ok(rec)
+}
+
+/// One stored answer judged live ([`judge_live`], on a blocking thread) and committed
+/// as `raglab judge` commits a judgement, so the study's next read shows it.
+pub async fn judge_live_and_commit(
+    ctx: Arc<Context>,
+    slot: GeneratorSlot,
+    retriever: Arc<Retriever>,
+    rubric: crate::core::rubric::Rubric,
+    answer: AnswerRecord,
+    on_token: impl FnMut(&str) + Send + 'static,
+) -> Result<JudgementRecord> {
+    let live_ctx = Arc::clone(&ctx);
+    let rec = tokio::task::spawn_blocking(move || {
+        judge_live(&live_ctx, &slot, &retriever, &rubric, &answer, on_token)
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the judge stopped: {e}"))??;
+    super::judgements(&ctx.workspace)
+        .append(std::slice::from_ref(&rec))
+        .await?;
+    Ok(rec)
+}

@@ -150,3 +150,21 @@ pub fn to_markdown(a: &Agreement) -> String {
     );
     s
 }
+
+/// Write the agreement table as CSV and markdown into the workspace's `exports`
+/// folder, named by the moment of the export (`agreement-<time>.csv|.md`, colons left
+/// out so every file system takes the name), each file written whole. Returns the
+/// two paths.
+pub fn export_to_workspace(
+    ctx: &crate::service::Context,
+    a: &Agreement,
+) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let dir = ctx.workspace.root().join("exports");
+    std::fs::create_dir_all(&dir)?;
+    let stamp = crate::service::base::now_rfc3339().replace(':', "");
+    let csv = dir.join(format!("agreement-{stamp}.csv"));
+    let md = dir.join(format!("agreement-{stamp}.md"));
+    crate::service::base::write_whole(&csv, to_csv(a).as_bytes())?;
+    crate::service::base::write_whole(&md, to_markdown(a).as_bytes())?;
+    Ok((csv, md))
+}

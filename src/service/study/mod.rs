@@ -13,7 +13,9 @@ mod raters;
 mod steps;
 mod trust;
 
-pub use agreement::{PAPER_OVERALL, fmt_est, noise_verdict, to_csv, to_markdown};
+pub use agreement::{
+    PAPER_OVERALL, export_to_workspace, fmt_est, noise_verdict, to_csv, to_markdown,
+};
 pub use assign::{Assigned, assign};
 pub use calibrate::{CalibrateRequest, Calibration, CalibrationRow, Judged, calibrate};
 pub use gold::{GOLD, gold_report, gold_rows, gold_table, mark_gold};
@@ -31,11 +33,10 @@ pub use raters::{drift_report, human_reviewers, rater_report};
 pub use steps::{
     Agreement, AgreementRequest, Blinding, CreatedItems, DRIFT_WINDOW, ExportFormat, History,
     ItemSource, LabelExport, LabelVersion, NO_IDENTITY, RaterPair, Refusal, Schedule, Sight, Study,
-    Viewer, add_answer_item, agreement_of, agreement_with, create_items, export_final,
-    export_labels, final_csv, final_label, finals_of, history_of, import_labels, items_from_file,
-    label_history, labels_csv, labels_jsonl, load_study, read_label_file, save_label,
-    save_label_batch, save_labels_each_once, sight, study_fingerprint, visible_judgements,
-    visible_label_rows,
+    Viewer, add_answer_item, agreement_of, agreement_with, commit_labels, create_items,
+    export_final, export_labels, final_csv, final_label, finals_of, history_of, import_labels,
+    items_from_file, label_history, labels_csv, labels_jsonl, load_study, read_label_file,
+    save_label, save_label_batch, sight, study_fingerprint, visible_judgements, visible_label_rows,
 };
 pub use trust::{
     ROSTER, RosterAdded, RosterView, TrustedLog, UNBOUND, UNSIGNED, binding, check_authorship,

@@ -318,6 +318,24 @@ pub async fn save_labels_each_once(
     out
 }
 
+/// Commit labels given together in a live front: one commit for the batch; should it
+/// fail (one bad label refuses all, or the store's reply was lost), each is committed
+/// alone, those already stored skipped ([`save_labels_each_once`]), so the good ones are
+/// kept, none is stored twice, and only the bad one is reported. Returns each label's
+/// outcome in order: the milliseconds to its commit, or why it was refused.
+pub async fn commit_labels(
+    ctx: &Context,
+    rubric: &Rubric,
+    items: &[Item],
+    labels: &[Label],
+) -> Vec<Result<f64>> {
+    match save_label_batch(ctx, rubric, items, labels).await {
+        Ok(ms) => labels.iter().map(|_| Ok(ms)).collect(),
+        Err(e) if labels.len() == 1 => vec![Err(e)],
+        Err(_) => save_labels_each_once(ctx, rubric, items, labels).await,
+    }
+}
+
 /// File formats of a label export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -632,7 +650,7 @@ impl Default for AgreementRequest {
 }
 
 /// The agreement table of two reviewers with the judge, for one viewer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Agreement {
     pub reviewers: (String, String),
     pub bootstrap: Bootstrap,

@@ -1,19 +1,13 @@
-//! One pane per file.
+//! One pane per folder: its state (private fields, set up by a constructor that
+//! takes its settings), its view, the parts it draws, and its unit tests. Adding a key
+//! to a pane touches its folder and the keymap only.
 
 pub mod agreement;
-pub mod agreement_drift;
-pub mod agreement_grid;
-pub mod agreement_lead;
-pub mod agreement_preferences;
 pub mod annotate;
-pub mod annotate_guidelines;
 pub mod corpus;
 pub mod evalset;
 pub mod evaluation;
-pub mod evaluation_breakdowns;
-pub mod evaluation_compare;
 pub mod generate;
-pub mod generate_compare;
 pub mod query;
 
 use ratatui::Frame;

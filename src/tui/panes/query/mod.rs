@@ -158,6 +158,24 @@ pub struct QueryPane {
 }
 
 impl QueryPane {
+    /// How deep the lists are cut (the pane's depth setting).
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// How many chunks go into a prompt.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// The targets of the question on screen (none for a typed question).
+    pub fn targets(&self) -> Vec<String> {
+        self.current
+            .as_ref()
+            .map(|q| q.relevant.clone())
+            .unwrap_or_default()
+    }
+
     pub fn new(questions: Vec<Question>, failures: Vec<FailedQuestion>, chunks: ChunkInfo) -> Self {
         let mut pane = Self {
             questions,

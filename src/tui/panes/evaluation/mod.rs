@@ -6,8 +6,11 @@
 //! bucket. The reports are read by a background job at start-up and again whenever
 //! a new evaluation is written (the jobs poll the report files and datasets); the
 //! pane itself only draws what it was given. The lower boxes are drawn by
-//! [`super::evaluation_breakdowns`], the comparison with a pinned configuration by
-//! [`super::evaluation_compare`].
+//! [`breakdowns`], the comparison with a pinned configuration by
+//! [`compare`].
+
+mod breakdowns;
+pub mod compare;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -16,7 +19,6 @@ use ratatui::symbols::Marker;
 use ratatui::text::Line;
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Row, Table, Wrap};
 
-use super::evaluation_breakdowns::HOW_TO;
 use crate::core::metrics::MeanMetrics;
 use crate::core::paper;
 use crate::core::retrieval::{METRICS, Method, Sparse};
@@ -27,27 +29,43 @@ use crate::tui::action::Action;
 use crate::tui::effect::Effect;
 use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
+use breakdowns::HOW_TO;
 
 #[derive(Default)]
 pub struct EvaluationPane {
     /// The last load (None: not loaded yet).
-    pub overview: Option<EvalOverview>,
-    pub loading: bool,
+    overview: Option<EvalOverview>,
+    loading: bool,
     /// The selected configuration (row of the metrics table): its breakdowns show.
-    pub selected: usize,
+    selected: usize,
     /// Presses of `m`: the alpha chart draws nDCG@10 first (the metric the sweep's
     /// headline alpha is chosen on), then the next of [`METRICS`] on each press.
-    pub metric: usize,
+    metric: usize,
     /// Breakdown by target length instead of by topic.
-    pub by_length: bool,
+    by_length: bool,
     /// First breakdown row shown.
-    pub scroll: usize,
+    scroll: usize,
     /// The configuration pinned as the baseline (`P`): the breakdown box then compares
-    /// every other configuration with it ([`super::evaluation_compare`]).
-    pub pinned: Option<String>,
+    /// every other configuration with it ([`compare`]).
+    pinned: Option<String>,
 }
 
 impl EvaluationPane {
+    /// Whether a load has arrived.
+    pub fn is_loaded(&self) -> bool {
+        self.overview.is_some()
+    }
+
+    /// The last load.
+    pub fn overview(&self) -> Option<&EvalOverview> {
+        self.overview.as_ref()
+    }
+
+    /// A load was asked for: the pane says so until it arrives.
+    pub fn start_loading(&mut self) {
+        self.loading = true;
+    }
+
     /// A finished load; the selection stays where it was when it still exists.
     pub fn on_loaded(&mut self, o: EvalOverview) {
         let n = o.retrieval.as_ref().map_or(0, |r| r.report.results.len());
@@ -286,7 +304,7 @@ impl EvaluationPane {
                 .areas(middle);
         self.draw_chart(f, chart, rep, theme);
         if let Some(pinned) = &self.pinned {
-            super::evaluation_compare::draw_comparison(
+            compare::draw_comparison(
                 f,
                 breakdown,
                 o.comparison.as_ref(),
@@ -295,14 +313,7 @@ impl EvaluationPane {
                 theme,
             );
         } else if let Some(r) = self.selected_result() {
-            super::evaluation_breakdowns::draw_breakdown(
-                f,
-                breakdown,
-                r,
-                self.by_length,
-                self.scroll,
-                theme,
-            );
+            breakdowns::draw_breakdown(f, breakdown, r, self.by_length, self.scroll, theme);
         }
     }
 }
@@ -391,8 +402,8 @@ impl PaneView for EvaluationPane {
             Constraint::Length(2 + o.problems.len() as u16),
             Constraint::Length(table_h),
             Constraint::Min(if self.retrieval().is_some() { 8 } else { 0 }),
-            Constraint::Length(super::evaluation_breakdowns::mcqa_height(o)),
-            Constraint::Length(super::evaluation_breakdowns::judge_height(o)),
+            Constraint::Length(breakdowns::mcqa_height(o)),
+            Constraint::Length(breakdowns::judge_height(o)),
         ])
         .areas(area);
         self.draw_header(f, head, theme);
@@ -400,7 +411,7 @@ impl PaneView for EvaluationPane {
             self.draw_table(f, table, rep, theme);
             self.draw_middle(f, middle, o, rep, theme);
         }
-        super::evaluation_breakdowns::draw_mcqa(f, mcqa, o, theme);
-        super::evaluation_breakdowns::draw_judge(f, judge, o, theme);
+        breakdowns::draw_mcqa(f, mcqa, o, theme);
+        breakdowns::draw_judge(f, judge, o, theme);
     }
 }

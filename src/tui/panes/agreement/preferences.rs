@@ -7,7 +7,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::agreement_grid::Grid;
+use super::grid::Grid;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::study::{Preferences, fmt_est};
 use crate::tui::theme::Theme;

@@ -12,6 +12,8 @@
 //! lead (`--role lead`) sees every label and each reviewer's progress. A label shows
 //! as saved only once its lance commit has returned.
 
+mod guidelines;
+
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 
@@ -116,6 +118,16 @@ pub struct AnnotatePane {
 pub const TEXTS: [&str; 4] = ["Question", "Reference", "Target", "Answer"];
 
 impl AnnotatePane {
+    /// The reviewer's name, once given (and on the roster when there is one).
+    pub fn reviewer(&self) -> Option<&str> {
+        self.reviewer.as_deref()
+    }
+
+    /// The study's items as last read.
+    pub fn items(&self) -> &[Item] {
+        &self.items
+    }
+
     pub fn new(reviewer: Option<String>, rubric: Rubric) -> Self {
         Self {
             reviewer,
@@ -1250,7 +1262,7 @@ impl PaneView for AnnotatePane {
         self.draw_texts(f, texts, item, theme);
         self.draw_rubric(f, rubric_area, item, me, theme);
         if self.guidelines {
-            super::annotate_guidelines::draw(f, area, &self.rubric, self.criterion, theme);
+            guidelines::draw(f, area, &self.rubric, self.criterion, theme);
         }
     }
 

@@ -6,7 +6,9 @@
 //! loop draws at most once per frame. `p` replays a stored answer at its recorded
 //! speed (no model needed: a demo on a machine without the generator), labelled as a
 //! replay with the answer's id, model and date so it is never taken for a live one.
-//! `c` opens the Compare view of two stored answer runs ([`super::generate_compare`]).
+//! `c` opens the Compare view of two stored answer runs ([`compare`]).
+
+pub mod compare;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,43 +29,55 @@ use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
 
 pub struct GeneratePane {
-    pub question: Option<Question>,
-    pub text: String,
-    pub prompt: Option<String>,
-    pub show_prompt: bool,
-    pub running: bool,
-    pub started: Option<Instant>,
-    pub first_token: Option<Instant>,
+    question: Option<Question>,
+    text: String,
+    prompt: Option<String>,
+    show_prompt: bool,
+    running: bool,
+    started: Option<Instant>,
+    first_token: Option<Instant>,
     /// When the last generation ended (freezes the live line).
-    pub finished: Option<Instant>,
-    pub tokens: usize,
-    pub ticket: u64,
-    pub stop: Arc<AtomicBool>,
-    pub sampling: Sampling,
-    pub last: Option<AnswerRecord>,
-    pub previous: Vec<AnswerRecord>,
-    pub status: Option<String>,
-    pub scroll: u16,
-    pub model: String,
+    finished: Option<Instant>,
+    tokens: usize,
+    ticket: u64,
+    stop: Arc<AtomicBool>,
+    sampling: Sampling,
+    last: Option<AnswerRecord>,
+    previous: Vec<AnswerRecord>,
+    status: Option<String>,
+    scroll: u16,
+    model: String,
     /// Where the current answer is generated: `CPU · layers offloaded 0/31`, the GPU's
     /// name, or `endpoint URL` (known once the generator is loaded).
-    pub backend: Option<String>,
-    /// Frames drawn while streaming, and their total draw time (for the frame-time figure).
-    pub frames: usize,
+    backend: Option<String>,
     /// The stored answer a judge is judging (the stream is the judge's output).
-    pub judging: Option<String>,
+    judging: Option<String>,
     /// The stored answer being (or last) replayed; None while generating live.
-    pub replay: Option<Box<AnswerRecord>>,
+    replay: Option<Box<AnswerRecord>>,
     /// The generator's file is missing: `g` cannot work, `p` can.
-    pub generator_missing: bool,
+    generator_missing: bool,
     /// Stored answers there are to replay (None: not read yet).
-    pub stored: Option<usize>,
+    stored: Option<usize>,
     /// The Compare view of two answer runs (`c`).
-    pub compare: super::generate_compare::RunsCompare,
+    compare: compare::RunsCompare,
+}
+
+/// What the Generate pane is set up with: the generator's name as shown, whether its
+/// file is missing (`g` cannot work, `p` can), and the sampling of live answers.
+#[derive(Debug, Clone, Default)]
+pub struct GenerateSettings {
+    pub model: String,
+    pub generator_missing: bool,
+    pub sampling: Sampling,
 }
 
 impl GeneratePane {
-    pub fn new(model: String) -> Self {
+    pub fn new(settings: GenerateSettings) -> Self {
+        let GenerateSettings {
+            model,
+            generator_missing,
+            sampling,
+        } = settings;
         Self {
             question: None,
             text: String::new(),
@@ -76,20 +90,103 @@ impl GeneratePane {
             tokens: 0,
             ticket: 0,
             stop: Arc::new(AtomicBool::new(false)),
-            sampling: Sampling::default(),
+            sampling,
             last: None,
             previous: Vec::new(),
             status: None,
             scroll: 0,
             model,
             backend: None,
-            frames: 0,
             judging: None,
             replay: None,
-            generator_missing: false,
+            generator_missing,
             stored: None,
-            compare: super::generate_compare::RunsCompare::default(),
+            compare: compare::RunsCompare::default(),
         }
+    }
+
+    /// The stored answers to the question on screen, newest first.
+    pub fn set_previous(&mut self, previous: Vec<AnswerRecord>) {
+        self.previous = previous;
+    }
+
+    /// How many answers are stored (the study's read), for the replay.
+    pub fn set_stored(&mut self, n: usize) {
+        self.stored = Some(n);
+    }
+
+    /// Stored answers there are to replay (None: not read yet).
+    pub fn stored(&self) -> Option<usize> {
+        self.stored
+    }
+
+    /// Say `what` in the pane's status line.
+    pub fn say(&mut self, what: String) {
+        self.status = Some(what);
+    }
+
+    /// What the status line says.
+    pub fn status(&self) -> Option<&str> {
+        self.status.as_deref()
+    }
+
+    /// Whether an answer (live, judged or replayed) is streaming.
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// The text streamed so far (sanitized).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Tokens streamed so far.
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// The last finished answer.
+    pub fn last(&self) -> Option<&AnswerRecord> {
+        self.last.as_ref()
+    }
+
+    /// The question on screen.
+    pub fn question(&self) -> Option<&Question> {
+        self.question.as_ref()
+    }
+
+    /// The stored answer being (or last) replayed.
+    pub fn replaying(&self) -> Option<&AnswerRecord> {
+        self.replay.as_deref()
+    }
+
+    /// Whether the generator's file is missing.
+    pub fn generator_missing(&self) -> bool {
+        self.generator_missing
+    }
+
+    /// The next answer is drawn with the next seed (`r`: regenerate).
+    pub fn next_seed(&mut self) {
+        self.sampling.seed = self.sampling.seed.wrapping_add(1);
+    }
+
+    /// The Compare view of two answer runs.
+    pub fn compare(&self) -> &compare::RunsCompare {
+        &self.compare
+    }
+
+    /// Open the Compare view's run picker on `runs` (name, stored answers).
+    pub fn open_compare(&mut self, runs: Vec<(String, usize)>) {
+        self.compare.open_picker(runs);
+    }
+
+    /// Two answer runs were compared (or could not be).
+    pub fn on_compared(
+        &mut self,
+        ticket: u64,
+        result: Result<crate::service::evaluate::AnswerRunsComparison, String>,
+    ) {
+        self.compare.on_compared(ticket, result);
     }
 
     /// A new ticket and stop flag, the old run told to stop, the text cleared.

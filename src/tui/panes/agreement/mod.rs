@@ -18,12 +18,16 @@
 //! revealed (`agreement_drift`); for the lead, each reviewer's accuracy on gold items
 //! and time per item (`agreement_lead`).
 
+mod drift;
+mod grid;
+mod lead;
+mod preferences;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::agreement_grid::Grid;
 use crate::core::agreement::raters::RaterReport;
 use crate::core::agreement::{AgreementReport, Estimate, NoiseReport};
 use crate::core::blinding::LabelVersion;
@@ -37,43 +41,103 @@ use crate::tui::effect::Effect;
 use crate::tui::input::TextInput;
 use crate::tui::panes::PaneView;
 use crate::tui::theme::Theme;
+use grid::Grid;
+
+/// What the Agreement pane asks a recomputation for.
+pub struct AgreementAsk {
+    pub pair_choice: Option<(String, String)>,
+    pub pair: RaterPair,
+    pub version: LabelVersion,
+    pub judge_model: Option<String>,
+}
 
 #[derive(Default)]
 pub struct AgreementPane {
-    pub rows: Vec<AgreementRow>,
-    pub reviewers: Option<(String, String)>,
-    pub computing: bool,
+    /// A final label decided in the adjudication, for the app to commit like any label.
+    final_to_save: Option<Label>,
+    rows: Vec<AgreementRow>,
+    reviewers: Option<(String, String)>,
+    computing: bool,
     /// The newest recomputation asked for; older results are dropped.
-    pub ticket: u64,
-    pub pair: RaterPair,
-    pub criterion: usize,
-    pub status: Option<String>,
+    ticket: u64,
+    pair: RaterPair,
+    criterion: usize,
+    status: Option<String>,
     /// Items where the selected pair disagrees: (item id, criterion, label a, label b).
-    pub disagreements: Vec<Disagreement>,
+    disagreements: Vec<Disagreement>,
     /// The selected disagreement.
-    pub selected: usize,
+    selected: usize,
     /// The whole last result (noise, judge vs final, provenance).
-    pub last: Option<Box<Agreement>>,
-    pub version: LabelVersion,
+    last: Option<Box<Agreement>>,
+    version: LabelVersion,
     /// The judge model compared: `None` all, else an index into the result's models.
-    pub judge_model: Option<String>,
+    judge_model: Option<String>,
     /// The reviewer pair asked for (`None`: the two with most labels).
-    pub pair_choice: Option<(String, String)>,
+    pair_choice: Option<(String, String)>,
     /// The study lead (adjudicates; sees everything).
-    pub lead: bool,
+    lead: bool,
     /// The lead's name, recorded with each final label.
-    pub lead_name: Option<String>,
-    pub rubric: Option<Rubric>,
+    lead_name: Option<String>,
+    rubric: Option<Rubric>,
     /// The adjudication being made: the chosen final label and the rationale.
-    pub adjudication: Option<(Option<String>, TextInput)>,
+    adjudication: Option<(Option<String>, TextInput)>,
     /// Columns the wide tables are scrolled by (`h`/`l`).
-    pub scroll: usize,
+    scroll: usize,
     /// The lead's ranking of a pairwise study's runs (`None`: not the lead, or no
     /// pair items).
-    pub preferences: Option<Box<crate::service::study::Preferences>>,
+    preferences: Option<Box<crate::service::study::Preferences>>,
+}
+
+/// What the Agreement pane is set up with: whether the viewer is the study's lead
+/// (who adjudicates and sees everything), the lead's name (recorded with each final
+/// label), and the rubric the final labels are checked against.
+#[derive(Debug, Clone, Default)]
+pub struct AgreementSettings {
+    pub lead: bool,
+    pub lead_name: Option<String>,
+    pub rubric: Option<Rubric>,
 }
 
 impl AgreementPane {
+    pub fn new(settings: AgreementSettings) -> Self {
+        Self {
+            lead: settings.lead,
+            lead_name: settings.lead_name,
+            rubric: settings.rubric,
+            ..Self::default()
+        }
+    }
+
+    /// The newest recomputation asked for (0: none yet).
+    pub fn ticket(&self) -> u64 {
+        self.ticket
+    }
+
+    /// Whether a recomputation is running.
+    pub fn is_computing(&self) -> bool {
+        self.computing
+    }
+
+    /// The rater pair whose disagreements are listed.
+    pub fn pair(&self) -> RaterPair {
+        self.pair
+    }
+
+    /// The disagreements of the pair on screen.
+    pub fn disagreements(&self) -> &[Disagreement] {
+        &self.disagreements
+    }
+
+    /// The lead's ranking of a pairwise study's runs, once computed.
+    pub fn preferences(&self) -> Option<&crate::service::study::Preferences> {
+        self.preferences.as_deref()
+    }
+
+    /// Say `what` in the pane's status line.
+    pub fn say(&mut self, what: String) {
+        self.status = Some(what);
+    }
+
     /// The ranking of a pairwise study finished (for the newest request only); an
     /// error is shown when there is no agreement table to show instead.
     pub fn on_preferences(
@@ -93,6 +157,38 @@ impl AgreementPane {
                 }
             }
         }
+    }
+
+    /// A recomputation starts: its ticket (a newer one drops an older result) and what
+    /// the pane asks for (the reviewer pair, the rater pair, the label version, the
+    /// judge model).
+    pub fn start_refresh(&mut self) -> (u64, AgreementAsk) {
+        self.ticket += 1;
+        self.computing = true;
+        let ask = AgreementAsk {
+            pair_choice: self.pair_choice.clone(),
+            pair: self.pair,
+            version: self.version,
+            judge_model: self.judge_model.clone(),
+        };
+        (self.ticket, ask)
+    }
+
+    /// The viewer's name changed: a lead's band names the new name.
+    pub fn on_viewer_named(&mut self, name: Option<String>) {
+        if self.lead {
+            self.lead_name = name;
+        }
+    }
+
+    /// The agreement on screen (what an export writes).
+    pub fn shown(&self) -> Option<&Agreement> {
+        self.last.as_deref()
+    }
+
+    /// The final label the lead just decided in the adjudication, taken once.
+    pub fn take_final(&mut self) -> Option<Label> {
+        self.final_to_save.take()
     }
 
     /// Apply a finished computation.
@@ -728,7 +824,8 @@ impl PaneView for AgreementPane {
             self.status = None;
         }
         if self.adjudicating() {
-            return self.adjudicate_step(action).map(Effect::SaveFinal);
+            self.final_to_save = self.adjudicate_step(action);
+            return None;
         }
         match action {
             Action::Refresh => return Some(Effect::RefreshAgreement),
@@ -801,14 +898,11 @@ impl PaneView for AgreementPane {
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let band = self
-            .preferences
-            .as_deref()
-            .map_or(0, super::agreement_preferences::height);
+        let band = self.preferences.as_deref().map_or(0, preferences::height);
         let [band_area, rest] =
             Layout::vertical([Constraint::Length(band), Constraint::Min(3)]).areas(area);
         if let Some(p) = self.preferences.as_deref() {
-            super::agreement_preferences::draw(f, band_area, p, self.scroll, theme);
+            preferences::draw(f, band_area, p, self.scroll, theme);
         }
         self.draw_agreement(f, rest, theme);
     }
@@ -839,11 +933,8 @@ impl AgreementPane {
             .raters()
             .map_or(0, |r| r.rows.len().max(r.raters.len()) as u16 + 3);
         let drift = self.last.as_ref().and_then(|a| a.drift.as_ref());
-        let drift_height = drift.map_or(0, |_| super::agreement_drift::HEIGHT);
-        let lead_height = self
-            .last
-            .as_deref()
-            .map_or(0, super::agreement_lead::height);
+        let drift_height = drift.map_or(0, |_| drift::HEIGHT);
+        let lead_height = self.last.as_deref().map_or(0, lead::height);
         let [table_area, raters_area, lead_area, drift_area, bottom] = Layout::vertical([
             Constraint::Length(self.rows.len() as u16 + 6),
             Constraint::Length(raters_height),
@@ -861,10 +952,10 @@ impl AgreementPane {
         self.draw_table(f, table_area, theme);
         self.draw_raters(f, raters_area, theme);
         if let Some(a) = self.last.as_deref().filter(|_| lead_height > 0) {
-            super::agreement_lead::draw(f, lead_area, a, self.scroll, theme);
+            lead::draw(f, lead_area, a, self.scroll, theme);
         }
         if let Some(d) = drift {
-            super::agreement_drift::draw_drift(f, drift_area, d, theme);
+            drift::draw_drift(f, drift_area, d, theme);
         }
         self.draw_chart(f, chart_area, theme);
         self.draw_confusion(f, matrix_area, theme);

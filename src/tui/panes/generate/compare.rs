@@ -16,11 +16,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use super::evaluation_compare::p_text;
 use crate::core::text::{sanitize_for_terminal as clean, snippet};
 use crate::service::evaluate::{AnswerRunsComparison, CriterionComparison, PairedAnswer};
 use crate::tui::action::Action;
 use crate::tui::effect::Effect;
+use crate::tui::panes::evaluation::compare::p_text;
 use crate::tui::theme::Theme;
 
 /// The Compare view's state: closed, picking the two runs, waiting, or showing.

@@ -33,7 +33,6 @@ use raglab::core::question::Question;
 use raglab::core::retrieval::QueryLists;
 use raglab::service::evaluate::pane_workload;
 use raglab::service::retrieval::{DEFAULT_DEPTH, QueryTimings, lists_on_demand, places_on_demand};
-use raglab::tui::action::Action;
 use raglab::tui::effect::Effect;
 use raglab::tui::panes::PaneView;
 use raglab::tui::panes::query::QueryPane;
@@ -105,7 +104,7 @@ fn main() -> anyhow::Result<()> {
                 ..Question::default()
             })
             .collect();
-        let mut pane = QueryPane::new(questions, Vec::new(), info);
+        let mut pane = QueryPane::new(questions.clone(), Vec::new(), info.clone());
         let mut term = Terminal::new(TestBackend::new(200, 50))?;
         let (mut old, mut first, mut placed, mut same) = (Vec::new(), Vec::new(), Vec::new(), 0);
         // The new path's stages: the first step's dense, BM25 and TF-IDF lists, then
@@ -114,10 +113,9 @@ fn main() -> anyhow::Result<()> {
         let none = QueryTimings::default();
         let ms = |s: Instant| s.elapsed().as_secs_f64() * 1e3;
         let open = |pane: &mut QueryPane, i: usize| -> anyhow::Result<(u64, String, Instant)> {
-            pane.question_sel = i;
             let started = Instant::now();
-            let Some(Effect::Search { ticket, text }) = pane.update(Action::RunSelected) else {
-                anyhow::bail!("Enter on a question did not search");
+            let Some(Effect::Search { ticket, text }) = pane.submit(questions[i].clone()) else {
+                anyhow::bail!("asking a question did not search");
             };
             Ok((ticket, text, started))
         };
@@ -141,8 +139,8 @@ fn main() -> anyhow::Result<()> {
             }
         }
         // The old path's whole lists (a million entries each) freed before the new
-        // path starts: the pane never holds such lists now.
-        pane.lists = None;
+        // path starts (a fresh pane): the pane never holds such lists now.
+        let mut pane = QueryPane::new(questions.clone(), Vec::new(), info);
         for (i, (_, q, target)) in w.queries.iter().enumerate() {
             let targets = std::slice::from_ref(target);
             // A reader's pause between two questions: the machine idles, as it does

@@ -15,6 +15,18 @@
 //!   agreement, rubric, prompts, sampling). Knows nothing of storage, inference or UI.
 //!
 //! [`config`] holds paths and the TOML configuration file's format.
+//!
+//! Where a use case lives: ingesting and browsing the corpus in `service::corpus`;
+//! ranking (search, fusion, the rerank stage, ranking on demand) in
+//! `service::retrieval`; answers (batches, live answers, judging, citations,
+//! imported runs) in `service::answer`; every evaluation and report in
+//! `service::evaluate`; the evaluation set in `service::evalset`; the blind study
+//! (items, labels, roster, agreement, exports) in `service::study`. Each `cli` file is
+//! one command calling them; in the TUI, `tui::jobs` has one file per use case
+//! (retrieval, generation, study, evaluation) whose jobs each call one of those
+//! functions, and each pane is a folder under `tui::panes` holding its state, its
+//! view and its tests: adding a key to a pane touches that folder and
+//! `tui::keymap`/`tui::action` only.
 
 // Lance commits nested in retry and lock futures make deep async state machines.
 #![recursion_limit = "256"]

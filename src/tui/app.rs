@@ -272,8 +272,8 @@ impl App {
     pub fn start_generation(&mut self, new_seed: bool) -> Option<Effect> {
         let q = self
             .query
-            .current
-            .clone()
+            .current()
+            .cloned()
             .or_else(|| self.generate.question().cloned());
         let Some(q) = q else {
             self.message = Some("pick or type a question in the Query pane first".into());
@@ -283,7 +283,7 @@ impl App {
             self.generate.next_seed();
         }
         self.pane = Pane::Generate;
-        self.generate.start(q, self.query.config(), self.query.k)
+        self.generate.start(q, self.query.config(), self.query.k())
     }
 
     /// Apply an action: global ones here, the rest by the current pane. Returns the
@@ -326,13 +326,13 @@ impl App {
             // The question picked in the Query pane, if any (not the one a replay
             // showed: `p` again moves on to the next stored answer).
             Action::ReplayAnswer if self.pane == Pane::Generate => {
-                let question = self.query.current.as_ref().map(|q| q.id.clone());
+                let question = self.query.current().map(|q| q.id.clone());
                 return Some(self.generate.start_replay(question));
             }
             // The runs of the stored answers (the study's read of them) to pick from.
             Action::CompareRuns if self.pane == Pane::Generate && !self.generate.compare().open => {
                 let mut runs: std::collections::BTreeMap<&str, usize> = Default::default();
-                for a in &self.query.stored {
+                for a in self.query.stored() {
                     *runs.entry(a.run.as_str()).or_default() += 1;
                 }
                 let runs = runs.into_iter().map(|(r, n)| (r.to_string(), n)).collect();

@@ -142,13 +142,16 @@ pub async fn build_app_showing(
     show(step("reading the questions and the last evaluation", 0, 0));
     let (questions, failures, mut errors) = load_question_lists(ctx, file.as_deref());
     errors.extend(load_errors);
-    app.query.questions = questions;
-    app.query.set_failures(failures);
-    app.query.set_ranking(ctx.method(None), ctx.alpha_set(None));
-    app.query.k = ctx.k(None);
-    if let Ok(stage) = crate::service::retrieval::rerank::setup(ctx, &Default::default()) {
-        app.query.rerank.cut = stage.cut;
-    }
+    app.query.configure(panes::query::QuerySettings {
+        questions,
+        failures,
+        method: ctx.method(None),
+        alpha: ctx.alpha_set(None),
+        k: ctx.k(None),
+        rerank_cut: crate::service::retrieval::rerank::setup(ctx, &Default::default())
+            .ok()
+            .map(|stage| stage.cut),
+    });
     app.message =
         (!errors.is_empty()).then(|| crate::core::text::sanitize_for_terminal(&errors.join("; ")));
     // In a study with a roster, `--reviewer NAME` needs NAME's key and `--role lead`
@@ -433,7 +436,8 @@ async fn event_loop(
         .context("installing the SIGTERM handler")?;
     let mut frames = Frames::new();
     let mut quitting: Option<Instant> = None;
-    app.query.status = Some("loading the retrieval indexes and the embedding model…".into());
+    app.query
+        .say("loading the retrieval indexes and the embedding model…".into());
     loop {
         if frames.draw_if_due(terminal, app, theme, started, exit_after_first)? {
             return Ok(());

@@ -11,7 +11,7 @@ impl App {
     /// A live answer finished (and was saved), or failed.
     pub fn on_answer_done(&mut self, ticket: u64, result: Result<AnswerRecord, String>) {
         if let Ok(a) = &result {
-            self.query.stored.push(a.clone());
+            self.query.push_stored(a.clone());
         }
         self.generate.on_done(ticket, result);
     }
@@ -56,10 +56,7 @@ impl App {
     /// bar (the live line may cut them).
     pub fn on_judged(&mut self, ticket: u64, result: Result<JudgementRecord, String>) {
         if let Ok(j) = &result {
-            let mut judgements = self.query.judgements.clone();
-            judgements.push(j.clone());
-            let answers = std::mem::take(&mut self.query.stored);
-            self.query.set_stored(answers, judgements);
+            self.query.push_judgement(j.clone());
         }
         self.generate.on_judged(ticket, result);
         self.message = self.generate.status().map(str::to_string);
@@ -89,6 +86,6 @@ impl App {
     /// The Query pane's answers whose judge labels the viewer may not see, from the
     /// study as the Annotate pane holds it.
     pub fn sync_blind(&mut self) {
-        self.query.answers.blind = self.annotate.blind_answers();
+        self.query.set_blind(self.annotate.blind_answers());
     }
 }

@@ -310,7 +310,7 @@ fn app_for(s: &Study, v: &Viewer) -> App {
     });
     app.annotate
         .load(s.items.clone(), s.with_judge.clone(), s.pairs.clone());
-    app.query.answers.blind = app.annotate.blind_answers();
+    app.query.set_blind(app.annotate.blind_answers());
     app
 }
 
@@ -434,14 +434,15 @@ fn check_query(app: &mut App, s: &Study, o: &Oracle, v: &Viewer) -> usize {
     for i in 0..ITEMS {
         let item = format!("i{i}");
         assert_eq!(sight.judgement(&format!("ans-{i}")), o.visible(v, &item));
-        app.query.current = Some(Question {
+        // The question is asked (its search is not run: the panel needs no ranking).
+        let _ = app.query.submit(Question {
             id: format!("q{i}"),
             text: format!("Question {i}?"),
             ..Question::default()
         });
         app.query
             .set_stored(s.answers.clone(), s.judgements.clone());
-        app.query.answers.open = true;
+        app.query.update(raglab::tui::action::Action::ToggleAnswers);
         let screen = render(app);
         let labels_shown = screen.contains("=pass") || screen.contains("=fail");
         let judged = s
@@ -453,7 +454,7 @@ fn check_query(app: &mut App, s: &Study, o: &Oracle, v: &Viewer) -> usize {
             judged && o.visible(v, &item),
             "{v:?}, {item} judged {judged}:\n{screen}"
         );
-        app.query.answers.open = false;
+        app.query.update(raglab::tui::action::Action::ToggleAnswers);
     }
     ITEMS
 }
@@ -663,7 +664,7 @@ async fn without_a_reviewer_the_agreement_pane_shows_no_one_until_a_name_is_type
         );
     }
     assert!(screen.contains("without an identity"), "{screen}");
-    let blind: BTreeSet<String> = app.query.answers.blind.iter().cloned().collect();
+    let blind: BTreeSet<String> = app.query.answers().blind.iter().cloned().collect();
     assert_eq!(blind, BTreeSet::from(["ans-0".into(), "ans-1".into()]));
 
     app.pane = Pane::Annotate;
@@ -691,7 +692,7 @@ async fn without_a_reviewer_the_agreement_pane_shows_no_one_until_a_name_is_type
         screen.contains("1 items not yet revealed to you"),
         "{screen}"
     );
-    let blind: Vec<&String> = app.query.answers.blind.iter().collect();
+    let blind: Vec<&String> = app.query.answers().blind.iter().collect();
     assert_eq!(blind, vec!["ans-1"], "i0 revealed to bob, i1 not");
     jobs.settle(Duration::from_secs(10)).await;
 }
@@ -841,7 +842,7 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
     );
     let done = |a: &App| !a.agreement.is_computing() && a.agreement.shown().is_some();
     common::pump(&mut jobs, &mut app, &mut rx, Duration::from_secs(60), done).await;
-    let blind: Vec<&String> = app.query.answers.blind.iter().collect();
+    let blind: Vec<&String> = app.query.answers().blind.iter().collect();
     assert_eq!(blind, vec!["ans-1"]);
 
     // The lead founds a roster on which bob's key is not this user's.
@@ -884,7 +885,7 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
     let screen = render(&app);
     assert!(screen.contains("without an identity"), "{screen}");
     assert!(!screen.contains("secret"), "{screen}");
-    let blind: BTreeSet<String> = app.query.answers.blind.iter().cloned().collect();
+    let blind: BTreeSet<String> = app.query.answers().blind.iter().cloned().collect();
     assert_eq!(blind, BTreeSet::from(["ans-0".into(), "ans-1".into()]));
     jobs.settle(Duration::from_secs(10)).await;
 }

@@ -177,7 +177,7 @@ async fn every_pane_is_clean() {
         ..GenerateSettings::default()
     });
     app.message = Some(evil("status"));
-    app.query.status = Some(evil("query status"));
+    app.query.say(evil("query status"));
     app.generate.say(evil("generate status"));
     app.annotate.status = Some(evil("annotate status"));
     app.agreement.on_result(raglab::service::study::Agreement {

@@ -77,7 +77,7 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
     jobs.load_background();
     key(&mut app, &mut jobs, KeyCode::Char('2'));
     pump(&mut jobs, &mut app, &mut rx, |j, a| {
-        assert!(a.query.status.is_none(), "{:?}", a.query.status);
+        assert!(a.query.status().is_none(), "{:?}", a.query.status());
         j.retriever_ready()
     })
     .await;
@@ -87,7 +87,7 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
     }
     key(&mut app, &mut jobs, KeyCode::Enter);
     pump(&mut jobs, &mut app, &mut rx, |_, a| {
-        !a.query.busy && !a.query.whole.is_pending()
+        !a.query.is_busy() && !a.query.whole().is_pending()
     })
     .await;
 

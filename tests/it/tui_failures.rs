@@ -50,7 +50,7 @@ async fn ask_first(
     }
     press_key(app, jobs, KeyCode::Enter);
     pump(jobs, app, rx, |_, a| {
-        !a.query.busy && a.query.lists.is_some()
+        !a.query.is_busy() && a.query.lists().is_some()
     })
     .await;
 }
@@ -59,7 +59,7 @@ async fn ask_first(
 async fn ask(app: &mut App, jobs: &mut Jobs, rx: &mut UnboundedReceiver<Msg>, question: &str) {
     ask_first(app, jobs, rx, question).await;
     pump(jobs, app, rx, |_, a| {
-        !a.query.whole.is_pending() || a.query.status.is_some()
+        !a.query.whole().is_pending() || a.query.status().is_some()
     })
     .await;
 }
@@ -148,8 +148,8 @@ async fn failures_are_browsed_filtered_and_stepped_through_in_their_configuratio
         "every method's failures are recorded: {labels:?}"
     );
     let (mut app, mut jobs, mut rx) = open_tui(&env, true).await;
-    assert_eq!(app.query.failures.len(), failures.len());
-    assert!(app.query.status.is_none(), "{:?}", app.query.status);
+    assert_eq!(app.query.failures().len(), failures.len());
+    assert!(app.query.status().is_none(), "{:?}", app.query.status());
 
     // The browser: all failures, then filtered by configuration, then by topic.
     press(&mut app, &mut jobs, 'f');
@@ -192,7 +192,7 @@ async fn failures_are_browsed_filtered_and_stepped_through_in_their_configuratio
         "{screen}"
     );
     // Back to every topic, then step with n / p through this configuration's failures.
-    while app.query.browser.topic.0.is_some() {
+    while app.query.browser().topic.0.is_some() {
         press(&mut app, &mut jobs, 't');
     }
     press_key(&mut app, &mut jobs, KeyCode::Esc);
@@ -207,7 +207,7 @@ async fn failures_are_browsed_filtered_and_stepped_through_in_their_configuratio
         let started = std::time::Instant::now();
         press(&mut app, &mut jobs, key);
         pump(&mut jobs, &mut app, &mut rx, |_, a| {
-            !a.query.busy && !a.query.whole.is_pending()
+            !a.query.is_busy() && !a.query.whole().is_pending()
         })
         .await;
         let screen = render(&app);
@@ -216,7 +216,7 @@ async fn failures_are_browsed_filtered_and_stepped_through_in_their_configuratio
             pos + 1,
             started.elapsed().as_secs_f64() * 1e3
         );
-        assert_eq!(app.query.failure_pos, Some(pos));
+        assert_eq!(app.query.failure_pos(), Some(pos));
         let f = of_label[pos];
         assert!(
             screen.contains(&format!("failure {}/{m}", pos + 1)),
@@ -326,7 +326,7 @@ async fn alpha_curve_and_baseline_deltas_agree_with_independent_searches() {
     assert!(screen.contains("baseline hybrid-bm25-a0.70"), "{screen}");
     let base = search_ids(&env, &text, "hybrid", "bm25", 0.7);
     let now = search_ids(&env, &text, "bm25", "bm25", 0.7);
-    let k = app.query.k;
+    let k = app.query.k();
     let mut checked = 0;
     for (i, id) in now.iter().take(k).enumerate() {
         let want = match base.iter().take(k).position(|b| b == id) {
@@ -537,13 +537,13 @@ async fn a_questions_answers_show_their_target_rank_and_are_judged_and_sent_from
     jobs.load_background();
     press(&mut app, &mut jobs, '2');
     pump(&mut jobs, &mut app, &mut rx, |j, a| {
-        j.retriever_ready() && a.query.stored.len() == 2
+        j.retriever_ready() && a.query.stored().len() == 2
     })
     .await;
     // The first listed question is the one answered.
     press_key(&mut app, &mut jobs, KeyCode::Enter);
     pump(&mut jobs, &mut app, &mut rx, |_, a| {
-        !a.query.busy && a.query.lists.is_some() && !a.query.whole.is_pending()
+        !a.query.is_busy() && a.query.lists().is_some() && !a.query.whole().is_pending()
     })
     .await;
     press(&mut app, &mut jobs, 'A');
@@ -564,7 +564,7 @@ async fn a_questions_answers_show_their_target_rank_and_are_judged_and_sent_from
         assert!(row.contains("not judged"), "{row}");
     }
     // J judges the selected (newest) answer; the judge streams into the Generate pane.
-    let selected = app.query.answers.rows[0].answer_id.clone();
+    let selected = app.query.answers().rows[0].answer_id.clone();
     press(&mut app, &mut jobs, 'J');
     assert!(render(&app).contains(&format!("Judge of {selected}")));
     pump(&mut jobs, &mut app, &mut rx, |_, a| {
@@ -630,7 +630,7 @@ async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
     let (_, _, (r, off)) = browsing_with_minilm(&env).await;
     assert!(off.is_none(), "dense on: {off:?}");
     let all = r.chunks.len().max(DEFAULT_DEPTH);
-    let questions = app.query.questions.clone();
+    let questions = app.query.questions().to_vec();
     assert!(questions.len() >= 5, "{}", questions.len());
     let mut deeper = 0;
     for q in questions.iter().filter(|q| !q.relevant.is_empty()) {
@@ -646,8 +646,8 @@ async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
         // targets sit inside every list that holds them: the pending marks are proved
         // in `rank_on_demand::the_query_pane_draws_the_lists_first_then_the_places`).
         ask_first(&mut app, &mut jobs, &mut rx, &q.text).await;
-        assert!(app.query.status.is_none(), "{:?}", app.query.status);
-        assert!(app.query.whole.is_pending(), "{}: places pending", q.text);
+        assert!(app.query.status().is_none(), "{:?}", app.query.status());
+        assert!(app.query.whole().is_pending(), "{}: places pending", q.text);
         press(&mut app, &mut jobs, 't');
         let first = render(&app);
         let target = &q.relevant[0];
@@ -674,29 +674,24 @@ async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
         );
         // Then the places.
         pump(&mut jobs, &mut app, &mut rx, |_, a| {
-            !a.query.whole.is_pending() || a.query.status.is_some()
+            !a.query.whole().is_pending() || a.query.status().is_some()
         })
         .await;
-        assert!(app.query.status.is_none(), "{:?}", app.query.status);
+        assert!(app.query.status().is_none(), "{:?}", app.query.status());
         let on_demand = render(&app);
         assert!(
             !on_demand.contains("placing…"),
             "{}: placed\n{on_demand}",
             q.text
         );
-        let got = app
-            .query
-            .lists
-            .as_ref()
-            .expect("lists")
-            .truncated(DEFAULT_DEPTH);
+        let got = app.query.lists().expect("lists").truncated(DEFAULT_DEPTH);
         let want = full.truncated(DEFAULT_DEPTH);
         assert_eq!(got.dense, want.dense, "{}: dense 100 deep", q.text);
         assert_eq!(got.bm25, want.bm25, "{}: bm25 100 deep", q.text);
         assert_eq!(got.tfidf, want.tfidf, "{}: tfidf 100 deep", q.text);
         for (id, _) in whole_ids(&app) {
             assert_eq!(
-                app.query.whole.get(&id),
+                app.query.whole().get(&id),
                 whole.get(&id),
                 "{}: places of {id}",
                 q.text
@@ -718,7 +713,7 @@ async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
             .flatten()
             .filter(|p| p.rank > 10)
             .count();
-        let (ticket, timings) = (app.query.ticket, app.query.timings);
+        let (ticket, timings) = (app.query.ticket(), app.query.timings());
         app.query.on_result(ticket, Ok((full, whole, timings)));
         assert_eq!(on_demand, render(&app), "{}: same screen", q.text);
         press_key(&mut app, &mut jobs, KeyCode::Esc);
@@ -728,7 +723,7 @@ async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
 
 /// Every chunk the pane holds a place for.
 fn whole_ids(app: &App) -> Vec<(String, ())> {
-    let Some(lists) = &app.query.lists else {
+    let Some(lists) = app.query.lists() else {
         return Vec::new();
     };
     let mut ids: Vec<String> = lists
@@ -738,11 +733,11 @@ fn whole_ids(app: &App) -> Vec<(String, ())> {
         .chain(&lists.tfidf)
         .map(|s| s.id.clone())
         .collect();
-    if let Some(q) = &app.query.current {
+    if let Some(q) = app.query.current() {
         ids.extend(q.relevant.iter().cloned());
     }
     ids.sort();
     ids.dedup();
-    assert_eq!(ids.len(), app.query.whole.len(), "one place per chunk");
+    assert_eq!(ids.len(), app.query.whole().len(), "one place per chunk");
     ids.into_iter().map(|i| (i, ())).collect()
 }

@@ -57,7 +57,7 @@ async fn open_first_failure(app: &mut App, jobs: &mut Jobs, rx: &mut UnboundedRe
         jobs,
         app,
         rx,
-        |_, a| !a.query.busy && a.query.lists.is_some() && !a.query.whole.is_pending(),
+        |_, a| !a.query.is_busy() && a.query.lists().is_some() && !a.query.whole().is_pending(),
         Duration::from_secs(60),
         (0, 0),
     )

@@ -229,7 +229,7 @@ pub async fn answer_live_and_save(
         .await
         .map_err(|e| anyhow::anyhow!("the generation stopped: {e}"))??
     };
-    rec.answer_id = format!("{}@{:x}", rec.answer_id, crate::service::study::now_nanos());
+    rec.answer_id = format!("{}@{:x}", rec.answer_id, crate::service::base::now_nanos());
     super::save_answer(&ctx, &rec)
         .await
         .map_err(|e| anyhow::anyhow!("answer not saved: {e:#}"))?;

@@ -30,6 +30,14 @@ impl Provenance {
     }
 }
 
+/// Nanoseconds since the Unix epoch: the order of rows written by one clock, and a
+/// part of ids that must differ between two writes of the same thing.
+pub fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// RFC 3339 UTC timestamp without a time crate.
 pub fn now_rfc3339() -> String {
     let secs = std::time::SystemTime::now()

@@ -156,7 +156,7 @@ pub fn to_markdown(a: &Agreement) -> String {
 /// out so every file system takes the name), each file written whole. Returns the
 /// two paths.
 pub fn export_to_workspace(
-    ctx: &crate::service::Context,
+    ctx: &crate::service::base::Context,
     a: &Agreement,
 ) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf)> {
     let dir = ctx.workspace.root().join("exports");

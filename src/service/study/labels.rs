@@ -57,11 +57,7 @@ pub fn labels_table(ws: &Workspace) -> Table<'_> {
     Table::of::<Label>(ws, LABELS)
 }
 
-pub fn now_nanos() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
+pub use crate::service::base::now_nanos;
 
 impl Label {
     pub fn new(

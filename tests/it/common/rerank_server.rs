@@ -170,7 +170,7 @@ fn serve(mut conn: TcpStream, embedder: &Embedder, log: &Mutex<Vec<Served>>, mod
         Mode::TooFew => {
             results.pop();
         }
-        Mode::Slow => std::thread::sleep(Duration::from_secs(5)),
+        Mode::Slow => std::thread::sleep(Duration::from_secs(12)),
     }
     let body = format!(
         "{{\"model\":\"minilm-cosine\",\"results\":[{}]}}",

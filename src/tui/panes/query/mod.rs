@@ -102,62 +102,179 @@ pub struct Opened {
 }
 
 pub struct QueryPane {
-    pub questions: Vec<Question>,
+    questions: Vec<Question>,
     /// Every failure of the last evaluation, each with its configuration.
-    pub failures: Vec<FailedQuestion>,
+    failures: Vec<FailedQuestion>,
     /// Position in the browser's filtered list of the failure shown.
-    pub failure_pos: Option<usize>,
-    pub browser: Browser,
-    pub question_sel: usize,
+    failure_pos: Option<usize>,
+    browser: Browser,
+    question_sel: usize,
     /// The question box: a typed question, or the text of the question shown.
-    pub input: TextInput,
-    pub method: Method,
+    input: TextInput,
+    method: Method,
     /// The sparse list hybrid and linear fuse with dense.
-    pub sparse: Sparse,
-    pub alpha: f64,
+    sparse: Sparse,
+    alpha: f64,
     /// The weight was chosen (a flag, the config, the alpha keys, an opened failure):
     /// switching methods keeps it. Unchosen, each method ranks at its own default
     /// ([`Method::default_alpha`]), as every command does.
-    pub alpha_chosen: bool,
-    pub k: usize,
+    alpha_chosen: bool,
+    k: usize,
     /// How deep each retriever's list is before fusion, as an evaluation ranks
     /// (a failure opens at its evaluation's depth).
-    pub depth: usize,
-    pub focus: Focus,
-    pub result_sel: usize,
-    pub opened: Option<Opened>,
+    depth: usize,
+    focus: Focus,
+    result_sel: usize,
+    opened: Option<Opened>,
     /// The question whose results are shown (its targets).
-    pub current: Option<Question>,
+    current: Option<Question>,
     /// The lists as retrieved (at least `depth` deep)...
-    pub lists: Option<QueryLists>,
+    lists: Option<QueryLists>,
     /// ...and cut at `depth`, what the rankings fuse (recomputed on change).
-    pub cut: Option<QueryLists>,
+    cut: Option<QueryLists>,
     /// Where each chunk of the lists, and each target, sits in every whole-corpus
     /// list: ranked on demand by retrieval, so a place is known wherever the chunk
     /// ranks without the pane holding the whole corpus's rankings.
-    pub whole: WholePlaces,
-    pub timings: QueryTimings,
-    pub rows: Vec<ResultRow>,
+    whole: WholePlaces,
+    timings: QueryTimings,
+    rows: Vec<ResultRow>,
     /// Why the target was (not) found, recomputed with the ranking, not per frame.
-    pub why: Why,
+    why: Why,
     /// A pinned configuration, and the current top k against its ranking.
-    pub baseline: Option<RunConfig>,
-    pub comparison: Comparison,
+    baseline: Option<RunConfig>,
+    comparison: Comparison,
     /// Why dense retrieval is off (no embedding model, or a sparse-only index).
-    pub dense_off: Option<String>,
+    dense_off: Option<String>,
     /// Stored answers and judgements (the study's, reloaded when they change), and
     /// the panel listing the current question's.
-    pub stored: Vec<AnswerRecord>,
-    pub judgements: Vec<JudgementRecord>,
-    pub answers: AnswersPanel,
-    pub busy: bool,
-    pub ticket: u64,
-    pub status: Option<String>,
-    pub chunks: ChunkInfo,
-    pub rerank: RerankState,
+    stored: Vec<AnswerRecord>,
+    judgements: Vec<JudgementRecord>,
+    answers: AnswersPanel,
+    busy: bool,
+    ticket: u64,
+    status: Option<String>,
+    chunks: ChunkInfo,
+    rerank: RerankState,
+}
+
+/// What the Query pane is set up with: the questions to pick from, the last
+/// evaluation's failures, the ranking (method, and the weight when a flag or the
+/// config chose one), the prompt's k and the rerank stage's cut.
+#[derive(Debug, Clone)]
+pub struct QuerySettings {
+    pub questions: Vec<Question>,
+    pub failures: Vec<FailedQuestion>,
+    pub method: Method,
+    pub alpha: Option<crate::core::retrieval::Alpha>,
+    pub k: usize,
+    pub rerank_cut: Option<crate::core::rerank::RerankCut>,
 }
 
 impl QueryPane {
+    /// Take the settings read at start-up (the pane is made before they are read, so
+    /// the corpus shows at once).
+    pub fn configure(&mut self, settings: QuerySettings) {
+        self.questions = settings.questions;
+        self.set_failures(settings.failures);
+        self.set_ranking(settings.method, settings.alpha);
+        self.k = settings.k;
+        if let Some(cut) = settings.rerank_cut {
+            self.rerank.cut = cut;
+        }
+    }
+
+    /// What the status line says.
+    pub fn status(&self) -> Option<&str> {
+        self.status.as_deref()
+    }
+
+    /// Say `what` in the status line.
+    pub fn say(&mut self, what: String) {
+        self.status = Some(what);
+    }
+
+    /// Whether a search is running.
+    pub fn is_busy(&self) -> bool {
+        self.busy
+    }
+
+    /// The newest search asked for.
+    pub fn ticket(&self) -> u64 {
+        self.ticket
+    }
+
+    /// The lists as retrieved.
+    pub fn lists(&self) -> Option<&QueryLists> {
+        self.lists.as_ref()
+    }
+
+    /// The whole-corpus places of the chunks on screen and of the targets.
+    pub fn whole(&self) -> &WholePlaces {
+        &self.whole
+    }
+
+    /// How long the last search's steps took.
+    pub fn timings(&self) -> QueryTimings {
+        self.timings
+    }
+
+    /// The questions to pick from.
+    pub fn questions(&self) -> &[Question] {
+        &self.questions
+    }
+
+    /// The question whose results are shown.
+    pub fn current(&self) -> Option<&Question> {
+        self.current.as_ref()
+    }
+
+    /// Every failure of the last evaluation.
+    pub fn failures(&self) -> &[FailedQuestion] {
+        &self.failures
+    }
+
+    /// Position in the browser's filtered list of the failure shown.
+    pub fn failure_pos(&self) -> Option<usize> {
+        self.failure_pos
+    }
+
+    /// The failures browser's filters.
+    pub fn browser(&self) -> &Browser {
+        &self.browser
+    }
+
+    /// The rerank stage's state.
+    pub fn rerank(&self) -> &RerankState {
+        &self.rerank
+    }
+
+    /// The stored answers (the study's read, and those made since).
+    pub fn stored(&self) -> &[AnswerRecord] {
+        &self.stored
+    }
+
+    /// The answers panel of the current question.
+    pub fn answers(&self) -> &AnswersPanel {
+        &self.answers
+    }
+
+    /// A live answer was stored: it joins the stored answers.
+    pub fn push_stored(&mut self, a: AnswerRecord) {
+        self.stored.push(a);
+    }
+
+    /// A live judgement was committed: its labels show at once (the study's poll
+    /// reloads them too).
+    pub fn push_judgement(&mut self, j: JudgementRecord) {
+        self.judgements.push(j);
+        self.refresh_answers();
+    }
+
+    /// The answers whose judge labels the viewer may not see.
+    pub fn set_blind(&mut self, blind: std::collections::HashSet<String>) {
+        self.answers.blind = blind;
+    }
+
     /// How deep the lists are cut (the pane's depth setting).
     pub fn depth(&self) -> usize {
         self.depth

@@ -1,7 +1,8 @@
 //! `raglab compare` (the configurations of the last `eval retrieval`) and the shared
-//! rendering of `eval runs`: per metric, each comparison's mean difference with its
-//! bootstrap CI, wins / ties / losses, the randomisation and t-test p-values and their
-//! Holm adjustments, as text or JSON.
+//! rendering of `eval runs`: each run's means (and, beside them, its bpref, Judged@k
+//! and Hole@k when the table has them), then per metric each comparison's mean
+//! difference with its bootstrap CI, wins / ties / losses, the randomisation and t-test
+//! p-values and their Holm adjustments, as text or JSON.
 
 use anyhow::Result;
 use clap::Args;
@@ -17,7 +18,8 @@ pub struct TestArgs {
     /// Compare every other run with this one (else every pair).
     #[arg(long)]
     pub baseline: Option<String>,
-    /// Metrics to compare (comma-separated, e.g. `nDCG@10,MRR`; default: all).
+    /// Metrics to compare (comma-separated, e.g. `nDCG@10,MRR`; default: every
+    /// effectiveness metric; bpref, Judged@k and Hole@k only when named).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
     /// Sign-flip permutations of the randomisation test.
@@ -82,6 +84,7 @@ pub fn render(rep: &ComparisonReport, json: bool) -> Result<()> {
         }
         say!(" {:>7}", r.absent);
     }
+    render_judged(rep);
     for m in &rep.metrics {
         say!();
         say!(
@@ -118,6 +121,30 @@ pub fn render(rep: &ComparisonReport, json: bool) -> Result<()> {
         rep.seconds
     );
     Ok(())
+}
+
+/// The incomplete-judgement measures' means, one row per run (nothing when the
+/// table has none).
+fn render_judged(rep: &ComparisonReport) {
+    if rep.judged_metrics.is_empty() {
+        return;
+    }
+    say!();
+    say!(
+        "incomplete judgements: bpref (trec_eval); Judged@k = judged documents in the top k / min(k, retrieved); Hole@k = top-k documents judged for no query / k"
+    );
+    say_part!("{:<34}", "run");
+    for m in &rep.judged_metrics {
+        say_part!(" {m:>10}");
+    }
+    say!();
+    for r in &rep.runs {
+        say_part!("{:<34}", r.label);
+        for m in &rep.judged_metrics {
+            say_part!(" {:>10.4}", r.means.get(m).copied().unwrap_or(f64::NAN));
+        }
+        say!();
+    }
 }
 
 /// A p-value in few characters (scientific below 0.001).

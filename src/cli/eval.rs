@@ -28,8 +28,9 @@ pub enum EvalCmd {
     /// Choose an abstention threshold: how often answerable and unanswerable
     /// questions fall below each best-cosine threshold.
     Abstention(AbstentionArgs),
-    /// Score TREC run files from any tool against qrels (trec_eval's metrics) and
-    /// compare them with paired significance tests.
+    /// Score TREC run files from any tool against qrels (trec_eval's metrics, with
+    /// bpref, Judged@k and Hole@k beside them) and compare them with paired
+    /// significance tests.
     Runs(RunsArgs),
 }
 
@@ -39,10 +40,11 @@ pub struct RunsArgs {
     /// line skipped).
     #[arg(long)]
     pub qrels: PathBuf,
-    /// Recall and nDCG cutoffs.
+    /// Recall, nDCG, Judged and Hole cutoffs.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
     pub k: Vec<usize>,
-    /// The run files (`qid Q0 docid rank score tag`).
+    /// The run files (`qid Q0 docid rank score tag`; a document ranked twice for one
+    /// query is refused, as trec_eval refuses it).
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
     #[command(flatten)]
@@ -76,6 +78,7 @@ pub struct RetrievalArgs {
     pub queries: Option<PathBuf>,
     /// Qrels overriding `relevant` in the queries file: TREC's `qid 0 docid rel` or
     /// BEIR's `query-id corpus-id score` (header line skipped); grades count in nDCG.
+    /// With qrels (or `--beir`), bpref, Judged@k and Hole@k are reported too.
     #[arg(long, conflicts_with = "beir")]
     pub qrels: Option<PathBuf>,
     /// A BEIR folder: evaluate the queries of its queries.jsonl that
@@ -410,6 +413,7 @@ async fn several_variants(
 /// failed queries and the files written.
 fn render(rep: &RetrievalReport) {
     render_metrics(rep);
+    render_judged(rep);
     render_sweep(rep);
     print_breakdowns("\nby topic", rep, |r| &r.by_topic, false);
     print_breakdowns(
@@ -490,6 +494,46 @@ fn render_metrics(rep: &RetrievalReport) {
             res.label,
             if n == 1 { "query" } else { "queries" },
             res.metrics.queries
+        );
+    }
+}
+
+/// Each configuration's bpref, Judged@k and Hole@k, when the judgements came from a
+/// qrels file (over the same queries as its metrics).
+fn render_judged(rep: &RetrievalReport) {
+    let Some(first) = rep.results.iter().find_map(|r| r.judgements.as_ref()) else {
+        return;
+    };
+    say!(
+        "\nincomplete judgements (the qrels file): bpref (trec_eval); Judged@k = judged chunks in the top k / min(k, retrieved); Hole@k = top-k chunks judged for no query / k"
+    );
+    let judged: Vec<String> = first
+        .at_k
+        .iter()
+        .map(|c| format!("Judged@{}", c.k))
+        .collect();
+    let holes: Vec<String> = first.at_k.iter().map(|c| format!("Hole@{}", c.k)).collect();
+    say!(
+        "{:<20} {:>7} {} {}",
+        "configuration",
+        "bpref",
+        judged.iter().map(|h| format!("{h:>9}")).collect::<String>(),
+        holes.iter().map(|h| format!("{h:>9}")).collect::<String>()
+    );
+    for res in &rep.results {
+        let Some(j) = &res.judgements else { continue };
+        say!(
+            "{:<20} {:>7.4} {} {}",
+            res.label,
+            j.bpref,
+            j.at_k
+                .iter()
+                .map(|c| format!("{:>9.4}", c.judged))
+                .collect::<String>(),
+            j.at_k
+                .iter()
+                .map(|c| format!("{:>9.4}", c.hole))
+                .collect::<String>()
         );
     }
 }

@@ -22,6 +22,7 @@ pub mod frugality;
 pub mod fusion;
 pub mod gold;
 pub mod html;
+pub mod incomplete;
 pub mod mcqa;
 pub mod metrics;
 pub mod paper;

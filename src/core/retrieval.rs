@@ -8,6 +8,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use super::fusion::{Candidates, Fusion, RRF_C};
+use super::incomplete::{JudgedDocs, JudgedMeasures, judged_measures};
 use super::metrics::{
     MeanMetrics, Qrel, QueryMetrics, eta_squared, mean_metrics, ndcg_at, query_metrics, recall_at,
 };
@@ -424,6 +425,10 @@ pub struct QueryOutcome {
     pub metrics: QueryMetrics,
     /// Recall@k and nDCG@k at each cutoff asked.
     pub at_k: Vec<AtK>,
+    /// bpref, Judged@k and Hole@k at the same cutoffs, when the evaluation measures
+    /// incomplete judgements (its judgements come from a qrels file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<JudgedMeasures>,
 }
 
 /// The judgements of a query that has at least one relevant document.
@@ -442,12 +447,37 @@ pub fn evaluate(
     cfg: RunConfig,
     ks: &[usize],
 ) -> Vec<QueryOutcome> {
+    evaluate_with(lists, qrels, cfg, ks, None)
+}
+
+/// [`evaluate`], each outcome also carrying bpref, Judged@k and Hole@k at the cutoffs
+/// `ks`, Hole@k counted against `docs` (every document the qrels judge).
+pub fn evaluate_judged(
+    lists: &[(String, QueryLists)],
+    qrels: &HashMap<String, Qrel>,
+    cfg: RunConfig,
+    ks: &[usize],
+    docs: &JudgedDocs,
+) -> Vec<QueryOutcome> {
+    evaluate_with(lists, qrels, cfg, ks, Some(docs))
+}
+
+fn evaluate_with(
+    lists: &[(String, QueryLists)],
+    qrels: &HashMap<String, Qrel>,
+    cfg: RunConfig,
+    ks: &[usize],
+    docs: Option<&JudgedDocs>,
+) -> Vec<QueryOutcome> {
     lists
         .iter()
         .filter_map(|(qid, l)| {
             let q = judged(qrels, qid)?;
             let ranking = l.ranking_for(cfg);
-            (!ranking.is_empty()).then(|| outcome(qid, &ranking, q, ks))
+            (!ranking.is_empty()).then(|| match docs {
+                Some(docs) => judged_outcome(qid, &ranking, q, ks, docs),
+                None => outcome(qid, &ranking, q, ks),
+            })
         })
         .collect()
 }
@@ -466,6 +496,22 @@ pub fn outcome(qid: &str, ranking: &[&str], q: &Qrel, ks: &[usize]) -> QueryOutc
                 ndcg: ndcg_at(ranking, q, k),
             })
             .collect(),
+        judged: None,
+    }
+}
+
+/// [`outcome`] with bpref, and Judged@k and Hole@k at each cutoff of `ks`, Hole@k
+/// counted against `docs` (every document the qrels judge).
+pub fn judged_outcome(
+    qid: &str,
+    ranking: &[&str],
+    q: &Qrel,
+    ks: &[usize],
+    docs: &JudgedDocs,
+) -> QueryOutcome {
+    QueryOutcome {
+        judged: Some(judged_measures(ranking, q, docs, ks)),
+        ..outcome(qid, ranking, q, ks)
     }
 }
 

@@ -37,7 +37,10 @@ use super::rng::Rng;
 use super::stats::percentile;
 
 pub use distribution::{binomial_two_sided_half, ln_gamma, regularized_beta, t_two_sided};
-pub use table::{ComparisonRow, RunScores, ScoreTable, metric_names, score_table};
+pub use table::{
+    ComparisonRow, RunScores, ScoreTable, is_judged_metric, judged_metric_names, metric_names,
+    score_table,
+};
 
 /// Resampling settings of a comparison, reported with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

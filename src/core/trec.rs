@@ -2,7 +2,9 @@
 //! separated, the second column ignored) and run files (`qid Q0 docid rank score tag`,
 //! the rank column ignored: a run is ordered by score, see
 //! [`super::metrics::order_run`]). Blank lines are skipped; a malformed line is an
-//! error naming its 1-based number, so a caller can say which file and where.
+//! error naming its 1-based number, so a caller can say which file and where. A run
+//! that ranks one document twice for a query is refused, as trec_eval refuses it,
+//! naming both lines.
 
 use std::collections::HashMap;
 
@@ -32,10 +34,27 @@ pub fn parse_qrels(text: &str) -> Result<HashMap<String, Qrel>, usize> {
     Ok(qrels)
 }
 
-/// Each query's `(docid, score)` pairs from run text, in file order (`Err(line)`: a
-/// malformed line: fewer than five columns or a score that is not a finite number).
-pub fn parse_run(text: &str) -> Result<HashMap<String, Vec<(String, f64)>>, usize> {
+/// Why run text was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// A malformed line (1-based): fewer than five columns, or a score that is not a
+    /// finite number.
+    Malformed(usize),
+    /// A document ranked twice for one query, at 1-based lines `first` and `line`:
+    /// trec_eval refuses such a run ("duplicate docs") rather than score it.
+    Duplicate {
+        query: String,
+        doc: String,
+        first: usize,
+        line: usize,
+    },
+}
+
+/// Each query's `(docid, score)` pairs from run text, in file order. A malformed line,
+/// or a (query, document) pair on a second line, is an error naming the line(s).
+pub fn parse_run(text: &str) -> Result<HashMap<String, Vec<(String, f64)>>, RunError> {
     let mut run: HashMap<String, Vec<(String, f64)>> = HashMap::new();
+    let mut seen: HashMap<&str, HashMap<&str, usize>> = HashMap::new();
     for (i, line) in text
         .lines()
         .enumerate()
@@ -49,8 +68,17 @@ pub fn parse_run(text: &str) -> Result<HashMap<String, Vec<(String, f64)>>, usiz
                 .and_then(|s| s.parse::<f64>().ok())
                 .filter(|s| s.is_finite()),
         ) else {
-            return Err(i + 1);
+            return Err(RunError::Malformed(i + 1));
         };
+        if let Some(&first) = seen.entry(q).or_default().get(d) {
+            return Err(RunError::Duplicate {
+                query: (*q).to_string(),
+                doc: (*d).to_string(),
+                first,
+                line: i + 1,
+            });
+        }
+        seen.entry(q).or_default().insert(d, i + 1);
         run.entry((*q).to_string())
             .or_default()
             .push(((*d).to_string(), s));
@@ -75,7 +103,25 @@ mod tests {
             vec![("a".to_string(), 2.5), ("b".to_string(), 3.0)]
         );
         assert_eq!(r["q2"][0].1, -1000.0);
-        assert_eq!(parse_run("q1 Q0 a 1\n"), Err(1));
-        assert_eq!(parse_run("q1 Q0 a 1 NaN t\n"), Err(1));
+        assert_eq!(parse_run("q1 Q0 a 1\n"), Err(RunError::Malformed(1)));
+        assert_eq!(parse_run("q1 Q0 a 1 NaN t\n"), Err(RunError::Malformed(1)));
+    }
+
+    /// A document twice for one query is refused, naming both lines, as trec_eval
+    /// refuses it; the same document for two queries is fine.
+    #[test]
+    fn a_document_ranked_twice_is_refused() {
+        let text = "q1 Q0 a 1 3 t\nq2 Q0 a 1 3 t\n\nq1 Q0 b 2 2 t\nq1 Q0 a 3 1 t\n";
+        assert_eq!(
+            parse_run(text),
+            Err(RunError::Duplicate {
+                query: "q1".into(),
+                doc: "a".into(),
+                first: 1,
+                line: 5
+            })
+        );
+        let ok = parse_run("q1 Q0 a 1 3 t\nq2 Q0 a 1 3 t\n").expect("one each");
+        assert_eq!((ok["q1"].len(), ok["q2"].len()), (1, 1));
     }
 }

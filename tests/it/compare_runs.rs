@@ -404,13 +404,23 @@ fn compare_last_evaluation_equals_eval_runs_on_its_run_files() {
         "the same numbers from both sources"
     );
     assert_eq!(cmp["rows"].as_array().expect("rows").len(), 8);
+    // `eval runs` also reports bpref, Judged@k and Hole@k beside the means; an
+    // evaluation whose judgements are the questions' targets (no qrels file) does not.
+    assert_eq!(cmp["judged_metrics"].as_array().map(Vec::len), Some(0));
+    assert_eq!(
+        from_files["judged_metrics"].as_array().map(Vec::len),
+        Some(7)
+    );
     for (a, b) in cmp["runs"]
         .as_array()
         .expect("runs")
         .iter()
         .zip(from_files["runs"].as_array().expect("runs"))
     {
-        assert_eq!(a["means"], b["means"]);
+        for m in cmp["metrics"].as_array().expect("metrics") {
+            let m = m.as_str().expect("name");
+            assert_eq!(a["means"][m], b["means"][m], "{m}");
+        }
         assert_eq!(a["label"], b["label"]);
     }
     assert!(

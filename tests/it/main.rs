@@ -30,6 +30,7 @@ mod gpu_layers;
 mod hostile_servers;
 mod ingest_bad_files;
 mod ingest_sample;
+mod judged;
 mod mcqa;
 mod object_store;
 mod pairwise;

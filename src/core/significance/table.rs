@@ -94,6 +94,24 @@ pub fn metric_names(ks: &[usize]) -> Vec<String> {
     names
 }
 
+/// The names of the incomplete-judgement measures at cutoffs `ks` (each once, in the
+/// order given): bpref, then Judged@k and Hole@k for each k. A table holds them after
+/// the [`metric_names`] when its outcomes carry them; they are reported beside the
+/// effectiveness metrics and compared only when asked for by name.
+pub fn judged_metric_names(ks: &[usize]) -> Vec<String> {
+    let ks = unique(ks);
+    let mut names = vec!["bpref".to_string()];
+    names.extend(ks.iter().map(|k| format!("Judged@{k}")));
+    names.extend(ks.iter().map(|k| format!("Hole@{k}")));
+    names
+}
+
+/// Whether `name` (case-insensitive) is one of the [`judged_metric_names`].
+pub fn is_judged_metric(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower == "bpref" || lower.starts_with("judged@") || lower.starts_with("hole@")
+}
+
 fn unique(ks: &[usize]) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     for &k in ks {
@@ -104,25 +122,40 @@ fn unique(ks: &[usize]) -> Vec<usize> {
     out
 }
 
-/// An outcome's values in [`metric_names`] order (0 at a cutoff it was not evaluated at).
-fn values(o: &QueryOutcome, ks: &[usize]) -> Vec<f64> {
+/// An outcome's values in [`metric_names`] order (0 at a cutoff it was not evaluated at),
+/// then, with `judged`, in [`judged_metric_names`] order (0 where it has none).
+fn values(o: &QueryOutcome, ks: &[usize], judged: bool) -> Vec<f64> {
     let at = |k: usize| o.at_k.iter().find(|a| a.k == k);
     let mut v = vec![o.metrics.p1, o.metrics.rr];
     v.extend(ks.iter().map(|&k| at(k).map_or(0.0, |a| a.recall)));
     v.extend(ks.iter().map(|&k| at(k).map_or(0.0, |a| a.ndcg)));
+    if judged {
+        let j = o.judged.as_ref();
+        let cov = |k: usize| j.and_then(|j| j.at_k.iter().find(|c| c.k == k));
+        v.push(j.map_or(0.0, |j| j.bpref));
+        v.extend(ks.iter().map(|&k| cov(k).map_or(0.0, |c| c.judged)));
+        v.extend(ks.iter().map(|&k| cov(k).map_or(0.0, |c| c.hole)));
+    }
     v
 }
 
 /// The table of `runs` (label, outcomes evaluated at cutoffs `ks`) over the judged
 /// queries `qids`; outcomes of other queries are ignored, judged queries without an
-/// outcome score 0.
+/// outcome score 0. The columns are the [`metric_names`], then the
+/// [`judged_metric_names`] when any outcome carries those measures.
 pub fn score_table(
     qids: Vec<String>,
     ks: &[usize],
     runs: &[(String, &[QueryOutcome])],
 ) -> ScoreTable {
     let ks = unique(ks);
-    let metrics = metric_names(&ks);
+    let judged = runs
+        .iter()
+        .any(|(_, outcomes)| outcomes.iter().any(|o| o.judged.is_some()));
+    let mut metrics = metric_names(&ks);
+    if judged {
+        metrics.extend(judged_metric_names(&ks));
+    }
     let index: HashMap<&str, usize> = qids
         .iter()
         .enumerate()
@@ -139,7 +172,7 @@ pub fn score_table(
                     continue;
                 };
                 seen[i] = true;
-                for (m, v) in values(o, &ks).into_iter().enumerate() {
+                for (m, v) in values(o, &ks, judged).into_iter().enumerate() {
                     scores[m][i] = v;
                 }
             }

@@ -401,6 +401,7 @@ fn outcome(qid: &str, p1: f64, rr: f64, at: &[(usize, f64, f64)]) -> QueryOutcom
             .iter()
             .map(|&(k, recall, ndcg)| AtK { k, recall, ndcg })
             .collect(),
+        judged: None,
     }
 }
 
@@ -429,6 +430,46 @@ fn score_table_zero_fills_absent_queries() {
     assert_eq!(t.runs[1].scores[3], vec![0.5, 0.0], "q2 absent from b: 0");
     assert_eq!(t.run("b"), Some(1));
     assert_eq!(t.metric("ndcg@10"), Some(5));
+}
+
+/// Outcomes that carry bpref, Judged@k and Hole@k add those columns after the
+/// effectiveness metrics; an absent query scores 0 on them too.
+#[test]
+fn score_table_adds_judgement_columns() {
+    use crate::core::incomplete::{Coverage, JudgedMeasures};
+    assert_eq!(
+        judged_metric_names(&[5, 1, 5]),
+        ["bpref", "Judged@5", "Judged@1", "Hole@5", "Hole@1"]
+    );
+    assert!(is_judged_metric("bpref") && is_judged_metric("judged@10"));
+    assert!(is_judged_metric("Hole@3") && !is_judged_metric("nDCG@10"));
+    let mut q1 = outcome("q1", 1.0, 1.0, &[(5, 1.0, 1.0)]);
+    q1.judged = Some(JudgedMeasures {
+        bpref: 0.75,
+        at_k: vec![Coverage {
+            k: 5,
+            judged: 0.6,
+            hole: 0.2,
+        }],
+    });
+    let t = score_table(
+        vec!["q0".into(), "q1".into()],
+        &[5],
+        &[("a".into(), std::slice::from_ref(&q1))],
+    );
+    assert_eq!(
+        t.metrics,
+        [
+            "P@1", "MRR", "Recall@5", "nDCG@5", "bpref", "Judged@5", "Hole@5"
+        ]
+    );
+    assert_eq!(t.runs[0].scores[4], vec![0.0, 0.75]);
+    assert_eq!(t.runs[0].scores[5], vec![0.0, 0.6]);
+    assert_eq!(t.runs[0].scores[6], vec![0.0, 0.2]);
+    // Without them, the table is the effectiveness metrics only.
+    q1.judged = None;
+    let plain = score_table(vec!["q1".into()], &[5], &[("a".into(), &[q1])]);
+    assert_eq!(plain.metrics, metric_names(&[5]));
 }
 
 /// Scores written and read back are the same f64s, to the last bit (1/3 and 0.1 + 0.2

@@ -63,13 +63,24 @@ pub fn read_qrels(path: &Path) -> Result<HashMap<String, Qrel>> {
 }
 
 /// The TREC run file at `path` (`qid Q0 docid rank score tag`): each query's
-/// `(docid, score)` pairs.
+/// `(docid, score)` pairs. A malformed line, or a document ranked twice for one query
+/// (trec_eval refuses it), is an error naming the file and the line(s).
 pub fn read_run(path: &Path) -> Result<HashMap<String, Vec<(String, f64)>>> {
-    crate::core::trec::parse_run(&read_text(path)?).map_err(|line| {
-        anyhow::anyhow!(
+    use crate::core::trec::RunError;
+    crate::core::trec::parse_run(&read_text(path)?).map_err(|e| match e {
+        RunError::Malformed(line) => anyhow::anyhow!(
             "{}:{line}: expected `qid Q0 docid rank score tag`",
             path.display()
-        )
+        ),
+        RunError::Duplicate {
+            query,
+            doc,
+            first,
+            line,
+        } => anyhow::anyhow!(
+            "{}:{line}: document `{doc}` is ranked twice for query `{query}` (lines {first} and {line}); trec_eval refuses such a run, so raglab does not score it",
+            path.display()
+        ),
     })
 }
 

@@ -11,12 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::abstention::{SweepRow, best, grid, sweep};
 use crate::core::fusion::alpha_grid;
+use crate::core::incomplete::{JudgedDocs, MeanJudged, mean_judged};
 use crate::core::metrics::{MeanMetrics, MeanSum, Qrel};
 use crate::core::per_query::per_query;
 use crate::core::question::{EvalConfig, FailedQuestion, MissingTargets, Question};
 use crate::core::retrieval::{
     Breakdown, METRICS, Method, QueryLists, QueryOutcome, RunConfig, Sparse, breakdown, evaluate,
-    failures, judged, mean, mean_at_k,
+    evaluate_judged, failures, judged, mean, mean_at_k,
 };
 use crate::core::shard::Shard;
 use crate::core::significance::{ScoreTable, score_table};
@@ -145,6 +146,10 @@ pub struct MethodResult {
     pub dropped_empty_results: usize,
     /// Questions whose target is not in the top `failure_cutoff` (or not retrieved).
     pub failed: usize,
+    /// Mean bpref, Judged@k and Hole@k (at every k asked) over the same queries as
+    /// `metrics`, when the judgements come from a qrels file (`--qrels`, `--beir`).
+    #[serde(default)]
+    pub judgements: Option<MeanJudged>,
     pub by_topic: Breakdown,
     pub by_target_length: Breakdown,
 }
@@ -248,6 +253,17 @@ fn read_queries(req: &RetrievalEval) -> Result<(Vec<Question>, HashMap<String, Q
         }
     }
     Ok((queries, qrels))
+}
+
+/// Whether the judgements come from a qrels file (`--qrels` or a BEIR folder): then
+/// every configuration is also scored by bpref, Judged@k and Hole@k. Judgements made
+/// from the questions' own targets judge nothing beyond them, so these measures are
+/// not given.
+fn judgements_from_file(req: &RetrievalEval) -> bool {
+    match &req.queries {
+        QuerySet::Questions { qrels, .. } => qrels.is_some(),
+        QuerySet::Beir { .. } => true,
+    }
 }
 
 /// The best alpha of each fused method's sweep for each metric (ties: the smaller
@@ -822,10 +838,14 @@ fn config_phase(
         )?),
         None => None,
     };
+    let docs = judgements_from_file(req).then(|| JudgedDocs::of(qrels));
     let mut outcomes: Vec<Vec<QueryOutcome>> = vec![Vec::new(); configs.len()];
     lists.for_each_block(ids, BLOCK, |block| {
         for (c, o) in configs.iter().zip(&mut outcomes) {
-            o.extend(evaluate(block, qrels, *c, &req.k));
+            o.extend(match &docs {
+                Some(docs) => evaluate_judged(block, qrels, *c, &req.k, docs),
+                None => evaluate(block, qrels, *c, &req.k),
+            });
         }
         if let Some(runs) = runs.as_mut() {
             runs.write(block)?;
@@ -971,6 +991,8 @@ fn results_phase(
         let fails = groups.failed(qrels, &o, &empty, fail_k, &config);
         let (by_topic, by_target_length) = groups.breakdowns(&o);
         let at = mean_at_k(&o, &req.k);
+        let judgements = judgements_from_file(req)
+            .then(|| mean_judged(o.iter().filter_map(|q| q.judged.as_ref()), &req.k));
         out.results.push(MethodResult {
             method: c.method.to_string(),
             sparse: c.method.uses_alpha().then_some(c.sparse),
@@ -983,6 +1005,7 @@ fn results_phase(
             ndcg_at: at.iter().map(|a| (a.k, a.ndcg)).collect(),
             dropped_empty_results: empty.len(),
             failed: fails.len(),
+            judgements,
             by_topic,
             by_target_length,
         });

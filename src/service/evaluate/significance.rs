@@ -16,11 +16,12 @@ use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::saved::{LAST_SCORES, Saved, load};
+use crate::core::incomplete::JudgedDocs;
 use crate::core::metrics::order_run;
-use crate::core::retrieval::{QueryOutcome, judged, outcome};
+use crate::core::retrieval::{QueryOutcome, judged, judged_outcome};
 use crate::core::significance::{
     ComparisonRow, PairedComparison, ScoreTable, SignFlip, TestSettings, adjust, bootstrap_means,
-    compare_pair_with, pairs, score_table, sign_flip_p,
+    compare_pair_with, is_judged_metric, pairs, score_table, sign_flip_p,
 };
 use crate::service::base::{Context, write_whole};
 
@@ -30,7 +31,8 @@ pub struct CompareRequest {
     /// Compare every other run with this one (a label, or a run file's path or name);
     /// `None`: every pair.
     pub baseline: Option<String>,
-    /// Metric names (case-insensitive); empty: every metric of the table.
+    /// Metric names (case-insensitive); empty: every effectiveness metric of the table
+    /// (the incomplete-judgement measures only when named).
     pub metrics: Vec<String>,
     pub settings: TestSettings,
     /// Worker threads (0: one per core).
@@ -45,6 +47,7 @@ pub struct RunSummary {
     pub file: Option<PathBuf>,
     /// Judged queries it retrieved nothing for (scored 0).
     pub absent: usize,
+    /// The means of the metrics compared and of the incomplete-judgement measures.
     pub means: BTreeMap<String, f64>,
 }
 
@@ -56,6 +59,11 @@ pub struct ComparisonReport {
     /// Judged queries (every comparison pairs all of them).
     pub queries: usize,
     pub metrics: Vec<String>,
+    /// The incomplete-judgement measures of the table (bpref, Judged@k, Hole@k), whose
+    /// means are reported beside the metrics (compared only when named); empty when the
+    /// table has none.
+    #[serde(default)]
+    pub judged_metrics: Vec<String>,
     pub runs: Vec<RunSummary>,
     pub baseline: Option<String>,
     pub settings: TestSettings,
@@ -143,7 +151,8 @@ fn run_label(path: &Path) -> String {
 }
 
 /// Score TREC run files against qrels with raglab's trec_eval-exact metrics at cutoffs
-/// `ks`, over every judged query of the qrels (sorted by id), and compare them.
+/// `ks`, and bpref, Judged@k and Hole@k (Hole@k against every document the qrels
+/// judge), over every judged query of the qrels (sorted by id), and compare them.
 pub fn evaluate_runs(
     qrels_path: &Path,
     runs: &[PathBuf],
@@ -151,6 +160,7 @@ pub fn evaluate_runs(
     req: &CompareRequest,
 ) -> Result<ComparisonReport> {
     let qrels = crate::service::base::read_qrels(qrels_path)?;
+    let docs = JudgedDocs::of(&qrels);
     let mut qids: Vec<String> = qrels
         .keys()
         .filter(|q| judged(&qrels, q).is_some())
@@ -172,7 +182,7 @@ pub fn evaluate_runs(
             let mut hits = hits.clone();
             order_run(&mut hits);
             let ranked: Vec<&str> = hits.iter().map(|(d, _)| d.as_str()).collect();
-            o.push(outcome(qid, &ranked, &qrels[qid], ks));
+            o.push(judged_outcome(qid, &ranked, &qrels[qid], ks, &docs));
         }
         outcomes.push(o);
     }
@@ -209,7 +219,9 @@ fn resolve(
         ),
     };
     let metrics = if req.metrics.is_empty() {
-        (0..table.metrics.len()).collect()
+        (0..table.metrics.len())
+            .filter(|&m| !is_judged_metric(&table.metrics[m]))
+            .collect()
     } else {
         req.metrics
             .iter()
@@ -307,6 +319,12 @@ pub fn compare_table_with(
         source,
         queries: table.qids.len(),
         metrics: metrics.iter().map(|&m| table.metrics[m].clone()).collect(),
+        judged_metrics: table
+            .metrics
+            .iter()
+            .filter(|m| is_judged_metric(m))
+            .cloned()
+            .collect(),
         runs: summaries(table, &metrics, files),
         baseline: baseline.map(|b| table.runs[b].label.clone()),
         settings: s,
@@ -321,9 +339,16 @@ pub fn compare_table_with(
     })
 }
 
-/// Each run's means over the table's queries, for the metrics compared.
+/// Each run's means over the table's queries, for the metrics compared and the
+/// incomplete-judgement measures.
 fn summaries(table: &ScoreTable, metrics: &[usize], files: &[PathBuf]) -> Vec<RunSummary> {
     let n = table.qids.len().max(1) as f64;
+    let mut metrics = metrics.to_vec();
+    for m in 0..table.metrics.len() {
+        if is_judged_metric(&table.metrics[m]) && !metrics.contains(&m) {
+            metrics.push(m);
+        }
+    }
     table
         .runs
         .iter()

@@ -447,22 +447,13 @@ pub fn evaluate(
     cfg: RunConfig,
     ks: &[usize],
 ) -> Vec<QueryOutcome> {
-    evaluate_with(lists, qrels, cfg, ks, None)
+    evaluate_judged(lists, qrels, cfg, ks, None)
 }
 
 /// [`evaluate`], each outcome also carrying bpref, Judged@k and Hole@k at the cutoffs
-/// `ks`, Hole@k counted against `docs` (every document the qrels judge).
+/// `ks` when `docs` (every document the qrels judge, what Hole@k counts against) is
+/// given.
 pub fn evaluate_judged(
-    lists: &[(String, QueryLists)],
-    qrels: &HashMap<String, Qrel>,
-    cfg: RunConfig,
-    ks: &[usize],
-    docs: &JudgedDocs,
-) -> Vec<QueryOutcome> {
-    evaluate_with(lists, qrels, cfg, ks, Some(docs))
-}
-
-fn evaluate_with(
     lists: &[(String, QueryLists)],
     qrels: &HashMap<String, Qrel>,
     cfg: RunConfig,

@@ -435,15 +435,7 @@ fn the_lead_adjudicates_a_disagreement_with_a_rationale() {
         lead_name: Some("lena".into()),
         rubric: Some(default_rubric()),
     });
-    let rows = agreement_table(
-        &default_rubric(),
-        &current(&[]),
-        ("ann", "bob"),
-        Bootstrap {
-            resamples: 10,
-            seed: 1,
-        },
-    );
+    let rows = no_labels_table();
     let disagreements = ["i1", "i2"]
         .iter()
         .map(|i| Disagreement {
@@ -501,15 +493,7 @@ fn a_reviewer_cannot_adjudicate() {
         ..AgreementSettings::default()
     });
     app.agreement.on_result(Agreement {
-        rows: agreement_table(
-            &default_rubric(),
-            &current(&[]),
-            ("ann", "bob"),
-            Bootstrap {
-                resamples: 10,
-                seed: 1,
-            },
-        ),
+        rows: no_labels_table(),
         ..Agreement::default()
     });
     key(&mut app, KeyCode::Enter);
@@ -582,15 +566,7 @@ fn e_exports_the_agreement_table_once_computed() {
     assert!(key(&mut app, KeyCode::Char('e')).is_none());
     assert!(render(&app).contains("nothing to export yet"));
     app.agreement.on_result(Agreement {
-        rows: agreement_table(
-            &default_rubric(),
-            &current(&[]),
-            ("ann", "bob"),
-            Bootstrap {
-                resamples: 10,
-                seed: 1,
-            },
-        ),
+        rows: no_labels_table(),
         reviewers: ("ann".into(), "bob".into()),
         ..Agreement::default()
     });
@@ -661,4 +637,17 @@ fn a_note_waits_for_its_own_criterion_and_is_never_dropped_silently() {
         report.contains("forgotten") && report.contains("last words"),
         "{report}"
     );
+}
+
+/// The agreement rows of ann and bob before any label (10 resamples, seed 1).
+fn no_labels_table() -> Vec<raglab::service::study::AgreementRow> {
+    agreement_table(
+        &default_rubric(),
+        &current(&[]),
+        ("ann", "bob"),
+        Bootstrap {
+            resamples: 10,
+            seed: 1,
+        },
+    )
 }

@@ -266,18 +266,7 @@ fn in_a_terminal_the_tui_draws_through_a_pipe_but_not_into_a_file() {
 async fn on_an_empty_workspace_a_question_says_what_to_ingest() {
     let env = common::Env::new();
     let ctx = common::tui::context(&env, sparse_config(&env));
-    let (mut app, mut jobs, mut rx) =
-        common::tui::opened(&ctx, &raglab::tui::TuiOptions::default()).await;
-    press(&mut app, &mut jobs, '2');
-    common::tui::pump(
-        &mut jobs,
-        &mut app,
-        &mut rx,
-        |j, _| j.retriever_settled(),
-        Duration::from_secs(60),
-        (0, 0),
-    )
-    .await;
+    let (mut app, mut jobs, _rx) = query_pane_settled(&ctx).await;
     assert!(!jobs.retriever_ready());
     press(&mut app, &mut jobs, '/');
     for c in "measles".chars() {
@@ -296,8 +285,24 @@ async fn on_an_empty_workspace_a_question_says_what_to_ingest() {
 async fn rerank_on_before_any_question_says_to_run_one() {
     let env = common::Env::new();
     let ctx = common::tui::context(&env, sparse_config(&env));
+    let (mut app, mut jobs, _rx) = query_pane_settled(&ctx).await;
+    press(&mut app, &mut jobs, 'R');
+    let screen = render(&app);
+    assert!(screen.contains("rerank on: run a question"), "{screen}");
+    assert!(!screen.contains("reranking…"), "{screen}");
+}
+
+/// The TUI opened on pane 2, once opening the retriever has ended (in failure, on an
+/// empty workspace).
+async fn query_pane_settled(
+    ctx: &raglab::service::Context,
+) -> (
+    raglab::tui::app::App,
+    raglab::tui::jobs::Jobs,
+    tokio::sync::mpsc::UnboundedReceiver<raglab::tui::jobs::Msg>,
+) {
     let (mut app, mut jobs, mut rx) =
-        common::tui::opened(&ctx, &raglab::tui::TuiOptions::default()).await;
+        common::tui::opened(ctx, &raglab::tui::TuiOptions::default()).await;
     press(&mut app, &mut jobs, '2');
     common::tui::pump(
         &mut jobs,
@@ -308,8 +313,5 @@ async fn rerank_on_before_any_question_says_to_run_one() {
         (0, 0),
     )
     .await;
-    press(&mut app, &mut jobs, 'R');
-    let screen = render(&app);
-    assert!(screen.contains("rerank on: run a question"), "{screen}");
-    assert!(!screen.contains("reranking…"), "{screen}");
+    (app, jobs, rx)
 }

@@ -23,8 +23,5 @@ pub use generation::{
     judge_prompted, judge_streaming, judgements, prepare_prompt, record,
 };
 pub use import::{ImportSummary, import_answers};
-pub use live::{
-    GeneratorSlot, answer_live, answer_live_and_save, answer_live_endpoint, judge_live,
-    judge_live_and_commit, live_on_endpoints,
-};
+pub use live::{GeneratorSlot, answer_live_and_save, judge_live_and_commit, live_on_endpoints};
 pub use replay::pick_replay;

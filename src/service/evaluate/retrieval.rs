@@ -842,10 +842,7 @@ fn config_phase(
     let mut outcomes: Vec<Vec<QueryOutcome>> = vec![Vec::new(); configs.len()];
     lists.for_each_block(ids, BLOCK, |block| {
         for (c, o) in configs.iter().zip(&mut outcomes) {
-            o.extend(match &docs {
-                Some(docs) => evaluate_judged(block, qrels, *c, &req.k, docs),
-                None => evaluate(block, qrels, *c, &req.k),
-            });
+            o.extend(evaluate_judged(block, qrels, *c, &req.k, docs.as_ref()));
         }
         if let Some(runs) = runs.as_mut() {
             runs.write(block)?;

@@ -93,6 +93,7 @@ impl Jobs {
     /// lance datasets); the older result arrives with an old ticket and is dropped.
     pub(super) fn refresh_agreement(&mut self, app: &mut App) {
         let viewer = app.annotate.viewer();
+        let lead = viewer == crate::core::blinding::Viewer::Lead;
         let (ticket, ask) = app.agreement.start_refresh();
         let ctx = Arc::clone(&self.ctx);
         let rubric = app.annotate.rubric().clone();
@@ -114,7 +115,7 @@ impl Jobs {
                 result: r.map(Box::new).map_err(err_text),
             },
         );
-        if app.annotate.viewer() == crate::core::blinding::Viewer::Lead {
+        if lead {
             self.refresh_preferences(app, ticket);
         }
     }

@@ -1,6 +1,7 @@
-//! One pane per folder: its state (private fields, set up by a constructor that
-//! takes its settings), its view, the parts it draws, and its unit tests. Adding a key
-//! to a pane touches its folder and the keymap only.
+//! One pane per folder: its state, its view and the parts it draws. A pane's fields
+//! are private and its settings come through its constructor (or `configure`), so
+//! nothing outside writes its state, and adding a key to a pane touches its folder,
+//! `tui::action` and `tui::keymap` only.
 
 pub mod agreement;
 pub mod annotate;

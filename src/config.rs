@@ -255,6 +255,13 @@ pub struct PromptsConfig {
     pub multiple_choice: Option<PathBuf>,
     /// Multiple-choice answers without context (`eval mcqa`, k = 0).
     pub multiple_choice_no_context: Option<PathBuf>,
+    /// The rubric judge (`judge`, the TUI's `J`); its judgements carry the template in
+    /// the judge's name (`model.gguf+prompt-NAME@HASH12`).
+    pub judge: Option<PathBuf>,
+    /// More free-form templates the Generate pane's `t` switches to, in this order
+    /// after `free_form` (or the shipped text). Each is read and checked when the
+    /// TUI starts, and read again at every generation, so an edit shows at the next `g`.
+    pub free_form_alternatives: Vec<PathBuf>,
 }
 
 impl PromptsConfig {
@@ -266,6 +273,7 @@ impl PromptsConfig {
             K::NoRetrieval => self.no_retrieval.as_deref(),
             K::MultipleChoice => self.multiple_choice.as_deref(),
             K::MultipleChoiceNoContext => self.multiple_choice_no_context.as_deref(),
+            K::Judge => self.judge.as_deref(),
             _ => None,
         }
     }
@@ -585,6 +593,8 @@ mod template_tests {
                 no_retrieval: path(),
                 multiple_choice: path(),
                 multiple_choice_no_context: path(),
+                judge: path(),
+                free_form_alternatives: vec![PathBuf::from("p")],
             },
             rerank: RerankConfig {
                 model: path(),

@@ -209,6 +209,12 @@ pub struct JudgeArgs {
     /// Only answers of this run (default: every run).
     #[arg(long)]
     pub answers: Option<String>,
+    /// The judge's prompt template ({criteria}, {question} and {answer} required;
+    /// {examples}, {reference} and {chunk} allowed; default: config `[prompts]
+    /// judge`, else the shipped text). Judgements made with any other text than the
+    /// shipped one are stored under the judge's name + `prompt-NAME@HASH12`.
+    #[arg(long, value_name = "FILE")]
+    pub prompt: Option<PathBuf>,
     /// GGUF judge model (default: config `models.judge`, else the generator).
     #[arg(long)]
     pub judge_model: Option<PathBuf>,
@@ -236,6 +242,11 @@ pub struct JudgeArgs {
 
 pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
     let rubric = ctx.rubric(None)?;
+    // Checked before the judge loads: a bad slot is one clear error, not a model load.
+    let template = ctx.template(
+        crate::core::template::TemplateKind::Judge,
+        args.prompt.as_deref(),
+    )?;
     let model = ModelChoice {
         model: args.judge_model,
         threads: args.threads,
@@ -252,7 +263,10 @@ pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
             repeats: args.repeats,
             temperature: args.temperature,
         },
-        crate::service::answer::JudgeScope::default(),
+        crate::service::answer::JudgeScope {
+            template: Some(template),
+            ..Default::default()
+        },
     )
     .await?;
     if let Some(w) = batch

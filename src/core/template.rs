@@ -201,6 +201,15 @@ pub struct Template {
 /// The name of a shipped template.
 pub const SHIPPED: &str = "shipped";
 
+/// A template a front offers to switch to: the name it shows, and its file (None: the
+/// one the configuration gives, else the shipped text). The file is read again at each
+/// use, so an edit made while the front runs takes effect at the next answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateChoice {
+    pub name: String,
+    pub file: Option<std::path::PathBuf>,
+}
+
 impl Template {
     /// Check `text`'s slots against `kind` and hash it.
     pub fn new(kind: TemplateKind, name: &str, text: &str) -> Result<Self, TemplateError> {

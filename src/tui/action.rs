@@ -63,6 +63,8 @@ pub enum Action {
     CompareRuns,
     StopGeneration,
     ViewPrompt,
+    /// The Generate pane's next configured prompt template.
+    NextTemplate,
     SelectCriterion1,
     SelectCriterion2,
     SelectCriterion3,

@@ -8,7 +8,7 @@ use super::effect::Effect;
 use super::keymap::{Key, Keymap};
 use super::panes::PaneView;
 use super::panes::agreement::AgreementPane;
-use super::panes::annotate::AnnotatePane;
+use super::panes::annotate::{AnnotatePane, AnnotateSettings};
 use super::panes::corpus::CorpusPane;
 use super::panes::evalset::EvalsetPane;
 use super::panes::evaluation::EvaluationPane;
@@ -114,7 +114,7 @@ impl App {
         limit: std::time::Duration,
     ) -> QuitStep {
         self.generate.stop_for_quit();
-        let saves = self.annotate.pending.len();
+        let saves = self.annotate.saves_in_flight();
         let answer = self.generate.is_running();
         if (saves == 0 && !answer) || waited >= limit {
             return QuitStep::Done;
@@ -142,12 +142,7 @@ impl App {
     /// the wait ended), for the message printed once the terminal is restored.
     pub fn unsaved_report(&self) -> Option<String> {
         let mut lines = Vec::new();
-        for f in self
-            .annotate
-            .failed
-            .iter()
-            .chain(&self.annotate.dropped_notes)
-        {
+        for f in self.annotate.unsaved() {
             lines.push(format!("NOT saved: {f}"));
         }
         if self.generate.is_running() {
@@ -156,7 +151,7 @@ impl App {
                     .to_string(),
             );
         }
-        for l in self.annotate.pending.values() {
+        for l in self.annotate.in_flight() {
             lines.push(format!(
                 "still saving when raglab stopped waiting (check `raglab labels history {}`): {} {} = {}",
                 l.item_id,
@@ -170,7 +165,7 @@ impl App {
 
     pub fn new(chunks: Vec<Chunk>, keymap: Keymap, context_line: String) -> Self {
         let corpus = CorpusPane::new(chunks);
-        let info = corpus.chunks.iter().map(query_meta).collect();
+        let info = corpus.chunks().iter().map(query_meta).collect();
         Self {
             pane: Pane::Corpus,
             show_help: false,
@@ -179,7 +174,7 @@ impl App {
             query: QueryPane::new(Vec::new(), Vec::new(), info),
             corpus,
             generate: GeneratePane::new(Default::default()),
-            annotate: AnnotatePane::new(None, crate::service::base::default_rubric()),
+            annotate: AnnotatePane::new(AnnotateSettings::default()),
             agreement: AgreementPane::default(),
             evaluation: EvaluationPane::default(),
             evalset: EvalsetPane::default(),
@@ -314,7 +309,7 @@ impl App {
             // The candidates are read again each time the pane is opened.
             Action::PaneEvalset => {
                 self.pane = Pane::Evalset;
-                self.evalset.loading = true;
+                self.evalset.start_loading();
                 return Some(Effect::LoadEvalset);
             }
             Action::Generate if matches!(self.pane, Pane::Query | Pane::Generate) => {

@@ -73,5 +73,8 @@ pub struct GenJob {
     pub alpha: f64,
     pub k: usize,
     pub sampling: Sampling,
+    /// The prompt template's file (None: the configured one, else the shipped text),
+    /// read when the answer starts.
+    pub template: Option<std::path::PathBuf>,
     pub stop: Arc<AtomicBool>,
 }

@@ -142,6 +142,8 @@ pub async fn build_app_showing(
     show(step("reading the questions and the last evaluation", 0, 0));
     let (questions, failures, mut errors) = load_question_lists(ctx, file.as_deref());
     errors.extend(load_errors);
+    let (generate, template_errors) = generate_settings(ctx);
+    errors.extend(template_errors);
     app.query.configure(panes::query::QuerySettings {
         questions,
         failures,
@@ -160,36 +162,47 @@ pub async fn build_app_showing(
     show(step("checking the study", 0, 0));
     crate::service::study::confirm(ctx, &viewer).await?;
     let rubric = ctx.rubric(None)?;
-    app.annotate = panes::annotate::AnnotatePane::new(opts.reviewer.clone(), rubric.clone());
-    app.annotate.lead = opts.lead;
-    app.annotate.order_seed = ctx
-        .config
-        .annotation
-        .order_seed
-        .unwrap_or(crate::config::defaults::ORDER_SEED);
+    app.annotate = panes::annotate::AnnotatePane::new(panes::annotate::AnnotateSettings {
+        reviewer: opts.reviewer.clone(),
+        lead: opts.lead,
+        rubric: rubric.clone(),
+        order_seed: ctx
+            .config
+            .annotation
+            .order_seed
+            .unwrap_or(crate::config::defaults::ORDER_SEED),
+    });
     app.agreement = panes::agreement::AgreementPane::new(panes::agreement::AgreementSettings {
         lead: opts.lead,
         lead_name: opts.reviewer.clone(),
         rubric: Some(rubric),
     });
-    app.generate = panes::generate::GeneratePane::new(generate_settings(ctx));
-    app.corpus.note = tiny_model_note(ctx);
+    app.generate = panes::generate::GeneratePane::new(generate);
+    app.corpus.set_note(tiny_model_note(ctx));
     Ok(app)
 }
 
 /// The Generate pane's settings from the config: the generator's name (or the
-/// endpoint live answers go to) and whether its file is missing.
-pub fn generate_settings(ctx: &Context) -> panes::generate::GenerateSettings {
+/// endpoint live answers go to), whether its file is missing, and the prompt
+/// templates to switch between; with the errors of template files left out.
+pub fn generate_settings(ctx: &Context) -> (panes::generate::GenerateSettings, Vec<String>) {
     let on_endpoints = crate::service::answer::live_on_endpoints(ctx);
     let model = match ctx.config.chat_endpoints().first() {
         Some(e) if on_endpoints => format!("on endpoint {}", e.url),
         _ => ctx.gen_model_name(),
     };
-    panes::generate::GenerateSettings {
+    let (templates, errors) = ctx.free_form_choices();
+    let settings = panes::generate::GenerateSettings {
         model,
         generator_missing: !on_endpoints && !ctx.config.gen_model(&ctx.paths).is_file(),
         sampling: Default::default(),
-    }
+        templates,
+    };
+    let errors = errors
+        .iter()
+        .map(|e| format!("prompt template left out: {e:#}"))
+        .collect();
+    (settings, errors)
 }
 
 /// The first screen's note when answers would come from the generator setup ships

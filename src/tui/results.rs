@@ -4,6 +4,7 @@
 //! is applied here, once, for all of them.
 
 use super::app::App;
+use super::panes::annotate::StudyTrust;
 use crate::service::answer::{AnswerRecord, JudgementRecord};
 use crate::service::study::Study;
 
@@ -23,12 +24,14 @@ impl App {
     /// whether the reviewer's name was dropped (it is not this user's key's on the
     /// roster read): every view must then be drawn again, for no one.
     pub fn on_study_loaded(&mut self, study: Study) -> bool {
-        self.annotate.roster = study.roster;
-        self.annotate.my_key = study.my_key;
-        self.annotate.refused = study.refused;
-        self.annotate
-            .load_with(study.items, study.labels, study.schedule);
-        let dropped = self.annotate.recheck_name();
+        let trust = StudyTrust {
+            roster: study.roster,
+            my_key: study.my_key,
+            refused: study.refused,
+        };
+        let dropped =
+            self.annotate
+                .on_study_read(trust, study.items, study.labels, study.schedule);
         self.generate.set_stored(study.answers.len());
         self.query.set_stored(study.answers, study.judgements);
         self.sync_blind();
@@ -38,7 +41,7 @@ impl App {
     /// Reading the study failed: said in both panes that show it.
     pub fn on_study_error(&mut self, e: String) {
         tracing::error!("{e}");
-        self.annotate.status = Some(e.clone());
+        self.annotate.say(e.clone());
         self.agreement.say(e);
     }
 

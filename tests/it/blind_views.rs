@@ -301,8 +301,14 @@ fn app_for(s: &Study, v: &Viewer) -> App {
         Viewer::Lead => Some("lena".to_string()),
         Viewer::Nobody => None,
     };
-    app.annotate = raglab::tui::panes::annotate::AnnotatePane::new(name, default_rubric());
-    app.annotate.lead = *v == Viewer::Lead;
+    app.annotate = raglab::tui::panes::annotate::AnnotatePane::new(
+        raglab::tui::panes::annotate::AnnotateSettings {
+            reviewer: name,
+            lead: *v == Viewer::Lead,
+            rubric: default_rubric(),
+            ..Default::default()
+        },
+    );
     app.agreement = AgreementPane::new(AgreementSettings {
         lead: *v == Viewer::Lead,
         lead_name: None,
@@ -324,7 +330,7 @@ fn check_annotate(app: &mut App, s: &Study, o: &Oracle, v: &Viewer, bad: &[Strin
         return 1;
     }
     let me = v.name().unwrap_or("lena").to_string();
-    let n = app.annotate.order.len();
+    let n = app.annotate.queue().count();
     for _ in 0..n {
         let item = app.annotate.item().expect("an item").item_id.clone();
         key(app, 'r');
@@ -428,8 +434,8 @@ fn check_query(app: &mut App, s: &Study, o: &Oracle, v: &Viewer) -> usize {
     app.pane = Pane::Query;
     let sight = Sight::new(
         v.clone(),
-        app.annotate.blinding.clone(),
-        &app.annotate.items,
+        app.annotate.blinding().clone(),
+        app.annotate.items(),
     );
     for i in 0..ITEMS {
         let item = format!("i{i}");
@@ -818,10 +824,10 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
     }
     common::tui::key(&mut app, &mut jobs, KeyCode::Enter);
     assert_eq!(
-        app.annotate.reviewer, None,
+        app.annotate.reviewer(), None,
         "a name before the roster is read"
     );
-    let status = app.annotate.status.clone().unwrap_or_default();
+    let status = app.annotate.status().unwrap_or_default().to_string();
     assert!(status.contains("still being read"), "{status}");
 
     jobs.load_background();
@@ -836,7 +842,7 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
     .await;
     common::tui::key(&mut app, &mut jobs, KeyCode::Enter);
     assert_eq!(
-        app.annotate.reviewer.as_deref(),
+        app.annotate.reviewer(),
         Some("bob"),
         "unsigned: taken"
     );
@@ -867,7 +873,7 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
         .expect("bob");
     let ticket = app.agreement.ticket();
     let redrawn = |a: &App| {
-        a.annotate.reviewer.is_none()
+        a.annotate.reviewer().is_none()
             && a.agreement.ticket() > ticket
             && !a.agreement.is_computing()
     };
@@ -879,7 +885,7 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
         redrawn,
     )
     .await;
-    let status = app.annotate.status.clone().unwrap_or_default();
+    let status = app.annotate.status().unwrap_or_default().to_string();
     assert!(status.contains("you are not bob"), "{status}");
     app.pane = Pane::Agreement;
     let screen = render(&app);

@@ -219,7 +219,7 @@ fn quitting_waits_for_saves_in_flight() {
             }
         }
         assert!(
-            app.annotate.pending.is_empty(),
+            app.annotate.saves_in_flight() == 0,
             "quit before the saves were in"
         );
         assert_eq!(app.unsaved_report(), None);

@@ -332,13 +332,13 @@ async fn the_annotate_pane_labels_a_pair(env: &Env, records: &[PairItem]) {
     };
     let (mut app, mut jobs, mut rx) = common::tui::opened(&ctx, &opts).await;
     common::pump(&mut jobs, &mut app, &mut rx, Duration::from_secs(60), |a| {
-        !a.annotate.items.is_empty()
+        !a.annotate.items().is_empty()
     })
     .await;
     common::press(&mut app, &mut jobs, '4');
     assert_eq!(app.pane, Pane::Annotate);
     // The queue holds the single answers too: step to a pair item.
-    for _ in 0..app.annotate.items.len() {
+    for _ in 0..app.annotate.items().len() {
         let here = app.annotate.item().expect("item").item_id.clone();
         if records.iter().any(|r| r.item_id == here) {
             break;

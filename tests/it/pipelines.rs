@@ -91,6 +91,23 @@ fn a_template_with_an_unknown_slot_is_refused_before_any_model_loads() {
         ],
     );
     assert!(err.contains("lacks the slot(s) {question}"), "{err}");
+    // The judge's template, likewise: checked before the judge model loads.
+    std::fs::write(&bad, "{criteria} {question} {answer} {verdict}\n").expect("write");
+    let err = fails(
+        &env,
+        &[
+            "judge",
+            "--prompt",
+            bad.to_str().expect("utf8"),
+            "--judge-model",
+            "/nonexistent/judge.gguf",
+        ],
+    );
+    assert!(
+        err.contains("template `mine` (judge) has unknown slot(s) {verdict}"),
+        "{err}"
+    );
+    assert!(!err.contains("nonexistent"), "no model was loaded: {err}");
 }
 
 /// Runs that differ only in their template or context policy, on SmolLM2: each
@@ -506,4 +523,40 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
     // A second cite scores nothing new.
     let out = env.ok(&["answers", "cite", "--run", "agent"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("0 answer(s) scored (2 already)"));
+    // The external run judged again with a user's judge prompt: stored apart, under
+    // the judge's name tagged with the template's name and hash (computed here), each
+    // prompt from that template; a second run finds nothing left to judge.
+    let strict = env.dir.path().join("strict.txt");
+    let strict_text = "You are a strict grader.\n{criteria}\nQuestion: {question}\nAnswer: {answer}\n";
+    std::fs::write(&strict, strict_text).expect("write");
+    let judge_strict = [
+        "judge",
+        "--answers",
+        "agent",
+        "--prompt",
+        strict.to_str().expect("utf8"),
+    ];
+    env.ok(&judge_strict);
+    use sha2::Digest;
+    let sha = format!("{:x}", sha2::Sha256::digest(strict_text.as_bytes()));
+    let tag = format!("+prompt-strict@{}", &sha[..12]);
+    let stored: Vec<raglab::core::answer::JudgementRecord> =
+        raglab::service::answer::judgements(&ctx.workspace)
+            .read_all()
+            .await
+            .expect("judgements");
+    let tagged: Vec<_> = stored
+        .iter()
+        .filter(|j| j.judge_model.ends_with(&tag))
+        .collect();
+    assert_eq!(tagged.len(), 2, "{:?}", stored.iter().map(|j| &j.judge_model).collect::<Vec<_>>());
+    assert!(tagged.iter().all(|j| j.run == "agent" && j.prompt.starts_with("You are a strict grader.")));
+    let plain = stored.iter().filter(|j| !j.judge_model.contains("+prompt-")).count();
+    assert_eq!(plain, stored.len() - 2, "the shipped prompt's judgements are untouched");
+    let again = env.ok(&judge_strict);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("judging 0 answers"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
 }

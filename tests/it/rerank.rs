@@ -504,6 +504,45 @@ async fn the_query_panes_rerank_column_follows_the_servers_scores() {
         let score = s.scores[f - 1];
         assert!(row.contains(&format!("{score:.4}")), "{row}");
     }
+    // Another first stage (`m`: linear, then BM25 alone) asks by itself for the scores
+    // its first 10 lack: the server is asked again, never for a chunk twice, and the
+    // first 10 of the new ranking all have their score.
+    let asked_before = server.served().len();
+    press(&mut app, &mut jobs, 'm');
+    press(&mut app, &mut jobs, 'm');
+    pump(
+        &mut jobs,
+        &mut app,
+        &mut rx,
+        |_, a| !a.query.rerank().pending,
+        limit,
+        (0, 0),
+    )
+    .await;
+    let served = server.served();
+    assert!(
+        served.len() > asked_before,
+        "no new request after the method changed ({} before, {} after)",
+        asked_before,
+        served.len()
+    );
+    let texts: std::collections::BTreeSet<&str> = served
+        .iter()
+        .flat_map(|s| s.documents.iter().map(String::as_str))
+        .collect();
+    let asked: usize = served.iter().map(|s| s.documents.len()).sum();
+    assert_eq!(asked, texts.len(), "a chunk was asked for twice");
+    assert_eq!(app.query.config().method, raglab::core::retrieval::Method::Bm25);
+    let lists = app.query.lists().expect("lists");
+    let bm25 = lists.ranking(raglab::core::retrieval::Method::Bm25, 0.0);
+    let unscored: Vec<&&str> = bm25
+        .iter()
+        .take(10)
+        .filter(|id| lists.rerank_score(id).is_none())
+        .collect();
+    assert!(unscored.is_empty(), "unscored after `m`: {unscored:?}");
+    let screen = common::screen(&app, 160, 48);
+    assert!(!screen.contains("reranking"), "{screen}");
     press(&mut app, &mut jobs, 'R');
     let screen = common::screen(&app, 160, 48);
     assert!(screen.contains(" Top "), "{screen}");

@@ -10,7 +10,7 @@ use crate::study_keys::{all, block, create_n_items, criteria, exported, found_ro
 use raglab::core::rubric::Rubric;
 use raglab::service::base::default_rubric;
 use raglab::service::study;
-use raglab::tui::panes::annotate::AnnotatePane;
+use raglab::tui::panes::annotate::{AnnotatePane, AnnotateSettings};
 
 /// Each reviewer's queue as the Annotate pane builds it from the stored study.
 fn queues(env: &Env, rubric: &Rubric, names: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
@@ -21,13 +21,13 @@ fn queues(env: &Env, rubric: &Rubric, names: &[&str]) -> BTreeMap<String, BTreeS
     names
         .iter()
         .map(|&name| {
-            let mut pane = AnnotatePane::new(Some(name.to_string()), rubric.clone());
+            let mut pane = AnnotatePane::new(AnnotateSettings {
+                reviewer: Some(name.to_string()),
+                rubric: rubric.clone(),
+                ..AnnotateSettings::default()
+            });
             pane.load_with(items.clone(), log.labels.clone(), log.schedule.clone());
-            let queue = pane
-                .order
-                .iter()
-                .map(|&n| pane.items[n].item_id.clone())
-                .collect();
+            let queue = pane.queue().map(|i| i.item_id.clone()).collect();
             (name.to_string(), queue)
         })
         .collect()
@@ -201,12 +201,15 @@ fn screens_of(env: &Env, me: &str, keys: &str) -> Vec<(String, String)> {
             "ws".into(),
         );
         app.pane = raglab::tui::app::Pane::Annotate;
-        app.annotate.reviewer = Some(me.to_string());
+        app.annotate = AnnotatePane::new(AnnotateSettings {
+            reviewer: Some(me.to_string()),
+            ..AnnotateSettings::default()
+        });
         app.annotate
             .load_with(s.items.clone(), s.labels.clone(), s.schedule.clone());
         app
     };
-    let n = fresh().annotate.order.len();
+    let n = fresh().annotate.queue().count();
     (0..n)
         .map(|pos| {
             let mut app = fresh();

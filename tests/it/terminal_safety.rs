@@ -9,6 +9,7 @@ use raglab::config::{Config, Paths};
 use raglab::core::text::is_terminal_safe;
 use raglab::service::Context;
 use raglab::service::base::parse_rubric;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use raglab::tui::app::Pane;
 use raglab::tui::keymap::Keymap;
 use raglab::tui::panes::generate::{GeneratePane, GenerateSettings};
@@ -171,7 +172,8 @@ async fn every_pane_is_clean() {
     // reviewer's label and note are on screen too.
     app.annotate
         .load(study.items, study.labels, std::collections::HashMap::new());
-    app.annotate.revealed = true;
+    app.pane = Pane::Annotate;
+    app.handle_key(KeyEvent::new(KeyCode::Char('r'), KeyModifiers::NONE));
     app.generate = GeneratePane::new(GenerateSettings {
         model: evil("model.gguf"),
         ..GenerateSettings::default()
@@ -179,7 +181,7 @@ async fn every_pane_is_clean() {
     app.message = Some(evil("status"));
     app.query.say(evil("query status"));
     app.generate.say(evil("generate status"));
-    app.annotate.status = Some(evil("annotate status"));
+    app.annotate.say(evil("annotate status"));
     app.agreement.on_result(raglab::service::study::Agreement {
         reviewers: ("ann".into(), "bob".into()),
         ..Default::default()

@@ -11,6 +11,7 @@ use raglab::tui::app::{App, Pane};
 use raglab::tui::effect::Effect;
 use raglab::tui::keymap::Keymap;
 use raglab::tui::panes::agreement::{AgreementPane, AgreementSettings};
+use raglab::tui::panes::annotate::{AnnotatePane, AnnotateSettings};
 
 fn items(n: usize) -> Vec<Item> {
     (0..n)
@@ -29,7 +30,10 @@ fn items(n: usize) -> Vec<Item> {
 fn app(reviewer: Option<&str>) -> App {
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Annotate;
-    app.annotate.reviewer = reviewer.map(str::to_string);
+    app.annotate = AnnotatePane::new(AnnotateSettings {
+        reviewer: reviewer.map(str::to_string),
+        ..AnnotateSettings::default()
+    });
     app.annotate
         .load(items(3), Vec::new(), std::collections::HashMap::new());
     app
@@ -108,7 +112,7 @@ fn labelling_an_item_with_single_keys() {
     assert_eq!(v2[0].criterion, "factual_consistency");
     assert_eq!(
         app.annotate
-            .labels
+            .labels()
             .iter()
             .filter(|l| l.criterion == "factual_consistency")
             .count(),
@@ -116,7 +120,7 @@ fn labelling_an_item_with_single_keys() {
     );
     // `]` next item, `u` first unlabelled (the labelled item is first in alice's order).
     keys(&mut app, "]]u");
-    assert_eq!(app.annotate.pos, 1);
+    assert_eq!(app.annotate.position(), 1);
     assert_ne!(shown(&app), first);
 }
 
@@ -125,17 +129,22 @@ fn other_labels_stay_hidden_until_the_item_is_done() {
     let mut app = app(Some("alice"));
     let rubric = default_rubric();
     let item = shown(&app);
-    for c in &rubric.criteria {
-        app.annotate.labels.push(Label::new(
+    let bob: Vec<Label> = rubric
+        .criteria
+        .iter()
+        .map(|c| {
+            Label::new(
             &item,
             "bob",
             &c.key,
             Some("fail"),
             None,
             &rubric.version,
-        ));
-    }
-    app.annotate.relabel();
+            )
+        })
+        .collect();
+    // Read with the study, as another process's commit would be.
+    app.annotate.load(items(3), bob, std::collections::HashMap::new());
     keys(&mut app, "r");
     let screen = render(&app);
     assert!(
@@ -175,9 +184,9 @@ fn undo_retracts_the_last_label_as_a_new_version() {
             .label_of(&item, "alice", "faithfulness")
             .is_some()
     );
-    assert_eq!(app.annotate.labels.len(), 3, "history keeps all versions");
+    assert_eq!(app.annotate.labels().len(), 3, "history keeps all versions");
     assert_eq!(
-        app.annotate.criterion, 1,
+        app.annotate.criterion(), 1,
         "cursor back on the undone criterion"
     );
 }
@@ -192,7 +201,7 @@ fn reviewer_is_asked_for_when_not_given() {
     app.pane = Pane::Annotate;
     keys(&mut app, "carol");
     app.handle_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
-    assert_eq!(app.annotate.reviewer.as_deref(), Some("carol"));
+    assert_eq!(app.annotate.reviewer(), Some("carol"));
     let fx = keys(&mut app, "p");
     assert_eq!(saves(fx)[0].1.reviewer, "carol");
 }
@@ -280,12 +289,15 @@ fn a_long_answer_and_chunk_are_readable_to_their_last_line() {
             .join(" ")
     };
     let id = shown(&app);
-    for it in &mut app.annotate.items {
+    let mut long = app.annotate.items().to_vec();
+    for it in &mut long {
         if it.item_id == id {
             it.answer = words("w");
             it.target_chunk = words("t");
         }
     }
+    app.annotate
+        .load(long, Vec::new(), std::collections::HashMap::new());
     let screen = render(&app);
     assert!(screen.contains("w0 w1"), "{screen}");
     assert!(!screen.contains("w4999"));
@@ -335,7 +347,11 @@ fn six_criteria_app(reviewer: &str) -> App {
     .expect("rubric");
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Annotate;
-    app.annotate = raglab::tui::panes::annotate::AnnotatePane::new(Some(reviewer.into()), rubric);
+    app.annotate = AnnotatePane::new(AnnotateSettings {
+        reviewer: Some(reviewer.into()),
+        rubric,
+        ..AnnotateSettings::default()
+    });
     app.annotate
         .load(items(2), Vec::new(), std::collections::HashMap::new());
     app
@@ -368,7 +384,7 @@ fn any_rubric_six_criteria_yes_no_partly_by_first_letters() {
     // `6` picks criterion 6; `N` writes a note on it (`n` is the label "no" here): a new
     // version with the same label and the note, shown to its author.
     keys(&mut app, "6N");
-    assert!(app.annotate.note_input.is_active());
+    assert!(app.annotate.is_typing_note());
     keys(&mut app, "cites no source");
     let fx: Vec<Effect> = key(&mut app, KeyCode::Enter).into_iter().collect();
     let noted = commit_all(&mut app, fx);
@@ -389,17 +405,22 @@ fn others_labels_and_notes_appear_once_both_submitted() {
     let mut app = app(Some("alice"));
     let rubric = default_rubric();
     let item = shown(&app);
-    for c in &rubric.criteria {
-        app.annotate.labels.push(Label::new(
+    let bob: Vec<Label> = rubric
+        .criteria
+        .iter()
+        .map(|c| {
+            Label::new(
             &item,
             "bob",
             &c.key,
             Some("fail"),
             Some(&format!("bob on {}", c.key)),
             &rubric.version,
-        ));
-    }
-    app.annotate.relabel();
+            )
+        })
+        .collect();
+    // Read with the study, as another process's commit would be.
+    app.annotate.load(items(3), bob, std::collections::HashMap::new());
     let fx = keys(&mut app, "ppp");
     commit_all(&mut app, fx);
     keys(&mut app, "r");
@@ -419,8 +440,8 @@ fn others_labels_and_notes_appear_once_both_submitted() {
     let fx = keys(&mut app, "1f");
     commit_all(&mut app, fx);
     assert!(render(&app).contains("changed after reveal"));
-    let l = app.annotate.labels.last().expect("label");
-    assert!(app.annotate.blinding.after_reveal(l));
+    let l = app.annotate.labels().last().expect("label");
+    assert!(app.annotate.blinding().after_reveal(l));
 }
 
 #[test]
@@ -428,8 +449,11 @@ fn the_lead_adjudicates_a_disagreement_with_a_rationale() {
     use raglab::core::annotation::Disagreement;
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Agreement;
-    app.annotate.reviewer = Some("lena".into());
-    app.annotate.lead = true;
+    app.annotate = AnnotatePane::new(AnnotateSettings {
+        reviewer: Some("lena".into()),
+        lead: true,
+        ..AnnotateSettings::default()
+    });
     app.agreement = AgreementPane::new(AgreementSettings {
         lead: true,
         lead_name: Some("lena".into()),
@@ -481,7 +505,7 @@ fn the_lead_adjudicates_a_disagreement_with_a_rationale() {
     assert_eq!(l.note.as_deref(), Some("uses undefined jargon"));
     assert_eq!(l.adjudicator.as_deref(), Some("lena"));
     // The commit is tracked like any label: quitting would wait for it.
-    assert_eq!(app.annotate.pending.len(), 1);
+    assert_eq!(app.annotate.saves_in_flight(), 1);
 }
 
 #[test]

@@ -65,14 +65,14 @@ fn keys_move_between_documents_chunks_and_text() {
     let last = app.corpus.selected_doc().expect("doc");
     assert_eq!(
         app.corpus.selected_chunk().map(|c| c.id.clone()),
-        last.chunks.last().map(|&i| app.corpus.chunks[i].id.clone())
+        last.chunks.last().map(|&i| app.corpus.chunks()[i].id.clone())
     );
     press(&mut app, "l"); // focus text, scroll
     press(&mut app, "jj");
-    assert_eq!(app.corpus.text_scroll, 2);
+    assert_eq!(app.corpus.text_scroll(), 2);
     press(&mut app, "hh");
     press(&mut app, "G");
-    let last_doc = app.corpus.docs.last().map(|d| d.doc_id.clone());
+    let last_doc = app.corpus.docs().last().map(|d| d.doc_id.clone());
     assert_eq!(
         app.corpus.selected_doc().map(|d| d.doc_id.clone()),
         last_doc
@@ -100,7 +100,7 @@ fn filter_narrows_titles_and_header_paths() {
     // While typing, `q` is text, not quit.
     press(&mut app, "q");
     assert!(!app.should_quit);
-    assert_eq!(app.corpus.filter.text(), "rabiesq");
+    assert_eq!(app.corpus.filter_text(), "rabiesq");
     press_code(&mut app, KeyCode::Backspace);
     press_code(&mut app, KeyCode::Enter);
     assert!(!app.corpus.editing());
@@ -109,12 +109,12 @@ fn filter_narrows_titles_and_header_paths() {
     press(&mut app, "/");
     press(&mut app, "how common");
     press_code(&mut app, KeyCode::Enter);
-    let n = app.corpus.visible.len();
+    let n = app.corpus.visible().len();
     assert!((1..59).contains(&n));
-    assert!(app.corpus.visible.iter().all(|(_, cs)| cs.len() == 1));
+    assert!(app.corpus.visible().iter().all(|(_, cs)| cs.len() == 1));
     assert!(render(&app).contains("1/"), "partial chunk counts shown");
     press_code(&mut app, KeyCode::Esc);
-    assert_eq!(app.corpus.visible.len(), 59);
+    assert_eq!(app.corpus.visible().len(), 59);
 }
 
 #[test]

@@ -61,6 +61,9 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
         embeddings: false,
         rerank: false,
     }];
+    // A presenter's second template, switched to with `t` before the first answer.
+    let citing = common::repo().join("assets/prompts/free-form-citing.txt");
+    config.prompts.free_form_alternatives = vec![citing.clone()];
     let paths = Paths {
         config_dir: env.dir.path().join("config"),
         data_dir: env.dir.path().join("data"),
@@ -100,14 +103,35 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
     };
     app.generate = GeneratePane::new(GenerateSettings {
         sampling: sampling.clone(),
-        ..raglab::tui::generate_settings(&ctx)
+        ..raglab::tui::generate_settings(&ctx).0
     });
+    key(&mut app, &mut jobs, KeyCode::Char('3'));
+    assert!(common::screen(&app, 160, 40).contains("prompt shipped (1 of 2, t switches)"));
+    key(&mut app, &mut jobs, KeyCode::Char('t'));
+    assert!(common::screen(&app, 160, 40).contains("prompt free-form-citing (2 of 2, t switches)"));
     key(&mut app, &mut jobs, KeyCode::Char('g'));
     let screens = pump(&mut jobs, &mut app, &mut rx, |_, a| {
         !a.generate.is_running()
     })
     .await;
     let rec = app.generate.last().cloned().expect("an answer was stored");
+    // The answer was made with the template switched to, and records it: its name,
+    // the SHA-256 of the file's text (computed here independently), its wording.
+    use sha2::Digest;
+    let sha = format!(
+        "{:x}",
+        sha2::Sha256::digest(std::fs::read(&citing).expect("template"))
+    );
+    assert_eq!(rec.template.as_deref(), Some("free-form-citing"));
+    assert_eq!(rec.template_sha256.as_deref(), Some(sha.as_str()));
+    assert!(rec.prompt.contains("cite the chunk or chunks"), "{}", rec.prompt);
+    key(&mut app, &mut jobs, KeyCode::Char('v'));
+    let prompt_view = common::screen(&app, 160, 40);
+    assert!(
+        prompt_view.contains(&format!("template free-form-citing@{}", &sha[..12])),
+        "{prompt_view}"
+    );
+    key(&mut app, &mut jobs, KeyCode::Char('v'));
     assert_eq!(app.generate.status(), Some("answer saved"));
     assert!(!rec.answer.trim().is_empty(), "empty answer");
     assert_eq!(rec.endpoint.as_deref(), Some(server.url().as_str()));
@@ -180,7 +204,7 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
             max_tokens: 400,
             ..Sampling::default()
         },
-        ..raglab::tui::generate_settings(&ctx)
+        ..raglab::tui::generate_settings(&ctx).0
     });
     key(&mut app, &mut jobs, KeyCode::Char('r'));
     pump(&mut jobs, &mut app, &mut rx, |_, a| {

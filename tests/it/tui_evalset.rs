@@ -39,7 +39,7 @@ async fn open(app: &mut App, jobs: &mut Jobs, rx: &mut Rx) {
     common::press(app, jobs, '7');
     assert_eq!(app.pane, Pane::Evalset);
     common::pump(jobs, app, rx, Duration::from_secs(60), |a| {
-        !a.evalset.loading && a.evalset.views.is_some()
+        !a.evalset.is_loading() && a.evalset.is_loaded()
     })
     .await;
 }
@@ -47,9 +47,9 @@ async fn open(app: &mut App, jobs: &mut Jobs, rx: &mut Rx) {
 /// Press a decision key and wait until it is stored and the candidates read again.
 async fn decide(app: &mut App, jobs: &mut Jobs, rx: &mut Rx, key: char) {
     common::press(app, jobs, key);
-    assert_eq!(app.evalset.saving, 1, "the decision is sent");
+    assert_eq!(app.evalset.saves_in_flight(), 1, "the decision is sent");
     common::pump(jobs, app, rx, Duration::from_secs(60), |a| {
-        a.evalset.saving == 0 && !a.evalset.loading
+        a.evalset.saves_in_flight() == 0 && !a.evalset.is_loading()
     })
     .await;
 }

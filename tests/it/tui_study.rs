@@ -32,8 +32,13 @@ fn items(n: usize) -> Vec<Item> {
 fn app(reviewer: &str, rubric: raglab::core::rubric::Rubric) -> App {
     let mut app = App::new(Vec::new(), Keymap::default_keymap(), "ws".into());
     app.pane = Pane::Annotate;
-    app.annotate.reviewer = Some(reviewer.to_string());
-    app.annotate.set_rubric(rubric);
+    app.annotate = raglab::tui::panes::annotate::AnnotatePane::new(
+        raglab::tui::panes::annotate::AnnotateSettings {
+            reviewer: Some(reviewer.to_string()),
+            rubric,
+            ..Default::default()
+        },
+    );
     app.annotate
         .load(items(3), Vec::new(), std::collections::HashMap::new());
     app

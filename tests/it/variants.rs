@@ -281,7 +281,7 @@ fn summarise_index_and_evaluate_the_three_variants() {
             raglab::tui::keymap::Keymap::default_keymap(),
         ))
         .expect("app");
-    assert_eq!(app.corpus.summaries.len(), 19);
+    assert_eq!(app.corpus.summary_count(), 19);
 
     // C_S and C_R indexes; C_S without summaries would have been refused.
     let s_rep = env.json(&["index", "--variant", "S", "--json"]);

@@ -9,13 +9,14 @@ use anyhow::{Result, bail};
 
 use super::generation::{
     Answerer, Prepared, RunConfig, answers, endpoint_judge_sampling, endpoint_judgement,
-    judge_prompt_with, judge_prompted, judgements, prepare_prompt, record,
+    judge_prompt_with, judge_prompted, judge_template_tag, judgements, prepare_prompt, record,
 };
 use crate::core::abstention::ABSTAIN_ANSWER;
 use crate::core::answer::{AnswerRecord, JudgementRecord};
 use crate::core::prompt::{ChatMessage, PromptText, estimate_tokens};
 use crate::core::question::{MissingTargets, Question};
 use crate::core::rubric::Rubric;
+use crate::core::template::{Template, TemplateKind};
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
 use crate::infer::generate::{GenStats, Generator};
 use crate::service::base::{
@@ -371,6 +372,8 @@ pub struct JudgeBatch {
     base_name: String,
     /// Each answer's few-shot examples section (none: the plain prompt).
     examples: HashMap<String, PromptText>,
+    /// The judge's prompt template.
+    template: Template,
     rubric: Rubric,
     /// Text of each chunk id (the targets are shown to the judge).
     texts: HashMap<String, String>,
@@ -404,6 +407,10 @@ pub struct JudgeScope {
     /// Judge only these answer ids (None: every answer).
     pub answers: Option<HashSet<String>>,
     pub few_shot: Option<FewShot>,
+    /// The judge's prompt template (None: the shipped text). Any other text tags the
+    /// judge's name with `+prompt-NAME@HASH12`, so its judgements are stored, resumed
+    /// and reported as another judge's, never mixed with the shipped prompt's.
+    pub template: Option<Template>,
 }
 
 /// A calibrated judge: the few-shot examples section of each answer, and the tag
@@ -459,6 +466,7 @@ impl JudgeBatch {
             judge_name: base_name.clone(),
             base_name,
             examples: HashMap::new(),
+            template: Template::shipped(TemplateKind::Judge),
             rubric,
             texts,
         };
@@ -485,6 +493,12 @@ impl JudgeBatch {
             Some(f) => (format!("{}+{}", self.base_name, f.tag), f.examples),
             None => (self.base_name.clone(), HashMap::new()),
         };
+        self.template = scope
+            .template
+            .unwrap_or_else(|| Template::shipped(TemplateKind::Judge));
+        if let Some(tag) = judge_template_tag(&self.template) {
+            self.judge_name = format!("{}+{tag}", self.judge_name);
+        }
         let wanted = scope.answers;
         let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
         let judged: HashSet<(String, String, u32)> = judgements(&ctx.workspace)
@@ -566,7 +580,7 @@ impl JudgeBatch {
     fn prompt(&self, a: &AnswerRecord) -> PromptText {
         let none = PromptText::default();
         let examples = self.examples.get(&a.answer_id).unwrap_or(&none);
-        judge_prompt_with(&self.rubric, a, &self.target_text(a), examples)
+        judge_prompt_with(&self.template, &self.rubric, a, &self.target_text(a), examples)
     }
 
     /// The target text the judge is shown for an answer.

@@ -461,17 +461,29 @@ pub async fn existing_answer_ids(ws: &Workspace) -> Result<HashSet<String>> {
         .collect())
 }
 
-/// The judge's prompt for one answer (template in assets/prompts/judge.txt), filled in
-/// one pass. The rubric's criteria are trusted (a file the project or its user wrote);
-/// the question, reference answer, chunk and answer are not.
+/// The judge's prompt for one answer (the shipped template,
+/// assets/prompts/judge.txt), filled in one pass. The rubric's criteria are trusted (a
+/// file the project or its user wrote); the question, reference answer, chunk and
+/// answer are not.
 pub fn judge_prompt(rubric: &Rubric, a: &AnswerRecord, target_text: &str) -> PromptText {
-    judge_prompt_with(rubric, a, target_text, &PromptText::default())
+    let shipped = Template::shipped(TemplateKind::Judge);
+    judge_prompt_with(&shipped, rubric, a, target_text, &PromptText::default())
 }
 
-/// [`judge_prompt`] with a few-shot examples section after the criteria
+/// The tag a judge's name carries for its prompt template: none for the shipped
+/// text (whatever file holds it), `prompt-NAME@HASH12` for any other, so judgements
+/// made with another prompt never pass for the shipped prompt's.
+pub fn judge_template_tag(template: &Template) -> Option<String> {
+    let shipped = Template::shipped(template.kind);
+    (template.sha256 != shipped.sha256).then(|| format!("prompt-{}", template.label()))
+}
+
+/// [`judge_prompt`] from `template` (a judge template, its slots checked when it was
+/// made), with a few-shot examples section after the criteria
 /// ([`crate::core::calibration::examples_section`], its texts untrusted); an empty
 /// section gives the plain prompt, character for character.
 pub fn judge_prompt_with(
+    template: &Template,
     rubric: &Rubric,
     a: &AnswerRecord,
     target_text: &str,
@@ -483,7 +495,7 @@ pub fn judge_prompt_with(
         None => Slot::Trusted("(none)"),
     };
     fill(
-        include_str!("../../../assets/prompts/judge.txt"),
+        &template.text,
         &[
             ("criteria", Slot::Trusted(&criteria)),
             ("examples", Slot::Filled(examples)),
@@ -666,6 +678,36 @@ mod tests {
             "no examples: the criteria and the question as before"
         );
         assert!(!p.text.contains("{examples}"));
+    }
+
+    /// A user's judge template is filled like the shipped one (only its slots, once);
+    /// its tag names it by hash, and the shipped text under any file name has none.
+    #[test]
+    fn a_judge_template_of_the_users_is_filled_and_tagged_by_its_hash() {
+        let rubric = crate::service::base::default_rubric();
+        let t = Template::new(
+            TemplateKind::Judge,
+            "strict",
+            "STRICT\n{criteria}\nQ: {question}\nA: {answer}\n",
+        )
+        .expect("a judge template");
+        let a = AnswerRecord {
+            question: "q?".into(),
+            answer: "{chunk}".into(),
+            ..AnswerRecord::default()
+        };
+        let p = judge_prompt_with(&t, &rubric, &a, "unused", &PromptText::default());
+        assert_eq!(
+            p.text,
+            format!("STRICT\n{}\nQ: q?\nA: {{chunk}}\n", rubric.describe())
+        );
+        assert_eq!(
+            judge_template_tag(&t).as_deref(),
+            Some(format!("prompt-strict@{}", &t.sha256[..12]).as_str())
+        );
+        let shipped_text = Template::shipped(TemplateKind::Judge).text;
+        let copy = Template::new(TemplateKind::Judge, "my-copy", &shipped_text).expect("copy");
+        assert_eq!(judge_template_tag(&copy), None);
     }
 
     #[test]

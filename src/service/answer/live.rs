@@ -65,7 +65,19 @@ pub fn judge_live(
     if target.is_empty() {
         bail!("none of this answer's target chunks is in the corpus: nothing to judge it against");
     }
-    let (rec, _) = super::generation::judge_streaming(&g, rubric, a, &target, (0.0, 7), on_token)?;
+    // The configured judge template (`[prompts] judge`), as `raglab judge` uses it.
+    let template = ctx.template(crate::core::template::TemplateKind::Judge, None)?;
+    let prompt = super::generation::judge_prompt_with(
+        &template,
+        rubric,
+        a,
+        &target,
+        &crate::core::prompt::PromptText::default(),
+    );
+    let (mut rec, _) = super::generation::judge_prompted(&g, rubric, a, prompt, (0.0, 7), on_token)?;
+    if let Some(tag) = super::generation::judge_template_tag(&template) {
+        rec.judge_model = format!("{}+{tag}", rec.judge_model);
+    }
     Ok(rec)
 }
 

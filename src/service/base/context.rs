@@ -221,6 +221,40 @@ impl Context {
         Template::new(kind, &name, &text).with_context(|| format!("in {}", path.display()))
     }
 
+    /// The free-form templates a presenter switches between: the one `generate` uses
+    /// (`[prompts] free_form`, else the shipped text), then each of `[prompts]
+    /// free_form_alternatives` in order, each read and its slots checked now. A file
+    /// that fails is left out and its error returned beside the list (a demo starts
+    /// with the templates that work and says which did not); one whose text repeats
+    /// an earlier choice's is left out silently.
+    pub fn free_form_choices(
+        &self,
+    ) -> (Vec<crate::core::template::TemplateChoice>, Vec<anyhow::Error>) {
+        use crate::core::template::{TemplateChoice, TemplateKind};
+        let (mut choices, mut hashes, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+        let files = std::iter::once(None).chain(
+            self.config
+                .prompts
+                .free_form_alternatives
+                .iter()
+                .map(|p| Some(p.as_path())),
+        );
+        for file in files {
+            match self.template(TemplateKind::FreeForm, file) {
+                Ok(t) if hashes.contains(&t.sha256) => {}
+                Ok(t) => {
+                    hashes.push(t.sha256);
+                    choices.push(TemplateChoice {
+                        name: t.name,
+                        file: file.map(std::path::Path::to_path_buf),
+                    });
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        (choices, errors)
+    }
+
     /// The rubric: the flag's file, else `[annotation] rubric`, else the embedded one.
     pub fn rubric(&self, flag: Option<&std::path::Path>) -> Result<crate::core::rubric::Rubric> {
         super::rubric::load_rubric(flag.or(self.config.annotation.rubric.as_deref()))
@@ -299,5 +333,42 @@ mod tests {
         );
         assert!(a.starts_with("/data/remote"));
         assert!(a.to_string_lossy().contains("a_b_c-"), "{}", a.display());
+    }
+
+    /// The choices are the configured template then the alternatives in order; a file
+    /// that fails its slot check or cannot be read is left out with its error named,
+    /// and a text already offered is offered once.
+    #[test]
+    fn free_form_choices_keep_the_good_files_in_order_and_name_the_bad() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).expect("write");
+            p
+        };
+        let brief = file("brief.txt", "Answer briefly.\n{context}\n{question}");
+        let again = file("again.txt", "Answer briefly.\n{context}\n{question}");
+        let broken = file("broken.txt", "{context} {question} {answer}");
+        let mut config = Config::default();
+        config.prompts.free_form_alternatives =
+            vec![brief.clone(), broken, again, dir.path().join("missing.txt")];
+        let paths = Paths {
+            config_dir: dir.path().join("config"),
+            data_dir: dir.path().join("data"),
+        };
+        let ctx = Context::with(paths, config, &dir.path().join("ws")).expect("context");
+        let (choices, errors) = ctx.free_form_choices();
+        let names: Vec<(&str, Option<&std::path::Path>)> = choices
+            .iter()
+            .map(|c| (c.name.as_str(), c.file.as_deref()))
+            .collect();
+        assert_eq!(
+            names,
+            [("shipped", None), ("brief", Some(brief.as_path()))]
+        );
+        let errors: Vec<String> = errors.iter().map(|e| format!("{e:#}")).collect();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].contains("{answer}") && errors[0].contains("broken.txt"), "{errors:?}");
+        assert!(errors[1].contains("missing.txt"), "{errors:?}");
     }
 }

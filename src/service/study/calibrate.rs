@@ -234,7 +234,7 @@ pub async fn calibrate(
         JudgeRepeats::default(),
         JudgeScope {
             answers: Some(answer_ids.clone()),
-            few_shot: None,
+            ..JudgeScope::default()
         },
     )
     .await?;
@@ -250,6 +250,7 @@ pub async fn calibrate(
             JudgeScope {
                 answers: Some(answer_ids),
                 few_shot: Some(FewShot { tag, examples }),
+                template: None,
             },
         )
         .await?;

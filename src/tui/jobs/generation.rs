@@ -31,10 +31,12 @@ impl Jobs {
             return;
         };
         let ctx = Arc::clone(&self.ctx);
-        let template = match ctx.template(crate::core::template::TemplateKind::FreeForm, None) {
+        let kind = crate::core::template::TemplateKind::FreeForm;
+        let template = match ctx.template(kind, job.template.as_deref()) {
             Ok(t) => t,
             Err(e) => return app.generate.on_done(job.ticket, Err(err_text(e))),
         };
+        let template_label = template.label();
         let config = RunConfig {
             run: "tui".into(),
             template,
@@ -53,6 +55,7 @@ impl Jobs {
                 ticket,
                 prompt,
                 backend,
+                template: template_label.clone(),
             });
         };
         let on_token = move |piece: &str| {

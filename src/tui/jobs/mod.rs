@@ -46,6 +46,8 @@ pub enum Msg {
         ticket: u64,
         prompt: String,
         backend: String,
+        /// The prompt template, `name@hash`.
+        template: String,
     },
     GenToken {
         ticket: u64,
@@ -252,13 +254,18 @@ impl Jobs {
                     self.run(app, e);
                 }
             }
-            Msg::Reranked { ticket, result } => app.query.on_reranked(ticket, result),
+            Msg::Reranked { ticket, result } => {
+                if let Some(e) = app.query.on_reranked(ticket, result) {
+                    self.run(app, e);
+                }
+            }
             Msg::Placed { ticket, result } => app.query.on_places(ticket, result.map(|b| *b)),
             Msg::GenPrompt {
                 ticket,
                 prompt,
                 backend,
-            } => app.generate.on_prompt(ticket, prompt, backend),
+                template,
+            } => app.generate.on_prompt(ticket, prompt, backend, template),
             Msg::GenToken { ticket, piece } => app.generate.on_token(ticket, &piece),
             Msg::GenDone { ticket, result } => {
                 let result = result.map(|b| *b);

@@ -36,82 +36,116 @@ use crate::tui::text_view::{Move, Scroll, position, wrap};
 use crate::tui::theme::Theme;
 
 pub struct AnnotatePane {
-    pub reviewer: Option<String>,
+    reviewer: Option<String>,
     /// The reviewer's name, asked for when none was given.
-    pub reviewer_input: TextInput,
-    pub items: Vec<Item>,
+    reviewer_input: TextInput,
+    items: Vec<Item>,
     /// The study's rubric, and its pairwise form (first, second, tie on the same
     /// criteria) for pair items, built once here rather than on every draw and key.
     /// Private so that the two cannot drift apart: [`Self::set_rubric`] sets both.
     rubric: Rubric,
     pair_rubric: Rubric,
-    pub pos: usize,
-    pub criterion: usize,
+    pos: usize,
+    criterion: usize,
     /// Every label version known (this and other reviewers, the judge).
-    pub labels: Vec<Label>,
+    labels: Vec<Label>,
     /// Labels sent but not yet confirmed, by ticket.
-    pub pending: BTreeMap<u64, Label>,
+    pending: BTreeMap<u64, Label>,
     /// When each pending label's key was pressed.
-    pub pressed: BTreeMap<u64, std::time::Instant>,
+    pressed: BTreeMap<u64, std::time::Instant>,
     /// Key press to "saved" of every confirmed label, in ms (figures; logged too).
-    pub key_to_saved_ms: Vec<f64>,
-    pub ticket: u64,
-    pub revealed: bool,
+    key_to_saved_ms: Vec<f64>,
+    ticket: u64,
+    revealed: bool,
     /// A note being typed (`n`), attached to the next label.
-    pub note_input: TextInput,
+    note_input: TextInput,
     /// A finished note on a criterion that has no label yet: (criterion key, note).
     /// It is saved with that criterion's label, never with another criterion's.
-    pub pending_note: Option<(String, String)>,
+    pending_note: Option<(String, String)>,
     /// The reviewer was told that leaving the item drops `pending_note`; the next
     /// move (or quit) does, and names it.
-    pub note_warned: bool,
+    note_warned: bool,
     /// Notes dropped that way, for the report printed on quitting (nothing typed is
     /// lost without a trace).
-    pub dropped_notes: Vec<String>,
-    pub status: Option<String>,
-    pub last_save_ms: Option<f64>,
+    dropped_notes: Vec<String>,
+    status: Option<String>,
+    last_save_ms: Option<f64>,
     /// This reviewer's own confirmed labels, newest last (for undo).
-    pub history: Vec<Label>,
+    history: Vec<Label>,
     /// Labels whose commit failed (item, criterion and why), reported on quitting.
-    pub failed: Vec<String>,
+    failed: Vec<String>,
     /// The study lead: sees every label and each reviewer's progress.
-    pub lead: bool,
+    lead: bool,
     /// Indices into `items`: this reviewer's items (assigned to them, in the set
     /// filter) in their own seeded order; `pos` indexes this.
-    pub order: Vec<usize>,
-    pub order_seed: u64,
+    order: Vec<usize>,
+    order_seed: u64,
     /// Only items of this set (`s` cycles).
-    pub set_filter: Option<String>,
+    set_filter: Option<String>,
     /// item -> every reviewer of its newest assignment (a pair, or k of n): whose
     /// queues hold it.
-    pub assigned: HashMap<String, Vec<String>>,
+    assigned: HashMap<String, Vec<String>>,
     /// Who reviews which item from which position of the label log on.
-    pub schedule: Schedule,
+    schedule: Schedule,
     /// The study roster (empty in an unsigned study) and this user's public key: a
     /// typed name must be this key's on the roster.
-    pub roster: Roster,
-    pub my_key: Option<String>,
+    roster: Roster,
+    my_key: Option<String>,
     /// The study (and with it the roster) has been read at least once. Until then a
     /// typed name cannot be checked against the roster, so none is taken: taking it
     /// would draw every view for a name this user may not hold.
-    pub study_read: bool,
+    study_read: bool,
     /// Stored rows that do not count (unsigned or forged), as last read.
-    pub refused: Vec<Refusal>,
+    refused: Vec<Refusal>,
     /// Submissions and reveals, recomputed whenever labels change.
-    pub blinding: Blinding,
+    blinding: Blinding,
     /// The focused text (question, reference, target, answer), if any.
-    pub focus: Option<usize>,
+    focus: Option<usize>,
     /// The focused text fills the pane.
-    pub zoom: bool,
-    pub scroll: [Scroll; 4],
+    zoom: bool,
+    scroll: [Scroll; 4],
     /// (rows, wrapped lines) of each text as last drawn, for page moves.
-    pub geometry: Cell<[(usize, usize); 4]>,
+    geometry: Cell<[(usize, usize); 4]>,
     /// Active time per item ([`crate::core::timing`]), fed by every key.
-    pub clock: ActiveClock,
+    clock: ActiveClock,
     /// The clock's zero.
-    pub started: std::time::Instant,
+    started: std::time::Instant,
     /// The guidelines overlay (`i`) is open.
-    pub guidelines: bool,
+    guidelines: bool,
+}
+
+/// What the Annotate pane starts with, fixed for its life: who labels (a name typed
+/// later replaces `None`), whether they lead the study (the lead sees every label and
+/// each reviewer's progress, and labels nothing), the study's rubric, and the seed of
+/// each reviewer's own item order.
+#[derive(Clone, Debug)]
+pub struct AnnotateSettings {
+    pub reviewer: Option<String>,
+    pub lead: bool,
+    pub rubric: Rubric,
+    pub order_seed: u64,
+}
+
+impl Default for AnnotateSettings {
+    /// No one yet, not the lead, the shipped rubric, the configured default seed.
+    fn default() -> Self {
+        Self {
+            reviewer: None,
+            lead: false,
+            rubric: crate::service::base::default_rubric(),
+            order_seed: crate::config::defaults::ORDER_SEED,
+        }
+    }
+}
+
+/// Who may label in a study, as last read: the roster (empty in an unsigned study),
+/// this user's public key (a typed name must be this key's on the roster) and the
+/// stored rows that do not count.
+#[derive(Debug, Default)]
+pub struct StudyTrust {
+    pub roster: Roster,
+    pub my_key: Option<String>,
+    pub refused: Vec<Refusal>,
 }
 
 /// The four texts of an item, in display order.
@@ -128,7 +162,90 @@ impl AnnotatePane {
         &self.items
     }
 
-    pub fn new(reviewer: Option<String>, rubric: Rubric) -> Self {
+    /// Every label version known (this and other reviewers, the judge), in log order.
+    pub fn labels(&self) -> &[Label] {
+        &self.labels
+    }
+
+    /// Submissions and reveals as last computed from the labels.
+    pub fn blinding(&self) -> &Blinding {
+        &self.blinding
+    }
+
+    /// The place of the item on screen in this reviewer's queue.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The criterion the cursor is on (an index into the shown rubric).
+    pub fn criterion(&self) -> usize {
+        self.criterion
+    }
+
+    /// This reviewer's items in their own order (the lead's: every item, in stored
+    /// order), as `]` steps through them.
+    pub fn queue(&self) -> impl Iterator<Item = &Item> {
+        self.order.iter().map(|&n| &self.items[n])
+    }
+
+    /// The pane's last message, if any.
+    pub fn status(&self) -> Option<&str> {
+        self.status.as_deref()
+    }
+
+    /// Show `message` in the pane's status line.
+    pub fn say(&mut self, message: impl Into<String>) {
+        self.status = Some(message.into());
+    }
+
+    /// A note is being typed (`n`).
+    pub fn is_typing_note(&self) -> bool {
+        self.note_input.is_active()
+    }
+
+    /// Labels sent for commit and not yet confirmed (quitting waits for them).
+    pub fn in_flight(&self) -> impl Iterator<Item = &Label> {
+        self.pending.values()
+    }
+
+    /// How many labels are in flight.
+    pub fn saves_in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// What was typed and not saved: labels whose commit failed and notes dropped on
+    /// leaving their item, each named, for the report printed on quitting.
+    pub fn unsaved(&self) -> impl Iterator<Item = &String> {
+        self.failed.iter().chain(&self.dropped_notes)
+    }
+
+    /// The study was read (start-up, or another process committed): who may label,
+    /// then its items, labels and assignments. Returns whether the reviewer's name was
+    /// dropped because it is not this user's key's on the roster read (every view must
+    /// then be drawn again, for no one).
+    pub fn on_study_read(
+        &mut self,
+        trust: StudyTrust,
+        items: Vec<Item>,
+        labels: Vec<Label>,
+        schedule: Schedule,
+    ) -> bool {
+        self.roster = trust.roster;
+        self.my_key = trust.my_key;
+        self.refused = trust.refused;
+        self.load_with(items, labels, schedule);
+        self.recheck_name()
+    }
+
+    /// The pane for `settings`; the study's items and labels come with
+    /// [`Self::on_study_read`] (or [`Self::load`]).
+    pub fn new(settings: AnnotateSettings) -> Self {
+        let AnnotateSettings {
+            reviewer,
+            lead,
+            rubric,
+            order_seed,
+        } = settings;
         Self {
             reviewer,
             reviewer_input: TextInput::default(),
@@ -151,9 +268,9 @@ impl AnnotatePane {
             last_save_ms: None,
             history: Vec::new(),
             failed: Vec::new(),
-            lead: false,
+            lead,
             order: Vec::new(),
-            order_seed: 1,
+            order_seed,
             set_filter: None,
             assigned: HashMap::new(),
             schedule: Schedule::default(),
@@ -252,7 +369,7 @@ impl AnnotatePane {
     /// or whose key the lead has since replaced, is dropped, and the name asked for
     /// again; returns whether it was (every view must then be drawn for no one).
     /// The lead's identity is the lead's key, checked at start-up, so it is kept.
-    pub fn recheck_name(&mut self) -> bool {
+    fn recheck_name(&mut self) -> bool {
         if self.lead {
             return false;
         }
@@ -272,7 +389,7 @@ impl AnnotatePane {
     }
 
     /// Recompute submissions and reveals after the labels changed.
-    pub fn relabel(&mut self) {
+    fn relabel(&mut self) {
         let keys: Vec<&str> = self
             .rubric
             .criteria
@@ -284,7 +401,7 @@ impl AnnotatePane {
 
     /// This reviewer's items in their order (the lead: every item, in stored order),
     /// keeping the current item selected.
-    pub fn rebuild_order(&mut self) {
+    fn rebuild_order(&mut self) {
         let current = self.item().map(|i| i.item_id.clone());
         let me = self.reviewer.clone().unwrap_or_default();
         let assigned_to_me = |i: &Item| self.assigned_to(&i.item_id, &me);
@@ -433,7 +550,7 @@ impl AnnotatePane {
 
     /// Hold `label` as pending and ask for its commit; the reviewer's own labels
     /// carry their active time on the item.
-    fn queue(&mut self, mut label: Label) -> Option<Effect> {
+    fn send(&mut self, mut label: Label) -> Option<Effect> {
         if self.reviewer.as_deref() == Some(label.reviewer.as_str()) {
             label.active_ms = Some(self.active_ms_of(&label.item_id));
         }
@@ -450,7 +567,7 @@ impl AnnotatePane {
     /// Queue a label decided elsewhere (a lead's final label from the Agreement
     /// pane): saved, waited for at quit and reported like the reviewer's own.
     pub fn queue_external(&mut self, label: Label) -> Option<Effect> {
-        self.queue(label)
+        self.send(label)
     }
 
     /// A commit finished.
@@ -548,7 +665,7 @@ impl AnnotatePane {
         if self.criterion + 1 < criteria {
             self.criterion += 1;
         }
-        self.queue(label)
+        self.send(label)
     }
 
     fn undo(&mut self) -> Option<Effect> {
@@ -573,7 +690,7 @@ impl AnnotatePane {
             .iter()
             .position(|c| c.key == last.criterion)
             .unwrap_or(0);
-        self.queue(retract)
+        self.send(retract)
     }
 
     fn goto(&mut self, pos: usize) {
@@ -631,7 +748,7 @@ impl AnnotatePane {
             Some(v) => {
                 let version = self.shown_rubric().version.clone();
                 let label = Label::new(&item, &me, &c, Some(&v), Some(&note), &version);
-                self.queue(label)
+                self.send(label)
             }
             None => {
                 let name = self.rubric.criteria[self.criterion].name.clone();

@@ -62,26 +62,62 @@ pub struct DocView {
 
 #[derive(Debug)]
 pub struct CorpusPane {
-    pub chunks: Vec<ChunkView>,
-    pub docs: Vec<DocView>,
+    chunks: Vec<ChunkView>,
+    docs: Vec<DocView>,
     /// The filter over titles and header paths (`/`).
-    pub filter: TextInput,
+    filter: TextInput,
     /// Visible documents (index into `docs`) with their visible chunks.
-    pub visible: Vec<(usize, Vec<usize>)>,
+    visible: Vec<(usize, Vec<usize>)>,
     /// Length histogram of the visible chunks (recomputed with the filter, not per frame).
-    pub histogram: Vec<(String, usize)>,
-    pub doc_sel: usize,
-    pub chunk_sel: usize,
-    pub text_scroll: u16,
-    pub focus: Focus,
+    histogram: Vec<(String, usize)>,
+    doc_sel: usize,
+    chunk_sel: usize,
+    text_scroll: u16,
+    focus: Focus,
     /// Chunk id -> its summary, sanitized (C_S and C_R index these).
-    pub summaries: HashMap<String, String>,
+    summaries: HashMap<String, String>,
     /// A note under the panes (the first screen a newcomer sees): its title and lines,
     /// sanitized. The TUI sets it when answers come from the tiny model setup ships.
-    pub note: Option<(String, Vec<String>)>,
+    note: Option<(String, Vec<String>)>,
 }
 
 impl CorpusPane {
+    /// Every chunk, ordered by document and position in it.
+    pub fn chunks(&self) -> &[ChunkView] {
+        &self.chunks
+    }
+
+    /// The documents, each with its chunks (indices into [`Self::chunks`]).
+    pub fn docs(&self) -> &[DocView] {
+        &self.docs
+    }
+
+    /// The filter as typed.
+    pub fn filter_text(&self) -> &str {
+        self.filter.text()
+    }
+
+    /// The documents the filter shows (indices into [`Self::docs`]), each with its
+    /// shown chunks.
+    pub fn visible(&self) -> &[(usize, Vec<usize>)] {
+        &self.visible
+    }
+
+    /// How far the chunk's text is scrolled, in lines.
+    pub fn text_scroll(&self) -> u16 {
+        self.text_scroll
+    }
+
+    /// How many chunks have a summary.
+    pub fn summary_count(&self) -> usize {
+        self.summaries.len()
+    }
+
+    /// Show a note under the panes (title and lines; sanitized here), or none.
+    pub fn set_note(&mut self, note: Option<(String, Vec<String>)>) {
+        self.note = note.map(|(title, lines)| (clean(&title), lines.iter().map(|l| clean(l)).collect()));
+    }
+
     /// Show these summaries (chunk id -> summary text) beside the chunks' text.
     pub fn set_summaries(&mut self, summaries: HashMap<String, String>) {
         self.summaries = summaries

@@ -24,15 +24,40 @@ pub const HOW_TO: &str = "raglab evalset generate --limit 60, then raglab evalse
 #[derive(Default)]
 pub struct EvalsetPane {
     /// The last load (None: not loaded yet).
-    pub views: Option<Vec<CandidateView>>,
-    pub selected: usize,
-    pub loading: bool,
+    views: Option<Vec<CandidateView>>,
+    selected: usize,
+    loading: bool,
     /// Decisions sent and not yet stored.
-    pub saving: usize,
-    pub status: Option<String>,
+    saving: usize,
+    status: Option<String>,
 }
 
 impl EvalsetPane {
+    /// The pane is reading the candidates again (each time it is opened).
+    pub fn start_loading(&mut self) {
+        self.loading = true;
+    }
+
+    /// A load is in flight.
+    pub fn is_loading(&self) -> bool {
+        self.loading
+    }
+
+    /// The candidates were read at least once.
+    pub fn is_loaded(&self) -> bool {
+        self.views.is_some()
+    }
+
+    /// Decisions sent and not yet stored.
+    pub fn saves_in_flight(&self) -> usize {
+        self.saving
+    }
+
+    /// The pane's last message, if any.
+    pub fn status(&self) -> Option<&str> {
+        self.status.as_deref()
+    }
+
     /// A finished load; the selection stays on the same candidate when it still exists.
     pub fn on_loaded(&mut self, views: Result<Vec<CandidateView>, String>) {
         self.loading = false;

@@ -6,7 +6,10 @@
 //! loop draws at most once per frame. `p` replays a stored answer at its recorded
 //! speed (no model needed: a demo on a machine without the generator), labelled as a
 //! replay with the answer's id, model and date so it is never taken for a live one.
-//! `c` opens the Compare view of two stored answer runs ([`compare`]).
+//! `c` opens the Compare view of two stored answer runs ([`compare`]). `t` switches
+//! the prompt template among the configured ones; the question's title names the one
+//! the next answer uses, the prompt view (`v`) and the previous answers the one each
+//! answer used (`name@hash`).
 
 pub mod compare;
 
@@ -21,6 +24,7 @@ use ratatui::widgets::{Block, List, ListItem, Paragraph, Wrap};
 
 use crate::core::question::Question;
 use crate::core::sampling::Sampling;
+use crate::core::template::TemplateChoice;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::answer::AnswerRecord;
 use crate::tui::action::Action;
@@ -60,15 +64,24 @@ pub struct GeneratePane {
     stored: Option<usize>,
     /// The Compare view of two answer runs (`c`).
     compare: compare::RunsCompare,
+    /// The prompt templates `t` switches between, and the one the next answer uses.
+    templates: Vec<TemplateChoice>,
+    template: usize,
+    /// The template of the answer on screen, `name@hash` (known once its prompt is
+    /// built, or from the stored answer replayed).
+    used_template: Option<String>,
 }
 
 /// What the Generate pane is set up with: the generator's name as shown, whether its
-/// file is missing (`g` cannot work, `p` can), and the sampling of live answers.
+/// file is missing (`g` cannot work, `p` can), the sampling of live answers, and the
+/// prompt templates to switch between (the first is used until `t`; none: the
+/// configured one, and `t` says how to add more).
 #[derive(Debug, Clone, Default)]
 pub struct GenerateSettings {
     pub model: String,
     pub generator_missing: bool,
     pub sampling: Sampling,
+    pub templates: Vec<TemplateChoice>,
 }
 
 impl GeneratePane {
@@ -77,6 +90,7 @@ impl GeneratePane {
             model,
             generator_missing,
             sampling,
+            templates,
         } = settings;
         Self {
             question: None,
@@ -102,7 +116,33 @@ impl GeneratePane {
             generator_missing,
             stored: None,
             compare: compare::RunsCompare::default(),
+            templates,
+            template: 0,
+            used_template: None,
         }
+    }
+
+    /// The template the next answer uses, if templates were configured.
+    pub fn template(&self) -> Option<&TemplateChoice> {
+        self.templates.get(self.template)
+    }
+
+    /// `t`: the next configured template (after the last, the first again).
+    fn next_template(&mut self) {
+        self.status = Some(match self.templates.len() {
+            0 | 1 => format!(
+                "one prompt template ({}): list more files in [prompts] free_form_alternatives of the config to switch",
+                self.template().map_or("shipped", |t| t.name.as_str())
+            ),
+            n => {
+                self.template = (self.template + 1) % n;
+                format!(
+                    "prompt template {} ({} of {n}): g answers with it",
+                    self.template().map_or("", |t| t.name.as_str()),
+                    self.template + 1
+                )
+            }
+        });
     }
 
     /// The stored answers to the question on screen, newest first.
@@ -204,6 +244,7 @@ impl GeneratePane {
         self.finished = None;
         self.status = None;
         self.judging = None;
+        self.used_template = None;
     }
 
     /// Replay the stored answer after the last one replayed (of `question_id` when it
@@ -237,6 +278,7 @@ impl GeneratePane {
         self.started = Some(Instant::now());
         self.status = None;
         self.prompt = Some(clean(&a.prompt));
+        self.used_template = Some(clean(&a.template_label()));
         self.question = Some(Question {
             id: a.question_id.clone(),
             text: a.question.clone(),
@@ -331,14 +373,18 @@ impl GeneratePane {
             alpha: ranking.alpha,
             k,
             sampling: self.sampling.clone(),
+            template: self.template().and_then(|t| t.file.clone()),
             stop: Arc::clone(&self.stop),
         }))
     }
 
-    pub fn on_prompt(&mut self, ticket: u64, prompt: String, backend: String) {
+    /// The answer's prompt was built: its exact text, where it runs, and its template
+    /// (`name@hash`).
+    pub fn on_prompt(&mut self, ticket: u64, prompt: String, backend: String, template: String) {
         if ticket == self.ticket {
             self.prompt = Some(clean(&prompt));
             self.backend = Some(clean(&backend));
+            self.used_template = Some(clean(&template));
         }
     }
 
@@ -398,7 +444,15 @@ impl GeneratePane {
                 self.stored
                     .map_or_else(|| "reading them…".into(), |n| format!("{n} stored"))
             ),
-            None => format!(" Question · generator {} ", clean(&self.model)),
+            None => format!(
+                " Question · generator {} · prompt {}{} ",
+                clean(&self.model),
+                clean(self.template().map_or("shipped", |t| t.name.as_str())),
+                match self.templates.len() {
+                    0 | 1 => String::new(),
+                    n => format!(" ({} of {n}, t switches)", self.template + 1),
+                }
+            ),
         };
         f.render_widget(
             Paragraph::new(Line::styled(q, theme.text)).block(
@@ -426,7 +480,12 @@ impl GeneratePane {
     fn draw_answer(&self, f: &mut Frame, main: Rect, theme: &Theme) {
         let (title, text) = if self.show_prompt {
             (
-                " Prompt (exact text sent to the model; v: back) ".to_string(),
+                format!(
+                    " Prompt{} (exact text sent to the model; v: back) ",
+                    self.used_template
+                        .as_ref()
+                        .map_or_else(String::new, |t| format!(" · template {t}"))
+                ),
                 self.prompt
                     .clone()
                     .unwrap_or_else(|| "(prompt not built yet)".into()),
@@ -473,10 +532,11 @@ impl GeneratePane {
                 ListItem::new(vec![
                     Line::styled(
                         format!(
-                            "seed {} · {} tok · {:.0} ms{}",
+                            "seed {} · {} tok · {:.0} ms · {}{}",
                             a.seed,
                             a.output_tokens,
                             a.total_ms,
+                            clean(&a.template_label()),
                             if a.stopped { " · stopped" } else { "" }
                         ),
                         theme.muted,
@@ -557,6 +617,10 @@ impl PaneView for GeneratePane {
                 self.status = Some("stopping…".into());
             }
             Action::ViewPrompt => self.show_prompt = !self.show_prompt,
+            Action::NextTemplate if !self.running => self.next_template(),
+            Action::NextTemplate => {
+                self.status = Some("the answer is being generated: s stops it, then t switches".into());
+            }
             Action::Down => self.scroll = self.scroll.saturating_add(1),
             Action::Up => self.scroll = self.scroll.saturating_sub(1),
             _ => {}
@@ -589,5 +653,103 @@ impl PaneView for GeneratePane {
 
     fn overlay_section(&self) -> &'static str {
         self.compare.section()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+
+    fn screen(pane: &GeneratePane) -> String {
+        let mut term = Terminal::new(TestBackend::new(260, 16)).expect("terminal");
+        let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
+        let frame = term.draw(|f| pane.draw(f, f.area(), &theme)).expect("draw");
+        crate::tui::ui::buffer_text(frame.buffer)
+    }
+
+    fn choice(name: &str, file: Option<&str>) -> TemplateChoice {
+        TemplateChoice {
+            name: name.into(),
+            file: file.map(std::path::PathBuf::from),
+        }
+    }
+
+    fn question() -> Question {
+        Question {
+            id: "q1".into(),
+            text: "How is rabies prevented?".into(),
+            ..Question::default()
+        }
+    }
+
+    /// The file of the template a `g` would use.
+    fn next_job_template(pane: &mut GeneratePane) -> Option<std::path::PathBuf> {
+        match pane.start(question(), Default::default(), 5) {
+            Some(Effect::Generate(job)) => job.template,
+            other => panic!("expected a generation, got {other:?}"),
+        }
+    }
+
+    /// `t` steps through the configured templates and back to the first; the title
+    /// names the one the next answer uses, and the job carries its file.
+    #[test]
+    fn t_switches_the_template_the_next_answer_uses() {
+        let mut pane = GeneratePane::new(GenerateSettings {
+            model: "m.gguf".into(),
+            templates: vec![
+                choice("shipped", None),
+                choice("brief", Some("/t/brief.txt")),
+                choice("free-form-citing", Some("/t/cite.txt")),
+            ],
+            ..GenerateSettings::default()
+        });
+        assert!(screen(&pane).contains("prompt shipped (1 of 3, t switches)"));
+        assert_eq!(next_job_template(&mut pane), None);
+        pane.running = false;
+        pane.update(Action::NextTemplate);
+        let shown = screen(&pane);
+        assert!(shown.contains("prompt brief (2 of 3, t switches)"), "{shown}");
+        assert!(shown.contains("prompt template brief (2 of 3): g answers with it"));
+        assert_eq!(
+            next_job_template(&mut pane),
+            Some(std::path::PathBuf::from("/t/brief.txt"))
+        );
+        // While an answer streams, `t` waits: the running answer keeps its template.
+        pane.update(Action::NextTemplate);
+        assert!(screen(&pane).contains("prompt brief (2 of 3"));
+        pane.running = false;
+        pane.update(Action::NextTemplate);
+        pane.update(Action::NextTemplate);
+        assert!(screen(&pane).contains("prompt shipped (1 of 3"));
+    }
+
+    /// With one template `t` says how to configure more; the prompt view names the
+    /// template the answer on screen used, as its prompt arrived.
+    #[test]
+    fn one_template_says_how_to_add_more_and_v_names_the_one_used() {
+        let mut pane = GeneratePane::new(GenerateSettings {
+            templates: vec![choice("shipped", None)],
+            ..GenerateSettings::default()
+        });
+        pane.update(Action::NextTemplate);
+        assert!(screen(&pane).contains("[prompts] free_form_alternatives"));
+        let _ = pane.start(question(), Default::default(), 5);
+        let ticket = pane.ticket;
+        pane.on_prompt(
+            ticket,
+            "the exact prompt".into(),
+            "CPU".into(),
+            "shipped@0123456789ab".into(),
+        );
+        pane.update(Action::ViewPrompt);
+        let shown = screen(&pane);
+        assert!(shown.contains("Prompt · template shipped@0123456789ab"), "{shown}");
+        assert!(shown.contains("the exact prompt"));
+        // A late prompt of an earlier answer changes nothing.
+        pane.on_prompt(ticket - 1, "old".into(), "CPU".into(), "old@1".into());
+        assert!(!screen(&pane).contains("old@1"));
     }
 }

@@ -73,6 +73,8 @@ pub struct RerankState {
     pub described: Option<String>,
     /// Scores asked for and not yet arrived.
     pub pending: bool,
+    /// The chunks of the request in flight (a reply must score each of them).
+    asked: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -384,6 +386,7 @@ impl QueryPane {
             return None;
         }
         self.rerank.pending = true;
+        self.rerank.asked.clone_from(&ids);
         self.status = Some(format!("reranking {} chunks…", ids.len()));
         Some(Effect::Rerank {
             ticket: self.ticket,
@@ -392,12 +395,21 @@ impl QueryPane {
         })
     }
 
-    /// Rerank scores arrived (those of a superseded search are dropped).
-    pub fn on_reranked(&mut self, ticket: u64, result: Result<(Vec<Scored>, String), String>) {
+    /// Rerank scores arrived (those of a superseded search are dropped). The ranking
+    /// may have changed while they were computed (another method or weight): the
+    /// scores it still lacks are asked for next, returned as the effect. A reply that
+    /// leaves a chunk of its own request unscored turns the stage off and says so,
+    /// rather than asking again for ever.
+    pub fn on_reranked(
+        &mut self,
+        ticket: u64,
+        result: Result<(Vec<Scored>, String), String>,
+    ) -> Option<Effect> {
         if ticket != self.ticket {
-            return;
+            return None;
         }
         self.rerank.pending = false;
+        let asked = std::mem::take(&mut self.rerank.asked);
         match result {
             Ok((scores, described)) => {
                 for l in [self.lists.as_mut(), self.cut.as_mut()]
@@ -408,6 +420,19 @@ impl QueryPane {
                 }
                 self.rerank.described = Some(described);
                 self.status = None;
+                let unscored = self.cut.as_ref().map_or(0, |lists| {
+                    asked
+                        .iter()
+                        .filter(|id| lists.rerank_score(id).is_none())
+                        .count()
+                });
+                if unscored > 0 {
+                    self.rerank.on = false;
+                    self.status = Some(format!(
+                        "the rerank stage left {unscored} of the {} chunks asked unscored: turned off",
+                        asked.len()
+                    ));
+                }
             }
             Err(e) => {
                 self.rerank.on = false;
@@ -415,6 +440,7 @@ impl QueryPane {
             }
         }
         self.refuse();
+        self.rerank_request()
     }
 
     /// The retrieval state is ready (`Ok`, with why dense retrieval is off if it is)
@@ -1207,10 +1233,24 @@ impl PaneView for QueryPane {
             Action::InputBackspace => {
                 self.input.backspace();
             }
-            Action::AlphaUp => self.step_alpha(0.05),
-            Action::AlphaDown => self.step_alpha(-0.05),
-            Action::CycleMethod => self.cycle_method(),
-            Action::CycleSparse => self.cycle_sparse(),
+            // A new first-stage ranking: with the rerank stage on, the scores its
+            // first N lack are asked for at once.
+            Action::AlphaUp => {
+                self.step_alpha(0.05);
+                return self.rerank_request();
+            }
+            Action::AlphaDown => {
+                self.step_alpha(-0.05);
+                return self.rerank_request();
+            }
+            Action::CycleMethod => {
+                self.cycle_method();
+                return self.rerank_request();
+            }
+            Action::CycleSparse => {
+                self.cycle_sparse();
+                return self.rerank_request();
+            }
             Action::PinBaseline => self.pin(),
             Action::NextFailure => return self.step_failure(1),
             Action::PrevFailure => return self.step_failure(-1),

@@ -29,9 +29,9 @@ impl App {
             my_key: study.my_key,
             refused: study.refused,
         };
-        let dropped =
-            self.annotate
-                .on_study_read(trust, study.items, study.labels, study.schedule);
+        let dropped = self
+            .annotate
+            .on_study_read(trust, study.items, study.labels, study.schedule);
         self.generate.set_stored(study.answers.len());
         self.query.set_stored(study.answers, study.judgements);
         self.sync_blind();

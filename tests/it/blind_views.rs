@@ -824,7 +824,8 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
     }
     common::tui::key(&mut app, &mut jobs, KeyCode::Enter);
     assert_eq!(
-        app.annotate.reviewer(), None,
+        app.annotate.reviewer(),
+        None,
         "a name before the roster is read"
     );
     let status = app.annotate.status().unwrap_or_default().to_string();
@@ -841,11 +842,7 @@ async fn a_typed_name_is_checked_against_the_roster_as_read() {
     )
     .await;
     common::tui::key(&mut app, &mut jobs, KeyCode::Enter);
-    assert_eq!(
-        app.annotate.reviewer(),
-        Some("bob"),
-        "unsigned: taken"
-    );
+    assert_eq!(app.annotate.reviewer(), Some("bob"), "unsigned: taken");
     let done = |a: &App| !a.agreement.is_computing() && a.agreement.shown().is_some();
     common::pump(&mut jobs, &mut app, &mut rx, Duration::from_secs(60), done).await;
     let blind: Vec<&String> = app.query.answers().blind.iter().collect();

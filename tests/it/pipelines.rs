@@ -527,7 +527,8 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
     // the judge's name tagged with the template's name and hash (computed here), each
     // prompt from that template; a second run finds nothing left to judge.
     let strict = env.dir.path().join("strict.txt");
-    let strict_text = "You are a strict grader.\n{criteria}\nQuestion: {question}\nAnswer: {answer}\n";
+    let strict_text =
+        "You are a strict grader.\n{criteria}\nQuestion: {question}\nAnswer: {answer}\n";
     std::fs::write(&strict, strict_text).expect("write");
     let judge_strict = [
         "judge",
@@ -549,10 +550,26 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
         .iter()
         .filter(|j| j.judge_model.ends_with(&tag))
         .collect();
-    assert_eq!(tagged.len(), 2, "{:?}", stored.iter().map(|j| &j.judge_model).collect::<Vec<_>>());
-    assert!(tagged.iter().all(|j| j.run == "agent" && j.prompt.starts_with("You are a strict grader.")));
-    let plain = stored.iter().filter(|j| !j.judge_model.contains("+prompt-")).count();
-    assert_eq!(plain, stored.len() - 2, "the shipped prompt's judgements are untouched");
+    assert_eq!(
+        tagged.len(),
+        2,
+        "{:?}",
+        stored.iter().map(|j| &j.judge_model).collect::<Vec<_>>()
+    );
+    assert!(
+        tagged
+            .iter()
+            .all(|j| j.run == "agent" && j.prompt.starts_with("You are a strict grader."))
+    );
+    let plain = stored
+        .iter()
+        .filter(|j| !j.judge_model.contains("+prompt-"))
+        .count();
+    assert_eq!(
+        plain,
+        stored.len() - 2,
+        "the shipped prompt's judgements are untouched"
+    );
     let again = env.ok(&judge_strict);
     assert!(
         String::from_utf8_lossy(&again.stderr).contains("judging 0 answers"),

@@ -532,7 +532,10 @@ async fn the_query_panes_rerank_column_follows_the_servers_scores() {
         .collect();
     let asked: usize = served.iter().map(|s| s.documents.len()).sum();
     assert_eq!(asked, texts.len(), "a chunk was asked for twice");
-    assert_eq!(app.query.config().method, raglab::core::retrieval::Method::Bm25);
+    assert_eq!(
+        app.query.config().method,
+        raglab::core::retrieval::Method::Bm25
+    );
     let lists = app.query.lists().expect("lists");
     let bm25 = lists.ranking(raglab::core::retrieval::Method::Bm25, 0.0);
     let unscored: Vec<&&str> = bm25

@@ -5,11 +5,11 @@
 use crate::common;
 
 use common::Env;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use raglab::config::{Config, Paths};
 use raglab::core::text::is_terminal_safe;
 use raglab::service::Context;
 use raglab::service::base::parse_rubric;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use raglab::tui::app::Pane;
 use raglab::tui::keymap::Keymap;
 use raglab::tui::panes::generate::{GeneratePane, GenerateSettings};

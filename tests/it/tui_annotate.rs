@@ -132,19 +132,11 @@ fn other_labels_stay_hidden_until_the_item_is_done() {
     let bob: Vec<Label> = rubric
         .criteria
         .iter()
-        .map(|c| {
-            Label::new(
-            &item,
-            "bob",
-            &c.key,
-            Some("fail"),
-            None,
-            &rubric.version,
-            )
-        })
+        .map(|c| Label::new(&item, "bob", &c.key, Some("fail"), None, &rubric.version))
         .collect();
     // Read with the study, as another process's commit would be.
-    app.annotate.load(items(3), bob, std::collections::HashMap::new());
+    app.annotate
+        .load(items(3), bob, std::collections::HashMap::new());
     keys(&mut app, "r");
     let screen = render(&app);
     assert!(
@@ -186,7 +178,8 @@ fn undo_retracts_the_last_label_as_a_new_version() {
     );
     assert_eq!(app.annotate.labels().len(), 3, "history keeps all versions");
     assert_eq!(
-        app.annotate.criterion(), 1,
+        app.annotate.criterion(),
+        1,
         "cursor back on the undone criterion"
     );
 }
@@ -410,17 +403,18 @@ fn others_labels_and_notes_appear_once_both_submitted() {
         .iter()
         .map(|c| {
             Label::new(
-            &item,
-            "bob",
-            &c.key,
-            Some("fail"),
-            Some(&format!("bob on {}", c.key)),
-            &rubric.version,
+                &item,
+                "bob",
+                &c.key,
+                Some("fail"),
+                Some(&format!("bob on {}", c.key)),
+                &rubric.version,
             )
         })
         .collect();
     // Read with the study, as another process's commit would be.
-    app.annotate.load(items(3), bob, std::collections::HashMap::new());
+    app.annotate
+        .load(items(3), bob, std::collections::HashMap::new());
     let fx = keys(&mut app, "ppp");
     commit_all(&mut app, fx);
     keys(&mut app, "r");

@@ -65,7 +65,9 @@ fn keys_move_between_documents_chunks_and_text() {
     let last = app.corpus.selected_doc().expect("doc");
     assert_eq!(
         app.corpus.selected_chunk().map(|c| c.id.clone()),
-        last.chunks.last().map(|&i| app.corpus.chunks()[i].id.clone())
+        last.chunks
+            .last()
+            .map(|&i| app.corpus.chunks()[i].id.clone())
     );
     press(&mut app, "l"); // focus text, scroll
     press(&mut app, "jj");

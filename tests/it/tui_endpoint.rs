@@ -124,7 +124,11 @@ async fn the_generate_pane_streams_from_an_endpoint_and_stops() {
     );
     assert_eq!(rec.template.as_deref(), Some("free-form-citing"));
     assert_eq!(rec.template_sha256.as_deref(), Some(sha.as_str()));
-    assert!(rec.prompt.contains("cite the chunk or chunks"), "{}", rec.prompt);
+    assert!(
+        rec.prompt.contains("cite the chunk or chunks"),
+        "{}",
+        rec.prompt
+    );
     key(&mut app, &mut jobs, KeyCode::Char('v'));
     let prompt_view = common::screen(&app, 160, 40);
     assert!(

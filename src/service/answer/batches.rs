@@ -580,7 +580,13 @@ impl JudgeBatch {
     fn prompt(&self, a: &AnswerRecord) -> PromptText {
         let none = PromptText::default();
         let examples = self.examples.get(&a.answer_id).unwrap_or(&none);
-        judge_prompt_with(&self.template, &self.rubric, a, &self.target_text(a), examples)
+        judge_prompt_with(
+            &self.template,
+            &self.rubric,
+            a,
+            &self.target_text(a),
+            examples,
+        )
     }
 
     /// The target text the judge is shown for an answer.

@@ -74,7 +74,8 @@ pub fn judge_live(
         &target,
         &crate::core::prompt::PromptText::default(),
     );
-    let (mut rec, _) = super::generation::judge_prompted(&g, rubric, a, prompt, (0.0, 7), on_token)?;
+    let (mut rec, _) =
+        super::generation::judge_prompted(&g, rubric, a, prompt, (0.0, 7), on_token)?;
     if let Some(tag) = super::generation::judge_template_tag(&template) {
         rec.judge_model = format!("{}+{tag}", rec.judge_model);
     }

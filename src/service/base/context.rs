@@ -229,7 +229,10 @@ impl Context {
     /// an earlier choice's is left out silently.
     pub fn free_form_choices(
         &self,
-    ) -> (Vec<crate::core::template::TemplateChoice>, Vec<anyhow::Error>) {
+    ) -> (
+        Vec<crate::core::template::TemplateChoice>,
+        Vec<anyhow::Error>,
+    ) {
         use crate::core::template::{TemplateChoice, TemplateKind};
         let (mut choices, mut hashes, mut errors) = (Vec::new(), Vec::new(), Vec::new());
         let files = std::iter::once(None).chain(
@@ -362,13 +365,13 @@ mod tests {
             .iter()
             .map(|c| (c.name.as_str(), c.file.as_deref()))
             .collect();
-        assert_eq!(
-            names,
-            [("shipped", None), ("brief", Some(brief.as_path()))]
-        );
+        assert_eq!(names, [("shipped", None), ("brief", Some(brief.as_path()))]);
         let errors: Vec<String> = errors.iter().map(|e| format!("{e:#}")).collect();
         assert_eq!(errors.len(), 2, "{errors:?}");
-        assert!(errors[0].contains("{answer}") && errors[0].contains("broken.txt"), "{errors:?}");
+        assert!(
+            errors[0].contains("{answer}") && errors[0].contains("broken.txt"),
+            "{errors:?}"
+        );
         assert!(errors[1].contains("missing.txt"), "{errors:?}");
     }
 }

@@ -115,7 +115,8 @@ impl CorpusPane {
 
     /// Show a note under the panes (title and lines; sanitized here), or none.
     pub fn set_note(&mut self, note: Option<(String, Vec<String>)>) {
-        self.note = note.map(|(title, lines)| (clean(&title), lines.iter().map(|l| clean(l)).collect()));
+        self.note =
+            note.map(|(title, lines)| (clean(&title), lines.iter().map(|l| clean(l)).collect()));
     }
 
     /// Show these summaries (chunk id -> summary text) beside the chunks' text.

@@ -619,7 +619,8 @@ impl PaneView for GeneratePane {
             Action::ViewPrompt => self.show_prompt = !self.show_prompt,
             Action::NextTemplate if !self.running => self.next_template(),
             Action::NextTemplate => {
-                self.status = Some("the answer is being generated: s stops it, then t switches".into());
+                self.status =
+                    Some("the answer is being generated: s stops it, then t switches".into());
             }
             Action::Down => self.scroll = self.scroll.saturating_add(1),
             Action::Up => self.scroll = self.scroll.saturating_sub(1),
@@ -687,7 +688,15 @@ mod tests {
 
     /// The file of the template a `g` would use.
     fn next_job_template(pane: &mut GeneratePane) -> Option<std::path::PathBuf> {
-        match pane.start(question(), Default::default(), 5) {
+        match pane.start(
+            question(),
+            crate::core::retrieval::RunConfig::new(
+                crate::core::retrieval::Method::Hybrid,
+                crate::core::retrieval::Sparse::Bm25,
+                0.7,
+            ),
+            5,
+        ) {
             Some(Effect::Generate(job)) => job.template,
             other => panic!("expected a generation, got {other:?}"),
         }
@@ -711,7 +720,10 @@ mod tests {
         pane.running = false;
         pane.update(Action::NextTemplate);
         let shown = screen(&pane);
-        assert!(shown.contains("prompt brief (2 of 3, t switches)"), "{shown}");
+        assert!(
+            shown.contains("prompt brief (2 of 3, t switches)"),
+            "{shown}"
+        );
         assert!(shown.contains("prompt template brief (2 of 3): g answers with it"));
         assert_eq!(
             next_job_template(&mut pane),
@@ -736,7 +748,15 @@ mod tests {
         });
         pane.update(Action::NextTemplate);
         assert!(screen(&pane).contains("[prompts] free_form_alternatives"));
-        let _ = pane.start(question(), Default::default(), 5);
+        let _ = pane.start(
+            question(),
+            crate::core::retrieval::RunConfig::new(
+                crate::core::retrieval::Method::Hybrid,
+                crate::core::retrieval::Sparse::Bm25,
+                0.7,
+            ),
+            5,
+        );
         let ticket = pane.ticket;
         pane.on_prompt(
             ticket,
@@ -746,7 +766,10 @@ mod tests {
         );
         pane.update(Action::ViewPrompt);
         let shown = screen(&pane);
-        assert!(shown.contains("Prompt · template shipped@0123456789ab"), "{shown}");
+        assert!(
+            shown.contains("Prompt · template shipped@0123456789ab"),
+            "{shown}"
+        );
         assert!(shown.contains("the exact prompt"));
         // A late prompt of an earlier answer changes nothing.
         pane.on_prompt(ticket - 1, "old".into(), "CPU".into(), "old@1".into());

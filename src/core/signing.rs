@@ -202,6 +202,20 @@ pub fn gold_bytes(g: &GoldLabel, study: &Binding) -> Vec<u8> {
     c.0
 }
 
+/// The bytes a rubric pin (the study's rubric, pinned by the lead) is signed over in a
+/// study bound as `study`: every field but the signature, under a tag of its own.
+pub fn pin_bytes(p: &super::pinned::RubricPin, study: &Binding) -> Vec<u8> {
+    let mut c = study.canon("rubric pin");
+    c.str(&p.rubric)
+        .str(&p.name)
+        .str(&p.version)
+        .str(&p.pinned_at)
+        .num(Some(p.label_rows))
+        .num(Some(p.pin_rows))
+        .opt(p.signer.as_deref());
+    c.0
+}
+
 /// The bytes a roster row after the founding one is signed over in a study bound as
 /// `study` (every field but the signature).
 pub fn roster_bytes(r: &RosterEntry, study: &Binding) -> Vec<u8> {
@@ -270,7 +284,7 @@ pub fn short(key: &str) -> String {
 /// Why a row's seal does not hold, said after "is not signed by …'s key". `bytes`
 /// gives the row's signed bytes under a binding: the study's own, and for a bound
 /// study the unbound form too, to name a row signed without the study's id.
-fn seal_fault(
+pub(super) fn seal_fault(
     signer: Option<&str>,
     signature: Option<&str>,
     want: &str,
@@ -305,6 +319,10 @@ pub struct Roster {
     present: bool,
     /// What the study's signatures are bound to (set by the founding entry).
     binding: Binding,
+    /// The founding entry's signature (the study id of a bound study; in an unbound
+    /// one, the v1 signature of the lead's entry): what a workspace remembers of the
+    /// study it holds.
+    founding: Option<String>,
 }
 
 impl Roster {
@@ -356,6 +374,7 @@ impl Roster {
                     return Err(format!(" (lead) is not signed by its own key{why}"));
                 }
                 self.lead = Some((r.name.clone(), key.clone()));
+                self.founding = sig.1.map(str::to_string);
             }
             (None, _) => {
                 return Err(
@@ -392,6 +411,12 @@ impl Roster {
     /// signed over bytes made with it, and every row written for it must be.
     pub fn binding(&self) -> &Binding {
         &self.binding
+    }
+
+    /// The signature of the entry that founded the roster: the study id of a bound
+    /// study, the lead's v1 signature in an unbound one; none without a lead.
+    pub fn founding(&self) -> Option<&str> {
+        self.founding.as_deref()
     }
 
     /// The lead's name and key.

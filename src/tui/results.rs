@@ -18,11 +18,19 @@ impl App {
 
     /// The study was read (start-up, or it changed on disk): items, labels and pairs
     /// for the Annotate pane, answers and judge labels for the Query pane, the count of
-    /// stored answers for the Generate pane's replay; the roster, the viewer's key
-    /// and the rows refused as unsigned or forged for the Annotate pane. Returns
+    /// stored answers for the Generate pane's replay; the roster, the viewer's key,
+    /// the study's pinned rubric and the rows refused as unsigned or forged for the
+    /// Annotate pane. Returns
     /// whether the reviewer's name was dropped (it is not this user's key's on the
     /// roster read): every view must then be drawn again, for no one.
     pub fn on_study_loaded(&mut self, study: Study) -> bool {
+        // The study's pinned rubric, read with the study (a lead may pin a new one
+        // while the session runs): labels are given and checked against it.
+        if let Some(r) = study.rubric.filter(|r| r != self.annotate.rubric()) {
+            let last = r.criteria.len().saturating_sub(1);
+            self.annotate.set_rubric(r);
+            self.annotate.criterion = self.annotate.criterion.min(last);
+        }
         self.annotate.roster = study.roster;
         self.annotate.my_key = study.my_key;
         self.annotate.refused = study.refused;

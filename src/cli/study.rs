@@ -55,6 +55,12 @@ pub enum RosterCmd {
         #[arg(long)]
         lead: bool,
     },
+    /// Give NAME a new key NEWKEY (the lead only): labels NAME signed with the old
+    /// key before it keep counting; from it on only the new key counts.
+    Rotate { name: String, key: String },
+    /// Remove NAME from the roster (the lead only): their labels written before it
+    /// keep counting; from it on none of theirs does.
+    Remove { name: String },
     /// List the roster and the entries that do not count.
     List {
         #[arg(long)]
@@ -92,6 +98,27 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
                     added.earlier_labels
                 );
             }
+        }
+        StudyCmd::Roster {
+            cmd: RosterCmd::Rotate { name, key },
+        } => {
+            let e = study::roster_rotate(ctx, &name, &key).await?;
+            say!(
+                "{} now signs with key {} (from label row {}; earlier labels keep counting)",
+                clean(&e.name),
+                e.public_key,
+                e.label_rows.unwrap_or(0)
+            );
+        }
+        StudyCmd::Roster {
+            cmd: RosterCmd::Remove { name },
+        } => {
+            let e = study::roster_remove(ctx, &name).await?;
+            say!(
+                "removed {} from the roster (from label row {}; earlier labels keep counting)",
+                clean(&e.name),
+                e.label_rows.unwrap_or(0)
+            );
         }
         StudyCmd::Rubric {
             cmd: RubricCmd::Pin { file },

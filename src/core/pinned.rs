@@ -322,6 +322,7 @@ mod tests {
             signer: Some(LENA.into()),
             signature: None,
             nonce: Some("n".into()),
+            label_rows: None,
         };
         let id = toy_sign(LENA, &founding_bytes(&lead));
         lead.signature = Some(id.clone());
@@ -333,6 +334,7 @@ mod tests {
             signer: Some(LENA.into()),
             signature: None,
             nonce: None,
+            label_rows: None,
         };
         ann.signature = Some(toy_sign(LENA, &roster_bytes(&ann, &Binding::Study(id))));
         let (roster, refused) = Roster::from_rows(&[lead, ann], &toy_verify);

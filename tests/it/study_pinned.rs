@@ -8,7 +8,10 @@
 //!   named;
 //! - a deleted roster is an error naming the file (never an unsigned study), for as
 //!   long as the workspace or the reader remembers the study, and a roster replaced by
-//!   another study's is named.
+//!   another study's is named;
+//! - roster entries have a position: a rotated key keeps the labels signed before it,
+//!   a removed reviewer's later labels are refused, and a replayed old entry changes
+//!   nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +22,7 @@ use crate::study_keys::{
 use raglab::config::{Config, Paths};
 use raglab::core::pinned::RubricPin;
 use raglab::core::rubric::Rubric;
+use raglab::core::signing::RosterEntry;
 use raglab::service::base::{default_rubric, load_rubric, parse_rubric};
 use raglab::service::study::{self, Viewer};
 use raglab::store::workspace::Workspace;
@@ -394,4 +398,129 @@ fn a_deleted_roster_is_an_error_and_never_an_unsigned_study() {
     );
     let (ok, _, err) = ann.run(&["--reviewer", "ann", "labels", "export"]);
     assert!(!ok && err.contains("was replaced"), "{err}");
+}
+
+/// The refusals `agree --json` names.
+fn refused_of(v: &serde_json::Value) -> Vec<String> {
+    v["refused"]
+        .as_array()
+        .expect("refused")
+        .iter()
+        .filter_map(|r| r["why"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// ann's key is rotated, then bob is removed: every label given before counts (i0
+/// stays revealed), a label signed with ann's old key after the rotation and one of
+/// bob's after his removal are refused and named, and a byte-for-byte copy of ann's
+/// old roster entry appended to bring her old key back changes nothing.
+#[test]
+fn a_rotated_key_keeps_earlier_labels_and_a_replayed_old_entry_changes_nothing() {
+    let env = Env::new();
+    let crit = criteria();
+    let location = text(&env.workspace()).to_string();
+    let everyone = people(&env, &location, &[]);
+    create_n_items(&env, &everyone[0], 2);
+    found_roster(&everyone);
+    let [lena, ann, bob, ..] = &everyone;
+    assert!(ann.import("ann", &all("i0", &crit, "pass")).0);
+    assert!(bob.import("bob", &all("i0", &crit, "fail")).0);
+    let ws = Workspace::open(env.workspace()).expect("ws");
+    let old_entry: RosterEntry = block(study::roster_table(&ws).read_all())
+        .expect("roster")
+        .into_iter()
+        .find(|e: &RosterEntry| e.name == "ann")
+        .expect("ann's entry");
+
+    // ann's new machine, new key.
+    let ann_new = Person::new(&env, "ann-new", &location, &[]);
+    let new_key = ann_new.key();
+    let out = lena.ok(&["study", "roster", "rotate", "ann", &new_key]);
+    assert!(
+        out.contains(&format!(
+            "ann now signs with key {new_key} (from label row 8"
+        )),
+        "{out}"
+    );
+    let a = lena.agree();
+    assert!(refused_of(&a).is_empty(), "{a}");
+    let (rows, _) = exported(lena, &["--role", "lead"]);
+    assert_eq!(
+        rows.len(),
+        2 * crit.len(),
+        "ann's labels before the rotation count"
+    );
+    let (_, out, _) = history(bob, "bob", "i0", &[]);
+    assert!(shows(&out, "ann"), "i0 stays revealed: {out}");
+
+    // The old key no longer speaks for ann: raglab refuses the name, and a label
+    // signed with it and appended straight to the log is refused and named.
+    let (ok, _, err) = ann.run(&["--reviewer", "ann", "labels", "export"]);
+    assert!(
+        !ok && err.contains("you are not ann on this study's roster"),
+        "{err}"
+    );
+    let bound = block(study::binding(&ws)).expect("study id");
+    let stolen = |item: &str, who: &str, p: &Person| {
+        let mut l =
+            raglab::core::annotation::Label::new(item, who, &crit[0], Some("fail"), None, "1");
+        l.log_rows = Some(block(study::labels_table(&ws).count_rows()).expect("rows"));
+        study::sign_label(&mut l, &p.keypair(), &bound);
+        block(study::labels_table(&ws).append(std::slice::from_ref(&l))).expect("appended");
+        l.label_id
+    };
+    let late = stolen("i1", "ann", ann);
+    // ann labels i1 with her new key: it counts.
+    assert!(ann_new.import("ann", &all("i1", &crit, "pass")).0);
+
+    // A copy of ann's old roster entry, appended to bring her old key back.
+    block(study::roster_table(&ws).append(std::slice::from_ref(&old_entry))).expect("replayed");
+    let list = lena.ok(&["study", "roster", "list"]);
+    assert!(
+        list.contains("not counted: roster entry ann repeats an earlier roster entry (a copied row changes nothing)")
+            && list.contains(&new_key),
+        "{list}"
+    );
+    let (ok, _, err) = ann.run(&["--reviewer", "ann", "labels", "export"]);
+    assert!(!ok && err.contains("you are not ann"), "{err}");
+
+    // bob is removed: his labels before count, his later ones do not.
+    let out = lena.ok(&["study", "roster", "remove", "bob"]);
+    assert!(out.contains("removed bob from the roster"), "{out}");
+    let (ok, _, err) = bob.run(&["--reviewer", "bob", "labels", "export"]);
+    assert!(
+        !ok && err.contains("bob is not on this study's roster"),
+        "{err}"
+    );
+    let after_removal = stolen("i1", "bob", bob);
+    let a = lena.agree();
+    let why = refused_of(&a);
+    assert_eq!(why.len(), 3, "{why:#?}");
+    assert!(
+        why[0].starts_with("roster entry ann repeats an earlier roster entry"),
+        "{why:#?}"
+    );
+    assert!(
+        why[1].starts_with(&format!("label {late} of item i1 claims reviewer ann but is not signed by ann's key (it is signed by key")),
+        "{why:#?}"
+    );
+    assert!(
+        why[2].starts_with(&format!("label {after_removal} of item i1 claims reviewer bob, who was removed from the study roster from label row")),
+        "{why:#?}"
+    );
+    let (rows, _) = exported(lena, &["--role", "lead"]);
+    assert_eq!(
+        rows.len(),
+        3 * crit.len(),
+        "i0 by both, i1 by ann's new key"
+    );
+    assert_eq!(
+        rows.iter().filter(|l| l.reviewer == "bob").count(),
+        crit.len()
+    );
+    // The lead cannot be rotated or removed, nor can a reviewer rotate anyone.
+    let (ok, _, err) = lena.run(&["study", "roster", "remove", "lena"]);
+    assert!(!ok && err.contains("leads the study"), "{err}");
+    let (ok, _, err) = ann_new.run(&["study", "roster", "rotate", "ann", &bob.key()]);
+    assert!(!ok && err.contains("needs the study lead's key"), "{err}");
 }

@@ -352,6 +352,13 @@ pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Res
             })
             .transpose()
             .map_err(|e| anyhow::anyhow!("no randomness from the operating system: {e}"))?,
+        // Where the entry stands in the label log (a later entry for a name is in
+        // force from there); the founding entry's bytes stay as before.
+        label_rows: if lead {
+            None
+        } else {
+            Some(labels_table(&ctx.workspace).count_rows().await?)
+        },
     };
     // The founding entry's signature becomes the study id that every later row
     // of the study is signed with.
@@ -377,6 +384,73 @@ pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Res
         entry,
         earlier_labels,
     })
+}
+
+/// Write a roster entry changing `name` (the lead only; `name` on the roster and not
+/// the lead): a new key (`Some`, a rotation) or a removal (`None`). In force from the
+/// current end of the label log: labels written before keep counting under the
+/// entry then in force.
+async fn roster_change(ctx: &Context, name: &str, key: Option<&str>) -> Result<RosterEntry> {
+    let what = if key.is_some() {
+        "study roster rotate"
+    } else {
+        "study roster remove"
+    };
+    let me = require_lead(ctx, what).await?;
+    let (roster, _, rows) = roster_rows(ctx).await?;
+    let Some((lead, _)) = roster.lead().filter(|_| roster.is_signed()) else {
+        bail!("{what}: this study has no roster yet");
+    };
+    if name == lead {
+        bail!("{what}: {name} leads the study (the lead's key is the study's own)");
+    }
+    let Some(current) = roster.key_of(name).map(str::to_string) else {
+        bail!("{name} is not on this study's roster (`raglab study roster list`)");
+    };
+    let (role, public_key) = match key {
+        None => (signing::REMOVED, current),
+        Some(k) => {
+            let k = check_public_key(k).map_err(anyhow::Error::msg)?;
+            if k == current {
+                bail!("{name}'s key is {} already", short(&k));
+            }
+            if let Some(other) = roster.name_of(&k) {
+                bail!(
+                    "key {} is {other}'s on the roster already: one key, one name",
+                    short(&k)
+                );
+            }
+            (REVIEWER, k)
+        }
+    };
+    let mut entry = RosterEntry {
+        name: name.to_string(),
+        role: role.to_string(),
+        public_key,
+        added_at: now_rfc3339(),
+        signer: Some(me.public_hex()),
+        signature: None,
+        nonce: None,
+        label_rows: Some(labels_table(&ctx.workspace).count_rows().await?),
+    };
+    entry.signature = Some(me.sign_hex(&signing::roster_bytes(&entry, roster.binding())));
+    roster_table(&ctx.workspace)
+        .append(std::slice::from_ref(&entry))
+        .await?;
+    founding::record(&ctx.workspace, &rows, &roster).await?;
+    Ok(entry)
+}
+
+/// Give `name` a new key (`raglab study roster rotate`): their labels signed with
+/// the old key before it keep counting; from it on only the new key counts.
+pub async fn roster_rotate(ctx: &Context, name: &str, key: &str) -> Result<RosterEntry> {
+    roster_change(ctx, name, Some(key)).await
+}
+
+/// Remove `name` from the roster (`raglab study roster remove`): their labels
+/// written before count; from it on none of theirs does.
+pub async fn roster_remove(ctx: &Context, name: &str) -> Result<RosterEntry> {
+    roster_change(ctx, name, None).await
 }
 
 /// The roster as `raglab study roster list` shows it.

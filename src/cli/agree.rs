@@ -51,7 +51,7 @@ pub struct AgreeArgs {
 /// the items revealed to them only; the lead (`--role lead`) everything; without an
 /// identity nothing.
 pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()> {
-    let rubric = ctx.rubric(None)?;
+    let rubric = crate::service::study::study_rubric(ctx).await?;
     let boot = Bootstrap {
         resamples: args.bootstrap,
         seed: args.seed,

@@ -148,7 +148,7 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
             return Ok(());
         }
         AnnotateCmd::Gold { file } => {
-            let rubric = ctx.rubric(None)?;
+            let rubric = crate::service::study::study_rubric(ctx).await?;
             let n = study::mark_gold(ctx, &rubric, &file).await?;
             say!("set {n} gold labels");
             return Ok(());
@@ -197,7 +197,7 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
 pub async fn labels(ctx: &Context, cmd: LabelsCmd, viewer: &Viewer) -> Result<()> {
     match cmd {
         LabelsCmd::Import { file } => {
-            let rubric = ctx.rubric(None)?;
+            let rubric = crate::service::study::study_rubric(ctx).await?;
             let (n, version) = study::import_labels(ctx, &rubric, &file).await?;
             say!("imported {n} labels (labels dataset version {version})");
         }
@@ -226,7 +226,7 @@ async fn stress(ctx: &Context, reviewer: &str, count: usize, no_fsync: bool) -> 
         workspace: ctx.workspace.clone().with_durability(!no_fsync),
         ..ctx.clone()
     };
-    let rubric = ctx.rubric(None)?;
+    let rubric = crate::service::study::study_rubric(ctx).await?;
     let items = study::load_study(ctx).await?.items;
     if items.is_empty() {
         bail!("no items: run `raglab annotate create` first");
@@ -273,7 +273,7 @@ async fn export_final(
     reviewers: Option<Vec<String>>,
     viewer: &Viewer,
 ) -> Result<()> {
-    let rubric = ctx.rubric(None)?;
+    let rubric = crate::service::study::study_rubric(ctx).await?;
     let pair = reviewer_pair(reviewers.as_deref())?;
     let (finals, unresolved, refused) = study::export_final(ctx, &rubric, pair, viewer).await?;
     tell_refused(&refused);
@@ -297,7 +297,7 @@ async fn export_final(
 
 /// `raglab labels history ITEM` for `viewer`.
 async fn history(ctx: &Context, item_id: &str, viewer: &Viewer) -> Result<()> {
-    let rubric = ctx.rubric(None)?;
+    let rubric = crate::service::study::study_rubric(ctx).await?;
     let h = study::label_history(ctx, &rubric, item_id, viewer).await?;
     say_part!("{}", history_text(&h.rows));
     if let Some(note) = withheld_note(h.withheld, viewer) {
@@ -332,7 +332,7 @@ async fn export(
         ExportFormat::Jsonl => study::ExportFormat::Jsonl,
         ExportFormat::Parquet => study::ExportFormat::Parquet,
     };
-    let rubric = ctx.rubric(None)?;
+    let rubric = crate::service::study::study_rubric(ctx).await?;
     let export = study::export_labels(ctx, &rubric, format, &dest, viewer).await?;
     match out {
         Some(p) => crate::service::base::write_whole(&p, &export.bytes)?,

@@ -48,7 +48,7 @@ pub struct CalibrateArgs {
 
 /// `raglab calibrate` (the study lead's: `--role lead`).
 pub async fn run(ctx: &Context, args: CalibrateArgs, viewer: &Viewer) -> Result<()> {
-    let rubric = ctx.rubric(None)?;
+    let rubric = crate::service::study::study_rubric(ctx).await?;
     let reviewers = match args.reviewers.as_deref() {
         None => None,
         Some([a, b]) => Some((a.clone(), b.clone())),

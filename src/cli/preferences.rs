@@ -24,7 +24,7 @@ pub struct PreferencesArgs {
 }
 
 pub async fn run(ctx: &Context, args: PreferencesArgs, viewer: &Viewer) -> Result<()> {
-    let rubric = ctx.rubric(None)?;
+    let rubric = crate::service::study::study_rubric(ctx).await?;
     let boot = Bootstrap {
         resamples: args.bootstrap,
         seed: args.seed,

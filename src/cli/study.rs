@@ -1,4 +1,5 @@
-//! `raglab study key` and `raglab study roster add|list`: who is who in a study.
+//! `raglab study key`, `raglab study roster add|list` and `raglab study rubric
+//! pin|show`: who is who in a study, and the study's own rubric.
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -19,6 +20,28 @@ pub enum StudyCmd {
         #[command(subcommand)]
         cmd: RosterCmd,
     },
+    /// The study's rubric, pinned in the workspace by the lead: submission and reveal
+    /// follow it in every view, whatever rubric a reviewer holds.
+    Rubric {
+        #[command(subcommand)]
+        cmd: RubricCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RubricCmd {
+    /// Pin FILE (default: your rubric, `--rubric` or `[annotation] rubric`, else the
+    /// built-in one) as the study's rubric (the lead only, once the roster is
+    /// founded). A new pin is in force from the current end of the label log; a
+    /// rubric that differs from the pinned one needs another version.
+    Pin { file: Option<std::path::PathBuf> },
+    /// Show the study's pinned rubric, how yours differs from it, and the pin rows
+    /// that do not count.
+    Show {
+        /// Print the pinned rubric as a rubric file (TOML) instead.
+        #[arg(long)]
+        toml: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -32,6 +55,12 @@ pub enum RosterCmd {
         #[arg(long)]
         lead: bool,
     },
+    /// Give NAME a new key NEWKEY (the lead only): labels NAME signed with the old
+    /// key before it keep counting; from it on only the new key counts.
+    Rotate { name: String, key: String },
+    /// Remove NAME from the roster (the lead only): their labels written before it
+    /// keep counting; from it on none of theirs does.
+    Remove { name: String },
     /// List the roster and the entries that do not count.
     List {
         #[arg(long)]
@@ -71,6 +100,33 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
             }
         }
         StudyCmd::Roster {
+            cmd: RosterCmd::Rotate { name, key },
+        } => {
+            let e = study::roster_rotate(ctx, &name, &key).await?;
+            say!(
+                "{} now signs with key {} (from label row {}; earlier labels keep counting)",
+                clean(&e.name),
+                e.public_key,
+                e.label_rows.unwrap_or(0)
+            );
+        }
+        StudyCmd::Roster {
+            cmd: RosterCmd::Remove { name },
+        } => {
+            let e = study::roster_remove(ctx, &name).await?;
+            say!(
+                "removed {} from the roster (from label row {}; earlier labels keep counting)",
+                clean(&e.name),
+                e.label_rows.unwrap_or(0)
+            );
+        }
+        StudyCmd::Rubric {
+            cmd: RubricCmd::Pin { file },
+        } => pin(ctx, file.as_deref()).await?,
+        StudyCmd::Rubric {
+            cmd: RubricCmd::Show { toml },
+        } => show(ctx, toml).await?,
+        StudyCmd::Roster {
             cmd: RosterCmd::List { json },
         } => {
             let view = study::roster_list(ctx).await?;
@@ -96,6 +152,102 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
                 say!("not counted: {r}");
             }
         }
+    }
+    Ok(())
+}
+
+/// The criteria of `r`, for a line: `4 criteria: a, b, c, d`.
+fn criteria_line(r: &crate::core::rubric::Rubric) -> String {
+    let keys: Vec<&str> = r.criteria.iter().map(|c| c.key.as_str()).collect();
+    format!("{} criteria: {}", keys.len(), keys.join(", "))
+}
+
+/// `raglab study rubric pin [FILE]`.
+async fn pin(ctx: &Context, file: Option<&std::path::Path>) -> Result<()> {
+    let rubric = match file {
+        Some(f) => crate::service::base::load_rubric(Some(f))?,
+        None => ctx.rubric(None)?,
+    };
+    let done = study::pin_rubric(ctx, &rubric).await?;
+    let (name, version) = (clean(&rubric.name), clean(&rubric.version));
+    if done.unchanged {
+        say!(
+            "the study's rubric is {name} v{version} already ({}): nothing written",
+            criteria_line(&rubric)
+        );
+        return Ok(());
+    }
+    say!(
+        "pinned rubric {name} v{version} ({}) as the study's",
+        criteria_line(&rubric)
+    );
+    match done.follows {
+        Some((n, v)) => tell!(
+            "it follows {} v{}, from label row {}: submissions and reveals before it stay where they happened",
+            clean(&n),
+            clean(&v),
+            done.label_rows
+        ),
+        None => tell!(
+            "in force from the start of the label log: submission and reveal follow it in every view"
+        ),
+    }
+    Ok(())
+}
+
+/// `raglab study rubric show [--toml]`.
+async fn show(ctx: &Context, toml: bool) -> Result<()> {
+    let view = study::rubric_show(ctx).await?;
+    let Some(p) = &view.pinned else {
+        if toml {
+            anyhow::bail!("this study has no pinned rubric");
+        }
+        say!(
+            "no rubric pinned: each viewer's rubric decides submission and reveal (the study lead pins the study's with `raglab study rubric pin [FILE]`)"
+        );
+        for r in &view.refused {
+            say!("not counted: {r}");
+        }
+        return Ok(());
+    };
+    if toml {
+        say_part!("{}", study::rubric_toml(&p.rubric)?);
+        return Ok(());
+    }
+    let r = &p.rubric;
+    say!(
+        "study rubric {} v{} ({}), pinned {}, in force from label row {}",
+        clean(&r.name),
+        clean(&r.version),
+        criteria_line(r),
+        clean(&p.pinned_at),
+        p.label_rows
+    );
+    for c in &r.criteria {
+        say!(
+            "  {:<22} {:<24} {}",
+            c.key,
+            r.labels_of(c).join(", "),
+            clean(&c.name)
+        );
+    }
+    match &view.yours {
+        Some((file, diff)) if diff.is_empty() => {
+            say!("your rubric {} is the study's", clean(file));
+        }
+        Some((file, diff)) => {
+            say!(
+                "your rubric {} differs, so study commands refuse it:",
+                clean(file)
+            );
+            for d in diff {
+                say!("  {}", clean(d));
+            }
+        }
+        None => {}
+    }
+    for r in &view.refused {
+        say!("not counted: {r}");
     }
     Ok(())
 }

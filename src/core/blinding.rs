@@ -67,14 +67,29 @@ pub enum LabelVersion {
     Latest,
 }
 
-/// Which reviewers review which item, from which position of the label log on: an
-/// assignment made when the log held `n` labels is in force for the labels at
+/// The study's rules in force by position of the label log: which reviewers review
+/// which item, and, once the lead has pinned the study's rubric, which criteria make
+/// a submission.
+///
+/// An assignment made when the log held `n` labels is in force for the labels at
 /// positions `n` and later, so it never reaches back over labels given before it.
+///
+/// Pinned criteria ([`Schedule::require`]) are the study's own and win over the
+/// criteria a caller passes to [`Blinding::replay`] (a viewer's local rubric), so no
+/// local rubric can change who has submitted. The first pin is in force from the
+/// start of the log: labels given before the lead pinned were given under whatever
+/// rubric each reviewer had, and the study's rubric decides for them too. Each later
+/// pin is in force from the position at which it was made, like an assignment: an
+/// item submitted or revealed before it stays so, and a label given after that reveal
+/// stays a label given after reveal.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Schedule {
     /// item -> (first position in force, its reviewers: two or more), in the order
     /// the assignments were made.
     by_item: HashMap<String, Vec<(usize, Vec<String>)>>,
+    /// (first position in force, the criteria keys) of each pinned rubric, in the
+    /// order they were pinned.
+    criteria: Vec<(usize, Vec<String>)>,
 }
 
 /// Two reviewers.
@@ -121,6 +136,28 @@ impl Schedule {
             .map(|(_, r)| r.as_slice())
     }
 
+    /// Require `criteria` (the keys of a rubric the lead pinned when the log held
+    /// `from` labels) for a submission (call in the order the pins were made).
+    pub fn require(&mut self, from: usize, criteria: Vec<String>) {
+        self.criteria.push((from, criteria));
+    }
+
+    /// Whether the criteria are pinned (a caller's criteria are then ignored).
+    pub fn pinned(&self) -> bool {
+        !self.criteria.is_empty()
+    }
+
+    /// The pinned criteria in force at log position `pos`: the newest pin made at or
+    /// before it, the first pin before any was made; none when nothing is pinned.
+    pub fn criteria_at(&self, pos: usize) -> Option<&[String]> {
+        self.criteria
+            .iter()
+            .rev()
+            .find(|(from, _)| *from <= pos)
+            .or_else(|| self.criteria.first())
+            .map(|(_, c)| c.as_slice())
+    }
+
     /// item -> the first two reviewers of its newest assignment (the pair that
     /// Table 6 compares).
     pub fn newest(&self) -> HashMap<String, (String, String)> {
@@ -138,12 +175,15 @@ impl Schedule {
             .collect()
     }
 
-    /// (position, item) of every assignment, by position.
-    fn boundaries(&self) -> Vec<(usize, &str)> {
-        let mut v: Vec<(usize, &str)> = self
+    /// Every change of the rules after the start, by position: each assignment
+    /// (with its item) and each pin after the first (with no item), a pin before an
+    /// assignment at one position.
+    fn boundaries(&self) -> Vec<(usize, Option<&str>)> {
+        let mut v: Vec<(usize, Option<&str>)> = self
             .by_item
             .iter()
-            .flat_map(|(item, a)| a.iter().map(move |(from, _)| (*from, item.as_str())))
+            .flat_map(|(item, a)| a.iter().map(move |(from, _)| (*from, Some(item.as_str()))))
+            .chain(self.criteria.iter().skip(1).map(|(from, _)| (*from, None)))
             .collect();
         v.sort_unstable();
         v
@@ -169,6 +209,12 @@ pub struct Blinding {
     after: HashSet<String>,
 }
 
+/// Whether a reviewer's current labels of an item (criterion -> labelled, a
+/// retraction being `false`) cover every `required` criterion.
+fn is_complete(got: &BTreeMap<&str, bool>, required: &[String]) -> bool {
+    required.iter().all(|c| got.get(c.as_str()) == Some(&true))
+}
+
 fn is_human(reviewer: &str) -> bool {
     reviewer != JUDGE && reviewer != FINAL
 }
@@ -185,9 +231,13 @@ impl Blinding {
     }
 
     /// Replay the log (`labels` in log order) under the assignments of `schedule`.
-    /// `criteria` are the rubric's keys. A label id seen before is no new label (a
-    /// copied row cannot mark the original as given after reveal).
+    /// `criteria` are the rubric's keys, used only when `schedule` pins none (a
+    /// study whose lead pinned its rubric submits by the pinned criteria, whatever
+    /// rubric the caller holds). A label id seen before is no new label (a copied
+    /// row cannot mark the original as given after reveal).
     pub fn replay(labels: &[Label], criteria: &[&str], schedule: &Schedule) -> Self {
+        let given: Vec<String> = criteria.iter().map(|c| (*c).to_string()).collect();
+        let mut required: &[String] = schedule.criteria_at(0).unwrap_or(&given);
         // (item, reviewer) -> criteria currently labelled.
         let mut have: HashMap<(&str, &str), BTreeMap<&str, bool>> = HashMap::new();
         let mut seen: HashSet<&str> = HashSet::new();
@@ -198,8 +248,14 @@ impl Blinding {
         let bounds = schedule.boundaries();
         let mut next = 0;
         for (pos, l) in labels.iter().enumerate() {
-            while let Some(&(from, item)) = bounds.get(next).filter(|b| b.0 <= pos) {
-                out.try_reveal(item, schedule, from, from);
+            while let Some(&(from, change)) = bounds.get(next).filter(|b| b.0 <= pos) {
+                match change {
+                    Some(item) => out.try_reveal(item, schedule, from, from),
+                    None => {
+                        required = schedule.criteria_at(from).unwrap_or(&given);
+                        out.submit_complete(&have, required, from, schedule);
+                    }
+                }
                 next += 1;
             }
             if !is_human(&l.reviewer) || !seen.insert(l.label_id.as_str()) {
@@ -215,7 +271,7 @@ impl Blinding {
                 .entry((l.item_id.as_str(), l.reviewer.as_str()))
                 .or_default();
             entry.insert(l.criterion.as_str(), l.label.is_some());
-            let complete = criteria.iter().all(|c| entry.get(c) == Some(&true));
+            let complete = is_complete(entry, required);
             let subs = out.submitted.entry(l.item_id.clone()).or_default();
             if !complete || subs.contains_key(&l.reviewer) {
                 continue; // submission is sticky: the first complete moment counts
@@ -223,10 +279,46 @@ impl Blinding {
             subs.insert(l.reviewer.clone(), pos);
             out.try_reveal(&l.item_id, schedule, pos, pos + 1);
         }
-        for &(from, item) in &bounds[next..] {
-            out.try_reveal(item, schedule, from, from);
+        for &(from, change) in &bounds[next..] {
+            match change {
+                Some(item) => out.try_reveal(item, schedule, from, from),
+                None => {
+                    required = schedule.criteria_at(from).unwrap_or(&given);
+                    out.submit_complete(&have, required, from, schedule);
+                }
+            }
         }
         out
+    }
+
+    /// At a pin made at log position `at`: every (item, reviewer) whose labels now
+    /// cover `required` and who had not submitted submits there, and their items are
+    /// revealed where every reviewer in force has. In a fixed order (items, then
+    /// names), so a replay never depends on a map's order.
+    fn submit_complete(
+        &mut self,
+        have: &HashMap<(&str, &str), BTreeMap<&str, bool>>,
+        required: &[String],
+        at: usize,
+        schedule: &Schedule,
+    ) {
+        let mut now: Vec<(&str, &str)> = have
+            .iter()
+            .filter(|((item, who), got)| !self.submitted(item, who) && is_complete(got, required))
+            .map(|(k, _)| *k)
+            .collect();
+        now.sort_unstable();
+        for (item, who) in &now {
+            self.submitted
+                .entry((*item).to_string())
+                .or_default()
+                .insert((*who).to_string(), at);
+        }
+        let mut items: Vec<&str> = now.iter().map(|(i, _)| *i).collect();
+        items.dedup();
+        for item in items {
+            self.try_reveal(item, schedule, at, at);
+        }
     }
 
     /// Reveal `item` if it is not yet and every reviewer in force at log position
@@ -715,5 +807,89 @@ mod tests {
             s.newest_reviewers()["i"],
             vec!["ann".to_string(), "bob".into(), "carol".into()]
         );
+    }
+
+    /// The study's pinned criteria decide submission, whatever criteria the caller
+    /// holds: ann and bob labelled only `a`; with a one-criterion local rubric and no
+    /// pin the item is revealed, with the study's rubric (a and b) pinned it is not.
+    #[test]
+    fn pinned_criteria_win_over_the_callers() {
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "bob", "a", Some("fail"), 2),
+        ];
+        let ann = Viewer::Reviewer("ann".into());
+        let local = Blinding::replay(&log, &["a"], &Schedule::default());
+        assert!(
+            local.visible(&ann, "i"),
+            "one criterion: submitted and revealed"
+        );
+        let mut pinned = Schedule::default();
+        pinned.require(5, vec!["a".into(), "b".into()]);
+        assert!(pinned.pinned());
+        // The first pin is in force from the start, though made at position 5.
+        assert_eq!(
+            pinned.criteria_at(0),
+            Some(&["a".to_string(), "b".into()][..])
+        );
+        let b = Blinding::replay(&log, &["a"], &pinned);
+        assert!(!b.submitted("i", "ann") && !b.visible(&ann, "i"));
+        assert_eq!(b.visible_labels(&ann, &log).len(), 1, "her own label only");
+    }
+
+    /// A later pin is in force from where it was made: a pin adding criterion `c` at
+    /// position 4 leaves the item revealed at 4 (both had submitted under a and b),
+    /// and ann's change at 4 stays after reveal; bob's item j, incomplete under the
+    /// new rubric, waits for `c`.
+    #[test]
+    fn a_later_pin_adding_a_criterion_does_not_unreveal() {
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "ann", "b", Some("pass"), 2),
+            l("i", "bob", "a", Some("pass"), 3),
+            l("i", "bob", "b", Some("fail"), 4), // revealed: from 4 on, after
+            l("i", "ann", "b", Some("fail"), 5), // position 4: after reveal
+            l("j", "ann", "a", Some("pass"), 6),
+            l("j", "ann", "b", Some("pass"), 7), // under a, b, c: not submitted
+            l("j", "ann", "c", Some("pass"), 8), // now submitted (position 7)
+        ];
+        let mut s = Schedule::default();
+        s.require(0, vec!["a".into(), "b".into()]);
+        s.require(4, vec!["a".into(), "b".into(), "c".into()]);
+        let b = Blinding::replay(&log, &["a"], &s);
+        assert_eq!(b.reveal_at("i"), Some(4));
+        let after: Vec<bool> = log.iter().map(|x| b.after_reveal(x)).collect();
+        assert_eq!(
+            after,
+            [false, false, false, false, true, false, false, false]
+        );
+        assert!(b.submitted("j", "ann"));
+        assert_eq!(b.submitted.get("j").and_then(|s| s.get("ann")), Some(&7));
+    }
+
+    /// A later pin that drops criterion `b`: ann and bob, who had labelled only `a`,
+    /// submit where it was made (position 2), the item is revealed there, and ann's
+    /// label at 2 is after reveal.
+    #[test]
+    fn a_later_pin_dropping_a_criterion_submits_where_it_was_made() {
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "bob", "a", Some("pass"), 2),
+            l("i", "ann", "a", Some("fail"), 3),
+        ];
+        let mut s = Schedule::default();
+        s.require(0, vec!["a".into(), "b".into()]);
+        s.require(2, vec!["a".into()]);
+        let b = Blinding::replay(&log, &["a", "b"], &s);
+        assert_eq!(b.reveal_at("i"), Some(2));
+        assert_eq!(b.submitted.get("i").and_then(|s| s.get("bob")), Some(&2));
+        let after: Vec<bool> = log.iter().map(|x| b.after_reveal(x)).collect();
+        assert_eq!(after, [false, false, true]);
+        // Made after the last label: the reveal still happens, at its position.
+        let mut late = Schedule::default();
+        late.require(0, vec!["a".into(), "b".into()]);
+        late.require(3, vec!["a".into()]);
+        let b = Blinding::replay(&log[..2], &["a"], &late);
+        assert_eq!(b.reveal_at("i"), Some(3));
     }
 }

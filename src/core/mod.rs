@@ -27,6 +27,7 @@ pub mod mcqa;
 pub mod metrics;
 pub mod paper;
 pub mod per_query;
+pub mod pinned;
 pub mod preference;
 pub mod prompt;
 pub mod prompt_marks;

@@ -20,8 +20,19 @@
 //! the lead's key; every later entry must be signed by that key. A study without a
 //! roster is an *unsigned* study (every study before keys existed): its rows all
 //! count, and every view says it is unsigned. With a roster, a row counts only when
-//! it is signed by the key the roster gives its claimed author; otherwise it is left
-//! out and named.
+//! it is signed by the key the roster gives its claimed author *where the row was
+//! written*; otherwise it is left out and named.
+//!
+//! Roster entries have a position: each signs how many label rows were stored when
+//! it was written (`label_rows`). A name's first entry is in force from the start of
+//! the label log (a reviewer added late may have labelled with their key before); each
+//! later entry for the name (a key rotation, a removal) from its position. So rotating
+//! a key keeps every label signed with the old key before the rotation, a label signed
+//! with the old key after it is refused (a stolen key outlives no re-key), and a
+//! removed reviewer's later labels are refused while their earlier ones count. A
+//! roster row whose signature repeats an earlier counted row's (a byte-for-byte copy,
+//! appended to bring an old key back) is refused and named, as is one whose position
+//! lies before the entry it follows (the log was rewritten).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -34,6 +45,8 @@ use super::gold::GoldLabel;
 pub const LEAD: &str = "lead";
 /// The role of a roster entry that reviews items.
 pub const REVIEWER: &str = "reviewer";
+/// The role of a roster entry that removes a reviewer (from its position on).
+pub const REMOVED: &str = "removed";
 
 /// One roster row: a name and its public key, signed by the lead.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +64,11 @@ pub struct RosterEntry {
     /// same second. Added with study ids, so nullable and last.
     #[serde(default)]
     pub nonce: Option<String>,
+    /// Label rows stored when the entry was written: a rotation or removal is in
+    /// force from there. Added with positions, so nullable and last (an entry
+    /// without it is in force from the start, as every entry was before).
+    #[serde(default)]
+    pub label_rows: Option<u64>,
 }
 
 /// A stored row that does not count, and why (one sentence naming the row).
@@ -202,6 +220,20 @@ pub fn gold_bytes(g: &GoldLabel, study: &Binding) -> Vec<u8> {
     c.0
 }
 
+/// The bytes a rubric pin (the study's rubric, pinned by the lead) is signed over in a
+/// study bound as `study`: every field but the signature, under a tag of its own.
+pub fn pin_bytes(p: &super::pinned::RubricPin, study: &Binding) -> Vec<u8> {
+    let mut c = study.canon("rubric pin");
+    c.str(&p.rubric)
+        .str(&p.name)
+        .str(&p.version)
+        .str(&p.pinned_at)
+        .num(Some(p.label_rows))
+        .num(Some(p.pin_rows))
+        .opt(p.signer.as_deref());
+    c.0
+}
+
 /// The bytes a roster row after the founding one is signed over in a study bound as
 /// `study` (every field but the signature).
 pub fn roster_bytes(r: &RosterEntry, study: &Binding) -> Vec<u8> {
@@ -225,6 +257,11 @@ fn roster_fields(mut c: Canon, r: &RosterEntry) -> Vec<u8> {
         .str(&r.public_key)
         .str(&r.added_at)
         .opt(r.signer.as_deref());
+    if r.label_rows.is_some() {
+        // Signed only when present, so every earlier entry keeps its exact bytes
+        // (length-tagged: it can be neither stripped nor added).
+        c.num(r.label_rows);
+    }
     c.0
 }
 
@@ -270,7 +307,7 @@ pub fn short(key: &str) -> String {
 /// Why a row's seal does not hold, said after "is not signed by …'s key". `bytes`
 /// gives the row's signed bytes under a binding: the study's own, and for a bound
 /// study the unbound form too, to name a row signed without the study's id.
-fn seal_fault(
+pub(super) fn seal_fault(
     signer: Option<&str>,
     signature: Option<&str>,
     want: &str,
@@ -299,30 +336,53 @@ fn seal_fault(
 pub struct Roster {
     /// (name, key) of the lead.
     lead: Option<(String, String)>,
-    /// name -> key (the lead's name included).
-    keys: BTreeMap<String, String>,
+    /// name -> (first stored label position in force, its key; none once
+    /// removed), in roster order (the lead's name included).
+    keys: BTreeMap<String, Vec<(usize, Option<String>)>>,
     /// Whether any roster row exists (a study with a roster is a signed study).
     present: bool,
     /// What the study's signatures are bound to (set by the founding entry).
     binding: Binding,
+    /// The founding entry's signature (the study id of a bound study; in an unbound
+    /// one, the v1 signature of the lead's entry): what a workspace remembers of the
+    /// study it holds.
+    founding: Option<String>,
 }
 
 impl Roster {
     /// The roster of `rows` (in log order) and the rows refused: the first lead entry
     /// signed by its own key founds it; later entries count when the lead's key
-    /// signed them (a later entry for a name replaces its key).
+    /// signed them, once each and in label-row order (a later entry for a name gives
+    /// it a new key, or removes it, from its position on).
     pub fn from_rows(rows: &[RosterEntry], verify: Verify) -> (Self, Vec<Refusal>) {
         let mut out = Self {
             present: !rows.is_empty(),
             ..Self::default()
         };
         let mut refused = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut last_from = 0;
         for r in rows {
-            if let Err(why) = out.admit(r, verify) {
-                refused.push(Refusal {
+            let repeated = r.signature.as_deref().is_some_and(|s| seen.contains(s));
+            let from = r.label_rows.unwrap_or(0);
+            let result = if repeated {
+                Err(" repeats an earlier roster entry (a copied row changes nothing)".into())
+            } else if from < last_from {
+                Err(format!(
+                    " is in force from label row {from}, before the entry it follows (from row {last_from}): the log was rewritten"
+                ))
+            } else {
+                out.admit(r, verify)
+            };
+            match result {
+                Err(why) => refused.push(Refusal {
                     item: None,
                     why: format!("roster entry {}{why}", r.name),
-                });
+                }),
+                Ok(()) => {
+                    seen.extend(r.signature.as_deref());
+                    last_from = from;
+                }
             }
         }
         (out, refused)
@@ -331,6 +391,7 @@ impl Roster {
     fn admit(&mut self, r: &RosterEntry, verify: Verify) -> Result<(), String> {
         super::annotation::check_reviewer(&r.name).map_err(|e| format!(": {e}"))?;
         let key = check_public_key(&r.public_key).map_err(|e| format!(": {e}"))?;
+        let from = usize::try_from(r.label_rows.unwrap_or(0)).unwrap_or(usize::MAX);
         if let Some(other) = self.name_of(&key).filter(|n| *n != r.name) {
             return Err(format!(" gives {other}'s key to a second name"));
         }
@@ -356,6 +417,7 @@ impl Roster {
                     return Err(format!(" (lead) is not signed by its own key{why}"));
                 }
                 self.lead = Some((r.name.clone(), key.clone()));
+                self.founding = sig.1.map(str::to_string);
             }
             (None, _) => {
                 return Err(
@@ -369,17 +431,38 @@ impl Roster {
                 {
                     return Err(format!(" is not signed by the lead's key{why}"));
                 }
-                if role != REVIEWER {
-                    return Err(format!(
-                        " claims role `{role}`, but the study has its lead ({lead})"
-                    ));
-                }
                 if r.name == *lead {
                     return Err(format!(" names the lead ({lead}) as a reviewer"));
                 }
+                match role {
+                    REVIEWER => {}
+                    REMOVED if self.key_of(&r.name) == Some(key.as_str()) => {
+                        self.keys
+                            .entry(r.name.clone())
+                            .or_default()
+                            .push((from, None));
+                        return Ok(());
+                    }
+                    REMOVED => {
+                        return Err(format!(
+                            " removes {} with key {}, which is not {}'s key on the roster",
+                            r.name,
+                            short(&key),
+                            r.name
+                        ));
+                    }
+                    _ => {
+                        return Err(format!(
+                            " claims role `{role}`, but the study has its lead ({lead})"
+                        ));
+                    }
+                }
             }
         }
-        self.keys.insert(r.name.clone(), key);
+        self.keys
+            .entry(r.name.clone())
+            .or_default()
+            .push((from, Some(key)));
         Ok(())
     }
 
@@ -394,21 +477,43 @@ impl Roster {
         &self.binding
     }
 
+    /// The signature of the entry that founded the roster: the study id of a bound
+    /// study, the lead's v1 signature in an unbound one; none without a lead.
+    pub fn founding(&self) -> Option<&str> {
+        self.founding.as_deref()
+    }
+
     /// The lead's name and key.
     pub fn lead(&self) -> Option<(&str, &str)> {
         self.lead.as_ref().map(|(n, k)| (n.as_str(), k.as_str()))
     }
 
-    /// The key the roster gives `name`.
+    /// The key the roster gives `name` now (its newest entry; none once removed).
     pub fn key_of(&self, name: &str) -> Option<&str> {
-        self.keys.get(name).map(String::as_str)
+        self.keys.get(name)?.last()?.1.as_deref()
     }
 
-    /// The name the roster gives `key`.
+    /// The key in force for `name` at stored label position `pos`: its newest entry
+    /// made at or before it, its first entry before any was made; `Err` with the
+    /// position it was removed at when the entry in force removes it, `Ok(None)`
+    /// when the name is on no roster entry.
+    pub fn key_at(&self, name: &str, pos: usize) -> Result<Option<&str>, usize> {
+        let Some(v) = self.keys.get(name) else {
+            return Ok(None);
+        };
+        let entry = v.iter().rev().find(|(from, _)| *from <= pos).or(v.first());
+        match entry {
+            Some((from, None)) => Err(*from),
+            Some((_, Some(k))) => Ok(Some(k.as_str())),
+            None => Ok(None),
+        }
+    }
+
+    /// The name the roster gives `key` now.
     pub fn name_of(&self, key: &str) -> Option<&str> {
         self.keys
             .iter()
-            .find(|(_, k)| k.as_str() == key)
+            .find(|(n, _)| self.key_of(n) == Some(key))
             .map(|(n, _)| n.as_str())
     }
 
@@ -417,14 +522,15 @@ impl Roster {
         let lead = self.lead.as_ref().map(|(n, _)| n.as_str());
         let mut v: Vec<(&str, &'static str, &str)> = self
             .keys
-            .iter()
+            .keys()
+            .filter_map(|n| Some((n, self.key_of(n)?)))
             .map(|(n, k)| {
                 let role = if Some(n.as_str()) == lead {
                     LEAD
                 } else {
                     REVIEWER
                 };
-                (n.as_str(), role, k.as_str())
+                (n.as_str(), role, k)
             })
             .collect();
         v.sort_by_key(|(n, role, _)| (*role != LEAD, n.to_string()));
@@ -452,8 +558,15 @@ impl<T> Default for Checked<T> {
     }
 }
 
-/// Why label `l` does not count under `roster`, if it does not.
+/// Why label `l` does not count under `roster`, if it does not, checked against the
+/// keys in force now (the end of the log).
 pub fn label_fault(l: &Label, roster: &Roster, verify: Verify) -> Option<String> {
+    label_fault_at(l, usize::MAX, roster, verify)
+}
+
+/// Why label `l`, stored at label log position `pos`, does not count under
+/// `roster`: checked against the key its reviewer held at that position.
+pub fn label_fault_at(l: &Label, pos: usize, roster: &Roster, verify: Verify) -> Option<String> {
     let study = roster.binding();
     let bytes = |b: &Binding| label_bytes(l, b);
     let (signer, sig) = (l.signer.as_deref(), l.signature.as_deref());
@@ -478,14 +591,23 @@ pub fn label_fault(l: &Label, roster: &Roster, verify: Verify) -> Option<String>
         };
     }
     let r = &l.reviewer;
-    match roster.key_of(r) {
-        None => Some(format!(
+    match roster.key_at(r, pos) {
+        Ok(None) => Some(format!(
             "label {} of item {} claims reviewer {r}, who is not on the study roster",
             l.label_id, l.item_id
         )),
-        Some(key) => seal_fault(signer, sig, key, study, &bytes, verify).map(|why| {
+        Err(from) => Some(format!(
+            "label {} of item {} claims reviewer {r}, who was removed from the study roster from label row {from}",
+            l.label_id, l.item_id
+        )),
+        Ok(Some(key)) => seal_fault(signer, sig, key, study, &bytes, verify).map(|why| {
+            let when = if roster.key_of(r) == Some(key) {
+                String::new()
+            } else {
+                " in force where it was written".into()
+            };
             format!(
-                "label {} of item {} claims reviewer {r} but is not signed by {r}'s key{why}",
+                "label {} of item {} claims reviewer {r} but is not signed by {r}'s key{when}{why}",
                 l.label_id, l.item_id
             )
         }),
@@ -523,7 +645,7 @@ pub fn check_labels(labels: Vec<Label>, roster: &Roster, verify: Verify) -> Chec
                 l.label_id, l.item_id
             ))
         } else if roster.is_signed() {
-            label_fault(&l, roster, verify).or_else(|| moved_fault(&l, pos, roster))
+            label_fault_at(&l, pos, roster, verify).or_else(|| moved_fault(&l, pos, roster))
         } else {
             None
         };
@@ -664,6 +786,7 @@ mod tests {
             signer: Some(by.into()),
             signature: None,
             nonce: None,
+            label_rows: None,
         };
         r.signature = Some(toy_sign(by, &roster_bytes(&r, study)));
         r
@@ -679,6 +802,7 @@ mod tests {
             signer: Some(key.into()),
             signature: None,
             nonce: Some(nonce.into()),
+            label_rows: None,
         };
         let sig = toy_sign(key, &founding_bytes(&r));
         r.signature = Some(sig.clone());
@@ -1022,6 +1146,75 @@ mod tests {
         assert_eq!(
             s.in_force("i", 0),
             Some(&["ann".to_string(), "bob".into(), "carol".into()][..])
+        );
+    }
+
+    /// Positions: ann's key rotated at label row 4 and bob removed at row 6. ann's
+    /// labels at rows 0 and 2 signed with her old key count, one at row 5 does not;
+    /// bob's labels at rows 1 and 3 count, one at row 7 does not; a copy of ann's old
+    /// entry and an entry placed before the one it follows are refused.
+    #[test]
+    fn entries_are_in_force_from_their_position() {
+        const BOB: &str = "4444444444444444444444444444444444444444444444444444444444444444";
+        let (lead, bound) = founding("lena", LENA, "t");
+        let at = |mut e: RosterEntry, rows: u64| {
+            e.label_rows = Some(rows);
+            e.signature = Some(toy_sign(LENA, &roster_bytes(&e, &bound)));
+            e
+        };
+        let ann_old = at(entry("ann", REVIEWER, ANN, LENA, &bound), 0);
+        let rows = vec![
+            lead,
+            ann_old.clone(),
+            at(entry("bob", REVIEWER, BOB, LENA, &bound), 0),
+            at(entry("ann", REVIEWER, MAL, LENA, &bound), 4), // rotated
+            at(entry("bob", REMOVED, BOB, LENA, &bound), 6),  // removed
+            ann_old,                                          // replayed
+            at(entry("carol", REVIEWER, LENA, LENA, &bound), 2), // before row 6
+        ];
+        let (roster, refused) = Roster::from_rows(&rows, &toy_verify);
+        let why: Vec<&str> = refused.iter().map(|r| r.why.as_str()).collect();
+        assert_eq!(
+            why,
+            [
+                "roster entry ann repeats an earlier roster entry (a copied row changes nothing)",
+                "roster entry carol is in force from label row 2, before the entry it follows (from row 6): the log was rewritten",
+            ]
+        );
+        assert_eq!(roster.key_of("ann"), Some(MAL));
+        assert_eq!(roster.key_at("ann", 3), Ok(Some(ANN)));
+        assert_eq!(roster.key_at("ann", 4), Ok(Some(MAL)));
+        assert_eq!(roster.key_of("bob"), None);
+        assert_eq!(roster.key_at("bob", 5), Ok(Some(BOB)));
+        assert_eq!(roster.key_at("bob", 6), Err(6));
+        assert_eq!(roster.entries().len(), 2, "lena and ann");
+        let labelled = |id: &str, who: &str, key: &str| {
+            let mut l = label(id, who, key, &bound);
+            l.log_rows = Some(0);
+            l.signature = Some(toy_sign(key, &label_bytes(&l, &bound)));
+            l
+        };
+        // Stored rows 0 to 7, each label's key as the comment says.
+        let log = vec![
+            labelled("a0", "ann", ANN), // row 0: old key, before the rotation
+            labelled("b1", "bob", BOB), // row 1
+            labelled("a2", "ann", ANN), // row 2
+            labelled("b3", "bob", BOB), // row 3
+            labelled("a4", "ann", MAL), // row 4: new key
+            labelled("a5", "ann", ANN), // row 5: old key after the rotation
+            labelled("a6", "ann", MAL), // row 6
+            labelled("b7", "bob", BOB), // row 7: after bob's removal
+        ];
+        let checked = check_labels(log, &roster, &toy_verify);
+        assert_eq!(checked.rows, vec![0, 1, 2, 3, 4, 6]);
+        let why: Vec<&str> = checked.refused.iter().map(|r| r.why.as_str()).collect();
+        assert!(
+            why[0].starts_with("label a5 of item i claims reviewer ann but is not signed by ann's key (it is signed by key"),
+            "{why:?}"
+        );
+        assert_eq!(
+            why[1],
+            "label b7 of item i claims reviewer bob, who was removed from the study roster from label row 6"
         );
     }
 }

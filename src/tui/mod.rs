@@ -161,7 +161,9 @@ pub async fn build_app_showing(
     let viewer = crate::core::blinding::Viewer::of(opts.reviewer.as_deref(), opts.lead);
     show(step("checking the study", 0, 0));
     crate::service::study::confirm(ctx, &viewer).await?;
-    let rubric = ctx.rubric(None)?;
+    // The study's pinned rubric when its lead pinned one (a differing local one is
+    // refused, its differences named).
+    let rubric = crate::service::study::study_rubric(ctx).await?;
     app.annotate = panes::annotate::AnnotatePane::new(panes::annotate::AnnotateSettings {
         reviewer: opts.reviewer.clone(),
         lead: opts.lead,

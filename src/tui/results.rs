@@ -19,8 +19,9 @@ impl App {
 
     /// The study was read (start-up, or it changed on disk): items, labels and pairs
     /// for the Annotate pane, answers and judge labels for the Query pane, the count of
-    /// stored answers for the Generate pane's replay; the roster, the viewer's key
-    /// and the rows refused as unsigned or forged for the Annotate pane. Returns
+    /// stored answers for the Generate pane's replay; the roster, the viewer's key,
+    /// the study's pinned rubric and the rows refused as unsigned or forged for the
+    /// Annotate pane. Returns
     /// whether the reviewer's name was dropped (it is not this user's key's on the
     /// roster read): every view must then be drawn again, for no one.
     pub fn on_study_loaded(&mut self, study: Study) -> bool {
@@ -28,6 +29,7 @@ impl App {
             roster: study.roster,
             my_key: study.my_key,
             refused: study.refused,
+            rubric: study.rubric,
         };
         let dropped = self
             .annotate

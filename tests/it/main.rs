@@ -52,6 +52,7 @@ mod shards;
 mod shell;
 mod sparse_stats;
 mod study_keys;
+mod study_pinned;
 mod study_raters;
 mod study_report;
 mod study_tmux;

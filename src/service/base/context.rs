@@ -259,6 +259,9 @@ impl Context {
     }
 
     /// The rubric: the flag's file, else `[annotation] rubric`, else the embedded one.
+    /// A study's commands take the study's rubric instead (the study use case's
+    /// `study_rubric`): the rubric its lead pinned wins, and a differing one named here
+    /// is refused.
     pub fn rubric(&self, flag: Option<&std::path::Path>) -> Result<crate::core::rubric::Rubric> {
         super::rubric::load_rubric(flag.or(self.config.annotation.rubric.as_deref()))
     }

@@ -282,7 +282,7 @@ async fn agreement_section(ctx: &Context, req: &StudyRequest, r: &mut StudyRepor
         Ok(_) => {}
         Err(e) => return r.miss("agreement", format!("{e:#}")),
     }
-    let rubric = match ctx.rubric(None) {
+    let rubric = match study::study_rubric(ctx).await {
         Ok(rb) => rb,
         Err(e) => return r.miss("agreement", format!("{e:#}")),
     };

@@ -68,6 +68,7 @@ pub async fn mark_gold(ctx: &Context, rubric: &Rubric, file: &Path) -> Result<us
         bail!("{}: no gold rows", file.display());
     }
     let key = trust::require_lead(ctx, "annotate gold").await?;
+    super::rubric::check_writing(ctx, rubric).await?;
     let (roster, _) = trust::roster(ctx).await?;
     let out: Vec<GoldLabel> = rows
         .into_iter()

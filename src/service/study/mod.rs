@@ -1,15 +1,19 @@
 //! The annotation study: items to label (from stored answers or a file), raters'
 //! labels and their history, reviewer assignment, adjudicated final labels, the
 //! agreement between raters and the judge, its reports, and the judge calibrated on
-//! the final labels.
+//! the final labels; who is who (the roster, remembered per workspace) and the
+//! study's own rubric, pinned by its lead.
 
 mod agreement;
 mod assign;
 mod calibrate;
+mod founding;
 mod gold;
 mod labels;
 mod pairwise;
+mod pin;
 mod raters;
+mod rubric;
 mod steps;
 mod trust;
 
@@ -18,6 +22,7 @@ pub use agreement::{
 };
 pub use assign::{Assigned, assign};
 pub use calibrate::{CalibrateRequest, Calibration, CalibrationRow, Judged, calibrate};
+pub use founding::{FOUNDED, founded_table, memory_file};
 pub use gold::{GOLD, gold_report, gold_rows, gold_table, mark_gold};
 pub use labels::{
     ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
@@ -29,7 +34,9 @@ pub use pairwise::{
     PAIR_ITEMS, PairItem, Preferences, create_pair_items, is_pairwise, pair_items_table,
     preferences,
 };
+pub use pin::{RUBRIC_PINS, pins_table};
 pub use raters::{drift_report, human_reviewers, rater_report};
+pub use rubric::{RubricPinned, RubricView, pin_rubric, rubric_show, rubric_toml, study_rubric};
 pub use steps::{
     Agreement, AgreementRequest, Blinding, CreatedItems, DRIFT_WINDOW, ExportFormat, History,
     ItemSource, LabelExport, LabelVersion, NO_IDENTITY, RaterPair, Refusal, Schedule, Sight, Study,
@@ -40,6 +47,6 @@ pub use steps::{
 };
 pub use trust::{
     ROSTER, RosterAdded, RosterView, TrustedLog, UNBOUND, UNSIGNED, binding, check_authorship,
-    confirm, my_key, require_lead, roster, roster_add, roster_list, roster_table, sign_assignment,
-    sign_label, trusted_log,
+    confirm, my_key, pinned_rubric, require_lead, roster, roster_add, roster_list, roster_remove,
+    roster_rotate, roster_table, sign_assignment, sign_label, trusted_log,
 };

@@ -190,6 +190,9 @@ struct ImportRow {
 /// Import a JSONL file of labels: validated as a whole and committed at once, or
 /// nothing is written. Returns (labels, labels dataset version).
 pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Result<(usize, u64)> {
+    super::rubric::check_writing(ctx, rubric)
+        .await
+        .with_context(|| format!("nothing imported from {}", file.display()))?;
     let items: Vec<Item> = read_items(&ctx.workspace).await?;
     let mut labels = read_label_file(file, rubric)?;
     // Signed by the importer: under a roster, only their own labels would count.
@@ -385,7 +388,8 @@ pub async fn export_labels(
         });
     }
     let log = trust::trusted_log(ctx).await?;
-    let shown = visible_label_rows(rubric, &log.labels, &log.schedule, viewer);
+    let rubric = log.rubric_or(rubric);
+    let shown = visible_label_rows(&rubric, &log.labels, &log.schedule, viewer);
     let withheld = log.labels.len() - shown.len();
     let bytes = match format {
         ExportFormat::Jsonl => labels_jsonl(&shown)?.into_bytes(),
@@ -494,7 +498,8 @@ pub async fn label_history(
     viewer: &Viewer,
 ) -> Result<History> {
     let log = trust::trusted_log(ctx).await?;
-    let (rows, withheld) = history_of(rubric, &log.labels, &log.schedule, item_id, viewer);
+    let rubric = log.rubric_or(rubric);
+    let (rows, withheld) = history_of(&rubric, &log.labels, &log.schedule, item_id, viewer);
     Ok(History {
         rows,
         withheld,
@@ -543,6 +548,9 @@ pub struct Study {
     /// The roster and this user's public key (for checking a typed name).
     pub roster: crate::core::signing::Roster,
     pub my_key: Option<String>,
+    /// The study's pinned rubric, if its lead pinned one: the Annotate pane labels
+    /// with it, whatever rubric the session started with.
+    pub rubric: Option<Rubric>,
 }
 
 pub async fn load_study(ctx: &Context) -> Result<Study> {
@@ -561,6 +569,7 @@ pub async fn load_study(ctx: &Context) -> Result<Study> {
         judgements,
         refused: log.refused,
         signed,
+        rubric: log.rubric,
         roster: log.roster,
         my_key: signed
             .then(|| trust::my_key(ctx).map(|k| k.public_hex()))
@@ -569,6 +578,7 @@ pub async fn load_study(ctx: &Context) -> Result<Study> {
 }
 
 /// A cheap fingerprint of the study's datasets (the version files of items, labels,
+/// the roster, the study's founding record, the rubric pins,
 /// judgements, assignments and answers): when it changes, another process
 /// committed, and the panes reload. Reads directory listings only.
 pub fn study_fingerprint(ctx: &Context) -> Vec<Option<String>> {
@@ -577,6 +587,8 @@ pub fn study_fingerprint(ctx: &Context) -> Vec<Option<String>> {
         LABELS,
         ASSIGNMENTS,
         trust::ROSTER,
+        super::founding::FOUNDED,
+        super::pin::RUBRIC_PINS,
         crate::service::answer::JUDGEMENTS,
         crate::service::answer::ANSWERS,
     ]
@@ -722,7 +734,7 @@ pub async fn agreement_with(
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let rubric = rubric.clone();
+    let rubric = log.rubric_or(rubric);
     let signed = log.signed();
     let (schedule, refused) = (log.schedule, log.refused);
     let mut a = tokio::task::spawn_blocking(move || {
@@ -934,7 +946,8 @@ pub async fn export_final(
     viewer: &Viewer,
 ) -> Result<(Vec<FinalLabel>, usize, Vec<Refusal>)> {
     let (_, log, labels) = study_log(ctx, None).await?;
-    let (finals, unresolved) = finals_of(rubric, &labels, &log.schedule, reviewers, viewer)?;
+    let rubric = log.rubric_or(rubric);
+    let (finals, unresolved) = finals_of(&rubric, &labels, &log.schedule, reviewers, viewer)?;
     Ok((finals, unresolved, log.refused))
 }
 
@@ -969,6 +982,7 @@ pub async fn sight(ctx: &Context, viewer: &Viewer) -> Result<Sight> {
         return Ok(Sight::new(viewer.clone(), Blinding::default(), &items));
     }
     let log = trust::trusted_log(ctx).await?;
+    let rubric = log.rubric_or(&rubric);
     let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
     let blinding = Blinding::replay(&log.labels, &keys, &log.schedule);
     Ok(Sight::new(viewer.clone(), blinding, &items))

@@ -1,15 +1,21 @@
 //! Who is who: the user's signing key, the study roster in the workspace
 //! (`roster.lance`, written by the lead), signing the rows this user writes, and
 //! reading the study's logs as they count (every row checked against the roster by
-//! the rules of `core::signing`).
+//! the rules of `core::signing`, the rubric pins by those of `core::pinned`). Every
+//! read of the roster goes through the study's memory ([`super::founding`]): a
+//! roster missing or replaced in a workspace that held a signed study is an error.
 
 use std::collections::HashMap;
 
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
+use super::founding::{self, founded_table};
 use super::labels::{Assignment, Label, assignments_table, labels_table};
+use super::pin::pins_table;
 use crate::core::blinding::{Schedule, Viewer};
+use crate::core::pinned::{self, PinnedRubric, RubricPin};
+use crate::core::rubric::Rubric;
 use crate::core::signing::{
     self, Binding, LEAD, REVIEWER, Refusal, Roster, RosterEntry, check_public_key, short,
 };
@@ -18,7 +24,7 @@ use crate::store::keys::{self, Keypair};
 use crate::store::records::Table;
 use crate::store::workspace::Workspace;
 
-pub const ROSTER: &str = "roster.lance";
+pub use super::founding::ROSTER;
 
 pub fn roster_table(ws: &Workspace) -> Table<'_> {
     Table::of::<RosterEntry>(ws, ROSTER)
@@ -42,14 +48,49 @@ pub fn sign_assignment(a: &mut Assignment, key: &Keypair, study: &Binding) {
     a.signature = Some(key.sign_hex(&signing::assignment_bytes(a, study)));
 }
 
-/// The verified roster and the roster rows refused.
+/// The verified roster and the roster rows refused; an error when the workspace or
+/// this user remembers a signed study that this roster is not ([`founding::guard`]).
 pub async fn roster(ctx: &Context) -> Result<(Roster, Vec<Refusal>)> {
-    roster_of(&ctx.workspace).await
+    let (roster, refused, _) = roster_rows(ctx).await?;
+    Ok((roster, refused))
 }
 
+/// [`roster`], with the stored roster rows.
+pub(super) async fn roster_rows(ctx: &Context) -> Result<(Roster, Vec<Refusal>, Vec<RosterEntry>)> {
+    let ws = &ctx.workspace;
+    let (roster, founded) = (roster_table(ws), founded_table(ws));
+    let (rows, founded) = futures::try_join!(
+        roster.read_all::<RosterEntry>(),
+        founded.read_all::<RosterEntry>(),
+    )?;
+    let (roster, refused) = Roster::from_rows(&rows, &keys::verify_cached);
+    founding::guard(ws, &roster, &founded, Some(&memory(ctx)))?;
+    Ok((roster, refused, rows))
+}
+
+/// This user's memory of the workspace's study.
+fn memory(ctx: &Context) -> std::path::PathBuf {
+    founding::memory_file(&ctx.paths.data_dir, &ctx.workspace.location())
+}
+
+/// The roster of `ws` for signing (no user's memory: the workspace's own only).
 async fn roster_of(ws: &Workspace) -> Result<(Roster, Vec<Refusal>)> {
     let rows: Vec<RosterEntry> = roster_table(ws).read_all().await?;
-    Ok(Roster::from_rows(&rows, &keys::verify_cached))
+    let (roster, refused) = Roster::from_rows(&rows, &keys::verify_cached);
+    if roster.founding().is_none() {
+        let founded: Vec<RosterEntry> = founded_table(ws).read_all().await?;
+        founding::guard(ws, &roster, &founded, None)?;
+    }
+    Ok((roster, refused))
+}
+
+/// The study's pinned rubric as it counts (the newest pin that counts, if any), and
+/// the pin rows refused.
+pub async fn pinned_rubric(ctx: &Context) -> Result<(Option<PinnedRubric>, Vec<Refusal>)> {
+    let (roster, _) = roster(ctx).await?;
+    let rows: Vec<RubricPin> = pins_table(&ctx.workspace).read_all().await?;
+    let mut checked = pinned::check_pins(rows, &roster, &keys::verify_cached);
+    Ok((checked.kept.pop(), checked.refused))
 }
 
 /// Study ids already read, by workspace location. Why: a label commit signs for the
@@ -93,6 +134,9 @@ pub struct TrustedLog {
     /// The assignments over `labels`' positions.
     pub schedule: Schedule,
     pub roster: Roster,
+    /// The study's rubric: the newest rubric pin that counts (none: no rubric is
+    /// pinned, and each viewer's rubric decides submission as before).
+    pub rubric: Option<Rubric>,
     /// Every stored row left out, named.
     pub refused: Vec<Refusal>,
 }
@@ -108,22 +152,41 @@ impl TrustedLog {
         self.schedule.newest()
     }
 
-    /// The stored logs checked against the roster rows (all three in log order).
-    /// Signatures go through this process's cache of verified ones
-    /// ([`keys::VERIFIED`]): a reload checks in full only the rows it has not seen.
-    pub fn check(labels: Vec<Label>, assignments: Vec<Assignment>, roster: &[RosterEntry]) -> Self {
-        let (roster, mut refused) = Roster::from_rows(roster, &keys::verify_cached);
+    /// The stored logs checked against the roster rows (all four in log order): the
+    /// schedule holds the assignments and the pinned rubrics' criteria, each in force
+    /// from its position. Signatures go through this process's cache of verified
+    /// ones ([`keys::VERIFIED`]): a reload checks in full only the rows it has not
+    /// seen.
+    pub fn check(
+        labels: Vec<Label>,
+        assignments: Vec<Assignment>,
+        pins: Vec<RubricPin>,
+        roster: Roster,
+        mut refused: Vec<Refusal>,
+    ) -> Self {
         let labels = signing::check_labels(labels, &roster, &keys::verify_cached);
         let assignments = signing::check_assignments(assignments, &roster, &keys::verify_cached);
+        let pins = pinned::check_pins(pins, &roster, &keys::verify_cached);
         refused.extend(labels.refused);
         refused.extend(assignments.refused);
+        refused.extend(pins.refused);
+        let mut schedule = signing::schedule_of(&assignments.kept, &labels.rows);
+        pinned::require_pinned(&mut schedule, &pins.kept, &labels.rows);
         Self {
-            schedule: signing::schedule_of(&assignments.kept, &labels.rows),
+            schedule,
             labels: labels.kept,
             assignments: assignments.kept,
+            rubric: pins.kept.last().map(|p| p.rubric.clone()),
             roster,
             refused,
         }
+    }
+
+    /// The rubric a study use case works with: the study's pinned one when there is
+    /// one, else `given` (the front's, as before pins). The fronts resolve theirs with
+    /// [`super::study_rubric`]; this holds whatever a front passes.
+    pub fn rubric_or(&self, given: &Rubric) -> Rubric {
+        self.rubric.clone().unwrap_or_else(|| given.clone())
     }
 }
 
@@ -132,13 +195,23 @@ impl TrustedLog {
 /// every earlier one, and a scan reads fragments in that order.
 pub async fn trusted_log(ctx: &Context) -> Result<TrustedLog> {
     let ws = &ctx.workspace;
-    let (labels, assignments, roster) = (labels_table(ws), assignments_table(ws), roster_table(ws));
-    let (labels, assignments, roster) = futures::try_join!(
-        labels.read_all::<Label>(),
-        assignments.read_all::<Assignment>(),
-        roster.read_all::<RosterEntry>(),
-    )?;
-    Ok(TrustedLog::check(labels, assignments, &roster))
+    let (labels, assignments, pins) = (labels_table(ws), assignments_table(ws), pins_table(ws));
+    let logs = async {
+        anyhow::Ok(futures::try_join!(
+            labels.read_all::<Label>(),
+            assignments.read_all::<Assignment>(),
+            pins.read_all::<RubricPin>(),
+        )?)
+    };
+    let ((labels, assignments, pins), (roster, refused, _)) =
+        futures::try_join!(logs, roster_rows(ctx))?;
+    Ok(TrustedLog::check(
+        labels,
+        assignments,
+        pins,
+        roster,
+        refused,
+    ))
 }
 
 /// Check that this user's key is the key `viewer` stands for on the roster: the
@@ -279,6 +352,13 @@ pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Res
             })
             .transpose()
             .map_err(|e| anyhow::anyhow!("no randomness from the operating system: {e}"))?,
+        // Where the entry stands in the label log (a later entry for a name is in
+        // force from there); the founding entry's bytes stay as before.
+        label_rows: if lead {
+            None
+        } else {
+            Some(labels_table(&ctx.workspace).count_rows().await?)
+        },
     };
     // The founding entry's signature becomes the study id that every later row
     // of the study is signed with.
@@ -291,6 +371,10 @@ pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Res
     roster_table(&ctx.workspace)
         .append(std::slice::from_ref(&entry))
         .await?;
+    // The workspace remembers its study from its founding on (and, for a study
+    // founded before this memory, from the lead's next roster entry).
+    let (roster, _, rows) = roster_rows(ctx).await?;
+    founding::record(&ctx.workspace, &rows, &roster).await?;
     let earlier_labels = if lead {
         labels_table(&ctx.workspace).count_rows().await?
     } else {
@@ -300,6 +384,73 @@ pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Res
         entry,
         earlier_labels,
     })
+}
+
+/// Write a roster entry changing `name` (the lead only; `name` on the roster and not
+/// the lead): a new key (`Some`, a rotation) or a removal (`None`). In force from the
+/// current end of the label log: labels written before keep counting under the
+/// entry then in force.
+async fn roster_change(ctx: &Context, name: &str, key: Option<&str>) -> Result<RosterEntry> {
+    let what = if key.is_some() {
+        "study roster rotate"
+    } else {
+        "study roster remove"
+    };
+    let me = require_lead(ctx, what).await?;
+    let (roster, _, rows) = roster_rows(ctx).await?;
+    let Some((lead, _)) = roster.lead().filter(|_| roster.is_signed()) else {
+        bail!("{what}: this study has no roster yet");
+    };
+    if name == lead {
+        bail!("{what}: {name} leads the study (the lead's key is the study's own)");
+    }
+    let Some(current) = roster.key_of(name).map(str::to_string) else {
+        bail!("{name} is not on this study's roster (`raglab study roster list`)");
+    };
+    let (role, public_key) = match key {
+        None => (signing::REMOVED, current),
+        Some(k) => {
+            let k = check_public_key(k).map_err(anyhow::Error::msg)?;
+            if k == current {
+                bail!("{name}'s key is {} already", short(&k));
+            }
+            if let Some(other) = roster.name_of(&k) {
+                bail!(
+                    "key {} is {other}'s on the roster already: one key, one name",
+                    short(&k)
+                );
+            }
+            (REVIEWER, k)
+        }
+    };
+    let mut entry = RosterEntry {
+        name: name.to_string(),
+        role: role.to_string(),
+        public_key,
+        added_at: now_rfc3339(),
+        signer: Some(me.public_hex()),
+        signature: None,
+        nonce: None,
+        label_rows: Some(labels_table(&ctx.workspace).count_rows().await?),
+    };
+    entry.signature = Some(me.sign_hex(&signing::roster_bytes(&entry, roster.binding())));
+    roster_table(&ctx.workspace)
+        .append(std::slice::from_ref(&entry))
+        .await?;
+    founding::record(&ctx.workspace, &rows, &roster).await?;
+    Ok(entry)
+}
+
+/// Give `name` a new key (`raglab study roster rotate`): their labels signed with
+/// the old key before it keep counting; from it on only the new key counts.
+pub async fn roster_rotate(ctx: &Context, name: &str, key: &str) -> Result<RosterEntry> {
+    roster_change(ctx, name, Some(key)).await
+}
+
+/// Remove `name` from the roster (`raglab study roster remove`): their labels
+/// written before count; from it on none of theirs does.
+pub async fn roster_remove(ctx: &Context, name: &str) -> Result<RosterEntry> {
+    roster_change(ctx, name, None).await
 }
 
 /// The roster as `raglab study roster list` shows it.

@@ -138,14 +138,16 @@ impl Default for AnnotateSettings {
     }
 }
 
-/// Who may label in a study, as last read: the roster (empty in an unsigned study),
-/// this user's public key (a typed name must be this key's on the roster) and the
-/// stored rows that do not count.
+/// Who may label in a study and by which rules, as last read: the roster (empty in
+/// an unsigned study), this user's public key (a typed name must be this key's on the
+/// roster), the stored rows that do not count, and the rubric the lead pinned (None:
+/// none pinned, the pane keeps its own).
 #[derive(Debug, Default)]
 pub struct StudyTrust {
     pub roster: Roster,
     pub my_key: Option<String>,
     pub refused: Vec<Refusal>,
+    pub rubric: Option<Rubric>,
 }
 
 /// The four texts of an item, in display order.
@@ -230,6 +232,13 @@ impl AnnotatePane {
         labels: Vec<Label>,
         schedule: Schedule,
     ) -> bool {
+        // A lead may pin a new rubric while the session runs: labels are given and
+        // checked against it from this read on.
+        if let Some(r) = trust.rubric.filter(|r| *r != self.rubric) {
+            let last = r.criteria.len().saturating_sub(1);
+            self.set_rubric(r);
+            self.criterion = self.criterion.min(last);
+        }
         self.roster = trust.roster;
         self.my_key = trust.my_key;
         self.refused = trust.refused;

@@ -34,6 +34,7 @@ mod judged;
 mod mcqa;
 mod object_store;
 mod pairwise;
+mod persona;
 mod pipelines;
 mod rank_on_demand;
 mod ray_shards;

@@ -38,7 +38,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    if let Some(done) = cli.command.as_ref().and_then(raglab::cli::run_standalone) {
+    if let Some(done) = raglab::cli::run_standalone(&cli) {
         return done;
     }
     let viewer = cli.viewer();

@@ -16,8 +16,10 @@ use crate::service::study::{self, LabelVersion, PAPER_REFERENCE, RaterPair, View
 
 #[derive(Debug, Args)]
 pub struct AgreeArgs {
+    /// Bootstrap resamples of the items for each 95% CI (percentile method).
     #[arg(long, default_value_t = 2000)]
     pub bootstrap: usize,
+    /// Seed of the bootstrap resampling (the same seed, the same CIs).
     #[arg(long, default_value_t = 20_240_601)]
     pub seed: u64,
     /// The reviewers: the first two are compared with each other and the judge
@@ -26,6 +28,7 @@ pub struct AgreeArgs {
     /// of all of them follow (default: every reviewer with labels).
     #[arg(long, value_delimiter = ',')]
     pub reviewers: Option<Vec<String>>,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
     /// Use each reviewer's newest label, changes after reveal included (default: the

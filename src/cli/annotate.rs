@@ -46,7 +46,10 @@ pub enum AnnotateCmd {
     /// Mark gold items (the lead only): JSONL rows `{item_id, criterion, label}`
     /// set each item's expected label per criterion (`"label": null` withdraws
     /// one). Run before `annotate assign`, which gives gold items to every reviewer.
-    Gold { file: PathBuf },
+    Gold {
+        /// The gold labels JSONL.
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -68,6 +71,7 @@ pub struct CreateArgs {
     /// Take a random sample of N answers.
     #[arg(long)]
     pub sample: Option<usize>,
+    /// Seed of `--sample` (the same seed, the same answers).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
@@ -75,10 +79,14 @@ pub struct CreateArgs {
 #[derive(Debug, Subcommand)]
 pub enum LabelsCmd {
     /// Import labels from JSONL `{item_id, reviewer, criterion, label, note?, rubric_version?}`.
-    Import { file: PathBuf },
+    Import {
+        /// The labels JSONL (one label per line).
+        file: PathBuf,
+    },
     /// Export every label version (the whole history), or with `--final` the
     /// adjudicated set (agreed labels and the lead's final labels).
     Export {
+        /// File format of the export.
         #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
         format: ExportFormat,
         /// The adjudicated set of the reviewer pair instead of the history (jsonl or csv).
@@ -93,7 +101,10 @@ pub enum LabelsCmd {
         out: Option<PathBuf>,
     },
     /// Show the version history of one item's labels.
-    History { item_id: String },
+    History {
+        /// The item id, as `labels export` and the Annotate pane show it.
+        item_id: String,
+    },
     /// Label items in a loop, printing `saved LABEL_ID` after each commit (durability
     /// and concurrency tests, and the save-latency benchmark).
     #[command(hide = true)]

@@ -58,6 +58,7 @@ pub struct CiteArgs {
     /// Score at most this many answers.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Threads of a local judge model (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
 }

@@ -93,6 +93,7 @@ pub struct GeneratorArgs {
     /// GGUF generator (default: config, else SmolLM2 from setup).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Threads of the local generator (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
     /// Decode every prompt whole instead of reusing the KV cache of a prefix shared
@@ -112,18 +113,25 @@ impl GeneratorArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct SamplingArgs {
+    /// Sampling temperature; 0 always takes the most likely token.
     #[arg(long, default_value_t = 0.7)]
     pub temperature: f32,
+    /// Sample among the K most likely tokens only (0: all).
     #[arg(long, default_value_t = 40)]
     pub top_k: i32,
+    /// Sample among the most likely tokens whose probabilities add up to P.
     #[arg(long, default_value_t = 0.95)]
     pub top_p: f32,
+    /// Drop tokens less likely than this fraction of the most likely one.
     #[arg(long, default_value_t = 0.05)]
     pub min_p: f32,
+    /// Penalty on tokens already generated (1: none).
     #[arg(long, default_value_t = 1.1)]
     pub repeat_penalty: f32,
+    /// Sampler seed (the same seed, prompt and model, the same answer on one machine).
     #[arg(long, default_value_t = 42)]
     pub seed: u32,
+    /// Most tokens an answer may have.
     #[arg(long, default_value_t = 256)]
     pub max_tokens: usize,
 }

@@ -35,6 +35,7 @@ pub struct BenchArgs {
     /// Threads for query embedding (the TUI uses 1).
     #[arg(long, default_value_t = 1)]
     pub threads: i32,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }
@@ -209,15 +210,19 @@ pub struct GenBenchArgs {
     /// Chunks in the prompt (sets the prompt length).
     #[arg(long, default_value_t = 3)]
     pub k: usize,
+    /// Tokens generated in each repetition.
     #[arg(long, default_value_t = 128)]
     pub max_tokens: usize,
+    /// Repetitions (the figures are their median).
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
     /// Generator threads (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
+    /// GGUF generator (default: config, else SmolLM2 from setup).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }
@@ -285,6 +290,7 @@ pub struct EmbedBenchArgs {
     /// JSONL queries, embedded one at a time with each variant.
     #[arg(long)]
     pub queries: Option<PathBuf>,
+    /// Most queries of `--queries` embedded.
     #[arg(long, default_value_t = 200)]
     pub query_limit: usize,
     /// Reference vectors (`all-MiniLM-L6-v2.reference.json`): worst cosine per variant.
@@ -294,6 +300,7 @@ pub struct EmbedBenchArgs {
     /// configured model and packing, all cores); repeat it; the first is the baseline.
     #[arg(long = "variant", value_parser = parse_variant, required = true)]
     pub variants: Vec<crate::service::evaluate::EmbedVariant>,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

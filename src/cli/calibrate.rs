@@ -37,11 +37,13 @@ pub struct CalibrateArgs {
     /// GGUF judge model (default: config `models.judge`, else the generator).
     #[arg(long)]
     pub judge_model: Option<PathBuf>,
+    /// Threads of a local judge model (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
     /// Judge with the local model even when `[[endpoints]]` are configured.
     #[arg(long)]
     pub local: bool,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

@@ -31,9 +31,10 @@ pub struct TestArgs {
     /// Seed of the permutations and resamples (reported).
     #[arg(long, default_value_t = TestSettings::default().seed)]
     pub seed: u64,
-    /// Worker threads (default: one per core).
+    /// Worker threads; 0 is one per core.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

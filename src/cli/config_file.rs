@@ -60,3 +60,43 @@ fn write_config(file: &Path, text: &str, force: bool) -> Result<()> {
     }
     crate::service::base::write_whole(file, text.as_bytes())
 }
+
+/// `raglab paths`: where raglab keeps each thing on this machine, from the environment
+/// (`RAGLAB_CONFIG_DIR`, `RAGLAB_DATA_DIR`, `RAGLAB_MODELS_DIR`, `RAGLAB_WORKSPACE`),
+/// the config and `--workspace`. It opens nothing and creates nothing, so a first look
+/// leaves no empty workspace behind; a local path that does not exist yet says so and
+/// which command makes it.
+pub fn print_paths(workspace: Option<&Path>) -> Result<()> {
+    let paths = Paths::discover()?;
+    let config = Config::load(&paths)?;
+    let workspace = workspace
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| config.workspace_dir(&paths));
+    let remote = crate::service::base::is_object_store(&workspace.to_string_lossy());
+    let lines = [
+        (
+            "config",
+            paths.config_file(),
+            "`raglab config init` writes it",
+        ),
+        (
+            "signing key",
+            crate::service::study::key_file(&paths),
+            "`raglab study key` makes it",
+        ),
+        ("data", paths.data_dir.clone(), "made on first use"),
+        ("models", paths.models_dir(), "`scripts/setup.sh` fills it"),
+        ("workspace", workspace, "`raglab ingest` makes it"),
+        ("log", paths.log_file(), "made on first use"),
+    ];
+    for (what, path, maker) in lines {
+        let missing = (!remote || what != "workspace") && !path.exists();
+        let note = if missing {
+            format!("  (not there yet: {maker})")
+        } else {
+            String::new()
+        };
+        say!("{:<12} {}{note}", format!("{what}:"), path.display());
+    }
+    Ok(())
+}

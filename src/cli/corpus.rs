@@ -13,6 +13,7 @@ use crate::service::{Context, corpus};
 pub enum CorpusCmd {
     /// Counts: documents, chunks, words, topics, chunk-length histogram.
     Stats {
+        /// Print the result as one JSON document (its fields: docs/reference/json.md).
         #[arg(long)]
         json: bool,
     },
@@ -21,12 +22,15 @@ pub enum CorpusCmd {
         /// Only chunks of this document id.
         #[arg(long)]
         doc: Option<String>,
+        /// Print the result as one JSON document (its fields: docs/reference/json.md).
         #[arg(long)]
         json: bool,
     },
     /// Show one chunk with its metadata and full text.
     Show {
+        /// The chunk id, as `corpus list` and `search` print it.
         chunk_id: String,
+        /// Print the result as one JSON document (its fields: docs/reference/json.md).
         #[arg(long)]
         json: bool,
     },

@@ -59,14 +59,19 @@ pub struct AbstentionArgs {
     /// JSONL questions `{id, text}` the corpus cannot answer.
     #[arg(long)]
     pub unanswerable: PathBuf,
+    /// Lowest top-1 cosine threshold of the sweep.
     #[arg(long, default_value_t = 0.05)]
     pub from: f64,
+    /// Highest threshold of the sweep.
     #[arg(long, default_value_t = 0.95)]
     pub to: f64,
+    /// Step between thresholds.
     #[arg(long, default_value_t = 0.05)]
     pub step: f64,
+    /// GGUF embedding model (default: config, else the MiniLM GGUF from setup).
     #[arg(long)]
     pub embed_model: Option<PathBuf>,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }
@@ -131,6 +136,8 @@ pub struct RetrievalArgs {
     /// Threads for query embedding (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
+    /// Length of each retriever's ranked list before fusion (reciprocal rank is
+    /// computed over it, as trec_eval's over the whole run).
     #[arg(long, default_value_t = DEFAULT_DEPTH)]
     pub depth: usize,
     /// Rank only this shard's queries and store their lists in the workspace under
@@ -144,6 +151,7 @@ pub struct RetrievalArgs {
     /// stored (every query of `--queries` or `--beir` must have them).
     #[arg(long, conflicts_with_all = ["shard", "embed_models"])]
     pub merge: bool,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

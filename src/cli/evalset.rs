@@ -29,12 +29,15 @@ pub enum EvalsetCmd {
     Filter(FilterArgs),
     /// Every candidate with its scores, decision and verdict under the default filter.
     List {
+        /// Print the result as one JSON document (its fields: docs/reference/json.md).
         #[arg(long)]
         json: bool,
     },
     /// Accept or reject a candidate by hand (`clear` removes the decision).
     Decide {
+        /// The candidate id, as `evalset list` prints it.
         candidate: String,
+        /// accept, reject, or clear (back to the filter's verdict).
         #[arg(value_parser = ["accept", "reject", "clear"])]
         decision: String,
     },
@@ -55,6 +58,7 @@ pub struct GenerateArgs {
     /// GGUF generator (default: config, else SmolLM2 from setup).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Threads of the local generator (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
     /// Use the local model even when `[[endpoints]]` are configured.
@@ -69,8 +73,10 @@ pub struct CritiqueArgs {
     /// GGUF critic (default: config `models.judge`, else the generator).
     #[arg(long)]
     pub critic_model: Option<PathBuf>,
+    /// Critique at most N candidates not yet critiqued by this critic (a rerun goes on).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Threads of a local critic model (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
     /// Use the local model even when `[[endpoints]]` are configured.
@@ -86,12 +92,16 @@ pub struct FilterArgs {
     /// Minimum groundedness (question answerable from its chunks); 0 turns it off.
     #[arg(long, default_value_t = 3)]
     pub min_groundedness: u8,
+    /// Minimum answer groundedness (the reference answer supported by its chunks).
     #[arg(long, default_value_t = 3)]
     pub min_answer_groundedness: u8,
+    /// Minimum feasibility (a user could ask it without having seen the chunk).
     #[arg(long, default_value_t = 3)]
     pub min_feasibility: u8,
+    /// Minimum stand-alone score (understandable without the chunk's context).
     #[arg(long, default_value_t = 3)]
     pub min_stand_alone: u8,
+    /// Minimum usefulness (to someone reading public-health guidance).
     #[arg(long, default_value_t = 3)]
     pub min_usefulness: u8,
     /// Tautology is scored and shown but not filtered on by default (0).
@@ -106,6 +116,7 @@ pub struct FilterArgs {
     /// Use only this critic's scores (default: each candidate's latest critique).
     #[arg(long)]
     pub critic: Option<String>,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

@@ -51,6 +51,7 @@ pub struct GenerateArgs {
     /// `retrieval.abstain_below`, else never). Pick it with `raglab eval abstention`.
     #[arg(long, conflicts_with = "no_retrieval")]
     pub abstain_below: Option<f64>,
+    /// Answer at most N questions the run has not answered yet (a rerun goes on).
     #[arg(long)]
     pub limit: Option<usize>,
     /// Corpus variant retrieval ranks (F, S or R; `raglab index --variant V`). The
@@ -218,11 +219,13 @@ pub struct JudgeArgs {
     /// GGUF judge model (default: config `models.judge`, else the generator).
     #[arg(long)]
     pub judge_model: Option<PathBuf>,
+    /// Judge at most N answers not yet judged by this judge (a rerun goes on).
     #[arg(long)]
     pub limit: Option<usize>,
     /// Judge only this shard's answers (by answer id).
     #[command(flatten)]
     pub shard: ShardArg,
+    /// Threads of a local judge model (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
     /// Judge with the local model even when `[[endpoints]]` are configured.
@@ -307,6 +310,7 @@ pub struct ReportArgs {
     /// criteria), wins / ties / losses.
     #[arg(long, num_args = 2, value_names = ["RUN_A", "RUN_B"], conflicts_with_all = ["baseline", "list", "run"])]
     pub compare: Vec<String>,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

@@ -40,6 +40,7 @@ pub struct IndexArgs {
     /// resumes there.
     #[arg(long, default_value_t = crate::service::retrieval::CHECKPOINT_CHUNKS)]
     pub checkpoint_every: usize,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

@@ -71,6 +71,7 @@ pub struct McqaArgs {
     /// report: every prompt, choice and target rank, for stepping through failures.
     #[arg(long)]
     pub list: bool,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

@@ -58,6 +58,10 @@ use clap::{Parser, Subcommand};
 
 use crate::service::Context;
 
+/// The heading of the options every command takes: `raglab COMMAND --help` lists them
+/// apart from the command's own flags, so a reader sees which flags the command adds.
+pub const GLOBAL: &str = "Global options";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "raglab",
@@ -66,31 +70,31 @@ use crate::service::Context;
 )]
 pub struct Cli {
     /// Workspace folder (default: from config, else DATA_DIR/workspaces/default).
-    #[arg(long, global = true, env = "RAGLAB_WORKSPACE")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "RAGLAB_WORKSPACE")]
     pub workspace: Option<PathBuf>,
     /// Theme for the TUI: dark, light, high-contrast, or a file in CONFIG_DIR/themes.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub theme: Option<String>,
     /// Questions JSONL listed in the TUI's query pane (default: config `questions`).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub questions: Option<PathBuf>,
     /// Reviewer name for the Annotate pane (asked for when absent); `agree` shows a
     /// reviewer only what blinding allows them.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub reviewer: Option<String>,
     /// `lead`: the study lead sees every label, adjudicates disagreements and follows
     /// each reviewer's progress (named by `--reviewer`). In a study with a roster it
     /// needs the lead's key, as `--reviewer NAME` needs NAME's.
-    #[arg(long, global = true, value_enum, default_value_t = Role::Reviewer)]
+    #[arg(long, global = true, help_heading = GLOBAL, value_enum, default_value_t = Role::Reviewer)]
     pub role: Role,
     /// Rubric TOML of the Annotate pane, `judge`, `agree` and `labels` (default:
     /// config `[annotation] rubric`, else the paper's pass/fail rubric).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub rubric: Option<PathBuf>,
     /// Layers of every in-process model (generator, judge, embedder) offloaded to the
     /// GPU (default: config `[models] gpu_layers`, else all in a CUDA build, 0 in a
     /// CPU build). 0 keeps everything on the CPU.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub gpu_layers: Option<u32>,
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -184,7 +188,8 @@ pub enum Command {
         #[command(subcommand)]
         cmd: BenchCmd,
     },
-    /// Print where raglab keeps config, data, models and the workspace.
+    /// Print where raglab keeps its config, signing key, data, models, workspace and
+    /// log (creates none of them).
     Paths,
     /// The config file: `raglab config init` writes one with every default shown.
     Config {
@@ -219,10 +224,12 @@ pub enum ReportCmd {
     Study(report_study::StudyArgs),
 }
 
-/// Run a command that needs no workspace, config or model (completions, manual
-/// pages, writing the config file); `None` when `command` needs them.
-pub fn run_standalone(command: &Command) -> Option<Result<()>> {
-    match command {
+/// Run a command that opens no workspace and loads no model (`paths`, completions,
+/// manual pages, writing the config file); `None` when the command needs them. These
+/// run before a workspace is opened, so a first look at a machine creates nothing.
+pub fn run_standalone(cli: &Cli) -> Option<Result<()>> {
+    match cli.command.as_ref()? {
+        Command::Paths => Some(config_file::print_paths(cli.workspace.as_deref())),
         Command::Completions(args) => Some(shell::completions(args)),
         Command::Man(args) => Some(shell::man(args)),
         Command::Config { cmd } => Some(config_file::run(cmd)),
@@ -287,16 +294,8 @@ pub async fn run(
             crate::service::study::confirm(ctx, viewer).await?;
             report_study::run(ctx, args, viewer).await
         }
-        Command::Paths => {
-            say!("config:    {}", ctx.paths.config_file().display());
-            say!("data:      {}", ctx.paths.data_dir.display());
-            say!("models:    {}", ctx.paths.models_dir().display());
-            say!("workspace: {}", ctx.workspace.location());
-            say!("log:       {}", ctx.paths.log_file().display());
-            Ok(())
-        }
-        Command::Completions(_) | Command::Man(_) | Command::Config { .. } => {
-            run_standalone(&command).unwrap_or(Ok(()))
+        Command::Paths | Command::Completions(_) | Command::Man(_) | Command::Config { .. } => {
+            anyhow::bail!("this command runs before a workspace is opened: call run_standalone")
         }
     }
 }

@@ -19,6 +19,7 @@ pub struct PreferencesArgs {
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 20_240_601)]
     pub seed: u64,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

@@ -12,7 +12,9 @@ use crate::service::retrieval::{SearchRequest, search};
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
+    /// The question, in quotes.
     pub question: String,
+    /// Chunks shown (default: config `[retrieval] k`, else 15).
     #[arg(short, long)]
     pub k: Option<usize>,
     #[command(flatten)]
@@ -31,6 +33,7 @@ pub struct SearchArgs {
     /// Threads of a local rerank model.
     #[arg(long)]
     pub threads: Option<i32>,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

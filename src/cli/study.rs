@@ -34,7 +34,10 @@ pub enum RubricCmd {
     /// built-in one) as the study's rubric (the lead only, once the roster is
     /// founded). A new pin is in force from the current end of the label log; a
     /// rubric that differs from the pinned one needs another version.
-    Pin { file: Option<std::path::PathBuf> },
+    Pin {
+        /// The rubric TOML to pin (default: your rubric).
+        file: Option<std::path::PathBuf>,
+    },
     /// Show the study's pinned rubric, how yours differs from it, and the pin rows
     /// that do not count.
     Show {
@@ -49,7 +52,9 @@ pub enum RosterCmd {
     /// Add NAME with public key KEY (the lead only; the lead's own entry, with
     /// `--lead` and their own key, founds the roster).
     Add {
+        /// The reviewer's name, as they pass it to `--reviewer`.
         name: String,
+        /// Their public key, as `raglab study key` prints it on their machine.
         key: String,
         /// This entry is the study lead (the first entry, with your own key).
         #[arg(long)]
@@ -57,12 +62,21 @@ pub enum RosterCmd {
     },
     /// Give NAME a new key NEWKEY (the lead only): labels NAME signed with the old
     /// key before it keep counting; from it on only the new key counts.
-    Rotate { name: String, key: String },
+    Rotate {
+        /// The reviewer's name in the roster.
+        name: String,
+        /// Their new public key, as `raglab study key` prints it.
+        key: String,
+    },
     /// Remove NAME from the roster (the lead only): their labels written before it
     /// keep counting; from it on none of theirs does.
-    Remove { name: String },
+    Remove {
+        /// The reviewer's name in the roster.
+        name: String,
+    },
     /// List the roster and the entries that do not count.
     List {
+        /// Print the result as one JSON document (its fields: docs/reference/json.md).
         #[arg(long)]
         json: bool,
     },

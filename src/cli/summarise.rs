@@ -35,10 +35,13 @@ pub struct SummariseArgs {
     /// 0 is greedy (reproducible).
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f32,
+    /// Penalty on tokens already generated (1: none).
     #[arg(long, default_value_t = 1.1)]
     pub repeat_penalty: f32,
+    /// Sampler seed (used when the temperature is above 0).
     #[arg(long, default_value_t = 42)]
     pub seed: u32,
+    /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }

@@ -91,6 +91,13 @@ pub enum GenEvent {
     Started {
         prompt_tokens: usize,
     },
+    /// Prompt tokens in the KV cache so far, of `total` (sent after each batch: a
+    /// 4,000-token prompt takes tens of seconds on two CPU cores before the first
+    /// token, and a front shows how far it is).
+    PromptRead {
+        decoded: usize,
+        total: usize,
+    },
     /// The next piece of text (whole UTF-8 characters only).
     Token(String),
     Done {
@@ -193,6 +200,20 @@ impl Generator {
         sampling: Sampling,
         grammar: Option<String>,
         stop: Arc<AtomicBool>,
+        on_token: impl FnMut(&str),
+    ) -> Result<(String, GenStats)> {
+        self.generate_watching(messages, sampling, grammar, stop, |_, _| {}, on_token)
+    }
+
+    /// [`Generator::generate`], also calling `on_prompt(decoded, total)` as the
+    /// prompt's batches are decoded (the tokens already cached count as decoded).
+    pub fn generate_watching(
+        &self,
+        messages: Vec<ChatMessage>,
+        sampling: Sampling,
+        grammar: Option<String>,
+        stop: Arc<AtomicBool>,
+        mut on_prompt: impl FnMut(usize, usize),
         mut on_token: impl FnMut(&str),
     ) -> Result<(String, GenStats)> {
         let (tx, rx) = mpsc::channel();
@@ -206,6 +227,7 @@ impl Generator {
         for ev in rx {
             match ev {
                 GenEvent::Started { .. } => {}
+                GenEvent::PromptRead { decoded, total } => on_prompt(decoded, total),
                 GenEvent::Token(t) => on_token(&t),
                 GenEvent::Done { text, stats } => return Ok((text, stats)),
                 GenEvent::Failed(e) => {
@@ -492,14 +514,8 @@ fn run_one<'m>(
         prompt_tokens: tokens.len(),
     });
     let mut batch = LlamaBatch::new(n_batch as usize, 1);
-    let (decoded, stopped) = decode_prompt(
-        ctx,
-        &mut batch,
-        &tokens,
-        cached,
-        n_batch as usize,
-        &req.stop,
-    )?;
+    let (decoded, stopped) =
+        decode_prompt(ctx, &mut batch, &tokens, cached, n_batch as usize, &req)?;
     // The KV cache holds exactly the prompt tokens decoded (all, unless stopped).
     kv_tokens.clear();
     kv_tokens.extend_from_slice(&tokens[..decoded]);
@@ -565,22 +581,23 @@ fn prompt_tokens(
     Ok((tokens, need, limit))
 }
 
-/// Decode the prompt from `cached` on, one batch at a time; returns the tokens the
-/// KV cache then holds and whether a stop came first.
+/// Decode the prompt from `cached` on, one batch at a time, telling the request's
+/// listener how far it is after each; returns the tokens the KV cache then holds and
+/// whether a stop came first.
 fn decode_prompt(
     ctx: &mut LlamaContext<'_>,
     batch: &mut LlamaBatch,
     tokens: &[LlamaToken],
     cached: usize,
     n_batch: usize,
-    stop: &AtomicBool,
+    req: &GenRequest,
 ) -> std::result::Result<(usize, bool), String> {
     let n_prompt = tokens.len();
     let mut decoded = cached;
     for (c, chunk) in tokens[cached..].chunks(n_batch).enumerate() {
         // A stop is honoured between prompt batches too: a 4,000-token prompt takes
         // about 20 s on two CPU cores, and quitting must not wait for all of it.
-        if stop.load(Ordering::Relaxed) {
+        if req.stop.load(Ordering::Relaxed) {
             return Ok((decoded, true));
         }
         batch.clear();
@@ -594,6 +611,10 @@ fn decode_prompt(
         ctx.decode(batch)
             .map_err(|e| format!("prompt decode failed: {e}"))?;
         decoded += chunk.len();
+        let _ = req.events.send(GenEvent::PromptRead {
+            decoded,
+            total: n_prompt,
+        });
     }
     Ok((decoded, false))
 }

@@ -15,8 +15,7 @@ fn minilm_gguf_matches_the_numpy_reference() {
     let reference: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&reference_path).expect("reference vectors"))
             .expect("json");
-    let mut cfg = EmbedConfig::new(&model);
-    cfg.threads = 2;
+    let cfg = EmbedConfig::new(&model);
     let embedder = Embedder::spawn(&cfg).expect("load embedder");
     assert_eq!(embedder.info.dim, 384);
     let sentences = reference["sentences"].as_array().expect("sentences");

@@ -14,9 +14,10 @@ use raglab::infer::generate::{GenConfig, GenEvent, GenRequest, GenStats, Generat
 use raglab::service::answer::{AnswerRecord, judge};
 use raglab::service::base::default_rubric;
 
+/// SmolLM2 on `RAGLAB_THREADS` threads (one in the README's test command, where two
+/// model tests share the two cores), else every core.
 fn generator() -> Generator {
-    let mut cfg = GenConfig::new(common::model(DEFAULT_GEN_MODEL));
-    cfg.threads = 2;
+    let cfg = GenConfig::new(common::model(DEFAULT_GEN_MODEL));
     Generator::spawn(&cfg).expect("load SmolLM2")
 }
 
@@ -116,8 +117,10 @@ fn stopping_during_the_prompt_ends_before_any_token() {
     assert!(stats.stopped);
     assert_eq!((text.as_str(), stats.output_tokens), ("", 0));
     let stopped_ms = stats.total_ms;
+    // Watched: the prompt's progress arrives batch by batch, before any token.
+    let seen = std::cell::RefCell::new(Vec::new());
     let (text, stats) = g
-        .generate(
+        .generate_watching(
             ask(&long),
             Sampling {
                 max_tokens: 8,
@@ -125,10 +128,27 @@ fn stopping_during_the_prompt_ends_before_any_token() {
             },
             None,
             Arc::new(AtomicBool::new(false)),
-            |_| {},
+            |decoded, total| seen.borrow_mut().push(Some((decoded, total))),
+            |_| seen.borrow_mut().push(None),
         )
         .expect("generate again");
     assert!(!stats.stopped && stats.output_tokens > 0 && !text.is_empty());
+    let seen = seen.into_inner();
+    let read: Vec<(usize, usize)> = seen.iter().map_while(|e| *e).collect();
+    assert!(
+        seen[read.len()..].iter().all(Option::is_none),
+        "prompt progress after a token: {seen:?}"
+    );
+    // 512-token batches from the first token not cached, the last one the whole prompt.
+    let (n, cached) = (stats.prompt_tokens, stats.cached_tokens);
+    let expected: Vec<(usize, usize)> = (1..=(n - cached).div_ceil(512))
+        .map(|b| ((cached + 512 * b).min(n), n))
+        .collect();
+    assert_eq!(read, expected, "{n} prompt tokens, {cached} cached");
+    assert!(
+        read.len() >= 2,
+        "a prompt over 512 tokens is read in batches"
+    );
     // The stopped request decoded no prompt batch: it took a small part of the time
     // the whole prompt takes (and left nothing in the KV cache to reuse).
     assert!(
@@ -168,7 +188,7 @@ fn stopping_mid_stream_keeps_a_partial_answer_marked_stopped() {
             }
             GenEvent::Done { text, stats } => break (text, stats),
             GenEvent::Failed(e) => panic!("{e}"),
-            GenEvent::Started { .. } => {}
+            GenEvent::Started { .. } | GenEvent::PromptRead { .. } => {}
         }
     };
     assert!(stats.stopped);
@@ -317,7 +337,6 @@ fn reusing_a_prompt_prefix_gives_the_same_answers() {
         format!("{context}\n\nQuestion: How often is the flu vaccine given?"),
     ];
     let mut cfg = GenConfig::new(common::model(DEFAULT_GEN_MODEL));
-    cfg.threads = 2;
     let cached = Generator::spawn(&cfg).expect("load");
     cfg.reuse_prefix = false;
     let fresh = Generator::spawn(&cfg).expect("load");

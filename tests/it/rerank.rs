@@ -73,7 +73,6 @@ fn pointwise_p_yes_equals_llama_servers_next_token_logprobs() {
     let env = Env::new();
     let model = common::model("SmolLM2-135M-Instruct.Q4_1.gguf");
     let mut cfg = GenConfig::new(&model);
-    cfg.threads = 2;
     cfg.reuse_prefix = false;
     let g = Generator::spawn(&cfg).expect("load SmolLM2");
     let template = Template::shipped(TemplateKind::Rerank);

@@ -151,3 +151,177 @@ fn config_init_writes_a_config_raglab_reads_and_never_loses_the_old_one() {
     assert_eq!(std::fs::read_to_string(&file).expect("config"), written);
     env.ok(&["paths"]);
 }
+
+/// Every command of the parser, by its path of names (`["study", "roster", "add"]`),
+/// hidden ones and clap's own `help` aside.
+fn commands_of(
+    cmd: &clap::Command,
+    path: Vec<String>,
+    out: &mut Vec<(Vec<String>, clap::Command)>,
+) {
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
+        let mut p = path.clone();
+        p.push(sub.get_name().to_string());
+        commands_of(sub, p.clone(), out);
+        out.push((p, sub.clone()));
+    }
+}
+
+fn every_command() -> Vec<(Vec<String>, clap::Command)> {
+    use clap::CommandFactory as _;
+    let mut root = raglab::cli::Cli::command();
+    root.build();
+    let mut out = vec![(Vec::new(), root.clone())];
+    commands_of(&root, Vec::new(), &mut out);
+    out
+}
+
+/// `--help` is complete: every flag and argument of every command says what it is,
+/// and a default is stated once (not "(default: one per core) [default: 0]").
+#[test]
+fn every_flag_and_argument_says_what_it_is() {
+    let mut silent = Vec::new();
+    let mut twice = Vec::new();
+    for (path, cmd) in every_command() {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" || arg.is_hide_set() {
+                continue;
+            }
+            let help = arg
+                .get_long_help()
+                .or(arg.get_help())
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let name = format!("raglab {} {id}", path.join(" "));
+            if help.trim().is_empty() {
+                silent.push(name.clone());
+            }
+            // A switch (`--json`) has a default of false that help never shows.
+            let shows_default = arg.get_action().takes_values()
+                && !arg.get_default_values().is_empty()
+                && !arg.is_hide_default_value_set();
+            if shows_default && help.contains("(default:") {
+                twice.push(name);
+            }
+        }
+    }
+    assert!(
+        silent.is_empty(),
+        "flags without a description: {silent:#?}"
+    );
+    assert!(twice.is_empty(), "defaults stated twice: {twice:#?}");
+}
+
+/// The options every command takes are listed under their own heading, after the
+/// command's own flags, so a reader sees what the command adds.
+#[test]
+fn global_options_have_their_own_heading() {
+    let env = Env::new();
+    let help = String::from_utf8(env.ok(&["search", "--help"]).stdout).expect("utf-8");
+    let (own, global) = help
+        .split_once("Global options:")
+        .unwrap_or_else(|| panic!("no Global options heading:\n{help}"));
+    for flag in ["--method", "--alpha", "--rerank", "--json"] {
+        assert!(own.contains(flag), "{flag} is not among search's own flags");
+    }
+    for flag in [
+        "--workspace",
+        "--theme",
+        "--reviewer",
+        "--role",
+        "--gpu-layers",
+    ] {
+        assert!(global.contains(flag), "{flag} is not under Global options");
+        assert!(
+            !own.contains(flag),
+            "{flag} is listed among search's own flags"
+        );
+    }
+}
+
+/// The reference's synopsis lists every command the parser has, and no command it
+/// lacks: each command's path of names appears on a synopsis line that starts with
+/// `raglab FIRST_NAME`.
+#[test]
+fn the_reference_synopsis_lists_every_command() {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reference/README.md"),
+    )
+    .expect("docs/reference/README.md");
+    let block = page
+        .split("## Synopsis")
+        .nth(1)
+        .and_then(|s| s.split("```sh\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("a sh block under ## Synopsis");
+    let lines: Vec<Vec<&str>> = block
+        .lines()
+        .filter(|l| l.starts_with("raglab "))
+        .map(|l| {
+            l.split(|c: char| c.is_whitespace() || c == '|' || c == '(' || c == ')')
+                .filter(|w| !w.is_empty())
+                .collect()
+        })
+        .collect();
+    let commands = every_command();
+    let mut missing = Vec::new();
+    for (path, cmd) in &commands {
+        // A command with subcommands is listed through them.
+        if path.is_empty() || cmd.has_subcommands() {
+            continue;
+        }
+        let listed = lines.iter().any(|words| {
+            words[1] == path[0] && path[1..].iter().all(|p| words.contains(&p.as_str()))
+        });
+        if !listed {
+            missing.push(path.join(" "));
+        }
+    }
+    assert!(missing.is_empty(), "the synopsis lacks: {missing:?}");
+    for words in &lines {
+        let name = words.get(1).copied().unwrap_or_default();
+        if name.starts_with('[') {
+            continue; // `raglab [--theme ...]`: the TUI
+        }
+        assert!(
+            commands.iter().any(|(p, _)| p.len() == 1 && p[0] == name),
+            "the synopsis lists `raglab {name}`, which the parser does not have"
+        );
+    }
+}
+
+/// `raglab paths` names the signing key beside the config, data, models, workspace
+/// and log, says which do not exist yet, and creates none of them.
+#[test]
+fn paths_names_the_signing_key_and_creates_nothing() {
+    let env = Env::new();
+    let out = String::from_utf8(env.ok(&["paths"]).stdout).expect("utf-8");
+    let key = env.dir.path().join("config").join("study-signing.key");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("signing key:"))
+        .unwrap_or_else(|| panic!("no signing key line:\n{out}"));
+    assert!(line.contains(&key.display().to_string()), "{line}");
+    assert!(line.contains("not there yet"), "{line}");
+    let ws = out
+        .lines()
+        .find(|l| l.starts_with("workspace:"))
+        .unwrap_or_else(|| panic!("no workspace line:\n{out}"));
+    assert!(
+        ws.contains(&env.workspace().display().to_string()) && ws.contains("raglab ingest"),
+        "{ws}"
+    );
+    untouched(&env);
+    // Once the key exists, the line says where it is and nothing more.
+    env.ok(&["study", "key"]);
+    let out = String::from_utf8(env.ok(&["paths"]).stdout).expect("utf-8");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("signing key:"))
+        .expect("key line");
+    assert!(key.exists() && !line.contains("not there yet"), "{line}");
+}

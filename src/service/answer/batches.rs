@@ -230,7 +230,13 @@ impl AnswerBatch {
             };
             let q = &it.question;
             let prepared = answerer.prepare_with(q, self.reranked.get(&q.id))?;
-            let rec = answerer.answer(q, prepared, Arc::new(AtomicBool::new(false)), |_| {})?;
+            let rec = answerer.answer(
+                q,
+                prepared,
+                Arc::new(AtomicBool::new(false)),
+                |_, _| {},
+                |_| {},
+            )?;
             s.tokens += rec.output_tokens as usize;
             s.abstained += usize::from(rec.abstained == Some(true));
             answers(&ctx.workspace)

@@ -235,12 +235,14 @@ impl Answerer<'_> {
         )
     }
 
-    /// Generate (streaming each piece to `on_token`) and build the record.
+    /// Generate (telling `on_prompt(decoded, total)` how much of the prompt is read,
+    /// streaming each piece to `on_token`) and build the record.
     pub fn answer(
         &self,
         q: &Question,
         prepared: Prepared,
         stop: Arc<AtomicBool>,
+        on_prompt: impl FnMut(usize, usize),
         mut on_token: impl FnMut(&str),
     ) -> Result<AnswerRecord> {
         let (full_prompt, text, stats) = if prepared.abstain {
@@ -253,11 +255,12 @@ impl Answerer<'_> {
         } else {
             let messages = vec![ChatMessage::user(prepared.user_prompt.clone())];
             let full_prompt = self.generator.chat_prompt(messages.clone())?;
-            let (text, stats): (String, GenStats) = self.generator.generate(
+            let (text, stats): (String, GenStats) = self.generator.generate_watching(
                 messages,
                 self.config.sampling.clone(),
                 None,
                 stop,
+                on_prompt,
                 on_token,
             )?;
             (full_prompt, text, stats)

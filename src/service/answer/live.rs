@@ -87,9 +87,18 @@ pub fn live_on_endpoints(ctx: &Context) -> bool {
     !ctx.config.chat_endpoints().is_empty()
 }
 
+/// What a live front is told while an answer is made: the exact prompt and where it
+/// runs (once, before generation), how much of the prompt the model has read (the
+/// local model only: a chat server does not say; a long prompt on two CPU cores takes
+/// tens of seconds before the first token), and each piece of the answer.
+pub struct LiveWatch {
+    pub on_start: Box<dyn FnOnce(String, String) + Send>,
+    pub on_prompt: Box<dyn FnMut(usize, usize) + Send>,
+    pub on_token: Box<dyn FnMut(&str) + Send>,
+}
+
 /// One answer generated live on the local model. Blocking (run it on a blocking
 /// thread).
-#[allow(clippy::too_many_arguments)]
 pub fn answer_live(
     ctx: &Context,
     slot: &GeneratorSlot,
@@ -97,8 +106,7 @@ pub fn answer_live(
     question: &Question,
     config: &RunConfig,
     stop: Arc<AtomicBool>,
-    on_start: impl FnOnce(String, String),
-    on_token: impl FnMut(&str),
+    watch: LiveWatch,
 ) -> Result<AnswerRecord> {
     let mut gcfg = ctx.gen_config(&ModelChoice::default());
     gcfg.threads = Context::tui_threads();
@@ -113,8 +121,8 @@ pub fn answer_live(
     let prompt = g
         .chat_prompt(vec![ChatMessage::user(prepared.user_prompt.clone())])
         .unwrap_or_default();
-    on_start(prompt, g.info.placement.describe());
-    answerer.answer(question, prepared, stop, on_token)
+    (watch.on_start)(prompt, g.info.placement.describe());
+    answerer.answer(question, prepared, stop, watch.on_prompt, watch.on_token)
 }
 
 /// The prompt of `question` within `context_tokens`, assembled on a blocking thread
@@ -135,16 +143,19 @@ async fn prepare_blocking(
 /// One answer generated live on the first chat endpoint that answers (a server that
 /// cannot be reached, or fails before its first token, passes the question to the
 /// next). Retrieval runs on a blocking thread; the stream on the runtime.
-#[allow(clippy::too_many_arguments)]
 pub async fn answer_live_endpoint(
     ctx: &Context,
     retriever: Arc<Retriever>,
     question: &Question,
     config: &RunConfig,
     stop: Arc<AtomicBool>,
-    on_start: impl FnOnce(String, String) + Send,
-    mut on_token: impl FnMut(&str) + Send,
+    watch: LiveWatch,
 ) -> Result<AnswerRecord> {
+    let LiveWatch {
+        on_start,
+        mut on_token,
+        ..
+    } = watch;
     let pool = Pool::from_config(&ctx.config.chat_endpoints())?;
     let prepared = prepare_blocking(&retriever, question, config, pool.context_tokens()).await?;
     let first_url = pool.endpoints.first().map(|e| e.spec.url.clone());
@@ -215,8 +226,7 @@ pub async fn answer_live_endpoint(
 /// chat endpoints when the config names them, else the local model on a blocking
 /// thread) and saved. Every live answer is its own: the same question and seed asked
 /// twice must not store two answers under one id, so its id gets the moment it was
-/// made. `on_start` and `on_token` are called as in [`answer_live`].
-#[allow(clippy::too_many_arguments)]
+/// made. `watch` is told as in [`answer_live`].
 pub async fn answer_live_and_save(
     ctx: Arc<Context>,
     slot: GeneratorSlot,
@@ -224,19 +234,15 @@ pub async fn answer_live_and_save(
     question: Question,
     config: RunConfig,
     stop: Arc<AtomicBool>,
-    on_start: impl FnOnce(String, String) + Send + 'static,
-    on_token: impl FnMut(&str) + Send + 'static,
+    watch: LiveWatch,
 ) -> Result<AnswerRecord> {
     let mut rec = if live_on_endpoints(&ctx) {
-        answer_live_endpoint(
-            &ctx, retriever, &question, &config, stop, on_start, on_token,
-        )
-        .await?
+        answer_live_endpoint(&ctx, retriever, &question, &config, stop, watch).await?
     } else {
         let live_ctx = Arc::clone(&ctx);
         tokio::task::spawn_blocking(move || {
             answer_live(
-                &live_ctx, &slot, &retriever, &question, &config, stop, on_start, on_token,
+                &live_ctx, &slot, &retriever, &question, &config, stop, watch,
             )
         })
         .await

@@ -23,5 +23,7 @@ pub use generation::{
     judge_prompted, judge_streaming, judgements, prepare_prompt, record,
 };
 pub use import::{ImportSummary, import_answers};
-pub use live::{GeneratorSlot, answer_live_and_save, judge_live_and_commit, live_on_endpoints};
+pub use live::{
+    GeneratorSlot, LiveWatch, answer_live_and_save, judge_live_and_commit, live_on_endpoints,
+};
 pub use replay::pick_replay;

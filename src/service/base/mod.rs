@@ -12,6 +12,7 @@ mod provenance;
 mod rubric;
 mod run;
 
+pub use crate::store::workspace::is_object_store;
 pub use context::{Context, ModelChoice, init_logging, runtime};
 pub use files::{create_temporary, dataset_stamp, publish, write_whole};
 pub use jsonl::{

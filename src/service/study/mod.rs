@@ -47,6 +47,6 @@ pub use steps::{
 };
 pub use trust::{
     ROSTER, RosterAdded, RosterView, TrustedLog, UNBOUND, UNSIGNED, binding, check_authorship,
-    confirm, my_key, pinned_rubric, require_lead, roster, roster_add, roster_list, roster_remove,
-    roster_rotate, roster_table, sign_assignment, sign_label, trusted_log,
+    confirm, key_file, my_key, pinned_rubric, require_lead, roster, roster_add, roster_list,
+    roster_remove, roster_rotate, roster_table, sign_assignment, sign_label, trusted_log,
 };

@@ -30,6 +30,12 @@ pub fn roster_table(ws: &Workspace) -> Table<'_> {
     Table::of::<RosterEntry>(ws, ROSTER)
 }
 
+/// Where this user's signing key is kept: a file of the config folder, so each
+/// `RAGLAB_CONFIG_DIR` is one identity. It exists once a command needed the key.
+pub fn key_file(paths: &crate::config::Paths) -> std::path::PathBuf {
+    paths.config_dir.join(crate::store::keys::KEY_FILE)
+}
+
 /// This user's signing key (made in the config folder on first use).
 pub fn my_key(ctx: &Context) -> Result<Keypair> {
     Keypair::load_or_create(&ctx.paths.config_dir).context("the study signing key")

@@ -49,20 +49,29 @@ impl Jobs {
             ..RunConfig::default()
         };
         let ticket = job.ticket;
-        let (prompt_tx, token_tx) = (self.tx.clone(), self.tx.clone());
-        let on_start = move |prompt, backend| {
-            let _ = prompt_tx.send(Msg::GenPrompt {
-                ticket,
-                prompt,
-                backend,
-                template: template_label.clone(),
-            });
-        };
-        let on_token = move |piece: &str| {
-            let _ = token_tx.send(Msg::GenToken {
-                ticket,
-                piece: piece.to_string(),
-            });
+        let (prompt_tx, read_tx, token_tx) = (self.tx.clone(), self.tx.clone(), self.tx.clone());
+        let watch = crate::service::answer::LiveWatch {
+            on_start: Box::new(move |prompt, backend| {
+                let _ = prompt_tx.send(Msg::GenPrompt {
+                    ticket,
+                    prompt,
+                    backend,
+                    template: template_label,
+                });
+            }),
+            on_prompt: Box::new(move |decoded, total| {
+                let _ = read_tx.send(Msg::GenPromptRead {
+                    ticket,
+                    decoded,
+                    total,
+                });
+            }),
+            on_token: Box::new(move |piece: &str| {
+                let _ = token_tx.send(Msg::GenToken {
+                    ticket,
+                    piece: piece.to_string(),
+                });
+            }),
         };
         let work = crate::service::answer::answer_live_and_save(
             ctx,
@@ -71,8 +80,7 @@ impl Jobs {
             job.question,
             config,
             job.stop,
-            on_start,
-            on_token,
+            watch,
         );
         self.spawn(work, move |r| Msg::GenDone {
             ticket,

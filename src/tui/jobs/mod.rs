@@ -49,6 +49,12 @@ pub enum Msg {
         /// The prompt template, `name@hash`.
         template: String,
     },
+    /// How much of the prompt the local model has read (tokens, of `total`).
+    GenPromptRead {
+        ticket: u64,
+        decoded: usize,
+        total: usize,
+    },
     GenToken {
         ticket: u64,
         piece: String,
@@ -266,6 +272,11 @@ impl Jobs {
                 backend,
                 template,
             } => app.generate.on_prompt(ticket, prompt, backend, template),
+            Msg::GenPromptRead {
+                ticket,
+                decoded,
+                total,
+            } => app.generate.on_prompt_read(ticket, decoded, total),
             Msg::GenToken { ticket, piece } => app.generate.on_token(ticket, &piece),
             Msg::GenDone { ticket, result } => {
                 let result = result.map(|b| *b);

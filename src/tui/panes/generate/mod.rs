@@ -40,6 +40,9 @@ pub struct GeneratePane {
     running: bool,
     started: Option<Instant>,
     first_token: Option<Instant>,
+    /// Prompt tokens the local model has read, of how many: shown until the first
+    /// token, since a long prompt on the CPU takes tens of seconds.
+    prompt_read: Option<(usize, usize)>,
     /// When the last generation ended (freezes the live line).
     finished: Option<Instant>,
     tokens: usize,
@@ -100,6 +103,7 @@ impl GeneratePane {
             running: false,
             started: None,
             first_token: None,
+            prompt_read: None,
             finished: None,
             tokens: 0,
             ticket: 0,
@@ -241,6 +245,7 @@ impl GeneratePane {
         self.running = true;
         self.started = Some(Instant::now());
         self.first_token = None;
+        self.prompt_read = None;
         self.finished = None;
         self.status = None;
         self.judging = None;
@@ -385,6 +390,13 @@ impl GeneratePane {
             self.prompt = Some(clean(&prompt));
             self.backend = Some(clean(&backend));
             self.used_template = Some(clean(&template));
+        }
+    }
+
+    /// The local model has read `decoded` of the prompt's `total` tokens.
+    pub fn on_prompt_read(&mut self, ticket: u64, decoded: usize, total: usize) {
+        if ticket == self.ticket {
+            self.prompt_read = Some((decoded, total));
         }
     }
 
@@ -584,13 +596,17 @@ impl GeneratePane {
             _ => "ttft -".into(),
         };
         let s = &self.sampling;
+        let state = match (self.running, self.judging.is_some(), self.prompt_read) {
+            (true, false, Some((read, total))) if self.first_token.is_none() => format!(
+                "reading the prompt: {read} of {total} tokens ({}%)",
+                read * 100 / total.max(1)
+            ),
+            (true, true, _) => "judging".into(),
+            (true, false, _) => "generating".into(),
+            _ => "idle".into(),
+        };
         format!(
-            "{} · {} · {} tokens · {rate:.1} tok/s · {ttft} · {elapsed:.1}s · T={} top-k={} top-p={} min-p={} rep={} seed={} max={}",
-            match (self.running, self.judging.is_some()) {
-                (true, true) => "judging",
-                (true, false) => "generating",
-                _ => "idle",
-            },
+            "{state} · {} · {} tokens · {rate:.1} tok/s · {ttft} · {elapsed:.1}s · T={} top-k={} top-p={} min-p={} rep={} seed={} max={}",
             self.backend.as_deref().unwrap_or("-"),
             self.tokens,
             s.temperature,
@@ -774,5 +790,37 @@ mod tests {
         // A late prompt of an earlier answer changes nothing.
         pane.on_prompt(ticket - 1, "old".into(), "CPU".into(), "old@1".into());
         assert!(!screen(&pane).contains("old@1"));
+    }
+
+    /// Until the first token, the live line says how much of the prompt the model has
+    /// read; a late report of an earlier answer changes nothing; the first token
+    /// turns the line to generating.
+    #[test]
+    fn the_live_line_reads_the_prompt_until_the_first_token() {
+        let mut pane = GeneratePane::new(GenerateSettings::default());
+        let _ = pane.start(
+            question(),
+            crate::core::retrieval::RunConfig::new(
+                crate::core::retrieval::Method::Hybrid,
+                crate::core::retrieval::Sparse::Bm25,
+                0.7,
+            ),
+            5,
+        );
+        let ticket = pane.ticket;
+        assert!(screen(&pane).contains("generating ·"));
+        pane.on_prompt_read(ticket, 512, 2000);
+        assert!(
+            screen(&pane).contains("reading the prompt: 512 of 2000 tokens (25%)"),
+            "{}",
+            screen(&pane)
+        );
+        pane.on_prompt_read(ticket - 1, 1999, 2000);
+        assert!(screen(&pane).contains("512 of 2000 tokens"));
+        pane.on_prompt_read(ticket, 2000, 2000);
+        assert!(screen(&pane).contains("reading the prompt: 2000 of 2000 tokens (100%)"));
+        pane.on_token(ticket, "Rabies");
+        let shown = screen(&pane);
+        assert!(shown.contains("generating ·") && !shown.contains("reading the prompt"));
     }
 }

@@ -1,6 +1,6 @@
 """scipy's two-sided binomtest(b, b + c, 0.5) for every pair of discordant counts with
 b + c <= 16: the reference for McNemar's exact p of `report answers --compare` on small
-answer runs (tests/it/compare_answers.rs). Written from scipy alone, never from raglab.
+answer runs (tests/it/models/compare_answers.rs). Written from scipy alone, never from raglab.
 
 Run from the repository root: python3 scripts/binomtest_small_reference.py
 (scipy 1.17.1 was used; see tests/data/PROVENANCE.md).

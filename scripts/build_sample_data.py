@@ -24,7 +24,7 @@ question keeps its MedQuAD id.
 Chunk ids follow raglab's header chunker (src/core/chunk/id.rs): DOC_ID#SLUG, where DOC_ID
 is the file path under the ingest root without extension and SLUG the slug of the section
 header, with -2, -3... for repeats within one document. The Rust tests
-`tests/it/ingest_sample.rs` and `tests/it/sample_data.rs` check that the chunks of
+`tests/it/corpus/ingest_sample.rs` and `tests/it/corpus/sample_data.rs` check that the chunks of
 guidance/ hold every question's targets and that every question is well formed.
 
 Usage: build_sample_data.py SOURCE_DIR OUT_DIR
@@ -136,7 +136,7 @@ def is_plural(focus: str) -> bool:
 
 
 def well_formed(text: str) -> bool:
-    """The rules tests/it/sample_data.rs checks, so a build never ships what it fails."""
+    """The rules tests/it/corpus/sample_data.rs checks, so a build never ships what it fails."""
     body = text[:-1].rstrip() if text.endswith("?") else ""
     return (text.endswith("?") and not text.endswith(" ?") and "?" not in text[:-1]
             and "(are)" not in text and text[:1].isupper() and re.search(r"[A-Za-z0-9]", body)

@@ -150,7 +150,7 @@ def main():
             "diagnoses": data_set("diagnoses", sm_data.diagnoses, [1, 2, 3, 4, 5], False),
             "anxiety": data_set("anxiety", sm_data.anxiety, [1, 2, 3, 4, 5, 6], True),
         },
-        # The study test's view of reviewer rater3 (tests/it/reference_raters.rs).
+        # The study test's view of reviewer rater3 (tests/it/study/reference_raters.rs).
         "anxiety_seen_by_rater3": seen_by_last_rater(([1, 2, 3, 4, 5, 6], True), sm_data.anxiety),
     }
     with open(OUT / "reference.json", "w") as f:

@@ -27,6 +27,11 @@
 //! functions, and each pane is a folder under `tui::panes` holding its state, its
 //! view and its tests: adding a key to a pane touches that folder and
 //! `tui::keymap`/`tui::action` only.
+//!
+//! The integration tests (`tests/it`, one binary) are grouped the same way, a folder
+//! per use case (`corpus`, `ranking`, `evaluation`, `study`, `tui`, `store`, `project`),
+//! except that every test that starts a model lives in `tests/it/models`, the folder
+//! nextest runs one (or, in the README's test command, two) at a time.
 
 // Lance commits nested in retry and lock futures make deep async state machines.
 #![recursion_limit = "256"]

@@ -4,6 +4,7 @@
 //! benchmarks, the last reports kept for the Evaluation pane, and paired significance
 //! tests between configurations or TREC run files.
 
+mod abstention;
 mod answer_runs;
 mod bench;
 mod bench_embed;
@@ -21,6 +22,7 @@ mod synthetic;
 mod variants;
 
 pub use crate::core::mcqa::McqaRecord;
+pub use abstention::{AbstentionReport, MedianCosines, abstention_sweep};
 pub use answer_runs::{
     AnswerRunsComparison, CriterionComparison, PairedAnswer, QuestionComparison,
     compare_answer_runs, place_text,
@@ -44,13 +46,12 @@ pub use mcqa::{
 pub use models::{BestConfig, ModelsReport, best_configs, evaluate_models};
 pub use repeats::{JudgeConsistency, RepeatPair, Repeats, SPREAD_RULE, Spread, repeats_of};
 pub use report::{
-    PassCounts, PromptPlace, RANK_BUCKETS, answer_report, list_answers, pass_counts, prompt_place,
-    rank_bucket,
+    CitationSummary, PassCounts, PromptPlace, RANK_BUCKETS, answer_report, citation_summaries,
+    list_answers, pass_counts, prompt_place, rank_bucket,
 };
 pub use retrieval::{
-    AbstentionReport, BestAlpha, DEFAULT_BATCH, EvalSeconds, LAST_FAILURES, MedianCosines,
-    MethodResult, QuerySet, RetrievalEval, RetrievalReport, ShardSummary, SweepPoint,
-    abstention_sweep, evaluate_retrieval, last_failures, rank_shard,
+    BestAlpha, DEFAULT_BATCH, EvalSeconds, LAST_FAILURES, MethodResult, QuerySet, RetrievalEval,
+    RetrievalReport, ShardSummary, SweepPoint, evaluate_retrieval, last_failures, rank_shard,
 };
 pub use saved::{LAST_MCQA, LAST_RETRIEVAL, LAST_SCORES, Saved};
 pub use significance::{

@@ -9,6 +9,7 @@ pub mod moto;
 pub mod records;
 pub mod rerank_server;
 pub mod server;
+pub mod tmux;
 pub mod tui;
 
 use std::path::{Path, PathBuf};

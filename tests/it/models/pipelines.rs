@@ -520,6 +520,45 @@ async fn an_external_run_is_imported_judged_compared_and_cited() {
     assert_eq!(c["recall_undefined"], 0);
     let outside: BTreeSet<String> = strings(&c["outside_prompt"]).into_iter().collect();
     assert_eq!(outside.len(), 2);
+    // The study report shows the same figures, a row per run and judge.
+    let dir = env.dir.path().join("study-report");
+    env.ok(&["report", "study", "--out", dir.to_str().expect("utf8")]);
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    let expected = format!(
+        "| agent | {judge} | 2 | {:.4} | 0 | {:.4} | 0 | 8 | 2 |",
+        mean(&recalls),
+        mean(&precisions)
+    );
+    assert!(md.contains("## Citations"), "{md}");
+    assert!(
+        md.lines().any(|l| l == expected),
+        "no row {expected} in:\n{md}"
+    );
+    // And the Evaluation pane (6), from the same numbers.
+    let sight = raglab::service::study::sight(&ctx, &raglab::service::study::Viewer::Lead)
+        .await
+        .expect("sight");
+    let overview = raglab::service::evaluate::overview(&ctx, &sight).await;
+    let mut app = raglab::tui::app::App::new(
+        Vec::new(),
+        raglab::tui::keymap::Keymap::default_keymap(),
+        "ws".into(),
+    );
+    app.pane = raglab::tui::app::Pane::Evaluation;
+    app.evaluation.on_loaded(overview);
+    let screen = common::screen(&app, 220, 60);
+    let want = [
+        "agent".to_string(),
+        format!("{:.3} (0 undef.)", mean(&recalls)),
+        format!("{:.3} (0 undef.)", mean(&precisions)),
+    ];
+    assert!(
+        screen.contains("Citations (raglab answers cite)")
+            && screen
+                .lines()
+                .any(|l| want.iter().all(|w| l.contains(w.as_str()))),
+        "{want:?} in:\n{screen}"
+    );
     // A second cite scores nothing new.
     let out = env.ok(&["answers", "cite", "--run", "agent"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("0 answer(s) scored (2 already)"));

@@ -17,7 +17,7 @@
 //! - `scripts/setup.sh ...`: it installs Debian packages and builds raglab; this test runs
 //!   the binary that build made.
 //! - commands that open the TUI (`raglab` with global options only): they need a terminal
-//!   and a person at the keys (`tests/it/study_tmux.rs` and the `tui_*` modules drive the
+//!   and a person at the keys (`tests/it/models/study_tmux.rs` and the `tui_*` modules drive the
 //!   real TUI). Where the README has a reviewer label in the Annotate pane, the test stands
 //!   in with `raglab labels import` under that reviewer's own config folder, with the
 //!   labels of the run the README quotes (everything passes, but bob fails one answer on

@@ -27,9 +27,9 @@ const MCQ: &str = "{\"id\": \"m1\", \"question\": \"Is it?\", \"options\": {\"A\
 const ITEMS: &str = "{\"item_id\": \"i1\", \"question\": \"Q?\", \"answer\": \"A\", \"reference_answer\": \"R\", \"target_chunk\": \"T\"}\n";
 const LABELS: &str = "{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": \"pass\", \"note\": \"ok\"}\n{\"item_id\": \"i1\", \"reviewer\": \"ann\", \"criterion\": \"clarity\", \"label\": null}\n";
 const FAILURES: &str = "[{\"id\": \"q1\", \"text\": \"Q?\", \"relevant\": [\"c1\"], \"rank\": 12}, {\"qid\": \"q2\", \"question\": \"R?\", \"rank\": null}]";
-const RUBRIC: &str = include_str!("../../assets/rubrics/pubhealthbench.toml");
-const KEYMAP: &str = include_str!("../../assets/keymap.toml");
-const THEME: &str = include_str!("../../themes/light.toml");
+const RUBRIC: &str = include_str!("../../../assets/rubrics/pubhealthbench.toml");
+const KEYMAP: &str = include_str!("../../../assets/keymap.toml");
+const THEME: &str = include_str!("../../../themes/light.toml");
 const CONFIG: &str = "workspace = \"/tmp/x\"
 theme = \"dark\"
 [retrieval]

@@ -297,7 +297,7 @@ async fn compare_json_matches_a_hand_count_of_the_stored_labels() {
     );
 
     // The Generate pane's Compare view on the same runs.
-    crate::tui_compare_answers::the_compare_view_shows_the_numbers_of_report_answers_compare(
+    crate::models::tui_compare_answers::the_compare_view_shows_the_numbers_of_report_answers_compare(
         &env, &out,
     )
     .await;

@@ -312,6 +312,60 @@ fn agreement_table_matches_hand_computation() {
     );
 }
 
+/// `labels export --final` piped holds exactly the bytes `--out FILE` writes, in both
+/// formats, an item id with a bidirectional override included: untrusted text is made
+/// visible only on a terminal, never in a file or a pipe.
+#[test]
+fn a_piped_final_export_is_the_file_export_byte_for_byte() {
+    let env = Env::new();
+    let items = env.dir.path().join("items.jsonl");
+    let tricky = "i\u{202e}1";
+    std::fs::write(
+        &items,
+        format!(
+            "{}\n",
+            serde_json::json!({"item_id": tricky, "question": "Q?", "reference_answer": "R", "target_chunk": "T", "answer": "A"})
+        ),
+    )
+    .expect("write");
+    env.ok(&[
+        "annotate",
+        "create",
+        "--from-file",
+        items.to_str().expect("utf8"),
+    ]);
+    let labels = env.dir.path().join("labels.jsonl");
+    let mut s = String::new();
+    for reviewer in ["ann", "bob"] {
+        for criterion in [
+            "faithfulness",
+            "completeness",
+            "factual_consistency",
+            "clarity",
+        ] {
+            s.push_str(&format!(
+                "{}\n",
+                serde_json::json!({"item_id": tricky, "reviewer": reviewer, "criterion": criterion, "label": "pass"})
+            ));
+        }
+    }
+    std::fs::write(&labels, s).expect("write");
+    env.ok(&["labels", "import", labels.to_str().expect("utf8")]);
+    for format in ["jsonl", "csv"] {
+        let export = [
+            "--role", "lead", "labels", "export", "--final", "--format", format,
+        ];
+        let piped = env.ok(&export).stdout;
+        let file = env.dir.path().join(format!("finals.{format}"));
+        env.ok(&[&export[..], &["--out", file.to_str().expect("utf8")]].concat());
+        let written = std::fs::read(&file).expect("export file");
+        assert_eq!(piped, written, "{format}");
+        let text = String::from_utf8(written).expect("utf8");
+        assert_eq!(text.matches("clarity").count(), 1, "{text}");
+        assert!(text.contains('\u{202e}'), "{format}: {text}");
+    }
+}
+
 /// `labels export` writes every version (a change of mind and an undo included) in
 /// each format, and the three formats carry the same rows; the parquet file is read
 /// back with the parquet crate's own reader and checked column by column against

@@ -264,6 +264,8 @@ fn mcq(q: &str, k: u32, answer: &str, predicted: Option<&str>, total_ms: f64) ->
         template_sha256: None,
         context_policy: None,
         chunk_order: None,
+        rerank: None,
+        rerank_ms: None,
     }
 }
 

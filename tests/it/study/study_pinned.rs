@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::Env;
-use crate::study_keys::{
+use crate::models::study_keys::{
     Person, all, block, create_n_items, criteria, exported, found_roster, people,
 };
 use raglab::config::{Config, Paths};

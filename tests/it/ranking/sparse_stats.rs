@@ -11,7 +11,7 @@ use std::os::unix::fs::MetadataExt;
 use proptest::prelude::*;
 use raglab::store::sparse::SparseIndex;
 
-use crate::tfidf_pruning::{case, chunks};
+use crate::ranking::tfidf_pruning::{case, chunks};
 
 const FILES: [&str; 2] = ["raglab-doc-ids.bin", "raglab-tfidf.bin"];
 

@@ -430,6 +430,69 @@ fn generate_prompts_with_the_reranked_chunks_and_records_the_stage() {
     assert!(err.contains("no rerank stage"), "{err}");
 }
 
+/// `eval mcqa --rerank`: each question is reranked once for all its k (one request to
+/// the server), every k > 0 prompts with the first k of the kept chunks in the
+/// server's order, the answers record the stage and its time, and the run continued
+/// without the stage is refused.
+#[test]
+fn eval_mcqa_prompts_with_the_reranked_chunks_and_records_the_stage() {
+    let env = Env::new();
+    let server = RerankServer::start(Mode::Honest);
+    reranking_workspace(&env, &server.url(), 60);
+    let q = "How can rabies be prevented?";
+    let file = env.dir.path().join("mcq.jsonl");
+    let question = serde_json::json!({
+        "id": "m1",
+        "text": q,
+        "options": ["Vaccination", "Antibiotics", "Rest"],
+        "answer": "A",
+    });
+    std::fs::write(&file, format!("{question}\n")).expect("write");
+    let file = file.to_str().expect("utf8");
+    let first = ids_of(&env.json(&["search", q, "--k", "10", "--json"]));
+    let mcqa = ["eval", "mcqa", "--questions", file, "--run", "rr"];
+    let staged = [
+        &mcqa[..],
+        &["--ks", "1,3", "--rerank", "--rerank-cut", "10:5"],
+    ]
+    .concat();
+    env.ok(&staged);
+    let s = server.served();
+    assert_eq!(s.len(), 1, "one request serves every k");
+    let want = expected(&first, &s[0].scores, 5);
+    let listed = env.json(&[&mcqa[..], &["--report-only", "--list"]].concat());
+    let items = listed["items"].as_array().expect("items");
+    assert_eq!(items.len(), 2, "{listed}");
+    for item in items {
+        let k = item["k"].as_u64().expect("k") as usize;
+        let got: Vec<String> = item["chunk_ids"]
+            .as_array()
+            .expect("chunk ids")
+            .iter()
+            .map(|v| v.as_str().expect("id").to_string())
+            .collect();
+        assert_eq!(got, want[..k], "k = {k}");
+        assert!(
+            item["rerank"]
+                .as_str()
+                .expect("rerank")
+                .starts_with("top 10 reranked, 5 kept by "),
+            "{item}"
+        );
+        let ms = item["rerank_ms"].as_f64().expect("rerank ms");
+        assert!(ms > 0.0 && item["retrieval_ms"].as_f64().expect("retrieval") >= ms);
+    }
+    // A k the run lacks, asked without the stage: another pipeline, refused.
+    let out = env
+        .cmd()
+        .args([&mcqa[..], &["--ks", "1,3,5"]].concat())
+        .output()
+        .expect("spawn");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the rerank stage top 10 reranked"), "{err}");
+}
+
 /// The Query pane's rerank column, driven by keys: `R` asks the configured rerank
 /// endpoint for the first N chunks' scores, the table then shows the kept chunks in
 /// the server's order with their first-stage rank and score; `R` again turns it off.

@@ -6,7 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common::{self, Env};
-use crate::study_keys::{all, block, create_n_items, criteria, exported, found_roster, people};
+use crate::models::study_keys::{
+    all, block, create_n_items, criteria, exported, found_roster, people,
+};
 use raglab::core::rubric::Rubric;
 use raglab::service::base::default_rubric;
 use raglab::service::study;
@@ -103,7 +105,7 @@ fn two_of_three_assignments_fill_each_queue_and_count_every_reviewer() {
             .map(|(i, c, v)| (i.to_string(), c.to_string(), v.to_string()))
             .collect()
     };
-    let import = |p: &crate::study_keys::Person, name: &str, v: &str| {
+    let import = |p: &crate::models::study_keys::Person, name: &str, v: &str| {
         let rows = label(name, v);
         let rows: Vec<(&str, &str, &str)> = rows
             .iter()
@@ -112,7 +114,7 @@ fn two_of_three_assignments_fill_each_queue_and_count_every_reviewer() {
         let (ok, _, err) = p.import(name, &rows);
         assert!(ok, "{err}");
     };
-    let seen_of = |p: &crate::study_keys::Person, me: &str| -> BTreeMap<String, usize> {
+    let seen_of = |p: &crate::models::study_keys::Person, me: &str| -> BTreeMap<String, usize> {
         let (rows, _) = exported(p, &["--reviewer", me]);
         let mut by: BTreeMap<String, usize> = BTreeMap::new();
         for l in rows {

@@ -513,4 +513,76 @@ fn summarise_index_and_evaluate_the_three_variants() {
             );
         }
     }
+
+    // Another summary template, from a file: a slot the kind lacks is refused before a
+    // model loads; a good one summarises again the chunks it is given (its text, not
+    // the shipped one, recorded), and a rerun with it goes on with the other chunks.
+    let bad = env.dir.path().join("bad-summary.txt");
+    std::fs::write(&bad, "Summarise {chunk} for {audience}.").expect("write");
+    let refused = env
+        .cmd()
+        .args(["summarise", "--model", "/nonexistent.gguf", "--prompt"])
+        .arg(&bad)
+        .output()
+        .expect("spawn raglab");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("audience") && !err.contains("nonexistent"),
+        "{err}"
+    );
+    let brief = env.dir.path().join("brief.txt");
+    let brief_text = "In one line, what does this guidance say?\n\n{chunk}\n";
+    std::fs::write(&brief, brief_text).expect("write");
+    let brief_arg = brief.to_str().expect("utf8");
+    let args = [
+        "summarise",
+        "--max-tokens",
+        "8",
+        "--limit",
+        "2",
+        "--prompt",
+        brief_arg,
+    ];
+    let rep = env.json(&[&args[..], &["--json"]].concat());
+    let hash = {
+        use sha2::Digest as _;
+        let d = sha2::Sha256::digest(brief_text.as_bytes());
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    assert_eq!(rep["template"], format!("brief@{}", &hash[..12]), "{rep}");
+    assert_eq!(
+        (rep["summarised"].as_u64(), rep["already_done"].as_u64()),
+        (Some(2), Some(0))
+    );
+    let now = summaries(&env);
+    assert_eq!(now.len(), 21, "two more summaries, none replaced");
+    for s in &now[19..] {
+        assert_eq!(s.template, brief_text);
+        assert!(
+            s.prompt
+                .contains("In one line, what does this guidance say?")
+        );
+    }
+    let again = env.json(&[
+        "summarise",
+        "--max-tokens",
+        "8",
+        "--limit",
+        "2",
+        "--prompt",
+        brief_arg,
+        "--json",
+    ]);
+    // The two made with this text count as done; the limit takes two others.
+    assert_eq!(
+        (again["summarised"].as_u64(), again["already_done"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let now = summaries(&env);
+    let brief_ids: HashSet<&str> = now[19..].iter().map(|s| s.chunk_id.as_str()).collect();
+    assert_eq!(
+        (now.len(), brief_ids.len()),
+        (23, 4),
+        "no chunk twice with one template"
+    );
 }

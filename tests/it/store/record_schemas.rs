@@ -144,6 +144,9 @@ fn mcqa_answers_keep_their_schema() {
         ("template_sha256", Utf8, true),
         ("context_policy", Utf8, true),
         ("chunk_order", Utf8, true),
+        // Added with the rerank stage in eval mcqa.
+        ("rerank", Utf8, true),
+        ("rerank_ms", Float64, true),
     ]);
     assert_eq!(*schema_of::<McqaRecord>(), want);
 }

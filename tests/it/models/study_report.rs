@@ -141,6 +141,8 @@ async fn store_mcqa(ctx: &raglab::service::Context, dir: &Path) -> std::path::Pa
                 template_sha256: None,
                 context_policy: None,
                 chunk_order: None,
+                rerank: None,
+                rerank_ms: None,
             });
         }
     }
@@ -277,6 +279,18 @@ fn polylines(text: &str) -> Vec<Vec<(f64, f64)>> {
             nums.chunks(2).map(|c| (c[0], c[1])).collect()
         })
         .collect()
+}
+
+/// `<circle>`s filled with the first series colour (a scatter's points).
+fn points(text: &str) -> usize {
+    let doc = roxmltree::Document::parse(text).expect("the SVG parses as XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("circle"))
+        .filter(|n| {
+            n.attribute("fill")
+                .is_some_and(|f| f.eq_ignore_ascii_case("#1F77B4"))
+        })
+        .count()
 }
 
 /// `<rect>`s filled with the bar colour.
@@ -636,16 +650,45 @@ async fn study_report_numbers_equal_the_commands_json() {
         assert_eq!(row[4], f4(&c["d_accuracy"]));
         assert_eq!(row[5], f4(&c["d_latency_s"]));
         assert_eq!(row[8], f4(&c["F"]));
+        // F's range when each temperature moves by 30%, from the formula here:
+        // tanh(sign(dA)(e^(|dA|/tA) - 1) - (e^(dC/tC) - 1)) over tA, tC x 0.7, 1, 1.3.
+        let num = |k: &str| c[k].as_f64().expect("number");
+        let (da, dc, ta, tc) = (
+            num("d_accuracy"),
+            num("d_latency_s"),
+            num("t_accuracy"),
+            num("t_latency_s"),
+        );
+        let fs: Vec<f64> = [0.7, 1.0, 1.3]
+            .iter()
+            .flat_map(|x| {
+                [0.7, 1.0, 1.3].map(|y| {
+                    let a = da.signum() * ((da.abs() / (ta * x)).exp() - 1.0);
+                    let cost = (dc / (tc * y)).exp() - 1.0;
+                    (a - cost).tanh()
+                })
+            })
+            .collect();
+        let lo = fs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = fs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        assert_eq!(row[9], format!("{lo:.4}..{hi:.4}"));
+    }
+    // The trade-off plane: a point per compared run, the three F contours named.
+    let plane = svg(&dir, "frugality-answers.svg");
+    assert_eq!(points(&plane), confs.len(), "{plane}");
+    for level in ["F = -0.5", "F = 0", "F = 0.5"] {
+        assert!(plane.contains(level), "{level}");
     }
     let mf = table(&md, "MCQA run `m`, each k against k = 0");
-    for c in mc["frugality"]["configurations"]
+    let mcqa_confs = mc["frugality"]["configurations"]
         .as_array()
-        .expect("configs")
-    {
+        .expect("configs");
+    for c in mcqa_confs {
         let row = find(&mf, &[&c["k"].to_string()]);
         assert_eq!(row[2], f4(&c["d_accuracy"]));
         assert_eq!(row[6], f4(&c["F"]));
     }
+    assert_eq!(points(&svg(&dir, "frugality-mcqa.svg")), mcqa_confs.len());
 
     // Agreement as `agree --json` gives it to the lead, and to bob.
     let check_agreement = |md: &str, agree: &Value| {

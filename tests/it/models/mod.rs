@@ -1,0 +1,32 @@
+//! Tests that start a model (llama.cpp in process, a llama-server, an embedding index): nextest runs this folder one test at a time (two in the `ci` profile, one llama.cpp thread each), since each uses every core.
+
+mod abstention;
+mod calibrate;
+mod compare_answers;
+mod embed_endpoint;
+mod embed_reference;
+mod endpoints;
+mod evalset;
+mod fast_index;
+mod generate_batch;
+mod generation;
+mod gpu_layers;
+mod hostile_servers;
+mod mcqa;
+mod persona;
+mod pipelines;
+mod ray_shards;
+mod repeats;
+mod rerank;
+mod retrieval;
+mod shards;
+pub(crate) mod study_keys;
+mod study_report;
+mod study_tmux;
+pub(crate) mod tui_compare_answers;
+mod tui_endpoint;
+mod tui_evalset;
+mod tui_evaluation;
+mod tui_failures;
+mod tui_replay;
+mod variants;

@@ -1,0 +1,5 @@
+//! The project itself: docs links, standalone commands and help, the suite rules.
+
+mod docs_links;
+mod shell;
+mod suite_rules;

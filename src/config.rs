@@ -258,6 +258,9 @@ pub struct PromptsConfig {
     /// The rubric judge (`judge`, the TUI's `J`); its judgements carry the template in
     /// the judge's name (`model.gguf+prompt-NAME@HASH12`).
     pub judge: Option<PathBuf>,
+    /// Chunk summaries (`summarise`, the corpus variants C_S and C_R); a summary made
+    /// with another template's text is made again.
+    pub summary: Option<PathBuf>,
     /// More free-form templates the Generate pane's `t` switches to, in this order
     /// after `free_form` (or the shipped text). Each is read and checked when the
     /// TUI starts, and read again at every generation, so an edit shows at the next `g`.
@@ -274,6 +277,7 @@ impl PromptsConfig {
             K::MultipleChoice => self.multiple_choice.as_deref(),
             K::MultipleChoiceNoContext => self.multiple_choice_no_context.as_deref(),
             K::Judge => self.judge.as_deref(),
+            K::Summary => self.summary.as_deref(),
             _ => None,
         }
     }
@@ -594,6 +598,7 @@ mod template_tests {
                 multiple_choice: path(),
                 multiple_choice_no_context: path(),
                 judge: path(),
+                summary: path(),
                 free_form_alternatives: vec![PathBuf::from("p")],
             },
             rerank: RerankConfig {

@@ -31,7 +31,10 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             // Errors quote file names, ids and lines of input: cleaned like all text.
             let msg = raglab::core::text::sanitize_for_terminal(&format!("{e:#}"));
-            eprintln!("error: {msg}");
+            // Not `eprintln!`: after a hang-up stderr is gone, and a failed write would
+            // panic (the error is in the log as well).
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "error: {msg}");
             std::process::ExitCode::FAILURE
         }
     }

@@ -298,11 +298,31 @@ async fn export_final(
     };
     match out {
         Some(p) => crate::service::base::write_whole(&p, bytes.as_bytes())?,
-        None => say_part!("{bytes}"),
+        None => write_export(bytes.as_bytes(), format == ExportFormat::Jsonl)?,
     }
     if unresolved > 0 {
         tell!("{}", unresolved_note(unresolved, viewer));
     }
+    Ok(())
+}
+
+/// An export on standard output. Piped or redirected, the bytes are written as they
+/// are, so `> file` holds exactly what `--out file` writes. On a terminal, ids, notes
+/// and rationales are untrusted text: a control character is written as an escape,
+/// not acted on (a note holding OSC 52 would write the clipboard), JSON escapes
+/// (`jsonl`) keeping each line's value exact.
+fn write_export(bytes: &[u8], jsonl: bool) -> Result<()> {
+    use std::io::Write as _;
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let text = || String::from_utf8_lossy(bytes);
+    let shown = match (on_terminal, jsonl) {
+        (true, true) => crate::core::text::json_for_terminal(&text()).into_bytes(),
+        (true, false) => crate::core::text::visible_controls(&text()).into_bytes(),
+        (false, _) => bytes.to_vec(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(&shown)?;
+    stdout.flush()?;
     Ok(())
 }
 
@@ -347,27 +367,8 @@ async fn export(
     let export = study::export_labels(ctx, &rubric, format, &dest, viewer).await?;
     match out {
         Some(p) => crate::service::base::write_whole(&p, &export.bytes)?,
-        None => {
-            use std::io::Write as _;
-            let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
-            let shown = match (on_terminal, format) {
-                // Notes are untrusted text: on a terminal, a control character is
-                // written as an escape, not acted on (a note holding OSC 52 would
-                // write the clipboard). JSON escapes keep each line's value exact.
-                (true, study::ExportFormat::Jsonl) => {
-                    crate::core::text::json_for_terminal(&String::from_utf8_lossy(&export.bytes))
-                        .into_bytes()
-                }
-                (true, study::ExportFormat::Csv) => {
-                    crate::core::text::visible_controls(&String::from_utf8_lossy(&export.bytes))
-                        .into_bytes()
-                }
-                _ => export.bytes,
-            };
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(&shown)?;
-            stdout.flush()?;
-        }
+        // Parquet never reaches a terminal (refused above).
+        None => write_export(&export.bytes, format == study::ExportFormat::Jsonl)?,
     }
     if let Some(note) = withheld_note(export.withheld, viewer) {
         tell!("{note}");

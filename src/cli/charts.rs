@@ -55,9 +55,21 @@ fn with_legend_column<'a>(
 
 /// The legend in `column`: a swatch and the name of each series (names cut to fit).
 fn legend(column: &DrawingArea<SVGBackend<'_>, Shift>, names: &[&str]) -> Result<()> {
+    legend_from(column, names, 0)
+}
+
+/// [`legend`] for series coloured from colour `first` on.
+fn legend_from(
+    column: &DrawingArea<SVGBackend<'_>, Shift>,
+    names: &[&str],
+    first: usize,
+) -> Result<()> {
     for (i, name) in names.iter().enumerate() {
         let y = 48 + 18 * i32::try_from(i).unwrap_or(0);
-        column.draw(&Rectangle::new([(4, y), (16, y + 12)], colour(i).filled()))?;
+        column.draw(&Rectangle::new(
+            [(4, y), (16, y + 12)],
+            colour(i + first).filled(),
+        ))?;
         column.draw(&Text::new(
             crate::core::text::snippet(name, 24),
             (22, y),
@@ -233,6 +245,82 @@ pub fn bars(title: &str, y_desc: &str, bars: &[(String, f64)]) -> Result<String>
             r.set_margin(0, 0, 6, 6);
             Some(r)
         }))?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// A named point of a scatter chart.
+pub struct Point {
+    pub name: String,
+    pub x: f64,
+    pub y: f64,
+}
+
+/// A scatter of named points over lines (the trade-off plane: configurations at their
+/// (latency cost, accuracy gain) over F contours): each line a 2 px polyline in its
+/// colour, named in the legend; each point a filled circle with its name beside it.
+pub fn scatter_over_lines(
+    title: &str,
+    (x_desc, y_desc): (&str, &str),
+    points: &[Point],
+    lines: &[Series],
+) -> Result<String> {
+    let xs: Vec<f64> = points
+        .iter()
+        .map(|p| p.x)
+        .chain(lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)))
+        .filter(|x| x.is_finite())
+        .collect();
+    let (x0, x1) = xs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
+    let (x0, x1) = if x0.is_finite() && x1 > x0 {
+        (x0, x1)
+    } else {
+        (-1.0, 1.0)
+    };
+    let (y0, y1) = {
+        let ys = points.iter().map(|p| p.y).chain([0.0]);
+        let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+            (a.min(y), b.max(y))
+        });
+        let pad = ((hi - lo) * 0.25).max(0.05);
+        (lo - pad, hi + pad)
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, side) = with_legend_column(&root);
+        let mut chart = builder(&plot, title, 40).build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .draw()?;
+        for (i, l) in lines.iter().enumerate() {
+            // Only the part inside the plot: a contour runs off it steeply.
+            let inside = l
+                .points
+                .iter()
+                .copied()
+                .filter(|p| (y0..=y1).contains(&p.1));
+            chart.draw_series(LineSeries::new(inside, colour(i + 1).stroke_width(2)))?;
+        }
+        for p in points {
+            chart.draw_series([Circle::new((p.x, p.y), 5, colour(0).filled())])?;
+            let (px, py) = chart.backend_coord(&(p.x, p.y));
+            plot.draw(&Text::new(
+                crate::core::text::snippet(&p.name, 20),
+                (px + 8, py - 6),
+                (FONT, 12).into_font(),
+            ))?;
+        }
+        let names: Vec<&str> = lines.iter().map(|l| l.name.as_str()).collect();
+        legend_from(&side, &names, 1)?;
         root.present()?;
     }
     Ok(svg)

@@ -52,6 +52,10 @@ pub struct McqaArgs {
     /// Order of the chunks: ranked, or reversed (the best chunk last).
     #[arg(long, default_value_t)]
     pub order: crate::core::context_policy::ChunkOrder,
+    /// A rerank stage between retrieval and the prompts of k > 0: the context policy
+    /// chooses from the reranked chunks (each question reranked once for every k).
+    #[command(flatten)]
+    pub rerank: super::args::RerankArgs,
     /// Answer only this shard's questions; the report is over every stored answer
     /// of the run to the file's questions (all shards that have finished).
     #[command(flatten)]
@@ -83,6 +87,8 @@ struct JsonReport<'a> {
     method: Option<&'a str>,
     alpha: Option<f64>,
     questions: usize,
+    /// The run's rerank stage (None: none).
+    rerank: Option<&'a str>,
     report: &'a Report,
     /// Each k > 0 against k = 0 (absent without both).
     frugality: Option<&'a McqaFrugality>,
@@ -118,6 +124,7 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
                 method: first.map(|r| r.method.as_str()),
                 alpha: first.map(|r| r.alpha),
                 questions: answered.len(),
+                rerank: first.and_then(|r| r.rerank.as_deref()),
                 report: &rep,
                 frugality: frugality.as_ref(),
             },
@@ -130,8 +137,12 @@ pub async fn run(ctx: &Context, args: McqaArgs) -> Result<()> {
             "linear" => format!("linear a={:.2} (min-max)", r.alpha),
             m => m.to_string(),
         };
+        let stage = r
+            .rerank
+            .as_deref()
+            .map_or_else(String::new, |s| format!(", then rerank: {}", clean(s)));
         say!(
-            "MCQA run `{}`: {} questions, {}, {retrieval}",
+            "MCQA run `{}`: {} questions, {}, {retrieval}{stage}",
             clean(&args.run),
             answered.len(),
             clean(&r.model_file),
@@ -158,6 +169,10 @@ async fn answer(
         bail!("--ann is not supported by eval mcqa: it retrieves with the exact dense scan");
     }
     use crate::core::template::TemplateKind;
+    let rerank = args.rerank.setup(ctx)?;
+    if rerank.is_some() && ks.iter().all(|&k| k == 0) {
+        bail!("--rerank reranks retrieved chunks: it has nothing to do at k = 0");
+    }
     let pipeline = crate::service::evaluate::McqaPipeline {
         with_context: ctx.template(TemplateKind::MultipleChoice, args.template.as_deref())?,
         without_context: ctx.template(
@@ -182,6 +197,7 @@ async fn answer(
         reuse_prefix: !args.generator.no_prefix_reuse,
         local: args.local,
         pipeline,
+        rerank,
     };
     let bar = progress_bar("answering");
     let mine = args.shard.select(questions.to_vec(), |q| q.id.as_str());

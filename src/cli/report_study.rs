@@ -118,8 +118,9 @@ fn render(r: &StudyReport, charts: &mut Charts<'_>) -> Result<String> {
     significance(&mut s, r);
     mcqa(&mut s, r, charts)?;
     judge(&mut s, r, charts)?;
+    citations(&mut s, r);
     agreement(&mut s, r);
-    frugality(&mut s, r);
+    frugality(&mut s, r, charts)?;
     if !r.missing.is_empty() {
         let _ = writeln!(s, "## Missing sections\n");
         for m in &r.missing {
@@ -709,6 +710,71 @@ fn per_run(s: &mut String, r: &StudyReport) {
     let _ = writeln!(s);
 }
 
+/// Citation recall and precision per run and entailment judge (`raglab answers
+/// cite`), as `report answers --json` counts them (`citations`): each mean over the
+/// answers where it is defined, the undefined ones counted beside it, and the cited
+/// chunks that were not in the prompt. Runs never scored are not listed.
+fn citations(s: &mut String, r: &StudyReport) {
+    let Some(serde_json::Value::Object(runs)) = &r.answers else {
+        return;
+    };
+    let scored: Vec<(&String, &String, &serde_json::Value)> = runs
+        .iter()
+        .filter(|(name, _)| name.as_str() != "frugality")
+        .filter_map(|(name, v)| {
+            v.get("citations")
+                .and_then(|c| c.as_object())
+                .map(|c| (name, c))
+        })
+        .flat_map(|(name, by_judge)| by_judge.iter().map(move |(j, c)| (name, j, c)))
+        .collect();
+    let _ = writeln!(s, "## Citations\n");
+    if scored.is_empty() {
+        let _ = writeln!(
+            s,
+            "No run's citations are scored: `raglab answers cite --run RUN` scores them.\n"
+        );
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Citation recall (sentences entailed by the chunks they cite / sentences) and precision (citations needed / citations), ALCE's rules, each entailment judged by the model named; from `raglab report answers --json` (`*.citations`):\n"
+    );
+    header(
+        s,
+        &[
+            "run",
+            "judge",
+            "answers",
+            "recall",
+            "undefined",
+            "precision",
+            "undefined",
+            "citations",
+            "cited outside the prompt",
+        ],
+    );
+    for (run, judge, c) in scored {
+        let mean = |k: &str| c[k].as_f64().map_or_else(|| "undefined".into(), f4);
+        let outside = c["outside_prompt"].as_array().map_or(0, Vec::len);
+        row(
+            s,
+            &[
+                cell(run),
+                cell(judge),
+                c["scored"].to_string(),
+                mean("recall"),
+                c["recall_undefined"].to_string(),
+                mean("precision"),
+                c["precision_undefined"].to_string(),
+                c["citations"].to_string(),
+                outside.to_string(),
+            ],
+        );
+    }
+    let _ = writeln!(s);
+}
+
 fn agreement(s: &mut String, r: &StudyReport) {
     let _ = writeln!(s, "## Agreement (paper Table 6)\n");
     let Some(a) = &r.agreement else {
@@ -722,7 +788,68 @@ fn agreement(s: &mut String, r: &StudyReport) {
     let _ = writeln!(s, "{}", crate::service::study::to_markdown(a));
 }
 
-fn frugality(s: &mut String, r: &StudyReport) {
+/// The trade-off plane of one comparison: each configuration at (latency cost dC,
+/// accuracy gain dA), over the F contours of its temperatures; `None` without them.
+fn plane(
+    charts: &mut Charts<'_>,
+    file: &str,
+    title: &str,
+    points: Vec<crate::cli::charts::Point>,
+    temperatures: (Option<f64>, Option<f64>),
+) -> Result<Option<String>> {
+    use crate::core::frugality::{CONTOUR_LEVELS, contour_accuracy};
+    let (Some(t_acc), Some(t_cost)) = temperatures else {
+        return Ok(None);
+    };
+    if points.is_empty() {
+        return Ok(None);
+    }
+    let (lo, hi) = points
+        .iter()
+        .fold((0.0f64, 0.0f64), |(a, b), p| (a.min(p.x), b.max(p.x)));
+    let pad = ((hi - lo) * 0.15).max(0.05);
+    let xs: Vec<f64> = (0..=60)
+        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * f64::from(i) / 60.0)
+        .collect();
+    let contours: Vec<crate::cli::charts::Series> = CONTOUR_LEVELS
+        .iter()
+        .map(|&f| crate::cli::charts::Series {
+            name: format!("F = {f}"),
+            points: xs
+                .iter()
+                .filter_map(|&x| Some((x, contour_accuracy(f, x, t_acc, t_cost)?)))
+                .collect(),
+        })
+        .collect();
+    let svg = crate::cli::charts::scatter_over_lines(
+        title,
+        ("latency cost dC (s)", "accuracy gain dA"),
+        &points,
+        &contours,
+    )?;
+    Ok(Some(charts.write(file, &svg)?))
+}
+
+/// F's range when both temperatures move by 30% (`min..max` over tA, tC x 0.7, 1,
+/// 1.3), or `undefined`.
+fn f_range(
+    d_acc: Option<f64>,
+    d_cost: Option<f64>,
+    t_acc: Option<f64>,
+    t_cost: Option<f64>,
+) -> String {
+    use crate::core::frugality::{SENSITIVITY_FACTORS, sensitivity};
+    match (d_acc, d_cost, t_acc, t_cost) {
+        (Some(a), Some(c), Some(ta), Some(tc)) => sensitivity(a, c, ta, tc, &SENSITIVITY_FACTORS)
+            .map_or_else(
+                || "undefined".into(),
+                |(lo, hi)| format!("{lo:.4}..{hi:.4}"),
+            ),
+        _ => "undefined".into(),
+    }
+}
+
+fn frugality(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<()> {
     let _ = writeln!(s, "## Frugality\n");
     let mut any = false;
     if let Some(f) = r.answers.as_ref().and_then(|v| v.get("frugality")) {
@@ -738,9 +865,21 @@ fn frugality(s: &mut String, r: &StudyReport) {
         );
         header(
             s,
-            &["run", "k", "method", "n", "dA", "dC (s)", "A", "C", "F"],
+            &[
+                "run",
+                "k",
+                "method",
+                "n",
+                "dA",
+                "dC (s)",
+                "A",
+                "C",
+                "F",
+                "F, temperatures x0.7-1.3",
+            ],
         );
-        for c in f["configurations"].as_array().into_iter().flatten() {
+        let configurations = f["configurations"].as_array().cloned().unwrap_or_default();
+        for c in &configurations {
             let num = |k: &str| c[k].as_f64().map_or_else(|| "undefined".into(), f4);
             row(
                 s,
@@ -754,10 +893,39 @@ fn frugality(s: &mut String, r: &StudyReport) {
                     num("A"),
                     num("C"),
                     num("F"),
+                    f_range(
+                        c["d_accuracy"].as_f64(),
+                        c["d_latency_s"].as_f64(),
+                        c["t_accuracy"].as_f64(),
+                        c["t_latency_s"].as_f64(),
+                    ),
                 ],
             );
         }
         let _ = writeln!(s);
+        let points = configurations
+            .iter()
+            .filter_map(|c| {
+                Some(crate::cli::charts::Point {
+                    name: c["run"].as_str()?.to_string(),
+                    x: c["d_latency_s"].as_f64()?,
+                    y: c["d_accuracy"].as_f64()?,
+                })
+            })
+            .collect();
+        let temps = (
+            f["t_accuracy"]["value"].as_f64(),
+            f["t_latency_s"]["value"].as_f64(),
+        );
+        if let Some(img) = plane(
+            charts,
+            "frugality-answers.svg",
+            "Accuracy gain against latency cost, answer runs (F contours)",
+            points,
+            temps,
+        )? {
+            let _ = writeln!(s, "{img}\n");
+        }
     }
     if let (Some(f), Some(m)) = (&r.mcqa_frugality, &r.mcqa) {
         any = true;
@@ -768,7 +936,19 @@ fn frugality(s: &mut String, r: &StudyReport) {
             f.accuracy,
             f.cost
         );
-        header(s, &["k", "n", "dA", "dC (s)", "A", "C", "F"]);
+        header(
+            s,
+            &[
+                "k",
+                "n",
+                "dA",
+                "dC (s)",
+                "A",
+                "C",
+                "F",
+                "F, temperatures x0.7-1.3",
+            ],
+        );
         for c in &f.configurations {
             let p = &c.score.paired;
             row(
@@ -781,12 +961,42 @@ fn frugality(s: &mut String, r: &StudyReport) {
                     opt4(c.score.a),
                     opt4(c.score.c),
                     opt4(c.score.f),
+                    f_range(
+                        Some(p.d_accuracy),
+                        Some(p.d_latency_s),
+                        c.score.t_accuracy,
+                        c.score.t_latency_s,
+                    ),
                 ],
             );
         }
         let _ = writeln!(s);
+        let points = f
+            .configurations
+            .iter()
+            .map(|c| crate::cli::charts::Point {
+                name: format!("k = {}", c.k),
+                x: c.score.paired.d_latency_s,
+                y: c.score.paired.d_accuracy,
+            })
+            .collect();
+        if let Some(img) = plane(
+            charts,
+            "frugality-mcqa.svg",
+            "Accuracy gain against latency cost, MCQA by k (F contours)",
+            points,
+            (f.t_accuracy.value, f.t_latency_s.value),
+        )? {
+            let _ = writeln!(s, "{img}\n");
+        }
     }
     if !any {
         missing(s, r, "frugality");
+        return Ok(());
     }
+    let _ = writeln!(
+        s,
+        "F = tanh(A - C) is positive where the accuracy gain is worth its latency cost; the contours are the configurations F would give -0.5, 0 and 0.5 at these temperatures. The last column is F's range when each temperature moves by 30% (a sign that changes there is a conclusion the temperatures decide).\n"
+    );
+    Ok(())
 }

@@ -9,6 +9,7 @@ use clap::Args;
 use super::args::{GeneratorArgs, ShardArg};
 use super::{json_schema, progress_bar};
 use crate::core::sampling::Sampling;
+use crate::core::template::TemplateKind;
 use crate::service::Context;
 use crate::service::corpus::{SummaryBatch, SummaryRequest};
 
@@ -41,14 +42,22 @@ pub struct SummariseArgs {
     /// Sampler seed (used when the temperature is above 0).
     #[arg(long, default_value_t = 42)]
     pub seed: u32,
+    /// The summary prompt template (slots `{chunk}` and `{path}`; default: config
+    /// `[prompts] summary`, else the shipped one). A chunk summarised with another
+    /// template's text is summarised again.
+    #[arg(long = "prompt", value_name = "FILE")]
+    pub template: Option<std::path::PathBuf>,
     /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
 }
 
 pub async fn run(ctx: &Context, args: SummariseArgs) -> Result<()> {
+    // The template is read and its slots checked before any model loads.
+    let template = ctx.template(TemplateKind::Summary, args.template.as_deref())?;
     let req = SummaryRequest {
         generator: args.generator.choice(),
+        template,
         sampling: Sampling {
             temperature: args.temperature,
             repeat_penalty: args.repeat_penalty,
@@ -63,10 +72,11 @@ pub async fn run(ctx: &Context, args: SummariseArgs) -> Result<()> {
     };
     let batch = SummaryBatch::prepare(ctx, req).await?;
     tell!(
-        "summarising {} chunks ({} already summarised) with {}",
+        "summarising {} chunks ({} already summarised) with {}, prompt {}",
         batch.work().todo(),
         batch.work().already_done(),
-        batch.work().model()
+        batch.work().model(),
+        batch.template()
     );
     let bar = progress_bar("summarising");
     bar.set_length(batch.work().todo() as u64);

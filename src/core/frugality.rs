@@ -217,6 +217,49 @@ pub fn score(configs: &[Paired], t_acc: Option<f64>, t_cost: Option<f64>) -> Sco
     }
 }
 
+/// The temperature factors of the sensitivity check: each temperature at 70%, 100%
+/// and 130% of its value (seed 002 reports how F moves when they change by 30%).
+pub const SENSITIVITY_FACTORS: [f64; 3] = [0.7, 1.0, 1.3];
+
+/// The least and greatest F of one configuration over every pair of scaled
+/// temperatures (tA x a, tC x c for a, c in `factors`); `None` when F is undefined
+/// for one of them.
+pub fn sensitivity(
+    d_acc: f64,
+    d_cost: f64,
+    t_acc: f64,
+    t_cost: f64,
+    factors: &[f64],
+) -> Option<(f64, f64)> {
+    let mut range: Option<(f64, f64)> = None;
+    for a in factors {
+        for c in factors {
+            let f = frugality(
+                accuracy_utility(d_acc, t_acc * a),
+                cost_penalty(d_cost, t_cost * c),
+            )?;
+            range = Some(range.map_or((f, f), |(lo, hi)| (lo.min(f), hi.max(f))));
+        }
+    }
+    range
+}
+
+/// The F levels drawn as contours on the trade-off plane.
+pub const CONTOUR_LEVELS: [f64; 3] = [-0.5, 0.0, 0.5];
+
+/// The accuracy difference at which a configuration whose latency cost is `d_cost`
+/// scores exactly `f` (a point of the F = `f` contour of the trade-off plane): F =
+/// tanh(A - C) gives A = atanh(f) + C, and A = sign(dA) (exp(|dA| / tA) - 1) gives
+/// dA = sign(A) tA ln(1 + |A|). `None` for |f| >= 1 (F never reaches it).
+pub fn contour_accuracy(f: f64, d_cost: f64, t_acc: f64, t_cost: f64) -> Option<f64> {
+    if f.abs() >= 1.0 {
+        return None;
+    }
+    let a = f.atanh() + cost_penalty(d_cost, t_cost);
+    let d = t_acc * a.abs().ln_1p();
+    d.is_finite().then_some(if a < 0.0 { -d } else { d })
+}
+
 /// Sample standard deviation (n - 1); `None` under two values.
 pub fn std_dev(values: &[f64]) -> Option<f64> {
     if values.len() < 2 {
@@ -230,6 +273,50 @@ pub fn std_dev(values: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A point of a contour scores its level: the forward formula applied to it gives
+    /// F back, on both sides of the plane and at a zero cost.
+    #[test]
+    fn contour_points_score_their_level() {
+        for (t_acc, t_cost) in [(0.1, 2.0), (0.05, 0.5)] {
+            for f in CONTOUR_LEVELS.into_iter().chain([0.9, -0.9]) {
+                for d_cost in [-1.0, 0.0, 0.3, 1.5] {
+                    let d_acc = contour_accuracy(f, d_cost, t_acc, t_cost).expect("defined");
+                    let back =
+                        frugality(accuracy_utility(d_acc, t_acc), cost_penalty(d_cost, t_cost))
+                            .expect("F");
+                    assert!((back - f).abs() < 1e-12, "f {f} dC {d_cost}: {back}");
+                }
+            }
+        }
+        assert_eq!(contour_accuracy(1.0, 0.0, 0.1, 1.0), None);
+        // F = 0 at no cost: no accuracy change at all.
+        assert_eq!(contour_accuracy(0.0, 0.0, 0.1, 1.0), Some(0.0));
+    }
+
+    /// The sensitivity range is the least and greatest F of the nine temperature
+    /// pairs, each computed here from the formula: tanh(sign(dA)(e^(|dA|/tA) - 1) -
+    /// (e^(dC/tC) - 1)).
+    #[test]
+    fn sensitivity_spans_the_nine_temperature_pairs() {
+        let (d_acc, d_cost, t_acc, t_cost) = (0.12, 0.8, 0.1, 1.0);
+        let by_hand = |a: f64, c: f64| {
+            let big_a = (d_acc / (t_acc * a)).exp() - 1.0;
+            let big_c = (d_cost / (t_cost * c)).exp() - 1.0;
+            (big_a - big_c).tanh()
+        };
+        let all: Vec<f64> = [0.7, 1.0, 1.3]
+            .iter()
+            .flat_map(|a| [0.7, 1.0, 1.3].map(|c| by_hand(*a, c)))
+            .collect();
+        let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (l, h) = sensitivity(d_acc, d_cost, t_acc, t_cost, &SENSITIVITY_FACTORS).expect("F");
+        assert!((l - lo).abs() < 1e-12 && (h - hi).abs() < 1e-12, "{l} {h}");
+        // tA x 1.3 with tC x 0.7 is the least F here; tA x 0.7 with tC x 1.3 the greatest.
+        assert!((l - by_hand(1.3, 0.7)).abs() < 1e-12);
+        assert!((h - by_hand(0.7, 1.3)).abs() < 1e-12);
+    }
 
     fn tally(pass: usize, labels: usize, latency_s: f64, answers: usize) -> Tally {
         Tally {

@@ -381,6 +381,14 @@ pub struct McqaRecord {
     pub context_policy: Option<String>,
     #[serde(default)]
     pub chunk_order: Option<String>,
+    /// The rerank stage between retrieval and the prompt (`top 10 reranked, 5 kept by
+    /// MODEL (TEMPLATE)`); None: none, and at k = 0.
+    #[serde(default)]
+    pub rerank: Option<String>,
+    /// Its wall time for this question, ms (part of `retrieval_ms` and `total_ms`;
+    /// near 0 when its scores were cached).
+    #[serde(default)]
+    pub rerank_ms: Option<f64>,
 }
 
 #[cfg(test)]

@@ -296,12 +296,17 @@ pub async fn run(ctx: Context, opts: TuiOptions) -> Result<()> {
         exit_after_first,
     )
     .await;
-    ratatui::restore();
+    // A terminal that hung up cannot be restored, nor told that it could not be.
+    let _ = ratatui::try_restore();
     jobs.settle(std::time::Duration::from_secs(3)).await;
     result?;
     match app.unsaved_report() {
         None => Ok(()),
-        Some(report) => Err(anyhow::anyhow!("not everything was saved:\n{report}")),
+        Some(report) => {
+            // Also in the log: after a hang-up there is no terminal to print it on.
+            tracing::error!("not everything was saved: {report}");
+            Err(anyhow::anyhow!("not everything was saved:\n{report}"))
+        }
     }
 }
 
@@ -447,14 +452,19 @@ async fn event_loop(
     exit_after_first: bool,
 ) -> Result<()> {
     let mut events = EventStream::new();
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut sighup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
+    // Once the terminal hangs up (its window closed, an ssh session dropped) nothing can
+    // be drawn or read, but the queued and in-flight label saves still finish.
+    let mut terminal_gone = false;
     let mut frames = Frames::new();
     let mut quitting: Option<Instant> = None;
     app.query
         .say("loading the retrieval indexes and the embedding model…".into());
     loop {
-        if frames.draw_if_due(terminal, app, theme, started, exit_after_first)? {
+        if !terminal_gone && frames.draw_if_due(terminal, app, theme, started, exit_after_first)? {
             return Ok(());
         }
         if app.should_quit {
@@ -470,7 +480,7 @@ async fn event_loop(
         }
         let wait = frames.wait();
         tokio::select! {
-            ev = events.next() => match ev {
+            ev = events.next(), if !terminal_gone => match ev {
                 Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release && quitting.is_none() => {
                     if let Some(effect) = app.handle_key(k) {
                         jobs.run(app, effect);
@@ -479,8 +489,13 @@ async fn event_loop(
                 }
                 Some(Ok(Event::Resize(..))) => frames.dirty = true,
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(e).context("reading terminal events"),
-                None => return Ok(()),
+                // The terminal can no longer be read: quit as after a hang-up, the
+                // saves in flight waited for.
+                Some(Err(e)) => {
+                    tracing::warn!("reading terminal events: {e}; quitting");
+                    (terminal_gone, app.should_quit) = (true, true);
+                }
+                None => (terminal_gone, app.should_quit) = (true, true),
             },
             Some(msg) = rx.recv() => {
                 jobs.apply(app, msg);
@@ -490,8 +505,13 @@ async fn event_loop(
                 }
                 frames.dirty = true;
             }
-            // SIGTERM quits like `q`: saves in flight are waited for.
+            // SIGTERM and SIGINT quit like `q`: saves in flight are waited for.
             _ = sigterm.recv() => app.should_quit = true,
+            _ = sigint.recv() => app.should_quit = true,
+            _ = sighup.recv() => {
+                tracing::warn!("the terminal hung up; quitting once the saves in flight are in");
+                (terminal_gone, app.should_quit) = (true, true);
+            }
             () = tokio::time::sleep(wait) => {
                 // The live line (elapsed, tokens/s) ticks while generating.
                 if app.generate.is_running() { frames.dirty = true; }

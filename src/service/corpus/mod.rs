@@ -12,7 +12,7 @@ pub use chunks::{
 };
 pub use ingest::{IngestRequest, IngestSummary, Skipped, ingest};
 pub use summarise::{
-    SUMMARIES, SUMMARY_TEMPLATE, SummaryBatch, SummaryReport, SummaryRequest, all_summaries,
-    current_summaries, summaries_table, summary_prompt, summary_texts,
+    SUMMARIES, SummaryBatch, SummaryReport, SummaryRequest, all_summaries, current_summaries,
+    summaries_table, summary_prompt, summary_texts,
 };
 pub use token_counts::update_token_counts;

@@ -6,7 +6,9 @@
 //! or the endpoint and the model it served), the sampling and its figures: the same
 //! provenance answers carry. Every summary is its own commit, so a killed run keeps
 //! what it finished and a rerun summarises only the chunks without a summary of their
-//! current text: nothing is lost or produced twice. Chunk text is untrusted: it is
+//! current text made with the run's template: nothing is lost or produced twice, and a
+//! new template (`--prompt FILE`, `[prompts] summary`) summarises every chunk again (the
+//! variants index each chunk's newest summary). Chunk text is untrusted: it is
 //! filled into the template in one pass ([`fill`]) and tokenised as plain text, so it
 //! never becomes chat-control tokens.
 
@@ -33,17 +35,16 @@ use crate::store::sparse::text_hash;
 use crate::store::workspace::Workspace;
 
 pub const SUMMARIES: &str = "summaries.lance";
-/// The summary prompt (`{path}` and `{chunk}` are filled with untrusted text).
-pub const SUMMARY_TEMPLATE: &str = include_str!("../../../assets/prompts/summarise.txt");
 
 pub fn summaries_table(ws: &Workspace) -> Table<'_> {
     Table::of::<SummaryRecord>(ws, SUMMARIES)
 }
 
-/// The summary prompt of one chunk: its header path and text, both untrusted.
-pub fn summary_prompt(chunk: &Chunk) -> PromptText {
+/// The summary prompt of one chunk from `template`'s text: its header path and text,
+/// both untrusted.
+pub fn summary_prompt(chunk: &Chunk, template: &str) -> PromptText {
     fill(
-        SUMMARY_TEMPLATE,
+        template,
         &[
             ("path", Slot::Untrusted(&chunk.path_label())),
             ("chunk", Slot::Untrusted(&chunk.text)),
@@ -91,10 +92,12 @@ pub async fn summary_texts(ws: &Workspace, chunks: &[Chunk]) -> Result<HashMap<S
         .collect())
 }
 
-/// What to summarise and with which model.
-#[derive(Debug, Clone, Default)]
+/// What to summarise, with which model and prompt template.
+#[derive(Debug, Clone)]
 pub struct SummaryRequest {
     pub generator: ModelChoice,
+    /// The summary prompt (slots `{chunk}`, `{path}`), its name and text recorded.
+    pub template: crate::core::template::Template,
     pub sampling: Sampling,
     /// Summarise at most this many chunks in this run.
     pub limit: Option<usize>,
@@ -110,6 +113,7 @@ pub struct SummaryRequest {
 pub struct SummaryBatch {
     work: Resumable<Chunk>,
     sampling: Sampling,
+    template: crate::core::template::Template,
 }
 
 /// What a finished run did.
@@ -121,11 +125,14 @@ pub struct SummaryReport {
     pub seconds: f64,
     pub per_minute: f64,
     pub model: String,
+    /// The prompt template, `name@hash12`.
+    pub template: String,
     pub pool: Option<PoolReport>,
 }
 
 impl SummaryBatch {
-    /// Load the model and find the chunks without a summary of their current text.
+    /// Load the model and find the chunks without a summary of their current text
+    /// made with this template.
     pub async fn prepare(ctx: &Context, req: SummaryRequest) -> Result<Self> {
         let chunks = ChunkStore::new(&ctx.workspace).load_all().await?;
         if chunks.is_empty() {
@@ -153,14 +160,28 @@ impl SummaryBatch {
         let role = Role::Generator { reuse_prefix: true };
         let backend = Backend::open(ctx, &req.generator, req.local, role)?;
         Ok(Self {
-            work: Resumable::split(wanted, req.limit, |c| done.contains_key(&c.id), backend),
+            work: Resumable::split(
+                wanted,
+                req.limit,
+                |c| {
+                    done.get(&c.id)
+                        .is_some_and(|r| r.template == req.template.text)
+                },
+                backend,
+            ),
             sampling: req.sampling,
+            template: req.template,
         })
     }
 
     /// The chunks to summarise, those summarised before, and the model.
     pub fn work(&self) -> &Resumable<Chunk> {
         &self.work
+    }
+
+    /// The prompt template, `name@hash12`.
+    pub fn template(&self) -> String {
+        self.template.label()
     }
 
     /// Summarise every chunk still to do, committing each summary as it completes;
@@ -174,6 +195,7 @@ impl SummaryBatch {
         let mut rep = SummaryReport {
             already_done: self.work.already_done,
             model: self.work.model(),
+            template: self.template.label(),
             ..Default::default()
         };
         let sampling_json = serde_json::to_string(&self.sampling)?;
@@ -208,7 +230,7 @@ impl SummaryBatch {
     ) -> Result<()> {
         let total = self.work.todo.len();
         for (i, c) in self.work.todo.iter().enumerate() {
-            let messages = vec![ChatMessage::user(summary_prompt(c))];
+            let messages = vec![ChatMessage::user(summary_prompt(c, &self.template.text))];
             let prompt = g.chat_prompt(messages.clone())?;
             let (text, stats) = g
                 .generate(
@@ -225,7 +247,15 @@ impl SummaryBatch {
                 endpoint: None,
                 served_model: None,
             };
-            let rec = record(c, prompt, &text, &stats, model, sampling_json);
+            let rec = record(
+                c,
+                &self.template.text,
+                prompt,
+                &text,
+                &stats,
+                model,
+                sampling_json,
+            );
             summaries_table(&ctx.workspace).append(&[rec]).await?;
             rep.summarised += 1;
             rep.output_tokens += stats.output_tokens;
@@ -247,10 +277,12 @@ impl SummaryBatch {
         let total = self.work.todo.len();
         let jobs: Vec<Arc<Chunk>> = self.work.todo.iter().cloned().map(Arc::new).collect();
         let sampling = self.sampling.clone();
+        let template = Arc::new(self.template.text.clone());
         let work = move |ep: Arc<Endpoint>, c: Arc<Chunk>| {
             let sampling = sampling.clone();
+            let template = Arc::clone(&template);
             async move {
-                let messages = vec![ChatMessage::user(summary_prompt(&c))];
+                let messages = vec![ChatMessage::user(summary_prompt(&c, &template))];
                 let stop = AtomicBool::new(false);
                 let reply = ep
                     .chat(&messages, &sampling, None, &stop, &mut |_| {})
@@ -267,7 +299,15 @@ impl SummaryBatch {
             async |c: Arc<Chunk>, out: (ChatReply, String), i| {
                 let (reply, sent) = out;
                 let model = Provenance::endpoint(&pool.endpoints[i].spec.url, reply.served_model);
-                let rec = record(&c, sent, &reply.text, &reply.stats, model, sampling_json);
+                let rec = record(
+                    &c,
+                    &self.template.text,
+                    sent,
+                    &reply.text,
+                    &reply.stats,
+                    model,
+                    sampling_json,
+                );
                 summaries_table(&ctx.workspace).append(&[rec]).await?;
                 rep.summarised += 1;
                 rep.output_tokens += reply.stats.output_tokens;
@@ -282,6 +322,7 @@ impl SummaryBatch {
 
 fn record(
     c: &Chunk,
+    template: &str,
     prompt: String,
     text: &str,
     stats: &GenStats,
@@ -292,7 +333,7 @@ fn record(
         chunk_id: c.id.clone(),
         chunk_hash: text_hash(c),
         summary: text.trim().to_string(),
-        template: SUMMARY_TEMPLATE.to_string(),
+        template: template.to_string(),
         prompt,
         model_file: model.model_file,
         model_sha256: model.model_sha256,
@@ -330,7 +371,7 @@ mod tests {
             token_count: None,
             token_model: None,
         };
-        let p = summary_prompt(&c);
+        let p = summary_prompt(&c, crate::core::template::SUMMARY);
         assert_eq!(p.text.matches(evil).count(), 1);
         // Filled in one pass: the placeholders inside the untrusted text stay literal.
         assert!(p.text.contains("Section: D > X {chunk}\n"));

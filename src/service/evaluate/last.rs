@@ -77,6 +77,8 @@ pub struct EvalOverview {
     /// Every pair of the last evaluation's configurations compared (`raglab compare`
     /// without `--baseline`, default settings); None without per-query scores.
     pub comparison: Option<super::significance::ComparisonReport>,
+    /// Citation recall and precision per run and entailment judge (`answers cite`).
+    pub citations: Vec<super::report::CitationSummary>,
     pub problems: Vec<String>,
     /// How the judge's rank buckets are defined.
     pub buckets_note: &'static str,
@@ -180,6 +182,12 @@ pub async fn overview(ctx: &Context, sight: &Sight) -> EvalOverview {
         Err(e) => out
             .problems
             .push(format!("cannot read the judgements: {e:#}")),
+    }
+    match super::report::citation_summaries(ctx).await {
+        Ok(c) => out.citations = c,
+        Err(e) => out
+            .problems
+            .push(format!("cannot read the citation scores: {e:#}")),
     }
     out
 }

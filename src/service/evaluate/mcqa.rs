@@ -153,6 +153,11 @@ pub struct McqaRunner<'a> {
     pub alpha: f64,
     pub context_budget: usize,
     pub pipeline: McqaPipeline,
+    /// The rerank stage as answers name it; None: no stage.
+    pub rerank: Option<String>,
+    /// Each question's ranking after the stage (question id -> kept ids and the
+    /// stage's time); the prompts of every k > 0 choose from it.
+    pub reranked: HashMap<String, crate::service::retrieval::rerank::StageRanking>,
 }
 
 /// What an MCQA run varies besides retrieval: its two templates (with and without
@@ -199,8 +204,11 @@ pub struct McqaPrompt {
     pub target_list_rank: Option<u32>,
     pub topic: String,
     pub embed_model: Option<String>,
-    /// The question's one retrieval (serves every k > 0; 0 for k = 0).
+    /// The question's one retrieval (serves every k > 0; 0 for k = 0), the rerank
+    /// stage's time included.
     pub retrieval_ms: f64,
+    /// The rerank stage's part of it (None: no stage, or k = 0).
+    pub rerank_ms: Option<f64>,
     /// Assembling this prompt (chunk texts and token budget).
     pub assemble_ms: f64,
 }
@@ -242,19 +250,26 @@ impl McqaRunner<'_> {
             let r = self
                 .retriever
                 .context("k > 0 needs the workspace's retrieval indexes")?;
-            let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(max_k))?;
-            let ranked = lists
-                .ranking_for(crate::core::retrieval::RunConfig::new(
-                    self.method,
-                    self.sparse,
-                    self.alpha,
-                ))
-                .into_iter()
-                .map(str::to_string)
-                .collect();
+            let ranked = match self.reranked.get(&q.id) {
+                Some(stage) => stage.ids.clone(),
+                None => {
+                    let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(max_k))?;
+                    lists
+                        .ranking_for(crate::core::retrieval::RunConfig::new(
+                            self.method,
+                            self.sparse,
+                            self.alpha,
+                        ))
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect()
+                }
+            };
             (ranked, r.model_name.clone())
         };
-        let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
+        // The stage's time (ranked before any answer) is part of the retrieval's.
+        let rerank_ms = self.reranked.get(&q.id).map(|s| s.ms);
+        let retrieval_ms = started.elapsed().as_secs_f64() * 1e3 + rerank_ms.unwrap_or(0.0);
         let target_list_rank = ranked
             .iter()
             .position(|id| q.relevant.contains(id))
@@ -304,6 +319,7 @@ impl McqaRunner<'_> {
                 // The one retrieval serves every k > 0; k = 0 needs none, so none of
                 // it is part of that answer's end-to-end latency.
                 retrieval_ms: if k == 0 { 0.0 } else { retrieval_ms },
+                rerank_ms: if k == 0 { None } else { rerank_ms },
                 assemble_ms: t0.elapsed().as_secs_f64() * 1e3,
             });
         }
@@ -348,6 +364,8 @@ impl McqaRunner<'_> {
             template_sha256: Some(self.pipeline.template(p.k).sha256.clone()),
             context_policy: (p.k > 0).then(|| self.pipeline.context.to_string()),
             chunk_order: (p.k > 0).then(|| self.pipeline.order.to_string()),
+            rerank: self.rerank.clone().filter(|_| p.k > 0),
+            rerank_ms: p.rerank_ms,
         }
     }
 }
@@ -461,6 +479,8 @@ pub struct McqaRequest {
     /// Use the local model even when `[[endpoints]]` are configured.
     pub local: bool,
     pub pipeline: McqaPipeline,
+    /// A rerank stage between retrieval and the prompts of k > 0.
+    pub rerank: Option<crate::service::retrieval::rerank::RerankSetup>,
 }
 
 /// The run's stored answers to these questions; an error when there are none.
@@ -566,6 +586,18 @@ pub async fn answer_questions(
     let model_name = backend.model_name();
     check_run_is_consistent(&stored, args, &model_name)?;
     let retriever = open_retriever(ctx, args, questions, ks, notice).await?;
+    let reranked = match (&args.rerank, &retriever) {
+        (Some(setup), Some(r)) => {
+            let asked: Vec<&McqQuestion> = todo.iter().map(|(q, _)| *q).collect();
+            notice(format!(
+                "reranking {} questions: {}",
+                asked.len(),
+                setup.describe()
+            ));
+            rerank_questions(ctx, r, setup, args, &asked).await?
+        }
+        _ => HashMap::new(),
+    };
     let runner = McqaRunner {
         run: args.run.clone(),
         retriever: retriever.as_ref(),
@@ -574,6 +606,8 @@ pub async fn answer_questions(
         alpha: args.alpha,
         context_budget: args.context_budget,
         pipeline: args.pipeline.clone(),
+        rerank: args.rerank.as_ref().map(|s| s.describe()),
+        reranked,
     };
     notice(format!(
         "run `{}`: {} questions x k in {:?} with {}",
@@ -600,6 +634,31 @@ pub async fn answer_questions(
         }
     }
     Ok(())
+}
+
+/// Every question's first-stage ranking through the run's rerank stage, before any
+/// answer is generated (the stage's model and the generator are not asked in turn):
+/// question id -> the kept ids in their new order and the stage's time.
+async fn rerank_questions(
+    ctx: &Context,
+    r: &Retriever,
+    setup: &crate::service::retrieval::rerank::RerankSetup,
+    args: &McqaRequest,
+    questions: &[&McqQuestion],
+) -> Result<HashMap<String, crate::service::retrieval::rerank::StageRanking>> {
+    let choice = ModelChoice {
+        model: None,
+        threads: args.model.threads,
+    };
+    let mut stage =
+        crate::service::retrieval::rerank::Reranker::open(ctx, setup.clone(), &choice).await?;
+    let config = crate::core::retrieval::RunConfig::new(args.method, args.sparse, args.alpha);
+    let mut out = HashMap::new();
+    for q in questions {
+        let ranked = stage.rank_question(ctx, r, &q.text, config).await?;
+        out.insert(q.id.clone(), ranked);
+    }
+    Ok(out)
 }
 
 /// Answer every (question, k) prompt on the endpoint pool, several at once, each reply
@@ -702,6 +761,18 @@ fn check_run_is_consistent(
                 && (context != args.pipeline.context.to_string()
                     || order != args.pipeline.order.to_string()))
     };
+    let stage = args.rerank.as_ref().map(|s| s.describe());
+    if let Some(r) = stored.iter().find(|r| r.k > 0 && r.rerank != stage) {
+        bail!(
+            "run `{}` was answered with {}; continue it with the same rerank stage ({}) or choose another --run",
+            args.run,
+            r.rerank.as_deref().map_or_else(
+                || "no rerank stage".to_string(),
+                |s| format!("the rerank stage {s}")
+            ),
+            stage.as_deref().unwrap_or("none")
+        );
+    }
     if let Some(r) = stored.iter().find(|r| pipeline_differs(r)) {
         bail!(
             "run `{}` was answered with the template {} (context {}, order {}); continue it with the same prompt and context or choose another --run",

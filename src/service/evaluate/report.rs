@@ -181,7 +181,14 @@ pub async fn answer_report(
             .filter(|c| ids.contains(c.answer_id.as_str()))
             .collect();
         if !mine.is_empty() {
-            summary["citations"] = citation_summary(&mine);
+            summary["citations"] = citation_summary(&mine)
+                .into_iter()
+                .map(|c| {
+                    let judge = c.judge_model.clone();
+                    serde_json::to_value(c).map(|v| (judge, v))
+                })
+                .collect::<Result<serde_json::Map<_, _>, _>>()?
+                .into();
         }
         out.insert((*name).to_string(), summary);
     }
@@ -192,37 +199,66 @@ pub async fn answer_report(
     Ok(serde_json::Value::Object(out))
 }
 
-/// Citation recall and precision of a run's scored answers, per entailment judge:
-/// the mean over the answers where each is defined, and how many it is undefined for
-/// (recall: an empty answer; precision: an answer with no citation).
-fn citation_summary(records: &[&crate::core::citation::CitationRecord]) -> serde_json::Value {
-    let mut by_judge: BTreeMap<&str, Vec<&crate::core::citation::CitationRecord>> = BTreeMap::new();
+/// Citation recall and precision of one run's scored answers by one entailment judge
+/// (`answers cite`): each mean over the answers where it is defined, and how many it
+/// is undefined for (recall: an empty answer; precision: an answer with no citation).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CitationSummary {
+    #[serde(skip)]
+    pub run: String,
+    #[serde(skip)]
+    pub judge_model: String,
+    pub scored: usize,
+    pub recall: Option<f64>,
+    pub recall_undefined: usize,
+    pub precision: Option<f64>,
+    pub precision_undefined: usize,
+    pub citations: usize,
+    /// Cited ids that were not in the prompt, each once.
+    pub outside_prompt: Vec<String>,
+}
+
+/// [`CitationSummary`] of `records` per (run, judge), in that order.
+fn citation_summary(records: &[&crate::core::citation::CitationRecord]) -> Vec<CitationSummary> {
+    let mut groups: BTreeMap<(&str, &str), Vec<&crate::core::citation::CitationRecord>> =
+        BTreeMap::new();
     for c in records {
-        by_judge.entry(c.judge_model.as_str()).or_default().push(c);
+        groups
+            .entry((c.run.as_str(), c.judge_model.as_str()))
+            .or_default()
+            .push(c);
     }
-    let mean = |xs: Vec<f64>| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
-    by_judge
+    let mean = |xs: &[f64]| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
+    groups
         .into_iter()
-        .map(|(judge, cs)| {
+        .map(|((run, judge), cs)| {
             let recall: Vec<f64> = cs.iter().filter_map(|c| c.recall).collect();
             let precision: Vec<f64> = cs.iter().filter_map(|c| c.precision).collect();
             let outside: BTreeSet<&str> = cs
                 .iter()
                 .flat_map(|c| c.outside_prompt.iter().map(String::as_str))
                 .collect();
-            let value = serde_json::json!({
-                "scored": cs.len(),
-                "recall": mean(recall.clone()),
-                "recall_undefined": cs.len() - recall.len(),
-                "precision": mean(precision.clone()),
-                "precision_undefined": cs.len() - precision.len(),
-                "citations": cs.iter().map(|c| c.citations as usize).sum::<usize>(),
-                "outside_prompt": outside.into_iter().collect::<Vec<_>>(),
-            });
-            (judge.to_string(), value)
+            CitationSummary {
+                run: run.to_string(),
+                judge_model: judge.to_string(),
+                scored: cs.len(),
+                recall: mean(&recall),
+                recall_undefined: cs.len() - recall.len(),
+                precision: mean(&precision),
+                precision_undefined: cs.len() - precision.len(),
+                citations: cs.iter().map(|c| c.citations as usize).sum(),
+                outside_prompt: outside.into_iter().map(str::to_string).collect(),
+            }
         })
-        .collect::<serde_json::Map<_, _>>()
-        .into()
+        .collect()
+}
+
+/// Every run's citation scores, per entailment judge (the Evaluation pane's table;
+/// the numbers of `report answers --json`'s `citations`).
+pub async fn citation_summaries(ctx: &Context) -> Result<Vec<CitationSummary>> {
+    let cites = crate::service::answer::citation_records(ctx).await?;
+    let all: Vec<&crate::core::citation::CitationRecord> = cites.iter().collect();
+    Ok(citation_summary(&all))
 }
 
 #[cfg(test)]

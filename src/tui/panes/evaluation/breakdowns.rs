@@ -117,6 +117,72 @@ pub fn judge_height(o: &EvalOverview) -> u16 {
     o.judge.as_ref().map_or(3, |j| j.rows.len() as u16 + 5)
 }
 
+/// Rows the citations box takes: none without scored citations, else borders, header
+/// and one per (run, judge).
+pub fn citations_height(o: &EvalOverview) -> u16 {
+    if o.citations.is_empty() {
+        0
+    } else {
+        o.citations.len() as u16 + 3
+    }
+}
+
+/// Citation recall and precision per run and entailment judge (`answers cite`), the
+/// numbers of `report answers --json`: each mean over the answers where it is
+/// defined, the undefined ones counted beside it, and the cited chunks that were not
+/// in the prompt.
+pub fn draw_citations(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
+    if o.citations.is_empty() {
+        return;
+    }
+    let mean = |v: Option<f64>, undefined: usize| match v {
+        Some(v) => format!("{v:.3} ({undefined} undef.)"),
+        None => format!("undefined ({undefined})"),
+    };
+    let rows: Vec<Row> = o
+        .citations
+        .iter()
+        .map(|c| {
+            Row::new(vec![
+                clean(&c.run),
+                clean(&c.judge_model),
+                c.scored.to_string(),
+                mean(c.recall, c.recall_undefined),
+                mean(c.precision, c.precision_undefined),
+                c.citations.to_string(),
+                c.outside_prompt.len().to_string(),
+            ])
+            .style(theme.text)
+        })
+        .collect();
+    let header = Row::new(vec![
+        "run",
+        "entailment judge",
+        "answers",
+        "recall",
+        "precision",
+        "citations",
+        "outside the prompt",
+    ])
+    .style(theme.title);
+    let widths = [
+        Constraint::Length(18),
+        Constraint::Min(20),
+        Constraint::Length(8),
+        Constraint::Length(20),
+        Constraint::Length(20),
+        Constraint::Length(10),
+        Constraint::Length(18),
+    ];
+    f.render_widget(
+        Table::new(rows, widths).header(header).block(theme.block(
+            " Citations (raglab answers cite): recall = sentences entailed by their citations, precision = citations needed ".to_string(),
+            false,
+        )),
+        area,
+    );
+}
+
 fn acc(a: &Accuracy) -> String {
     a.with_ci()
 }

@@ -397,13 +397,14 @@ impl PaneView for EvaluationPane {
         } else {
             0
         };
-        let [head, table, middle, mcqa, judge] = Layout::vertical([
+        let [head, table, middle, mcqa, judge, citations] = Layout::vertical([
             // Two rows: the provenance line wraps on narrow terminals.
             Constraint::Length(2 + o.problems.len() as u16),
             Constraint::Length(table_h),
             Constraint::Min(if self.retrieval().is_some() { 8 } else { 0 }),
             Constraint::Length(breakdowns::mcqa_height(o)),
             Constraint::Length(breakdowns::judge_height(o)),
+            Constraint::Length(breakdowns::citations_height(o)),
         ])
         .areas(area);
         self.draw_header(f, head, theme);
@@ -413,5 +414,6 @@ impl PaneView for EvaluationPane {
         }
         breakdowns::draw_mcqa(f, mcqa, o, theme);
         breakdowns::draw_judge(f, judge, o, theme);
+        breakdowns::draw_citations(f, citations, o, theme);
     }
 }

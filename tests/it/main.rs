@@ -55,6 +55,7 @@ mod sparse_stats;
 mod study_keys;
 mod study_pinned;
 mod study_raters;
+mod study_replays;
 mod study_report;
 mod study_tmux;
 mod suite_rules;

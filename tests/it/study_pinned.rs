@@ -28,7 +28,7 @@ use raglab::service::study::{self, Viewer};
 use raglab::store::workspace::Workspace;
 
 /// The built-in rubric changed by `edit`, written to `name` in the test folder.
-fn rubric_file(env: &Env, name: &str, edit: impl FnOnce(&mut Rubric)) -> PathBuf {
+pub(crate) fn rubric_file(env: &Env, name: &str, edit: impl FnOnce(&mut Rubric)) -> PathBuf {
     let mut r = default_rubric();
     edit(&mut r);
     let path = env.dir.path().join(name);
@@ -36,12 +36,12 @@ fn rubric_file(env: &Env, name: &str, edit: impl FnOnce(&mut Rubric)) -> PathBuf
     path
 }
 
-fn text(p: &Path) -> &str {
+pub(crate) fn text(p: &Path) -> &str {
     p.to_str().expect("utf8")
 }
 
 /// `p`'s own context on the workspace (their config and data folders).
-fn context_of(p: &Person, env: &Env) -> raglab::service::Context {
+pub(crate) fn context_of(p: &Person, env: &Env) -> raglab::service::Context {
     raglab::service::Context::with(
         Paths {
             config_dir: p.home.join("config"),
@@ -54,7 +54,7 @@ fn context_of(p: &Person, env: &Env) -> raglab::service::Context {
 }
 
 /// `labels history ITEM` as `who` sees it: (ok, stdout, stderr).
-fn history(p: &Person, who: &str, item: &str, extra: &[&str]) -> (bool, String, String) {
+pub(crate) fn history(p: &Person, who: &str, item: &str, extra: &[&str]) -> (bool, String, String) {
     let args = [
         &["--reviewer", who][..],
         extra,
@@ -64,7 +64,7 @@ fn history(p: &Person, who: &str, item: &str, extra: &[&str]) -> (bool, String, 
     p.run(&args)
 }
 
-fn shows(out: &str, reviewer: &str) -> bool {
+pub(crate) fn shows(out: &str, reviewer: &str) -> bool {
     out.lines()
         .any(|l| l.split_whitespace().nth(1) == Some(reviewer))
 }
@@ -401,7 +401,7 @@ fn a_deleted_roster_is_an_error_and_never_an_unsigned_study() {
 }
 
 /// The refusals `agree --json` names.
-fn refused_of(v: &serde_json::Value) -> Vec<String> {
+pub(crate) fn refused_of(v: &serde_json::Value) -> Vec<String> {
     v["refused"]
         .as_array()
         .expect("refused")

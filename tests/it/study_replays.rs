@@ -8,11 +8,13 @@
 //!   named; the changed expected label holds;
 //! - pair orders are the lead's and read first-wins: a row with the runs swapped for
 //!   every pair item is refused and named, and the ranking is unchanged (checked
-//!   against Bradley-Terry's closed form for two runs).
+//!   against Bradley-Terry's closed form for two runs);
+//! - the judge works on the study's pinned rubric: a differing `--rubric` is refused
+//!   with the difference named before any model loads.
 
 use crate::common::records::written;
 use crate::study_keys::{Person, all, block, create_n_items, criteria, found_roster, people};
-use crate::study_pinned::{context_of, history, refused_of, shows, text};
+use crate::study_pinned::{context_of, history, refused_of, rubric_file, shows, text};
 use raglab::core::annotation::Assignment;
 use raglab::core::gold::GoldLabel;
 use raglab::service::study::{self, PairItem};
@@ -312,4 +314,49 @@ fn a_swapped_pair_order_is_refused_and_the_ranking_holds() {
         said.contains("4 stored rows not counted") && said.contains(&want[0]),
         "{said}"
     );
+}
+
+/// The lead pins the built-in rubric. `judge --rubric` with one criterion is refused,
+/// the difference named, before any model loads: the models folder is empty, so a
+/// judge that went on would fail on the missing model instead. Without `--rubric`, or
+/// with the pinned rubric's own file, the judge goes on to load its model.
+#[test]
+fn the_judge_refuses_a_rubric_that_differs_from_the_pinned_one() {
+    let env = Env::new();
+    let location = text_of(&env.workspace());
+    let no_models = env.dir.path().join("no-models");
+    std::fs::create_dir_all(&no_models).expect("empty models folder");
+    let everyone = people(
+        &env,
+        &location,
+        &[("RAGLAB_MODELS_DIR", text_of(&no_models))],
+    );
+    create_n_items(&env, &everyone[0], 1);
+    found_roster(&everyone);
+    let lena = &everyone[0];
+    lena.ok(&["study", "rubric", "pin"]);
+    let one = rubric_file(&env, "one.toml", |r| r.criteria.truncate(1));
+    let same = rubric_file(&env, "same.toml", |_| {});
+
+    // Checked before the judge loads: no model is named in the refusal.
+    let judge = |rubric: Option<&str>| {
+        let flag: Vec<&str> = rubric.map(|f| vec!["--rubric", f]).unwrap_or_default();
+        // (No model can start: the models folder is empty.)
+        lena.run(&[&flag[..], &["judge"][..]].concat())
+    };
+    let (ok, _, err) = judge(Some(text(&one)));
+    assert!(
+        !ok && err.contains(
+            "your rubric lacks criterion completeness that the study's pinned rubric has"
+        ) && err.contains("lacks criterion clarity"),
+        "{err}"
+    );
+    assert!(!err.contains(text(&no_models)), "{err}");
+    // The pinned rubric (no local one, or the same one named): past the rubric to the
+    // model, which the empty folder lacks.
+    for rubric in [None, Some(text(&same))] {
+        let (ok, _, err) = judge(rubric);
+        assert!(!ok && !err.contains("your rubric"), "{rubric:?}: {err}");
+        assert!(err.contains(text(&no_models)), "{rubric:?}: {err}");
+    }
 }

@@ -244,7 +244,9 @@ pub struct JudgeArgs {
 }
 
 pub async fn run_judge(ctx: &Context, args: JudgeArgs) -> Result<()> {
-    let rubric = ctx.rubric(None)?;
+    // The study's rubric where its lead pinned one (a differing `--rubric` refused,
+    // each difference named), before anything loads.
+    let rubric = crate::service::study::study_rubric(ctx).await?;
     // Checked before the judge loads: a bad slot is one clear error, not a model load.
     let template = ctx.template(
         crate::core::template::TemplateKind::Judge,

@@ -43,6 +43,15 @@ pub async fn run(ctx: &Context, args: PreferencesArgs, viewer: &Viewer) -> Resul
         p.bootstrap.resamples,
         p.bootstrap.seed
     );
+    if !p.refused.is_empty() {
+        say!(
+            "{} stored rows not counted (a later pair order for an item, unsigned or forged):",
+            p.refused.len()
+        );
+        for r in &p.refused {
+            say!("  {r}");
+        }
+    }
     for row in &p.rows {
         say!("");
         say!(

@@ -786,6 +786,19 @@ fn agreement(s: &mut String, r: &StudyReport) {
         r.viewer, a.hidden_items
     );
     let _ = writeln!(s, "{}", crate::service::study::to_markdown(a));
+    // Named where they are skipped, as `agree` names them.
+    if !a.refused.is_empty() {
+        let _ = writeln!(
+            s,
+            "Stored rows not counted ({}, unsigned, forged or repeated):
+",
+            a.refused.len()
+        );
+        for r in &a.refused {
+            let _ = writeln!(s, "- {}", cell(&r.why));
+        }
+        let _ = writeln!(s);
+    }
 }
 
 /// The trade-off plane of one comparison: each configuration at (latency cost dC,

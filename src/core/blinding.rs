@@ -117,16 +117,20 @@ impl Schedule {
     }
 
     /// Add an assignment of `reviewers` (two or more; k of n) made when the log held
-    /// `from` labels.
+    /// `from` labels. An item's assignments are kept in the order of their positions
+    /// (one added with an earlier position than the item's newest goes before it):
+    /// the label log only grows, so a genuine re-assignment never stands before the
+    /// assignment it replaces, and a row that claims to (a copy of an old assignment
+    /// appended after a re-assignment) cannot take its place.
     pub fn assign_all(&mut self, item: &str, from: usize, reviewers: Vec<String>) {
-        self.by_item
-            .entry(item.to_string())
-            .or_default()
-            .push((from, reviewers));
+        let v = self.by_item.entry(item.to_string()).or_default();
+        let at = v.partition_point(|(f, _)| *f <= from);
+        v.insert(at, (from, reviewers));
     }
 
-    /// The reviewers in force for the label at log position `pos`: the newest
-    /// assignment made at or before it.
+    /// The reviewers in force for the label at log position `pos`: the assignment
+    /// made at the latest position at or before it (the later one added, of two at
+    /// one position).
     pub fn in_force(&self, item: &str, pos: usize) -> Option<&[String]> {
         self.by_item
             .get(item)?
@@ -763,6 +767,43 @@ mod tests {
         copied.push(log[0].clone()); // a copy of ann's first row after the reveal
         let b = Blinding::replay(&copied, &C, &s);
         assert!(!b.after_reveal(&copied[0]), "a copied id marks nothing");
+    }
+
+    /// i to ann and bob from 0, to ann and carol from 5, then (added last) ann and
+    /// bob again from 0, as a copied old row would be: the re-assignment stays in force
+    /// from 5 and stays the newest. ann submits at 1, x (on no assignment) at 4, bob
+    /// at 5, carol never: i is not revealed (read last-wins, the copy would be in
+    /// force at 5 and reveal i from 6).
+    #[test]
+    fn an_assignment_added_with_an_earlier_position_does_not_take_the_newest_ones_place() {
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        let mut s = Schedule::default();
+        s.assign("i", 0, pair("ann", "bob"));
+        s.assign("i", 5, pair("ann", "carol"));
+        s.assign("i", 0, pair("ann", "bob"));
+        let (ab, ac) = (
+            ["ann".to_string(), "bob".into()],
+            ["ann".to_string(), "carol".into()],
+        );
+        assert_eq!(s.in_force("i", 4), Some(&ab[..]));
+        assert_eq!(s.in_force("i", 5), Some(&ac[..]));
+        assert_eq!(s.in_force("i", 9), Some(&ac[..]));
+        assert_eq!(s.newest().get("i"), Some(&pair("ann", "carol")));
+        let log = vec![
+            l("i", "ann", "a", Some("pass"), 1),
+            l("i", "ann", "b", Some("pass"), 2),
+            l("i", "bob", "a", Some("fail"), 3),
+            l("i", "x", "a", Some("fail"), 4),
+            l("i", "x", "b", Some("fail"), 5),
+            l("i", "bob", "b", Some("fail"), 6),
+        ];
+        let b = Blinding::replay(&log, &C, &s);
+        assert_eq!(b.reveal_at("i"), None);
+        // Two at one position: the later one added is in force.
+        let mut s = Schedule::default();
+        s.assign("i", 2, pair("ann", "bob"));
+        s.assign("i", 2, pair("ann", "carol"));
+        assert_eq!(s.in_force("i", 2), Some(&ac[..]));
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! - A gold row sets (or with `label: None`, withdraws) the expected label of one
 //!   (item, criterion); the newest row of each wins, in the log's own order. Gold
-//!   rows are signed by the lead's key like assignments
+//!   rows are signed by the lead's key like assignments, and a row that repeats an
+//!   earlier counted one (a copy of an old expected label, appended to bring it back
+//!   after the lead changed it) is refused before this reads them
 //!   ([`crate::core::signing::check_gold`]).
 //! - Unmarked: nothing a reviewer sees depends on gold rows. Items carry no gold
 //!   flag, the Annotate pane and every reviewer's view never read the gold rows, and

@@ -17,20 +17,19 @@
 //!   and reveal where it happened. The rubric of the newest pin is *the study's
 //!   rubric*: labels are validated against it and agreement is tabulated on its
 //!   criteria.
-//! - A pin that repeats an earlier pin's signature (a byte-for-byte copy, appended to
-//!   bring back an older rubric) is refused and named; so is one stored before the
+//! - A pin that repeats an earlier pin's signed fields (a byte-for-byte copy, appended
+//!   to bring back an older rubric, however its signature is spelled) is refused and
+//!   named; so is one stored before the
 //!   row its writer had read (signed `pin_rows`: the log was rewritten), and one in
 //!   force from an earlier label position than the pin before it.
 //!
 //! A study with a roster and no pin keeps the earlier rule: each viewer's rubric
 //! decides (every view says nothing of a pin).
 
-use std::collections::HashSet;
-
 use serde::{Deserialize, Serialize};
 
 use super::rubric::Rubric;
-use super::signing::{Binding, Checked, Refusal, Roster, Verify, pin_bytes, seal_fault};
+use super::signing::{Binding, Checked, Counted, Refusal, Roster, Verify, pin_bytes, seal_fault};
 
 /// One row of the pin log: the study's rubric as the lead pinned it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,16 +65,18 @@ pub struct PinnedRubric {
 /// (see the module's rules).
 pub fn check_pins(rows: Vec<RubricPin>, roster: &Roster, verify: Verify) -> Checked<PinnedRubric> {
     let mut out = Checked::default();
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen = Counted::default();
     let mut last_from: Option<u64> = None;
     for (pos, p) in rows.into_iter().enumerate() {
-        match pin_fault(&p, pos, roster, &seen, last_from, verify) {
+        let fields = pin_bytes(&p, &Binding::Unbound);
+        let repeated = seen.repeats(&fields);
+        match pin_fault(&p, pos, roster, repeated, last_from, verify) {
             Err(why) => out.refused.push(Refusal {
                 item: None,
                 why: format!("rubric pin {} v{} {why}", p.name, p.version),
             }),
             Ok(rubric) => {
-                seen.insert(p.signature.clone().unwrap_or_default());
+                seen.count(fields);
                 last_from = Some(p.label_rows);
                 out.kept.push(PinnedRubric {
                     rubric,
@@ -95,7 +96,7 @@ fn pin_fault(
     p: &RubricPin,
     pos: usize,
     roster: &Roster,
-    seen: &HashSet<String>,
+    repeated: bool,
     last_from: Option<u64>,
     verify: Verify,
 ) -> Result<Rubric, String> {
@@ -105,7 +106,7 @@ fn pin_fault(
                 .into(),
         );
     };
-    if p.signature.as_ref().is_some_and(|s| seen.contains(s)) {
+    if repeated {
         return Err("repeats an earlier pin (a copied row changes nothing)".into());
     }
     let bytes = |b: &Binding| pin_bytes(p, b);

@@ -19,7 +19,7 @@
 //!   comparisons: every reviewer and criterion), B resamples, the 2.5th and 97.5th
 //!   percentiles of the defined resamples; resamples with no estimate are counted.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::agreement::{Bootstrap, Estimate, Resamples};
 use super::rng::Rng;
@@ -40,6 +40,29 @@ pub const PAIR_ITEM_PREFIX: &str = "pair-";
 /// Whether the item with this id is a pair item.
 pub fn is_pair_item(item_id: &str) -> bool {
     item_id.starts_with(PAIR_ITEM_PREFIX)
+}
+
+/// Which run a pair item shows first and second (a row of `pair_items.lance`): the
+/// record the ranking reads to turn `first`/`second` back into runs. Fixed when the
+/// item is made: the first row for an item is its order, and a later one is refused
+/// ([`crate::core::signing::check_pair_orders`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairItem {
+    pub item_id: String,
+    pub question_id: String,
+    pub first_run: String,
+    pub first_answer_id: String,
+    pub second_run: String,
+    pub second_answer_id: String,
+    /// The seed of the order draw (`annotate create --pairs ... --seed`).
+    pub seed: u64,
+    /// The lead's public key and signature
+    /// ([`crate::core::signing::pair_order_bytes`]). Added with signed pair orders, so
+    /// nullable and last: rows of an unsigned study may carry none.
+    #[serde(default)]
+    pub signer: Option<String>,
+    #[serde(default)]
+    pub signature: Option<String>,
 }
 
 /// The text a reviewer reads for a pair item: both answers, headed "Answer 1" and

@@ -30,9 +30,24 @@
 //! a key keeps every label signed with the old key before the rotation, a label signed
 //! with the old key after it is refused (a stolen key outlives no re-key), and a
 //! removed reviewer's later labels are refused while their earlier ones count. A
-//! roster row whose signature repeats an earlier counted row's (a byte-for-byte copy,
+//! roster row whose signed fields repeat an earlier counted row's (a byte-for-byte copy,
 //! appended to bring an old key back) is refused and named, as is one whose position
 //! lies before the entry it follows (the log was rewritten).
+//!
+//! Repeats: every signed row (roster, assignment, gold, pair order) that repeats an
+//! earlier counted row of its log is refused and named, in a signed study and in an
+//! unsigned one alike. A repeat is told by the row's signed fields, never by the text of
+//! its signature: a copy whose signature is written in capital hex digits verifies all
+//! the same. Two rows raglab writes never share their fields (each carries its writer's
+//! clock in nanoseconds, and rows of one batch differ by item), so only a copy repeats.
+//! Why it matters: assignments and gold rows are read newest-wins (a re-assignment and
+//! a changed expected label are the newest row), so a copy of an old row appended after
+//! the newest would undo a re-assignment or bring an old expected label back.
+//!
+//! Pair orders (which run a pair item shows first) are read first-wins: an item's
+//! order is fixed when the item is made, so any later row for it (a copy, or one with
+//! the runs swapped to invert the ranking) is refused and named. Under a roster they
+//! count only when signed by the lead's key.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -40,6 +55,7 @@ use serde::{Deserialize, Serialize};
 
 use super::annotation::{Assignment, FINAL, Label};
 use super::gold::GoldLabel;
+use super::preference::PairItem;
 
 /// The role of a roster entry that leads the study.
 pub const LEAD: &str = "lead";
@@ -220,6 +236,21 @@ pub fn gold_bytes(g: &GoldLabel, study: &Binding) -> Vec<u8> {
     c.0
 }
 
+/// The bytes a pair order (which run a pair item shows first) is signed over in a
+/// study bound as `study` (every field but the signature; a tag of its own).
+pub fn pair_order_bytes(p: &PairItem, study: &Binding) -> Vec<u8> {
+    let mut c = study.canon("pair order");
+    c.str(&p.item_id)
+        .str(&p.question_id)
+        .str(&p.first_run)
+        .str(&p.first_answer_id)
+        .str(&p.second_run)
+        .str(&p.second_answer_id)
+        .num(Some(p.seed))
+        .opt(p.signer.as_deref());
+    c.0
+}
+
 /// The bytes a rubric pin (the study's rubric, pinned by the lead) is signed over in a
 /// study bound as `study`: every field but the signature, under a tag of its own.
 pub fn pin_bytes(p: &super::pinned::RubricPin, study: &Binding) -> Vec<u8> {
@@ -360,10 +391,13 @@ impl Roster {
             ..Self::default()
         };
         let mut refused = Vec::new();
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen = Counted::default();
         let mut last_from = 0;
         for r in rows {
-            let repeated = r.signature.as_deref().is_some_and(|s| seen.contains(s));
+            // Every field but the signature (the founding entry's too: a nonce is
+            // in them when present).
+            let fields = roster_bytes(r, &Binding::Unbound);
+            let repeated = seen.repeats(&fields);
             let from = r.label_rows.unwrap_or(0);
             let result = if repeated {
                 Err(" repeats an earlier roster entry (a copied row changes nothing)".into())
@@ -380,7 +414,7 @@ impl Roster {
                     why: format!("roster entry {}{why}", r.name),
                 }),
                 Ok(()) => {
-                    seen.extend(r.signature.as_deref());
+                    seen.count(fields);
                     last_from = from;
                 }
             }
@@ -558,6 +592,23 @@ impl<T> Default for Checked<T> {
     }
 }
 
+/// The signed fields of the rows of one log counted so far, to tell a row that
+/// repeats one of them (see the module's rule on repeats).
+#[derive(Debug, Default)]
+pub struct Counted(HashSet<Vec<u8>>);
+
+impl Counted {
+    /// Whether a row with these signed fields was counted already.
+    pub fn repeats(&self, fields: &[u8]) -> bool {
+        self.0.contains(fields)
+    }
+
+    /// Remember a counted row's signed fields.
+    pub fn count(&mut self, fields: Vec<u8>) {
+        self.0.insert(fields);
+    }
+}
+
 /// Why label `l` does not count under `roster`, if it does not, checked against the
 /// keys in force now (the end of the log).
 pub fn label_fault(l: &Label, roster: &Roster, verify: Verify) -> Option<String> {
@@ -665,27 +716,38 @@ pub fn check_labels(labels: Vec<Label>, roster: &Roster, verify: Verify) -> Chec
 }
 
 /// The assignments that count: all in an unsigned study; under a roster, those
-/// signed by the lead's key.
+/// signed by the lead's key. In both, a row that repeats an earlier counted one is
+/// refused: assignments are read newest-wins, so a copy of an old assignment
+/// appended after a re-assignment would undo it.
 pub fn check_assignments(
     rows: Vec<Assignment>,
     roster: &Roster,
     verify: Verify,
 ) -> Checked<Assignment> {
     let mut out = Checked::default();
+    let mut seen = Counted::default();
     for (pos, a) in rows.into_iter().enumerate() {
-        let fault = if !roster.is_signed() {
-            None
-        } else {
+        let fields = assignment_bytes(&a, roster.binding());
+        let what = || {
+            format!(
+                "assignment of item {} to {}",
+                a.item_id,
+                names_and(&a.reviewers())
+            )
+        };
+        let fault = if seen.repeats(&fields) {
+            Some(format!(
+                "{} repeats an earlier assignment (a copied row changes nothing)",
+                what()
+            ))
+        } else if roster.is_signed() {
             let key = roster.lead().map_or("", |(_, k)| k);
             let (signer, sig) = (a.signer.as_deref(), a.signature.as_deref());
             let bytes = |b: &Binding| assignment_bytes(&a, b);
-            seal_fault(signer, sig, key, roster.binding(), &bytes, verify).map(|why| {
-                format!(
-                    "assignment of item {} to {} is not signed by the lead's key{why}",
-                    a.item_id,
-                    names_and(&a.reviewers())
-                )
-            })
+            seal_fault(signer, sig, key, roster.binding(), &bytes, verify)
+                .map(|why| format!("{} is not signed by the lead's key{why}", what()))
+        } else {
+            None
         };
         match fault {
             Some(why) => out.refused.push(Refusal {
@@ -693,6 +755,7 @@ pub fn check_assignments(
                 why,
             }),
             None => {
+                seen.count(fields);
                 out.kept.push(a);
                 out.rows.push(pos);
             }
@@ -703,28 +766,78 @@ pub fn check_assignments(
 
 /// The gold rows that count: all in an unsigned study; under a roster, those signed
 /// by the lead's key (a reviewer cannot forge the expected labels they are scored
-/// against).
+/// against). In both, a row that repeats an earlier counted one is refused: gold
+/// rows are read newest-wins, so a copy of an old expected label appended after the
+/// lead changed it would bring it back.
 pub fn check_gold(rows: Vec<GoldLabel>, roster: &Roster, verify: Verify) -> Checked<GoldLabel> {
     let mut out = Checked::default();
+    let mut seen = Counted::default();
     for (pos, g) in rows.into_iter().enumerate() {
-        let fault = roster.is_signed().then(|| {
+        let fields = gold_bytes(&g, roster.binding());
+        let what = format!("gold label of item {} on {}", g.item_id, g.criterion);
+        let fault = if seen.repeats(&fields) {
+            Some(format!(
+                "{what} repeats an earlier gold label (a copied row changes nothing)"
+            ))
+        } else if roster.is_signed() {
             let key = roster.lead().map_or("", |(_, k)| k);
             let (signer, sig) = (g.signer.as_deref(), g.signature.as_deref());
             let bytes = |b: &Binding| gold_bytes(&g, b);
-            seal_fault(signer, sig, key, roster.binding(), &bytes, verify).map(|why| {
-                format!(
-                    "gold label of item {} on {} is not signed by the lead's key{why}",
-                    g.item_id, g.criterion
-                )
-            })
-        });
-        match fault.flatten() {
+            seal_fault(signer, sig, key, roster.binding(), &bytes, verify)
+                .map(|why| format!("{what} is not signed by the lead's key{why}"))
+        } else {
+            None
+        };
+        match fault {
             Some(why) => out.refused.push(Refusal {
                 item: Some(g.item_id.clone()),
                 why,
             }),
             None => {
+                seen.count(fields);
                 out.kept.push(g);
+                out.rows.push(pos);
+            }
+        }
+    }
+    out
+}
+
+/// The pair orders that count, first-wins: an item's first counted order, and no
+/// later row for it (a copy, or one with the runs swapped, which would invert the
+/// ranking). Under a roster a pair order counts only when signed by the lead's key;
+/// in an unsigned study (no roster, as before pair orders were signed) every first
+/// order counts as written.
+pub fn check_pair_orders(
+    rows: Vec<PairItem>,
+    roster: &Roster,
+    verify: Verify,
+) -> Checked<PairItem> {
+    let mut out = Checked::default();
+    let mut ordered: HashSet<String> = HashSet::new();
+    for (pos, p) in rows.into_iter().enumerate() {
+        let what = format!("pair order of item {}", p.item_id);
+        let fault = if ordered.contains(&p.item_id) {
+            Some(format!(
+                "{what} comes after the item's first pair order, which counts (an item's order is fixed when it is made)"
+            ))
+        } else if roster.is_signed() {
+            let key = roster.lead().map_or("", |(_, k)| k);
+            let (signer, sig) = (p.signer.as_deref(), p.signature.as_deref());
+            let bytes = |b: &Binding| pair_order_bytes(&p, b);
+            seal_fault(signer, sig, key, roster.binding(), &bytes, verify)
+                .map(|why| format!("{what} is not signed by the lead's key{why}"))
+        } else {
+            None
+        };
+        match fault {
+            Some(why) => out.refused.push(Refusal {
+                item: Some(p.item_id.clone()),
+                why,
+            }),
+            None => {
+                ordered.insert(p.item_id.clone());
+                out.kept.push(p);
                 out.rows.push(pos);
             }
         }
@@ -1216,5 +1329,295 @@ mod tests {
             why[1],
             "label b7 of item i claims reviewer bob, who was removed from the study roster from label row 6"
         );
+    }
+}
+
+#[cfg(test)]
+mod repeats {
+    //! Repeated rows of every signed log, by hand: which rows count and which are
+    //! refused, with the sentence that names each.
+    use super::*;
+
+    /// The toy scheme of the tests above, checked as the real one is: hex digits of
+    /// either case (ed25519 verification reads `AB` as `ab`).
+    fn sign(key: &str, msg: &[u8]) -> String {
+        let k = from_hex(key).unwrap_or_default();
+        let mut acc = [0u8; 8];
+        for (i, b) in msg.iter().enumerate() {
+            acc[i % 8] = acc[i % 8].rotate_left(3) ^ b ^ k[i % k.len()];
+        }
+        to_hex(&acc)
+    }
+    fn verify(key: &str, msg: &[u8], sig: &str) -> bool {
+        sign(key, msg) == sig.to_ascii_lowercase()
+    }
+    const LENA: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+    const ANN: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+    const MAL: &str = "3333333333333333333333333333333333333333333333333333333333333333";
+
+    /// A bound study: lena founds it, ann and carol at label row 0.
+    fn study() -> (Roster, Binding) {
+        let mut lead = RosterEntry {
+            name: "lena".into(),
+            role: LEAD.into(),
+            public_key: LENA.into(),
+            added_at: "t".into(),
+            signer: Some(LENA.into()),
+            signature: None,
+            nonce: Some("n".into()),
+            label_rows: None,
+        };
+        let id = sign(LENA, &founding_bytes(&lead));
+        lead.signature = Some(id.clone());
+        let bound = Binding::Study(id);
+        let rows = vec![
+            lead,
+            reviewer("ann", ANN, 0, &bound),
+            reviewer("carol", MAL, 0, &bound),
+        ];
+        let (roster, refused) = Roster::from_rows(&rows, &verify);
+        assert!(refused.is_empty(), "{refused:?}");
+        (roster, bound)
+    }
+
+    fn reviewer(name: &str, key: &str, rows: u64, bound: &Binding) -> RosterEntry {
+        let mut e = RosterEntry {
+            name: name.into(),
+            role: REVIEWER.into(),
+            public_key: key.into(),
+            added_at: format!("t{rows}"),
+            signer: Some(LENA.into()),
+            signature: None,
+            nonce: None,
+            label_rows: Some(rows),
+        };
+        e.signature = Some(sign(LENA, &roster_bytes(&e, bound)));
+        e
+    }
+
+    /// The same row with its signature in capital hex digits: it verifies.
+    fn shouted<T: Clone>(row: &T, sig: impl Fn(&mut T) -> &mut Option<String>) -> T {
+        let mut copy = row.clone();
+        let s = sig(&mut copy);
+        *s = s.as_deref().map(str::to_ascii_uppercase);
+        copy
+    }
+
+    fn assignment(to: (&str, &str), rows: u64, seq: u64, bound: &Binding) -> Assignment {
+        let mut a = Assignment {
+            item_id: "i0".into(),
+            first: to.0.into(),
+            second: to.1.into(),
+            assigned_at: format!("t{seq}"),
+            seq,
+            label_rows: Some(rows),
+            signer: Some(LENA.into()),
+            signature: None,
+            more_reviewers: None,
+        };
+        a.signature = Some(sign(LENA, &assignment_bytes(&a, bound)));
+        a
+    }
+
+    fn why<T>(c: &Checked<T>) -> Vec<&str> {
+        c.refused.iter().map(|r| r.why.as_str()).collect()
+    }
+
+    /// i0 to ann and bob at label row 0, re-assigned to ann and carol at row 4; a copy
+    /// of the first row appended after (as stored, and with its signature shouted) is
+    /// refused, so ann and carol stay in force from kept label 4 on and are the newest.
+    #[test]
+    fn a_replayed_assignment_is_refused_and_the_reassignment_holds() {
+        let (roster, bound) = study();
+        let first = assignment(("ann", "bob"), 0, 1, &bound);
+        let second = assignment(("ann", "carol"), 4, 2, &bound);
+        let loud = shouted(&first, |a| &mut a.signature);
+        let rows = vec![first.clone(), second, first, loud];
+        let checked = check_assignments(rows, &roster, &verify);
+        assert_eq!(checked.rows, vec![0, 1]);
+        let repeat = "assignment of item i0 to ann and bob repeats an earlier assignment (a copied row changes nothing)";
+        assert_eq!(why(&checked), [repeat, repeat]);
+        assert_eq!(checked.refused[0].item.as_deref(), Some("i0"));
+        // Kept labels at stored rows 0..6: the re-assignment is in force from 4.
+        let s = schedule_of(&checked.kept, &[0, 1, 2, 3, 4, 5]);
+        let (ab, ac) = (
+            ["ann".to_string(), "bob".into()],
+            ["ann".to_string(), "carol".into()],
+        );
+        assert_eq!(s.in_force("i0", 3), Some(&ab[..]));
+        assert_eq!(s.in_force("i0", 4), Some(&ac[..]));
+        assert_eq!(s.in_force("i0", 5), Some(&ac[..]));
+        assert_eq!(
+            s.newest().get("i0"),
+            Some(&("ann".to_string(), "carol".to_string()))
+        );
+        // A second guard: even read without the rule, the copy (in force from row 0)
+        // stands before the re-assignment in the schedule, which orders an item's
+        // assignments by position, so ann and carol stay in force from 4.
+        let unchecked = [
+            checked.kept[0].clone(),
+            checked.kept[1].clone(),
+            checked.kept[0].clone(),
+        ];
+        let s = schedule_of(&unchecked, &[0, 1, 2, 3, 4, 5]);
+        assert_eq!(s.in_force("i0", 5), Some(&ac[..]));
+    }
+
+    /// An unsigned study (no roster) refuses a copied assignment too; a new row with
+    /// the same reviewers (another clock) is no copy and counts.
+    #[test]
+    fn an_unsigned_study_refuses_copies_but_not_a_new_row() {
+        let unbound = Binding::Unbound;
+        let a = assignment(("ann", "bob"), 0, 1, &unbound);
+        let again = assignment(("ann", "bob"), 0, 2, &unbound);
+        let mut bare = a.clone();
+        (bare.signer, bare.signature) = (None, None);
+        let checked = check_assignments(vec![a.clone(), again, a], &Roster::default(), &verify);
+        assert_eq!(checked.rows, vec![0, 1]);
+        assert_eq!(checked.refused.len(), 1);
+        // Unsigned rows of an old study count once each, as before.
+        let old = check_assignments(vec![bare], &Roster::default(), &verify);
+        assert_eq!(old.rows, vec![0]);
+    }
+
+    fn gold(label: &str, seq: u64, bound: &Binding) -> GoldLabel {
+        let mut g = GoldLabel {
+            item_id: "g1".into(),
+            criterion: "clarity".into(),
+            label: Some(label.into()),
+            set_at: format!("t{seq}"),
+            seq,
+            signer: Some(LENA.into()),
+            signature: None,
+        };
+        g.signature = Some(sign(LENA, &gold_bytes(&g, bound)));
+        g
+    }
+
+    /// The lead sets g1/clarity to pass, then to fail; a copy of the pass row
+    /// appended after is refused, so fail stays the expected label.
+    #[test]
+    fn a_replayed_gold_row_is_refused_and_the_change_holds() {
+        let (roster, bound) = study();
+        let pass = gold("pass", 1, &bound);
+        let rows = vec![pass.clone(), gold("fail", 2, &bound), pass];
+        let checked = check_gold(rows, &roster, &verify);
+        assert_eq!(checked.rows, vec![0, 1]);
+        assert_eq!(
+            why(&checked),
+            [
+                "gold label of item g1 on clarity repeats an earlier gold label (a copied row changes nothing)"
+            ]
+        );
+        let want = BTreeMap::from([(
+            ("g1".to_string(), "clarity".to_string()),
+            "fail".to_string(),
+        )]);
+        assert_eq!(super::super::gold::expected(&checked.kept), want);
+    }
+
+    fn order(first: &str, second: &str, by: Option<&str>, bound: &Binding) -> PairItem {
+        let mut p = PairItem {
+            item_id: "pair-1".into(),
+            question_id: "q1".into(),
+            first_run: first.into(),
+            first_answer_id: format!("{first}/q1"),
+            second_run: second.into(),
+            second_answer_id: format!("{second}/q1"),
+            seed: 42,
+            signer: by.map(str::to_string),
+            signature: None,
+        };
+        p.signature = by.map(|k| sign(k, &pair_order_bytes(&p, bound)));
+        p
+    }
+
+    /// Under a roster: an unsigned order and one signed by ann are refused, the
+    /// lead's first order counts, and a later order (the runs swapped, even signed by
+    /// the lead) and a copy of the first are refused: first-wins.
+    #[test]
+    fn pair_orders_are_the_leads_and_the_first_wins() {
+        let (roster, bound) = study();
+        let lead = order("alpha", "beta", Some(LENA), &bound);
+        let rows = vec![
+            order("beta", "alpha", None, &bound),
+            order("beta", "alpha", Some(ANN), &bound),
+            lead.clone(),
+            order("beta", "alpha", Some(LENA), &bound),
+            shouted(&lead, |p| &mut p.signature),
+        ];
+        let checked = check_pair_orders(rows, &roster, &verify);
+        assert_eq!(checked.rows, vec![2]);
+        assert_eq!(checked.kept[0].first_run, "alpha");
+        let later = "pair order of item pair-1 comes after the item's first pair order, which counts (an item's order is fixed when it is made)";
+        let by_ann = format!(
+            "pair order of item pair-1 is not signed by the lead's key (it is signed by key {})",
+            short(ANN)
+        );
+        assert_eq!(
+            why(&checked),
+            [
+                "pair order of item pair-1 is not signed by the lead's key (it carries no signature)",
+                by_ann.as_str(),
+                later,
+                later,
+            ]
+        );
+        // Every field is signed: the runs swapped under the lead's signature break it.
+        let mut swapped = lead.clone();
+        std::mem::swap(&mut swapped.first_run, &mut swapped.second_run);
+        let c = check_pair_orders(vec![swapped], &roster, &verify);
+        assert!(
+            why(&c)[0].ends_with("(its signature does not match its fields and this study's id)")
+        );
+    }
+
+    /// An unsigned study (no roster): orders count unsigned, as before, but first-wins
+    /// holds there too.
+    #[test]
+    fn an_unsigned_study_reads_pair_orders_first_wins() {
+        let unbound = Binding::Unbound;
+        let rows = vec![
+            order("alpha", "beta", None, &unbound),
+            order("beta", "alpha", None, &unbound),
+        ];
+        let checked = check_pair_orders(rows, &Roster::default(), &verify);
+        assert_eq!(checked.rows, vec![0]);
+        assert_eq!(checked.kept[0].first_run, "alpha");
+        assert_eq!(checked.refused.len(), 1);
+    }
+
+    /// ann's key rotated to mal's at label row 0 (before any label); a copy of her
+    /// first entry with its signature in capitals verifies, but repeats that entry's
+    /// fields: refused, and ann keeps her new key.
+    #[test]
+    fn a_roster_copy_with_its_signature_in_capitals_is_refused() {
+        let (_, bound) = study();
+        let mut lead = RosterEntry {
+            name: "lena".into(),
+            role: LEAD.into(),
+            public_key: LENA.into(),
+            added_at: "t".into(),
+            signer: Some(LENA.into()),
+            signature: None,
+            nonce: Some("n".into()),
+            label_rows: None,
+        };
+        lead.signature = Some(sign(LENA, &founding_bytes(&lead)));
+        const NEW: &str = "4444444444444444444444444444444444444444444444444444444444444444";
+        let old = reviewer("ann", ANN, 0, &bound);
+        let rows = vec![
+            lead,
+            old.clone(),
+            reviewer("ann", NEW, 0, &bound),
+            shouted(&old, |e| &mut e.signature),
+        ];
+        let (roster, refused) = Roster::from_rows(&rows, &verify);
+        let why: Vec<&str> = refused.iter().map(|r| r.why.as_str()).collect();
+        assert_eq!(
+            why,
+            ["roster entry ann repeats an earlier roster entry (a copied row changes nothing)"]
+        );
+        assert_eq!(roster.key_of("ann"), Some(NEW));
     }
 }

@@ -25,6 +25,9 @@ impl App {
     /// whether the reviewer's name was dropped (it is not this user's key's on the
     /// roster read): every view must then be drawn again, for no one.
     pub fn on_study_loaded(&mut self, study: Study) -> bool {
+        if let Some(pinned) = &study.rubric {
+            self.agreement.on_study_rubric(pinned.clone());
+        }
         let trust = StudyTrust {
             roster: study.roster,
             my_key: study.my_key,

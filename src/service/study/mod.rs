@@ -36,7 +36,9 @@ pub use pairwise::{
 };
 pub use pin::{RUBRIC_PINS, pins_table};
 pub use raters::{drift_report, human_reviewers, rater_report};
-pub use rubric::{RubricPinned, RubricView, pin_rubric, rubric_show, rubric_toml, study_rubric};
+pub use rubric::{
+    RubricPinned, RubricView, judge_live, pin_rubric, rubric_show, rubric_toml, study_rubric,
+};
 pub use steps::{
     Agreement, AgreementRequest, Blinding, CreatedItems, DRIFT_WINDOW, ExportFormat, History,
     ItemSource, LabelExport, LabelVersion, NO_IDENTITY, RaterPair, Refusal, Schedule, Sight, Study,

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::{Result, bail};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::labels::read_items;
@@ -21,31 +21,20 @@ use super::raters::{human_reviewers, rater_report};
 use crate::core::agreement::raters::RaterReport;
 use crate::core::agreement::{Bootstrap, Estimate};
 use crate::core::blinding::{Blinding, LabelVersion, Viewer};
+pub use crate::core::preference::PairItem;
 use crate::core::preference::{
     self, Comparison, PAIR_ITEM_PREFIX, Record, comparison, pair_text, scores_with_ci,
 };
 use crate::core::rng::Rng;
 use crate::core::rubric::Rubric;
+use crate::core::signing::{self, Refusal, Roster};
 use crate::service::answer::{AnswerRecord, answers};
 use crate::service::base::Context;
+use crate::store::keys::{self, Keypair};
 use crate::store::records::Table;
 use crate::store::workspace::Workspace;
 
 pub const PAIR_ITEMS: &str = "pair_items.lance";
-
-/// Which run each pair item shows first and second: the record the ranking reads to
-/// turn `first`/`second` back into runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairItem {
-    pub item_id: String,
-    pub question_id: String,
-    pub first_run: String,
-    pub first_answer_id: String,
-    pub second_run: String,
-    pub second_answer_id: String,
-    /// The seed of the order draw (`annotate create --pairs ... --seed`).
-    pub seed: u64,
-}
 
 pub fn pair_items_table(ws: &Workspace) -> Table<'_> {
     Table::of::<PairItem>(ws, PAIR_ITEMS)
@@ -81,9 +70,48 @@ fn answers_by_question<'a>(
     out
 }
 
+/// The pair orders that count ([`signing::check_pair_orders`]: first-wins, signed by
+/// the lead under a roster) and those refused.
+async fn pair_orders(ws: &Workspace, roster: &Roster) -> Result<(Vec<PairItem>, Vec<Refusal>)> {
+    let rows: Vec<PairItem> = pair_items_table(ws).read_all().await?;
+    let checked = signing::check_pair_orders(rows, roster, &keys::verify_cached);
+    Ok((checked.kept, checked.refused))
+}
+
+/// The pair order of `item_id` showing `first` then `second`, signed with `key` for
+/// the study bound as `roster`'s.
+fn signed_order(
+    item_id: String,
+    question_id: &str,
+    (first, second): (&AnswerRecord, &AnswerRecord),
+    seed: u64,
+    key: &Keypair,
+    roster: &Roster,
+) -> PairItem {
+    let mut p = PairItem {
+        item_id,
+        question_id: question_id.to_string(),
+        first_run: first.run.clone(),
+        first_answer_id: first.answer_id.clone(),
+        second_run: second.run.clone(),
+        second_answer_id: second.answer_id.clone(),
+        seed,
+        signer: Some(key.public_hex()),
+        signature: None,
+    };
+    p.signature = Some(key.sign_hex(&signing::pair_order_bytes(&p, roster.binding())));
+    p
+}
+
 /// Create a pair item for every question both runs answered (or a seeded sample of
 /// `n` of them); the order of each pair is drawn with `seed`. Pairs already present
 /// are kept as they are. Returns how many were created.
+///
+/// Each order is signed by this user's key; under a roster only the lead's counts,
+/// so only the lead creates pair items there (an unsigned study lets anyone, as
+/// before). A pair whose order counts already but whose item is missing (an earlier
+/// run stopped between the two writes) gets its item in that order, and no second
+/// order: an item's first order is the one the ranking reads.
 pub async fn create_pair_items(
     ctx: &Context,
     (run_a, run_b): (&str, &str),
@@ -105,6 +133,11 @@ pub async fn create_pair_items(
             bail!("no answers in run `{run}` (see `raglab report answers`)");
         }
     }
+    let key = super::trust::require_lead(ctx, "annotate create --pairs").await?;
+    let (roster, _) = super::trust::roster(ctx).await?;
+    let (orders, _) = pair_orders(&ctx.workspace, &roster).await?;
+    let ordered: HashMap<&str, &PairItem> =
+        orders.iter().map(|o| (o.item_id.as_str(), o)).collect();
     let mut shared: Vec<&str> = a.keys().filter(|q| b.contains_key(*q)).copied().collect();
     if shared.is_empty() {
         bail!("runs `{run_a}` and `{run_b}` answered no question in common");
@@ -126,25 +159,28 @@ pub async fn create_pair_items(
         if known.contains(item_id.as_str()) {
             continue;
         }
+        let (first, second) = match ordered.get(item_id.as_str()) {
+            Some(o) if o.first_answer_id == second.answer_id => (second, first),
+            Some(_) => (first, second),
+            None => {
+                let order = (first, second);
+                records.push(signed_order(item_id.clone(), q, order, seed, &key, &roster));
+                order
+            }
+        };
         let mut item = super::steps::item_of_answer(first.clone(), &chunks, &set);
         item.item_id = item_id.clone();
         item.answer = pair_text(&first.answer, &second.answer);
         item.answer_id = None;
         items.push(item);
-        records.push(PairItem {
-            item_id,
-            question_id: q.to_string(),
-            first_run: first.run.clone(),
-            first_answer_id: first.answer_id.clone(),
-            second_run: second.run.clone(),
-            second_answer_id: second.answer_id.clone(),
-            seed,
-        });
+    }
+    if !records.is_empty() {
+        // The records first: an order record without its item is never read (and
+        // gives the item its order when it is made), an item without its record
+        // could not be ranked.
+        pair_items_table(&ctx.workspace).append(&records).await?;
     }
     if !items.is_empty() {
-        // The records first: an order record without its item is never read, an
-        // item without its record could not be ranked.
-        pair_items_table(&ctx.workspace).append(&records).await?;
         super::labels::items_table(&ctx.workspace)
             .append(&items)
             .await?;
@@ -190,6 +226,10 @@ pub struct Preferences {
     pub rows: Vec<PreferenceRow>,
     /// The reviewers' agreement on their preferences (None with fewer than two).
     pub agreement: Option<RaterReport>,
+    /// Stored rows that do not count, named: pair orders (a later row for an item,
+    /// or under a roster one not signed by the lead's key), then labels and
+    /// assignments.
+    pub refused: Vec<Refusal>,
 }
 
 /// Rank the runs of the pairwise study from every human reviewer's own labels (each
@@ -206,15 +246,17 @@ pub async fn preferences(
         );
     }
     let rubric = rubric.pairwise();
-    let records: Vec<PairItem> = pair_items_table(&ctx.workspace).read_all().await?;
-    if records.is_empty() {
+    if !is_pairwise(&ctx.workspace).await? {
         bail!(
             "this workspace has no pair items: create them with `raglab annotate create --pairs RUN_A,RUN_B`"
         );
     }
+    let log = super::trust::trusted_log(ctx).await?;
+    // First-wins: each item's first counted order, so no appended row can swap runs.
+    let (records, mut refused) = pair_orders(&ctx.workspace, &log.roster).await?;
+    refused.extend(log.refused.iter().cloned());
     let by_item: HashMap<&str, &PairItem> =
         records.iter().map(|r| (r.item_id.as_str(), r)).collect();
-    let log = super::trust::trusted_log(ctx).await?;
     let keys: Vec<&str> = rubric.criteria.iter().map(|c| c.key.as_str()).collect();
     let blinding = Blinding::replay(&log.labels, &keys, &log.schedule);
     let seen = blinding.visible_labels(&Viewer::Lead, &log.labels);
@@ -314,5 +356,6 @@ pub async fn preferences(
         bootstrap: boot,
         rows,
         agreement,
+        refused,
     })
 }

@@ -15,7 +15,8 @@ use crate::service::base::{Context, now_rfc3339};
 use crate::store::keys;
 
 /// The rubric a study command works with (labels history, export and import,
-/// agree, gold, calibrate, preferences, report study, the TUI's study). The rule:
+/// agree, gold, calibrate, preferences, report study, the judge, the TUI's study).
+/// The rule:
 /// - No rubric pinned (an unsigned study, or a signed one whose lead has not pinned
 ///   one): the local rubric, `--rubric`, else `[annotation] rubric`, else the
 ///   built-in one, as before pins.
@@ -37,6 +38,23 @@ pub async fn study_rubric(ctx: &Context) -> Result<Rubric> {
         pin::refuse_differing(&yours, &pinned.rubric, &file.display().to_string())?;
     }
     Ok(pinned.rubric)
+}
+
+/// One stored answer judged live (the TUI's `J`) and committed, on the study's
+/// rubric ([`study_rubric`]). Why here and not in the answer service: the judge's
+/// labels are compared with the study's labels, so where the lead pinned a rubric the
+/// judge labels its criteria whatever rubric the TUI started with, and a differing
+/// local rubric is refused, each difference named, before the judge model loads.
+pub async fn judge_live(
+    ctx: std::sync::Arc<Context>,
+    slot: crate::service::answer::GeneratorSlot,
+    retriever: std::sync::Arc<crate::service::retrieval::Retriever>,
+    answer: crate::service::answer::AnswerRecord,
+    on_token: impl FnMut(&str) + Send + 'static,
+) -> Result<crate::service::answer::JudgementRecord> {
+    let rubric = study_rubric(&ctx).await?;
+    crate::service::answer::judge_live_and_commit(ctx, slot, retriever, rubric, answer, on_token)
+        .await
 }
 
 /// What `raglab study rubric pin` did.

@@ -105,10 +105,6 @@ impl Jobs {
             );
             return;
         };
-        let rubric = match self.ctx.rubric(None) {
-            Ok(r) => r,
-            Err(e) => return app.generate.on_judged(ticket, Err(err_text(e))),
-        };
         let token_tx = self.tx.clone();
         let on_token = move |piece: &str| {
             let _ = token_tx.send(Msg::GenToken {
@@ -116,11 +112,11 @@ impl Jobs {
                 piece: piece.to_string(),
             });
         };
-        let work = crate::service::answer::judge_live_and_commit(
+        // On the study's rubric: the pinned one where the lead pinned it.
+        let work = crate::service::study::judge_live(
             Arc::clone(&self.ctx),
             self.judge.clone(),
             r,
-            rubric,
             answer,
             on_token,
         );

@@ -446,6 +446,9 @@ fn pair_items_keep_their_schema() {
         ("second_run", Utf8, false),
         ("second_answer_id", Utf8, false),
         ("seed", UInt64, false),
+        // Added with signed pair orders: nullable and last.
+        ("signer", Utf8, true),
+        ("signature", Utf8, true),
     ]);
     assert_eq!(*schema_of::<PairItem>(), want);
 }

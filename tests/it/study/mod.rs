@@ -8,3 +8,4 @@ mod reference_preference;
 mod reference_raters;
 mod study_pinned;
 mod study_raters;
+mod study_replays;

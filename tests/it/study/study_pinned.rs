@@ -28,7 +28,7 @@ use raglab::service::study::{self, Viewer};
 use raglab::store::workspace::Workspace;
 
 /// The built-in rubric changed by `edit`, written to `name` in the test folder.
-fn rubric_file(env: &Env, name: &str, edit: impl FnOnce(&mut Rubric)) -> PathBuf {
+pub(crate) fn rubric_file(env: &Env, name: &str, edit: impl FnOnce(&mut Rubric)) -> PathBuf {
     let mut r = default_rubric();
     edit(&mut r);
     let path = env.dir.path().join(name);
@@ -36,12 +36,12 @@ fn rubric_file(env: &Env, name: &str, edit: impl FnOnce(&mut Rubric)) -> PathBuf
     path
 }
 
-fn text(p: &Path) -> &str {
+pub(crate) fn text(p: &Path) -> &str {
     p.to_str().expect("utf8")
 }
 
 /// `p`'s own context on the workspace (their config and data folders).
-fn context_of(p: &Person, env: &Env) -> raglab::service::Context {
+pub(crate) fn context_of(p: &Person, env: &Env) -> raglab::service::Context {
     raglab::service::Context::with(
         Paths {
             config_dir: p.home.join("config"),
@@ -54,7 +54,7 @@ fn context_of(p: &Person, env: &Env) -> raglab::service::Context {
 }
 
 /// `labels history ITEM` as `who` sees it: (ok, stdout, stderr).
-fn history(p: &Person, who: &str, item: &str, extra: &[&str]) -> (bool, String, String) {
+pub(crate) fn history(p: &Person, who: &str, item: &str, extra: &[&str]) -> (bool, String, String) {
     let args = [
         &["--reviewer", who][..],
         extra,
@@ -64,7 +64,7 @@ fn history(p: &Person, who: &str, item: &str, extra: &[&str]) -> (bool, String, 
     p.run(&args)
 }
 
-fn shows(out: &str, reviewer: &str) -> bool {
+pub(crate) fn shows(out: &str, reviewer: &str) -> bool {
     out.lines()
         .any(|l| l.split_whitespace().nth(1) == Some(reviewer))
 }
@@ -401,7 +401,7 @@ fn a_deleted_roster_is_an_error_and_never_an_unsigned_study() {
 }
 
 /// The refusals `agree --json` names.
-fn refused_of(v: &serde_json::Value) -> Vec<String> {
+pub(crate) fn refused_of(v: &serde_json::Value) -> Vec<String> {
     v["refused"]
         .as_array()
         .expect("refused")
@@ -523,4 +523,52 @@ fn a_rotated_key_keeps_earlier_labels_and_a_replayed_old_entry_changes_nothing()
     assert!(!ok && err.contains("leads the study"), "{err}");
     let (ok, _, err) = ann_new.run(&["study", "roster", "rotate", "ann", &bob.key()]);
     assert!(!ok && err.contains("needs the study lead's key"), "{err}");
+}
+
+/// The lead's TUI is open when the lead pins a rubric (three criteria, v2) from the
+/// command line: at the next poll of the study, the Agreement pane adjudicates with
+/// the pinned rubric instead of the one it started with (whose final labels the study
+/// would refuse).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agreement_pane_takes_a_pin_made_after_it_started() {
+    let env = Env::new();
+    let location = text(&env.workspace()).to_string();
+    let everyone = people(&env, &location, &[]);
+    create_n_items(&env, &everyone[0], 2);
+    found_roster(&everyone);
+    let lena = &everyone[0];
+    let ctx = context_of(lena, &env);
+    let opts = raglab::tui::TuiOptions {
+        lead: true,
+        reviewer: Some("lena".into()),
+        ..Default::default()
+    };
+    let (mut app, mut jobs, mut rx) = crate::common::tui::opened(&ctx, &opts).await;
+    let limit = std::time::Duration::from_secs(60);
+    crate::common::pump(&mut jobs, &mut app, &mut rx, limit, |a| {
+        !a.annotate.items().is_empty()
+    })
+    .await;
+    assert_eq!(app.agreement.rubric(), Some(&default_rubric()));
+
+    let three = rubric_file(&env, "three.toml", |r| {
+        r.criteria.truncate(3);
+        r.version = "2".into();
+    });
+    lena.ok(&["study", "rubric", "pin", text(&three)]);
+    let pinned = load_rubric(Some(&three)).expect("three");
+    // The event loop's tick: poll (at most every few seconds) and apply what comes.
+    let deadline = std::time::Instant::now() + limit;
+    while app.agreement.rubric() != Some(&pinned) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pin reached the Agreement pane within {limit:?}"
+        );
+        jobs.poll_study();
+        let wait = std::time::Duration::from_millis(200);
+        if let Ok(Some(msg)) = tokio::time::timeout(wait, rx.recv()).await {
+            jobs.apply(&mut app, msg);
+        }
+    }
+    assert_eq!(app.annotate.rubric(), &pinned);
 }

@@ -108,6 +108,20 @@ impl AgreementPane {
         }
     }
 
+    /// The rubric final labels are made with: the study's pinned one once a read of
+    /// the study found it, else the one the pane started with.
+    pub fn rubric(&self) -> Option<&Rubric> {
+        self.rubric.as_ref()
+    }
+
+    /// The study was read and its lead has pinned `rubric`: adjudicate with it from
+    /// now on. Why here: a pin made after the TUI started would otherwise leave the
+    /// lead adjudicating under the rubric read at start-up, whose final labels the
+    /// study refuses, until a restart.
+    pub fn on_study_rubric(&mut self, rubric: Rubric) {
+        self.rubric = Some(rubric);
+    }
+
     /// The newest recomputation asked for (0: none yet).
     pub fn ticket(&self) -> u64 {
         self.ticket

@@ -54,8 +54,14 @@ pub fn grid(p: &Preferences, theme: &Theme) -> Grid {
 /// Draw the band into `area`, scrolled `offset` columns.
 pub fn draw(f: &mut Frame, area: Rect, p: &Preferences, offset: usize, theme: &Theme) {
     let reviewers: Vec<String> = p.reviewers.iter().map(|r| clean(r)).collect();
+    // Rows left out (a later pair order for an item, unsigned or forged) are counted
+    // here; `raglab preferences` names each.
+    let refused = match p.refused.len() {
+        0 => String::new(),
+        n => format!(" · {n} stored rows not counted (raglab preferences names them)"),
+    };
     let title = format!(
-        " Pairwise preferences · Bradley-Terry score [95% CI] (log strength, mean 0; higher is preferred) · {} items · {}",
+        " Pairwise preferences · Bradley-Terry score [95% CI] (log strength, mean 0; higher is preferred) · {} items · {}{refused}",
         p.items,
         reviewers.join(", ")
     );

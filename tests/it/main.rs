@@ -10,6 +10,7 @@ mod common;
 
 mod abstention;
 mod annotation;
+mod assess;
 mod beir;
 mod blind_views;
 mod calibrate;

@@ -1,15 +1,25 @@
-//! Relevance assessment. raglab's pools equal trectools' `make_pool` on three real
-//! runs of the MedQuAD CDC sample (tests/data/pooling, made by
-//! scripts/pool_reference.py), member for member, at two depths.
+//! Relevance assessment end to end. raglab's pools equal trectools' `make_pool` on
+//! three real runs of the MedQuAD CDC sample (tests/data/pooling, made by
+//! scripts/pool_reference.py), member for member, at two depths. Through the binary
+//! on the shipped sample: two runs are pooled, two assessors with their own study keys
+//! (on a signed roster) grade pooled chunks blind to each other, `qrels export` writes
+//! the targets plus the combined grades, and `eval runs` on the grown qrels changes
+//! P@1 for exactly the questions whose top chunk was graded relevant, while Judged@10
+//! rises; the means equal those computed by hand from the same files.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 
 use raglab::core::assessment::{Run, pool};
-use raglab::core::trec::parse_run;
+use raglab::core::metrics::order_run;
+use raglab::core::trec::{parse_qrels, parse_run};
 use serde_json::Value;
 
-use crate::common::repo;
+use crate::common::{Env, repo};
+
+fn path_str(p: &Path) -> String {
+    p.to_str().expect("utf8").to_string()
+}
 
 fn read_run(path: &Path) -> Run {
     parse_run(&std::fs::read_to_string(path).expect("run")).expect("a run")
@@ -58,3 +68,297 @@ fn pools_equal_trectools_make_pool() {
     assert_eq!(depths, BTreeSet::from([5, 10]));
 }
 
+/// A second user of the same workspace: their own config folder (their own key).
+fn as_user(env: &Env, who: &str) -> std::process::Command {
+    let mut c = env.cmd();
+    c.env(
+        "RAGLAB_CONFIG_DIR",
+        env.dir.path().join(format!("config-{who}")),
+    );
+    c
+}
+
+fn run_ok(mut c: std::process::Command, args: &[&str]) -> String {
+    let out = c.args(args).output().expect("spawn raglab");
+    assert!(
+        out.status.success(),
+        "raglab {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The (question, chunk) that `assess next` shows, or none when the queue is empty.
+fn next(env: &Env, who: &str) -> Option<(String, String, usize, String)> {
+    let text = run_ok(as_user(env, who), &["--reviewer", who, "assess", "next"]);
+    if text.contains("nothing left to grade") {
+        return None;
+    }
+    let q = text
+        .lines()
+        .next()?
+        .strip_prefix("question ")?
+        .split(':')
+        .next()?
+        .to_string();
+    let chunk_line = text.lines().nth(1)?.strip_prefix("chunk ")?;
+    let c = chunk_line.split(' ').next()?.to_string();
+    let left: usize = chunk_line
+        .split('(')
+        .nth(1)?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()?;
+    Some((q, c, left, text))
+}
+
+/// P@1 per question of `run` on `qrels` (trec_eval's order; relevant: grade >= 1),
+/// over the questions with a relevant judgement, by hand.
+fn p_at_1(run: &Run, qrels: &HashMap<String, HashMap<String, u32>>) -> BTreeMap<String, f64> {
+    qrels
+        .iter()
+        .filter(|(_, row)| row.values().any(|g| *g > 0))
+        .map(|(q, row)| {
+            let mut hits = run.get(q).cloned().unwrap_or_default();
+            order_run(&mut hits);
+            let hit = hits
+                .first()
+                .is_some_and(|(d, _)| row.get(d).is_some_and(|g| *g > 0));
+            (q.clone(), f64::from(u8::from(hit)))
+        })
+        .collect()
+}
+
+fn qrels_of(path: &Path) -> HashMap<String, HashMap<String, u32>> {
+    parse_qrels(&std::fs::read_to_string(path).expect("qrels"))
+        .expect("qrels")
+        .into_iter()
+        .map(|(q, row)| (q, row.into_iter().collect()))
+        .collect()
+}
+
+/// A target of question `q` in a targets-only qrels file.
+fn old_targets(path: &Path, q: &str) -> String {
+    let qrels = qrels_of(path);
+    qrels[q].keys().next().expect("a target").clone()
+}
+
+fn mean_of(env: &Env, qrels: &Path, run: &Path, metric: &str) -> f64 {
+    let out = env.json(&[
+        "eval",
+        "runs",
+        "--qrels",
+        &path_str(qrels),
+        "--json",
+        &path_str(run),
+    ]);
+    out["runs"][0]["means"][metric].as_f64().expect(metric)
+}
+
+#[test]
+fn pool_grade_export_and_the_grown_qrels_change_p_at_1() {
+    let env = Env::new();
+    env.ok(&["ingest", &path_str(&repo().join("sample-data/guidance"))]);
+    env.ok(&["index", "--sparse-only"]);
+    let questions = path_str(&repo().join("sample-data/questions.jsonl"));
+    let runs_dir: PathBuf = env.dir.path().join("runs");
+    let retrieval = [
+        "eval",
+        "retrieval",
+        "--queries",
+        &questions,
+        "--methods",
+        "bm25,tfidf",
+    ];
+    env.ok(&[&retrieval[..], &["--run-out", &path_str(&runs_dir)]].concat());
+    let (bm25, tfidf) = (runs_dir.join("bm25.trec"), runs_dir.join("tfidf.trec"));
+    let runs_arg = format!("{},{}", path_str(&bm25), path_str(&tfidf));
+
+    // Alice founds the roster as lead and adds Bob with his key.
+    let key = |who| {
+        run_ok(as_user(&env, who), &["study", "key"])
+            .trim()
+            .to_string()
+    };
+    let (alice_key, bob_key) = (key("alice"), key("bob"));
+    run_ok(
+        as_user(&env, "alice"),
+        &["study", "roster", "add", "alice", &alice_key, "--lead"],
+    );
+    run_ok(
+        as_user(&env, "alice"),
+        &["study", "roster", "add", "bob", &bob_key],
+    );
+
+    let pooled = run_ok(
+        as_user(&env, "alice"),
+        &[
+            "assess",
+            "pool",
+            "--queries",
+            &questions,
+            "--runs",
+            &runs_arg,
+            "--depth",
+            "3",
+            "--sample",
+            "6",
+            "--seed",
+            "11",
+        ],
+    );
+    assert!(pooled.contains("pooled 6 questions at depth 3"), "{pooled}");
+    let before = env.dir.path().join("targets.qrels");
+    run_ok(
+        as_user(&env, "alice"),
+        &["qrels", "export", "--out", &path_str(&before)],
+    );
+
+    let bm25_run = read_run(&bm25);
+    let top1 = |q: &str| {
+        let mut hits = bm25_run[q].clone();
+        order_run(&mut hits);
+        hits[0].0.clone()
+    };
+    // Bob sees his first pair before anyone graded; Alice grades her whole queue: 2
+    // for the BM25 top chunk of the question, 0 for every other chunk.
+    let (bq, bc, bob_left, bob_text) = next(&env, "bob").expect("bob's queue");
+    let mut alice_grades: BTreeMap<(String, String), u32> = BTreeMap::new();
+    let mut first_left = None;
+    while let Some((q, c, left, text)) = next(&env, "alice") {
+        assert!(
+            !text.contains(&path_str(&runs_dir)),
+            "no run is named: {text}"
+        );
+        first_left.get_or_insert(left);
+        let g = if c == top1(&q) { 2 } else { 0 };
+        let out = run_ok(
+            as_user(&env, "alice"),
+            &[
+                "--reviewer",
+                "alice",
+                "assess",
+                "grade",
+                &q,
+                &c,
+                &g.to_string(),
+            ],
+        );
+        assert!(
+            out.contains(&format!("{} left to grade", left - 1)),
+            "{out}"
+        );
+        alice_grades.insert((q, c), g);
+    }
+    assert_eq!(
+        Some(bob_left),
+        first_left,
+        "both queues start from the same pool"
+    );
+    assert_eq!(alice_grades.len(), bob_left);
+    // Blind: after Alice graded everything, Bob's queue and his next pair are as
+    // before, and what he is shown holds no grade and no other assessor.
+    let (bq2, bc2, bob_left2, bob_text2) = next(&env, "bob").expect("bob's queue");
+    assert_eq!((&bq2, &bc2, bob_left2), (&bq, &bc, bob_left));
+    assert_eq!(bob_text, bob_text2);
+    // Bob cannot grade as Alice (his key is not hers), nor grade a shipped target.
+    let refused = |args: &[&str], why: &str| {
+        let out = as_user(&env, "bob").args(args).output().expect("spawn");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !out.status.success() && err.contains(why),
+            "{args:?}: {err}"
+        );
+    };
+    refused(
+        &["--reviewer", "alice", "assess", "grade", &bq, &bc, "2"],
+        "you are not alice",
+    );
+    let target = old_targets(&before, &bq);
+    refused(
+        &["--reviewer", "bob", "assess", "grade", &bq, &target, "2"],
+        "shipped target",
+    );
+    refused(
+        &["--reviewer", "bob", "assess", "grade", &bq, &bc, "3"],
+        "grade 3",
+    );
+    // Bob grades his first pair 0: with Alice's grade the median rounded down.
+    run_ok(
+        as_user(&env, "bob"),
+        &["--reviewer", "bob", "assess", "grade", &bq, &bc, "0"],
+    );
+    let progress = run_ok(as_user(&env, "alice"), &["assess", "progress"]);
+    assert!(
+        progress.contains(&format!(
+            "alice: {bob_left} / {bob_left} pooled pairs graded"
+        )),
+        "{progress}"
+    );
+    assert!(
+        progress.contains(&format!("bob: 1 / {bob_left} pooled pairs graded")),
+        "{progress}"
+    );
+    assert!(
+        progress.contains("alice vs bob: 1 shared pairs"),
+        "{progress}"
+    );
+
+    let grown = env.dir.path().join("grown.qrels");
+    run_ok(
+        as_user(&env, "alice"),
+        &["qrels", "export", "--out", &path_str(&grown)],
+    );
+    let (old, new) = (qrels_of(&before), qrels_of(&grown));
+    // Targets are kept; each graded pair holds the combined grade.
+    for (q, row) in &old {
+        for (d, g) in row {
+            assert_eq!((g, new[q].get(d)), (&1, Some(&1)), "target {q} {d}");
+        }
+    }
+    for ((q, c), g) in &alice_grades {
+        let want = if (q, c) == (&bq, &bc) { g / 2 } else { *g };
+        assert_eq!(new[q].get(c), Some(&want), "{q} {c}");
+    }
+    let added: usize = new.values().map(HashMap::len).sum::<usize>()
+        - old.values().map(HashMap::len).sum::<usize>();
+    assert_eq!(added, alice_grades.len());
+
+    // P@1 changes for exactly the questions whose BM25 top chunk now counts as
+    // relevant; the binary's means equal the hand-computed ones.
+    let (p_old, p_new) = (p_at_1(&bm25_run, &old), p_at_1(&bm25_run, &new));
+    let changed: BTreeSet<&String> = p_old.keys().filter(|q| p_old[*q] != p_new[*q]).collect();
+    let top_graded: BTreeSet<&String> = alice_grades
+        .iter()
+        .filter(|((q, c), _)| new[q][c] > 0 && p_old[q] == 0.0)
+        .map(|((q, _), _)| q)
+        .collect();
+    assert!(!top_graded.is_empty());
+    assert_eq!(changed, top_graded);
+    assert_eq!(p_old.len(), p_new.len());
+    let mean = |m: &BTreeMap<String, f64>| m.values().sum::<f64>() / m.len() as f64;
+    let (bin_old, bin_new) = (
+        mean_of(&env, &before, &bm25, "P@1"),
+        mean_of(&env, &grown, &bm25, "P@1"),
+    );
+    assert!(
+        (bin_old - mean(&p_old)).abs() < 1e-12,
+        "{bin_old} vs {}",
+        mean(&p_old)
+    );
+    assert!(
+        (bin_new - mean(&p_new)).abs() < 1e-12,
+        "{bin_new} vs {}",
+        mean(&p_new)
+    );
+    assert!(
+        (bin_new - bin_old - changed.len() as f64 / p_old.len() as f64).abs() < 1e-12,
+        "{bin_old} -> {bin_new}"
+    );
+    let (j_old, j_new) = (
+        mean_of(&env, &before, &bm25, "Judged@10"),
+        mean_of(&env, &grown, &bm25, "Judged@10"),
+    );
+    assert!(j_new > j_old, "Judged@10 {j_old} -> {j_new}");
+}

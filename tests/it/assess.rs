@@ -362,3 +362,51 @@ fn pool_grade_export_and_the_grown_qrels_change_p_at_1() {
     );
     assert!(j_new > j_old, "Judged@10 {j_old} -> {j_new}");
 }
+
+/// On the files tests/data/assess holds (written by raglab's own commands on the
+/// sample: scripts/assess_sample_data.sh), `eval runs` gives the P@1 and Judged@10
+/// means of pytrec_eval and ir_measures on the targets-only and the grown qrels, and
+/// the questions whose P@1 the grades change (pytrec_eval's per-query P_1) are
+/// exactly those whose BM25 top chunk was graded relevant.
+#[test]
+fn grown_qrels_scores_equal_pytrec_eval_and_ir_measures() {
+    let dir = repo().join("tests/data/assess");
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("reference.json")).expect("reference"),
+    )
+    .expect("JSON");
+    let env = Env::new();
+    let run = dir.join("bm25.trec");
+    for name in ["targets", "grown"] {
+        let want = &r["qrels"][name];
+        let qrels = dir.join(want["file"].as_str().expect("file"));
+        for m in ["P@1", "Judged@10"] {
+            let got = mean_of(&env, &qrels, &run, m);
+            let w = want["mean"][m].as_f64().expect("mean");
+            assert!((got - w).abs() < 1e-9, "{name} {m}: {got} vs {w}");
+        }
+    }
+    let (old, new) = (
+        qrels_of(&dir.join("targets.qrels")),
+        qrels_of(&dir.join("grown.qrels")),
+    );
+    let bm25 = read_run(&run);
+    let graded_top: BTreeSet<String> = new
+        .iter()
+        .filter(|(q, row)| {
+            let mut hits = bm25[*q].clone();
+            order_run(&mut hits);
+            let top = &hits[0].0;
+            !old[*q].contains_key(top) && row.get(top).is_some_and(|g| *g > 0)
+        })
+        .map(|(q, _)| q.clone())
+        .collect();
+    let changed: BTreeSet<String> = r["p1_changed"]
+        .as_array()
+        .expect("changed")
+        .iter()
+        .map(|q| q.as_str().expect("qid").to_string())
+        .collect();
+    assert!(!changed.is_empty());
+    assert_eq!(graded_top, changed);
+}

@@ -350,7 +350,7 @@ mod tests {
         assert_eq!(p["q1"], set(&["d2", "d3", "d4", "d5"]));
         assert_eq!(p["q2"], set(&["d9"]));
         assert_eq!(p["q3"], set(&["x"]));
-        assert_eq!(pool(&[a.clone()], 1)["q1"], set(&["d2"]));
+        assert_eq!(pool(std::slice::from_ref(&a), 1)["q1"], set(&["d2"]));
         assert!(pool(&[a], 0).is_empty());
     }
 

@@ -284,6 +284,8 @@ fn pool_grade_export_and_the_grown_qrels_change_p_at_1() {
         &["--reviewer", "bob", "assess", "grade", &bq, &bc, "3"],
         "grade 3",
     );
+    // Nor read Alice's grades through the qrels: under the roster only the lead exports.
+    refused(&["qrels", "export"], "needs the study lead's key");
     // Bob grades his first pair 0: with Alice's grade the median rounded down.
     run_ok(
         as_user(&env, "bob"),

@@ -5,7 +5,8 @@
 //! [`Graded`]) carries another assessor's grade, and another assessor's grade never
 //! takes a pair off their queue. [`progress`] shows counts and agreement statistics
 //! over all shared pairs, never a pair's grades; the qrels file that
-//! [`export_qrels`] writes is the analyst's output and holds the combined grades.
+//! [`export_qrels`] writes holds the combined grades, so under a study roster only the
+//! lead's key may write it (the lead sees every grade, as they see every label).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
@@ -273,8 +274,11 @@ pub struct QrelsExport {
 
 /// The grown qrels: the targets of the pool's questions file at grade 1, and every
 /// other graded pair at the median of its assessors' latest counted grades, rounded
-/// down; written to `out` when given (whole or not at all).
+/// down; written to `out` when given (whole or not at all). Under a study roster it
+/// needs the lead's key: the file shows every pair's grades, which an assessor who has
+/// not graded a pair must not see.
 pub async fn export_qrels(ctx: &Context, out: Option<&Path>) -> Result<QrelsExport> {
+    crate::service::study::require_lead(ctx, "qrels export").await?;
     let pool = pool_or_bail(ctx).await?;
     let (grades, _) = counted_grades(ctx).await?;
     let targets: BTreeMap<String, BTreeSet<String>> = pool

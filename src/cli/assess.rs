@@ -91,46 +91,9 @@ pub async fn run(ctx: &Context, cmd: AssessCmd, reviewer: Option<&str>) -> Resul
                 sample,
                 seed,
             };
-            let made = assess::make_pool(ctx, &req).await?;
-            say!(
-                "pooled {} questions at depth {depth} from {} runs (seed {seed}): {} pairs, {} of them shipped targets, {} to grade",
-                made.questions,
-                req.runs.len(),
-                made.pairs,
-                made.targets,
-                made.pairs - made.targets
-            );
-            if made.unknown_questions > 0 {
-                tell!(
-                    "{} questions of the runs are not in {} and were not pooled",
-                    made.unknown_questions,
-                    req.queries.display()
-                );
-            }
+            pool(ctx, &req).await
         }
-        AssessCmd::Next => match assess::next_pair(ctx, assessor(reviewer)?).await? {
-            None => say!("nothing left to grade in the pool"),
-            Some(p) => {
-                say!("question {}: {}", p.question_id, p.question);
-                say!("chunk {} ({} left to grade)", p.chunk_id, p.remaining);
-                let path = if p.header_path.is_empty() {
-                    p.title.clone()
-                } else {
-                    format!("{} > {}", p.title, p.header_path.join(" > "))
-                };
-                say!("{path}");
-                say!();
-                for line in p.text.lines() {
-                    say!("  {line}");
-                }
-                say!();
-                say!(
-                    "grade it: raglab assess grade {} {} 0|1|2",
-                    p.question_id,
-                    p.chunk_id
-                );
-            }
-        },
+        AssessCmd::Next => next(ctx, assessor(reviewer)?).await,
         AssessCmd::Grade {
             question,
             chunk,
@@ -143,45 +106,95 @@ pub async fn run(ctx: &Context, cmd: AssessCmd, reviewer: Option<&str>) -> Resul
                 done.key,
                 done.remaining
             );
+            Ok(())
         }
-        AssessCmd::Progress => {
-            let p = assess::progress(ctx).await?;
-            say!(
-                "pool: {} questions, depth {}, seed {}, runs {}",
-                p.questions,
-                p.depth,
-                p.seed,
-                p.runs.join(", ")
-            );
-            if p.assessors.is_empty() {
-                say!("no grades yet");
-            }
-            for a in &p.assessors {
-                say!(
-                    "{}: {} / {} pooled pairs graded ({} grades in all)",
-                    a.assessor,
-                    a.graded,
-                    a.pooled,
-                    a.all_graded
-                );
-            }
-            let num =
-                |v: Option<f64>| v.map_or_else(|| "undefined".to_string(), |v| format!("{v:.3}"));
-            for a in &p.agreement {
-                say!(
-                    "{} vs {}: {} shared pairs, raw agreement {}, kappa {}, linear weighted kappa {}",
-                    a.first,
-                    a.second,
-                    a.pairs,
-                    num(a.raw),
-                    num(a.kappa),
-                    num(a.linear_kappa)
-                );
-            }
-            for r in &p.refused {
-                tell!("not counted: {r}");
-            }
-        }
+        AssessCmd::Progress => progress(ctx).await,
+    }
+}
+
+async fn pool(ctx: &Context, req: &PoolRequest) -> Result<()> {
+    let made = assess::make_pool(ctx, req).await?;
+    say!(
+        "pooled {} questions at depth {} from {} runs (seed {}): {} pairs, {} of them shipped targets, {} to grade",
+        made.questions,
+        req.depth,
+        req.runs.len(),
+        req.seed,
+        made.pairs,
+        made.targets,
+        made.pairs - made.targets
+    );
+    if made.unknown_questions > 0 {
+        tell!(
+            "{} questions of the runs are not in {} and were not pooled",
+            made.unknown_questions,
+            req.queries.display()
+        );
+    }
+    Ok(())
+}
+
+async fn next(ctx: &Context, who: &str) -> Result<()> {
+    let Some(p) = assess::next_pair(ctx, who).await? else {
+        say!("nothing left to grade in the pool");
+        return Ok(());
+    };
+    say!("question {}: {}", p.question_id, p.question);
+    say!("chunk {} ({} left to grade)", p.chunk_id, p.remaining);
+    let path = if p.header_path.is_empty() {
+        p.title.clone()
+    } else {
+        format!("{} > {}", p.title, p.header_path.join(" > "))
+    };
+    say!("{path}");
+    say!();
+    for line in p.text.lines() {
+        say!("  {line}");
+    }
+    say!();
+    say!(
+        "grade it: raglab assess grade {} {} 0|1|2",
+        p.question_id,
+        p.chunk_id
+    );
+    Ok(())
+}
+
+async fn progress(ctx: &Context) -> Result<()> {
+    let p = assess::progress(ctx).await?;
+    say!(
+        "pool: {} questions, depth {}, seed {}, runs {}",
+        p.questions,
+        p.depth,
+        p.seed,
+        p.runs.join(", ")
+    );
+    if p.assessors.is_empty() {
+        say!("no grades yet");
+    }
+    for a in &p.assessors {
+        say!(
+            "{}: {} / {} pooled pairs graded ({} grades in all)",
+            a.assessor,
+            a.graded,
+            a.pooled,
+            a.all_graded
+        );
+    }
+    let num = |v: Option<f64>| v.map_or_else(|| "undefined".to_string(), |v| format!("{v:.3}"));
+    for a in &p.agreement {
+        say!(
+            "{} vs {}: {} shared pairs, raw agreement {}, kappa {}, linear weighted kappa {}",
+            a.first,
+            a.second,
+            a.pairs,
+            num(a.raw),
+            num(a.kappa),
+            num(a.linear_kappa)
+        );
+    }
+    for r in &p.refused {
+        tell!("not counted: {r}");
     }
     Ok(())
 }

@@ -156,115 +156,115 @@ fn mean_of(env: &Env, qrels: &Path, run: &Path, metric: &str) -> f64 {
     out["runs"][0]["means"][metric].as_f64().expect(metric)
 }
 
-#[test]
-fn pool_grade_export_and_the_grown_qrels_change_p_at_1() {
+/// The analyst's workspace: the sample ingested and sparse-indexed, BM25 and TF-IDF
+/// runs written, Alice (lead) and Bob on the roster with their own keys, a pool of 6
+/// questions at depth 3, and the targets-only qrels exported before any grade.
+struct Pooled {
+    env: Env,
+    runs_dir: PathBuf,
+    bm25: PathBuf,
+    before: PathBuf,
+}
+
+fn pooled_sample() -> Pooled {
     let env = Env::new();
     env.ok(&["ingest", &path_str(&repo().join("sample-data/guidance"))]);
     env.ok(&["index", "--sparse-only"]);
     let questions = path_str(&repo().join("sample-data/questions.jsonl"));
     let runs_dir: PathBuf = env.dir.path().join("runs");
+    let (runs, q) = (path_str(&runs_dir), questions.as_str());
     let retrieval = [
         "eval",
         "retrieval",
         "--queries",
-        &questions,
+        q,
         "--methods",
         "bm25,tfidf",
     ];
-    env.ok(&[&retrieval[..], &["--run-out", &path_str(&runs_dir)]].concat());
+    env.ok(&[&retrieval[..], &["--run-out", &runs]].concat());
     let (bm25, tfidf) = (runs_dir.join("bm25.trec"), runs_dir.join("tfidf.trec"));
     let runs_arg = format!("{},{}", path_str(&bm25), path_str(&tfidf));
-
-    // Alice founds the roster as lead and adds Bob with his key.
     let key = |who| {
         run_ok(as_user(&env, who), &["study", "key"])
             .trim()
             .to_string()
     };
     let (alice_key, bob_key) = (key("alice"), key("bob"));
+    let alice = || as_user(&env, "alice");
     run_ok(
-        as_user(&env, "alice"),
+        alice(),
         &["study", "roster", "add", "alice", &alice_key, "--lead"],
     );
-    run_ok(
-        as_user(&env, "alice"),
-        &["study", "roster", "add", "bob", &bob_key],
-    );
-
-    let pooled = run_ok(
-        as_user(&env, "alice"),
-        &[
-            "assess",
-            "pool",
-            "--queries",
-            &questions,
-            "--runs",
-            &runs_arg,
-            "--depth",
-            "3",
-            "--sample",
-            "6",
-            "--seed",
-            "11",
-        ],
-    );
+    run_ok(alice(), &["study", "roster", "add", "bob", &bob_key]);
+    let pool = [
+        "assess",
+        "pool",
+        "--queries",
+        q,
+        "--runs",
+        &runs_arg,
+        "--depth",
+        "3",
+        "--sample",
+        "6",
+        "--seed",
+        "11",
+    ];
+    let pooled = run_ok(alice(), &pool);
     assert!(pooled.contains("pooled 6 questions at depth 3"), "{pooled}");
     let before = env.dir.path().join("targets.qrels");
-    run_ok(
-        as_user(&env, "alice"),
-        &["qrels", "export", "--out", &path_str(&before)],
-    );
+    run_ok(alice(), &["qrels", "export", "--out", &path_str(&before)]);
+    Pooled {
+        env,
+        runs_dir,
+        bm25,
+        before,
+    }
+}
 
-    let bm25_run = read_run(&bm25);
-    let top1 = |q: &str| {
-        let mut hits = bm25_run[q].clone();
-        order_run(&mut hits);
-        hits[0].0.clone()
-    };
-    // Bob sees his first pair before anyone graded; Alice grades her whole queue: 2
-    // for the BM25 top chunk of the question, 0 for every other chunk.
-    let (bq, bc, bob_left, bob_text) = next(&env, "bob").expect("bob's queue");
-    let mut alice_grades: BTreeMap<(String, String), u32> = BTreeMap::new();
+/// The BM25 top chunk of question `q`.
+fn top1(run: &Run, q: &str) -> String {
+    let mut hits = run[q].clone();
+    order_run(&mut hits);
+    hits[0].0.clone()
+}
+
+/// Alice grades her whole queue: 2 for the BM25 top chunk of the question, 0 for
+/// every other chunk; each grade takes one pair off her queue. Returns her grades and
+/// the length of her queue before the first.
+fn alice_grades_her_queue(p: &Pooled) -> (BTreeMap<(String, String), u32>, usize) {
+    let bm25 = read_run(&p.bm25);
+    let mut grades: BTreeMap<(String, String), u32> = BTreeMap::new();
     let mut first_left = None;
-    while let Some((q, c, left, text)) = next(&env, "alice") {
-        assert!(
-            !text.contains(&path_str(&runs_dir)),
-            "no run is named: {text}"
-        );
+    while let Some((q, c, left, text)) = next(&p.env, "alice") {
+        let runs = path_str(&p.runs_dir);
+        assert!(!text.contains(&runs), "no run is named: {text}");
         first_left.get_or_insert(left);
-        let g = if c == top1(&q) { 2 } else { 0 };
-        let out = run_ok(
-            as_user(&env, "alice"),
-            &[
-                "--reviewer",
-                "alice",
-                "assess",
-                "grade",
-                &q,
-                &c,
-                &g.to_string(),
-            ],
-        );
+        let g: u32 = if c == top1(&bm25, &q) { 2 } else { 0 };
+        let args = [
+            "--reviewer",
+            "alice",
+            "assess",
+            "grade",
+            &q,
+            &c,
+            &g.to_string(),
+        ];
+        let out = run_ok(as_user(&p.env, "alice"), &args);
         assert!(
             out.contains(&format!("{} left to grade", left - 1)),
             "{out}"
         );
-        alice_grades.insert((q, c), g);
+        grades.insert((q, c), g);
     }
-    assert_eq!(
-        Some(bob_left),
-        first_left,
-        "both queues start from the same pool"
-    );
-    assert_eq!(alice_grades.len(), bob_left);
-    // Blind: after Alice graded everything, Bob's queue and his next pair are as
-    // before, and what he is shown holds no grade and no other assessor.
-    let (bq2, bc2, bob_left2, bob_text2) = next(&env, "bob").expect("bob's queue");
-    assert_eq!((&bq2, &bc2, bob_left2), (&bq, &bc, bob_left));
-    assert_eq!(bob_text, bob_text2);
-    // Bob cannot grade as Alice (his key is not hers), nor grade a shipped target.
+    (grades, first_left.expect("alice had a queue"))
+}
+
+/// What Bob may not do: grade as Alice, grade a shipped target or a grade 3, or read
+/// Alice's grades through the qrels (under a roster only the lead exports).
+fn bob_is_refused(p: &Pooled, q: &str, c: &str) {
     let refused = |args: &[&str], why: &str| {
-        let out = as_user(&env, "bob").args(args).output().expect("spawn");
+        let out = as_user(&p.env, "bob").args(args).output().expect("spawn");
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(
             !out.status.success() && err.contains(why),
@@ -272,77 +272,40 @@ fn pool_grade_export_and_the_grown_qrels_change_p_at_1() {
         );
     };
     refused(
-        &["--reviewer", "alice", "assess", "grade", &bq, &bc, "2"],
+        &["--reviewer", "alice", "assess", "grade", q, c, "2"],
         "you are not alice",
     );
-    let target = old_targets(&before, &bq);
+    let target = old_targets(&p.before, q);
     refused(
-        &["--reviewer", "bob", "assess", "grade", &bq, &target, "2"],
+        &["--reviewer", "bob", "assess", "grade", q, &target, "2"],
         "shipped target",
     );
     refused(
-        &["--reviewer", "bob", "assess", "grade", &bq, &bc, "3"],
+        &["--reviewer", "bob", "assess", "grade", q, c, "3"],
         "grade 3",
     );
-    // Nor read Alice's grades through the qrels: under the roster only the lead exports.
     refused(&["qrels", "export"], "needs the study lead's key");
-    // Bob grades his first pair 0: with Alice's grade the median rounded down.
-    run_ok(
-        as_user(&env, "bob"),
-        &["--reviewer", "bob", "assess", "grade", &bq, &bc, "0"],
-    );
-    let progress = run_ok(as_user(&env, "alice"), &["assess", "progress"]);
-    assert!(
-        progress.contains(&format!(
-            "alice: {bob_left} / {bob_left} pooled pairs graded"
-        )),
-        "{progress}"
-    );
-    assert!(
-        progress.contains(&format!("bob: 1 / {bob_left} pooled pairs graded")),
-        "{progress}"
-    );
-    assert!(
-        progress.contains("alice vs bob: 1 shared pairs"),
-        "{progress}"
-    );
+}
 
-    let grown = env.dir.path().join("grown.qrels");
-    run_ok(
-        as_user(&env, "alice"),
-        &["qrels", "export", "--out", &path_str(&grown)],
-    );
-    let (old, new) = (qrels_of(&before), qrels_of(&grown));
-    // Targets are kept; each graded pair holds the combined grade.
-    for (q, row) in &old {
-        for (d, g) in row {
-            assert_eq!((g, new[q].get(d)), (&1, Some(&1)), "target {q} {d}");
-        }
-    }
-    for ((q, c), g) in &alice_grades {
-        let want = if (q, c) == (&bq, &bc) { g / 2 } else { *g };
-        assert_eq!(new[q].get(c), Some(&want), "{q} {c}");
-    }
-    let added: usize = new.values().map(HashMap::len).sum::<usize>()
-        - old.values().map(HashMap::len).sum::<usize>();
-    assert_eq!(added, alice_grades.len());
-
-    // P@1 changes for exactly the questions whose BM25 top chunk now counts as
-    // relevant; the binary's means equal the hand-computed ones.
+/// P@1 changes for exactly the questions whose BM25 top chunk now counts as relevant;
+/// the binary's P@1 means equal the hand-computed ones, and Judged@10 rises.
+fn check_scores(p: &Pooled, grown: &Path, grades: &BTreeMap<(String, String), u32>) {
+    let bm25_run = read_run(&p.bm25);
+    let (old, new) = (qrels_of(&p.before), qrels_of(grown));
     let (p_old, p_new) = (p_at_1(&bm25_run, &old), p_at_1(&bm25_run, &new));
     let changed: BTreeSet<&String> = p_old.keys().filter(|q| p_old[*q] != p_new[*q]).collect();
-    let top_graded: BTreeSet<&String> = alice_grades
-        .iter()
-        .filter(|((q, c), _)| new[q][c] > 0 && p_old[q] == 0.0)
-        .map(|((q, _), _)| q)
+    let top_graded: BTreeSet<&String> = grades
+        .keys()
+        .filter(|(q, c)| new[q][c] > 0 && p_old[q] == 0.0)
+        .map(|(q, _)| q)
         .collect();
     assert!(!top_graded.is_empty());
     assert_eq!(changed, top_graded);
     assert_eq!(p_old.len(), p_new.len());
     let mean = |m: &BTreeMap<String, f64>| m.values().sum::<f64>() / m.len() as f64;
     let (bin_old, bin_new) = (
-        mean_of(&env, &before, &bm25, "P@1"),
-        mean_of(&env, &grown, &bm25, "P@1"),
+        mean_of(&p.env, &p.before, &p.bm25, "P@1"),
+        mean_of(&p.env, grown, &p.bm25, "P@1"),
     );
     assert!(
         (bin_old - mean(&p_old)).abs() < 1e-12,
@@ -354,15 +317,63 @@ fn pool_grade_export_and_the_grown_qrels_change_p_at_1() {
         "{bin_new} vs {}",
         mean(&p_new)
     );
+    let step = changed.len() as f64 / p_old.len() as f64;
     assert!(
-        (bin_new - bin_old - changed.len() as f64 / p_old.len() as f64).abs() < 1e-12,
+        (bin_new - bin_old - step).abs() < 1e-12,
         "{bin_old} -> {bin_new}"
     );
     let (j_old, j_new) = (
-        mean_of(&env, &before, &bm25, "Judged@10"),
-        mean_of(&env, &grown, &bm25, "Judged@10"),
+        mean_of(&p.env, &p.before, &p.bm25, "Judged@10"),
+        mean_of(&p.env, grown, &p.bm25, "Judged@10"),
     );
     assert!(j_new > j_old, "Judged@10 {j_old} -> {j_new}");
+}
+
+#[test]
+fn pool_grade_export_and_the_grown_qrels_change_p_at_1() {
+    let p = pooled_sample();
+    // Bob sees his first pair before anyone graded.
+    let (bq, bc, bob_left, bob_text) = next(&p.env, "bob").expect("bob's queue");
+    let (alice_grades, alice_left) = alice_grades_her_queue(&p);
+    assert_eq!(bob_left, alice_left, "both queues start from the same pool");
+    assert_eq!(alice_grades.len(), bob_left);
+    // Blind: after Alice graded everything, Bob's queue and what he is shown are as
+    // before.
+    let (bq2, bc2, bob_left2, bob_text2) = next(&p.env, "bob").expect("bob's queue");
+    assert_eq!((&bq2, &bc2, bob_left2), (&bq, &bc, bob_left));
+    assert_eq!(bob_text, bob_text2);
+    bob_is_refused(&p, &bq, &bc);
+    // Bob grades his first pair 0: with Alice's grade the median rounded down.
+    let bob = ["--reviewer", "bob", "assess", "grade", &bq, &bc, "0"];
+    run_ok(as_user(&p.env, "bob"), &bob);
+    let progress = run_ok(as_user(&p.env, "alice"), &["assess", "progress"]);
+    for line in [
+        format!("alice: {bob_left} / {bob_left} pooled pairs graded"),
+        format!("bob: 1 / {bob_left} pooled pairs graded"),
+        "alice vs bob: 1 shared pairs".to_string(),
+    ] {
+        assert!(progress.contains(&line), "{line}: {progress}");
+    }
+    let grown = p.env.dir.path().join("grown.qrels");
+    run_ok(
+        as_user(&p.env, "alice"),
+        &["qrels", "export", "--out", &path_str(&grown)],
+    );
+    let (old, new) = (qrels_of(&p.before), qrels_of(&grown));
+    // Targets are kept at 1; each graded pair holds the combined grade.
+    for (q, row) in &old {
+        for (d, g) in row {
+            assert_eq!((g, new[q].get(d)), (&1, Some(&1)), "target {q} {d}");
+        }
+    }
+    for ((q, c), g) in &alice_grades {
+        let want = if (q, c) == (&bq, &bc) { g / 2 } else { *g };
+        assert_eq!(new[q].get(c), Some(&want), "{q} {c}");
+    }
+    let count =
+        |q: &HashMap<String, HashMap<String, u32>>| q.values().map(HashMap::len).sum::<usize>();
+    assert_eq!(count(&new) - count(&old), alice_grades.len());
+    check_scores(&p, &grown, &alice_grades);
 }
 
 /// On the files tests/data/assess holds (written by raglab's own commands on the

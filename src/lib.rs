@@ -6,7 +6,7 @@
 //!   [`service`] function and renders what it returns; neither imports the other, nor
 //!   `store` or `infer`. `main.rs` picks the front.
 //! - [`service`]: every use case once, one folder each (corpus, retrieval, answer,
-//!   evaluate, evalset, study), over a shared base whose [`service::Context`]
+//!   evaluate, evalset, study, assess), over a shared base whose [`service::Context`]
 //!   resolves paths, config and models in one place. A folder imports only the
 //!   folders below it (a unit test reads the imports and holds them to that order).
 //! - [`store`]: lance datasets and the tantivy index, persisting core types.
@@ -21,7 +21,8 @@
 //! `service::retrieval`; answers (batches, live answers, judging, citations,
 //! imported runs) in `service::answer`; every evaluation and report in
 //! `service::evaluate`; the evaluation set in `service::evalset`; the blind study
-//! (items, labels, roster, agreement, exports) in `service::study`. Each `cli` file is
+//! (items, labels, roster, agreement, exports) in `service::study`; relevance
+//! assessment (pools, signed grades, the grown qrels) in `service::assess`. Each `cli` file is
 //! one command calling them; in the TUI, `tui::jobs` has one file per use case
 //! (retrieval, generation, study, evaluation) whose jobs each call one of those
 //! functions, and each pane is a folder under `tui::panes` holding its state, its

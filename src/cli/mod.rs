@@ -30,6 +30,7 @@ mod agree;
 pub mod annotate;
 mod answers;
 mod args;
+mod assess;
 mod bench;
 mod calibrate;
 mod charts;
@@ -178,6 +179,17 @@ pub enum Command {
     /// scores with bootstrap CIs, head-to-head records, reviewers' agreement on their
     /// preferences (the study lead's: `--role lead`).
     Preferences(preferences::PreferencesArgs),
+    /// Relevance assessment: pool runs, grade pooled chunks 0/1/2 (signed, blind
+    /// between assessors), follow progress.
+    Assess {
+        #[command(subcommand)]
+        cmd: assess::AssessCmd,
+    },
+    /// The grown qrels: shipped targets plus the assessors' grades.
+    Qrels {
+        #[command(subcommand)]
+        cmd: assess::QrelsCmd,
+    },
     /// Who is who in a study: your signing key, the roster of reviewers' keys.
     Study {
         #[command(subcommand)]
@@ -270,6 +282,15 @@ pub async fn run(
             preferences::run(ctx, args, viewer).await
         }
         Command::Study { cmd } => study::run(ctx, cmd).await,
+        Command::Assess { cmd } => {
+            // The assessor is the reviewer named by `--reviewer` (as a reviewer).
+            let who = match viewer {
+                crate::service::study::Viewer::Reviewer(r) => Some(r.as_str()),
+                _ => None,
+            };
+            assess::run(ctx, cmd, who).await
+        }
+        Command::Qrels { cmd } => assess::qrels(ctx, cmd).await,
         Command::Bench {
             cmd: BenchCmd::Retrieval(args),
         } => bench::run(ctx, args).await,

@@ -16,7 +16,7 @@ const FLOORS: &[&[&str]] = &[
     &["retrieval"],
     &["answer"],
     &["evaluate", "evalset", "study"],
-    &["report"],
+    &["report", "assess"],
 ];
 
 fn floor_of(folder: &str) -> Option<usize> {

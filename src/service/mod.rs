@@ -6,7 +6,7 @@
 //! which names what the fronts call. A folder imports only folders below it:
 //!
 //! ```text
-//!              report             the study report, gathered from the folders below
+//!         report   assess         the study report; relevance assessment (pools, grades, qrels)
 //!              /     \
 //! evaluate   evalset   study      (side by side: none imports another)
 //!        \      |      /
@@ -24,6 +24,7 @@
 //! order.
 
 pub mod answer;
+pub mod assess;
 pub mod base;
 pub mod corpus;
 pub mod evalset;

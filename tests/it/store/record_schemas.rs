@@ -452,3 +452,41 @@ fn pair_items_keep_their_schema() {
     ]);
     assert_eq!(*schema_of::<PairItem>(), want);
 }
+
+/// The grade log of relevance assessment (`grades.lance`), as first written: a column
+/// added later must be nullable and last.
+#[test]
+fn grades_keep_their_schema() {
+    let want = fixture(&[
+        ("question_id", Utf8, false),
+        ("chunk_id", Utf8, false),
+        ("assessor", Utf8, false),
+        ("grade", UInt32, false),
+        ("graded_at", Utf8, false),
+        ("seq", UInt64, false),
+        ("label_rows", UInt64, false),
+        ("signer", Utf8, true),
+        ("signature", Utf8, true),
+    ]);
+    assert_eq!(*schema_of::<raglab::core::assessment::Grade>(), want);
+}
+
+/// The assessment pool (`assess_pool.lance`), as first written.
+#[test]
+fn assessment_pools_keep_their_schema() {
+    let want = fixture(&[
+        ("pool", UInt64, false),
+        ("question_id", Utf8, false),
+        ("question", Utf8, false),
+        ("targets", list(Utf8), false),
+        ("members", list(Utf8), false),
+        ("depth", UInt32, false),
+        ("runs", list(Utf8), false),
+        ("seed", UInt64, false),
+        ("made_at", Utf8, false),
+    ]);
+    assert_eq!(
+        *schema_of::<raglab::core::assessment::PooledQuestion>(),
+        want
+    );
+}

@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use raglab::core::agreement::Bootstrap;
-use raglab::core::preference::{Comparison, scores_with_ci};
+use raglab::core::preference::{PairComparison, scores_with_ci};
 use raglab::core::rng::Rng;
 
 fn main() {
@@ -26,7 +26,7 @@ fn main() {
         .map(|r| -1.0 + 2.0 * r as f64 / (runs - 1) as f64)
         .collect();
     let mut rng = Rng::new(2026);
-    let mut per_criterion: Vec<Vec<Comparison>> = vec![Vec::new(); criteria];
+    let mut per_criterion: Vec<Vec<PairComparison>> = vec![Vec::new(); criteria];
     for item in 0..items {
         let a = rng.below(runs);
         let b = (a + 1 + rng.below(runs - 1)) % runs;
@@ -41,7 +41,7 @@ fn main() {
                 } else {
                     (b, a, false)
                 };
-                c.push(Comparison {
+                c.push(PairComparison {
                     item,
                     winner,
                     loser,
@@ -55,7 +55,7 @@ fn main() {
     for c in &per_criterion {
         std::hint::black_box(scores_with_ci(runs, c, boot));
     }
-    let pooled: Vec<Comparison> = per_criterion.iter().flatten().copied().collect();
+    let pooled: Vec<PairComparison> = per_criterion.iter().flatten().copied().collect();
     let overall = scores_with_ci(runs, &pooled, boot);
     let secs = started.elapsed().as_secs_f64();
     let shown: Vec<String> = overall

@@ -61,7 +61,7 @@ fn run(cli: Cli) -> Result<()> {
                 theme: cli.theme,
                 questions: cli.questions,
                 reviewer: cli.reviewer,
-                lead: cli.role == raglab::cli::Role::Lead,
+                lead: cli.role == raglab::cli::StudyRole::Lead,
             },
         )),
         Some(command) => rt.block_on(raglab::cli::run(&ctx, command, &viewer)),

@@ -14,7 +14,7 @@ use crate::service::study::{self, ItemSource, Label, Viewer};
 
 /// File formats of `raglab labels export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExportFormat {
+pub enum ExportFormatArg {
     Csv,
     Jsonl,
     Parquet,
@@ -87,8 +87,8 @@ pub enum LabelsCmd {
     /// adjudicated set (agreed labels and the lead's final labels).
     Export {
         /// File format of the export.
-        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
-        format: ExportFormat,
+        #[arg(long, value_enum, default_value_t = ExportFormatArg::Jsonl)]
+        format: ExportFormatArg,
         /// The adjudicated set of the reviewer pair instead of the history (jsonl or csv).
         #[arg(long = "final")]
         final_set: bool,
@@ -279,7 +279,7 @@ async fn stress(ctx: &Context, reviewer: &str, count: usize, no_fsync: bool) -> 
 /// `raglab labels export --final` for `viewer`.
 async fn export_final(
     ctx: &Context,
-    format: ExportFormat,
+    format: ExportFormatArg,
     out: Option<PathBuf>,
     reviewers: Option<Vec<String>>,
     viewer: &Viewer,
@@ -289,16 +289,16 @@ async fn export_final(
     let (finals, unresolved, refused) = study::export_final(ctx, &rubric, pair, viewer).await?;
     tell_refused(&refused);
     let bytes = match format {
-        ExportFormat::Jsonl => finals
+        ExportFormatArg::Jsonl => finals
             .iter()
             .map(|f| serde_json::to_string(f).map(|s| s + "\n"))
             .collect::<Result<String, _>>()?,
-        ExportFormat::Csv => study::final_csv(&finals),
-        ExportFormat::Parquet => bail!("--final writes jsonl or csv"),
+        ExportFormatArg::Csv => study::final_csv(&finals),
+        ExportFormatArg::Parquet => bail!("--final writes jsonl or csv"),
     };
     match out {
         Some(p) => crate::service::base::write_whole(&p, bytes.as_bytes())?,
-        None => write_export(bytes.as_bytes(), format == ExportFormat::Jsonl)?,
+        None => write_export(bytes.as_bytes(), format == ExportFormatArg::Jsonl)?,
     }
     if unresolved > 0 {
         tell!("{}", unresolved_note(unresolved, viewer));
@@ -344,7 +344,7 @@ async fn history(ctx: &Context, item_id: &str, viewer: &Viewer) -> Result<()> {
 /// `raglab labels export` (the history, not `--final`) for `viewer`.
 async fn export(
     ctx: &Context,
-    format: ExportFormat,
+    format: ExportFormatArg,
     out: Option<PathBuf>,
     viewer: &Viewer,
 ) -> Result<()> {
@@ -352,16 +352,16 @@ async fn export(
         || "standard output".to_string(),
         |p| p.display().to_string(),
     );
-    if format == ExportFormat::Parquet
+    if format == ExportFormatArg::Parquet
         && out.is_none()
         && std::io::IsTerminal::is_terminal(&std::io::stdout())
     {
         bail!("parquet is binary: give --out FILE or redirect standard output");
     }
     let format = match format {
-        ExportFormat::Csv => study::ExportFormat::Csv,
-        ExportFormat::Jsonl => study::ExportFormat::Jsonl,
-        ExportFormat::Parquet => study::ExportFormat::Parquet,
+        ExportFormatArg::Csv => study::ExportFormat::Csv,
+        ExportFormatArg::Jsonl => study::ExportFormat::Jsonl,
+        ExportFormatArg::Parquet => study::ExportFormat::Parquet,
     };
     let rubric = crate::service::study::study_rubric(ctx).await?;
     let export = study::export_labels(ctx, &rubric, format, &dest, viewer).await?;

@@ -20,7 +20,7 @@ use crate::service::{Context, ModelChoice};
 pub enum EvalsetCmd {
     /// Write candidate questions from chunks: fact questions from one chunk, reasoning
     /// questions from two consecutive chunks of one document.
-    Generate(GenerateArgs),
+    Generate(EvalsetGenerateArgs),
     /// Score each candidate 1-5 on groundedness, answer groundedness, feasibility,
     /// stand-alone, usefulness and tautology (grammar-constrained).
     Critique(CritiqueArgs),
@@ -44,7 +44,7 @@ pub enum EvalsetCmd {
 }
 
 #[derive(Debug, Args)]
-pub struct GenerateArgs {
+pub struct EvalsetGenerateArgs {
     /// Only the first N tasks of the seeded order (a rerun with the same N finishes
     /// them; a larger N adds more).
     #[arg(long)]
@@ -159,7 +159,7 @@ fn report_stage(what: &str, s: &StageSummary) {
     }
 }
 
-async fn generate(ctx: &Context, a: GenerateArgs) -> Result<()> {
+async fn generate(ctx: &Context, a: EvalsetGenerateArgs) -> Result<()> {
     let mut kinds = Vec::new();
     for k in &a.kinds {
         match Kind::parse(k) {

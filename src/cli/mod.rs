@@ -79,15 +79,16 @@ pub struct Cli {
     /// Questions JSONL listed in the TUI's query pane (default: config `questions`).
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub questions: Option<PathBuf>,
-    /// Reviewer name for the Annotate pane (asked for when absent); `agree` shows a
-    /// reviewer only what blinding allows them.
+    /// Your name in a study: the Annotate pane's reviewer (asked for when absent), the
+    /// assessor of `assess next` and `assess grade`; `agree` shows a reviewer only what
+    /// blinding allows them.
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub reviewer: Option<String>,
     /// `lead`: the study lead sees every label, adjudicates disagreements and follows
     /// each reviewer's progress (named by `--reviewer`). In a study with a roster it
     /// needs the lead's key, as `--reviewer NAME` needs NAME's.
-    #[arg(long, global = true, help_heading = GLOBAL, value_enum, default_value_t = Role::Reviewer)]
-    pub role: Role,
+    #[arg(long, global = true, help_heading = GLOBAL, value_enum, default_value_t = StudyRole::Reviewer)]
+    pub role: StudyRole,
     /// Rubric TOML of the Annotate pane, `judge`, `agree` and `labels` (default:
     /// config `[annotation] rubric`, else the paper's pass/fail rubric).
     #[arg(long, global = true, help_heading = GLOBAL)]
@@ -103,7 +104,7 @@ pub struct Cli {
 
 /// Who is using raglab in an annotation study.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Role {
+pub enum StudyRole {
     Reviewer,
     Lead,
 }
@@ -112,7 +113,7 @@ impl Cli {
     /// Who is looking at the study: the lead, the named reviewer, or (neither given)
     /// no one, who is shown no one's labels.
     pub fn viewer(&self) -> crate::service::study::Viewer {
-        crate::service::study::Viewer::of(self.reviewer.as_deref(), self.role == Role::Lead)
+        crate::service::study::Viewer::of(self.reviewer.as_deref(), self.role == StudyRole::Lead)
     }
 }
 

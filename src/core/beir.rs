@@ -110,7 +110,7 @@ fn checked_id(id: String) -> Result<String, String> {
 
 /// One line of a qrels file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Judgement {
+pub struct BeirJudgement {
     /// 1-based line number.
     pub line: usize,
     pub query: String,
@@ -140,7 +140,7 @@ pub fn is_beir_qrels(text: &str) -> bool {
 /// first non-blank line is the header when its score column is not an integer
 /// (`query-id corpus-id score`, whatever the names); a file without a header loses no
 /// judgement (BEIR's loader drops its first line unseen).
-pub fn parse_judgements(text: &str) -> Result<Vec<Judgement>, usize> {
+pub fn parse_judgements(text: &str) -> Result<Vec<BeirJudgement>, usize> {
     let mut out = Vec::new();
     let mut first = true;
     for (i, line) in text.lines().enumerate() {
@@ -153,7 +153,7 @@ pub fn parse_judgements(text: &str) -> Result<Vec<Judgement>, usize> {
             continue;
         }
         match (f.as_slice(), score) {
-            ([q, d, _], Some(score)) if !q.is_empty() && !d.is_empty() => out.push(Judgement {
+            ([q, d, _], Some(score)) if !q.is_empty() && !d.is_empty() => out.push(BeirJudgement {
                 line: i + 1,
                 query: (*q).to_string(),
                 doc: (*d).to_string(),
@@ -167,7 +167,7 @@ pub fn parse_judgements(text: &str) -> Result<Vec<Judgement>, usize> {
 
 /// Judgements by query, as raglab's evaluation takes them (a pair judged twice keeps
 /// its last grade, as BEIR's loader does).
-pub fn qrels_of(judgements: &[Judgement]) -> HashMap<String, Qrel> {
+pub fn qrels_of(judgements: &[BeirJudgement]) -> HashMap<String, Qrel> {
     let mut qrels: HashMap<String, Qrel> = HashMap::new();
     for j in judgements {
         qrels

@@ -115,7 +115,7 @@ pub fn choose_shots(pool: &[&Shot], n: usize, seed: u64) -> Vec<String> {
 /// Where one item sits in the calibration: its fold and the items whose examples its
 /// prompt shows (all from other folds).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Assigned {
+pub struct FoldAssignment {
     pub item_id: String,
     pub fold: usize,
     pub shots: Vec<String>,
@@ -128,7 +128,7 @@ pub struct Plan {
     pub shots: usize,
     pub seed: u64,
     /// By item id.
-    pub items: Vec<Assigned>,
+    pub items: Vec<FoldAssignment>,
 }
 
 /// The seed of fold `f`'s example choice, derived from the plan's seed.
@@ -159,7 +159,7 @@ pub fn plan(items: &[Shot], k: usize, shots: usize, seed: u64) -> Result<Plan, C
         seed,
         items: fold_of
             .into_iter()
-            .map(|(item_id, fold)| Assigned {
+            .map(|(item_id, fold)| FoldAssignment {
                 shots: per_fold[fold].clone(),
                 item_id,
                 fold,

@@ -167,7 +167,7 @@ pub fn frugality(a: f64, c: f64) -> Option<f64> {
 
 /// One compared configuration: its paired differences and its score.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Scored {
+pub struct FrugalityScore {
     #[serde(flatten)]
     pub paired: Paired,
     pub t_accuracy: Option<f64>,
@@ -182,15 +182,15 @@ pub struct Scored {
 
 /// The temperatures and each configuration's score.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Scores {
+pub struct FrugalityScores {
     pub t_accuracy: Temperature,
     pub t_latency_s: Temperature,
-    pub configurations: Vec<Scored>,
+    pub configurations: Vec<FrugalityScore>,
 }
 
 /// Score every configuration; the temperatures are computed across all of them
 /// unless given.
-pub fn score(configs: &[Paired], t_acc: Option<f64>, t_cost: Option<f64>) -> Scores {
+pub fn score(configs: &[Paired], t_acc: Option<f64>, t_cost: Option<f64>) -> FrugalityScores {
     let da: Vec<f64> = configs.iter().map(|p| p.d_accuracy).collect();
     let dc: Vec<f64> = configs.iter().map(|p| p.d_latency_s).collect();
     let ta = temperature(t_acc, &da, "--temp-accuracy");
@@ -200,7 +200,7 @@ pub fn score(configs: &[Paired], t_acc: Option<f64>, t_cost: Option<f64>) -> Sco
         .map(|p| {
             let a = ta.value.map(|t| accuracy_utility(p.d_accuracy, t));
             let c = tc.value.map(|t| cost_penalty(p.d_latency_s, t));
-            Scored {
+            FrugalityScore {
                 paired: *p,
                 t_accuracy: ta.value,
                 t_latency_s: tc.value,
@@ -210,7 +210,7 @@ pub fn score(configs: &[Paired], t_acc: Option<f64>, t_cost: Option<f64>) -> Sco
             }
         })
         .collect();
-    Scores {
+    FrugalityScores {
         t_accuracy: ta,
         t_latency_s: tc,
         configurations,

@@ -10,7 +10,7 @@ use super::retrieval::{QueryLists, RunConfig};
 
 /// A target's 1-based rank and score in one list (both `None`: not retrieved).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Place {
+pub struct TargetPlace {
     pub rank: Option<usize>,
     pub score: Option<f64>,
 }
@@ -20,7 +20,7 @@ pub struct Place {
 pub struct TargetPlaces {
     pub id: String,
     /// In the order of [`PerQueryTable::lists`].
-    pub places: Vec<Place>,
+    pub places: Vec<TargetPlace>,
 }
 
 /// One query: the first chunk of every list, and where each target sits in it.
@@ -39,7 +39,7 @@ pub struct PerQueryTable {
     pub rows: Vec<PerQueryRow>,
 }
 
-/// Place the relevant chunks (sorted by id) of every judged query in each list of
+/// TargetPlace the relevant chunks (sorted by id) of every judged query in each list of
 /// `configs`, ranked exactly as [`QueryLists::scored`] ranks them for the run files.
 pub fn per_query(
     lists: &[(String, QueryLists)],
@@ -74,7 +74,7 @@ pub fn per_query(
                             .iter()
                             .map(|r| {
                                 let at = r.iter().position(|(id, _)| id == t);
-                                Place {
+                                TargetPlace {
                                     rank: at.map(|i| i + 1),
                                     score: at.map(|i| r[i].1),
                                 }

@@ -74,7 +74,7 @@ pub fn pair_text(first: &str, second: &str) -> String {
 /// One comparison of two runs (indices into the runs) on one item: the winner and
 /// the loser, or a tie between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Comparison {
+pub struct PairComparison {
     /// The resampling unit (the pair item), an index.
     pub item: usize,
     pub winner: usize,
@@ -84,14 +84,14 @@ pub struct Comparison {
 
 /// The comparison a pair-item label makes: `first` and `second` are the runs shown
 /// first and second. `None` for a label that is not a pair label.
-pub fn comparison(item: usize, first: usize, second: usize, label: &str) -> Option<Comparison> {
+pub fn comparison(item: usize, first: usize, second: usize, label: &str) -> Option<PairComparison> {
     let (winner, loser, tie) = match label {
         FIRST => (first, second, false),
         SECOND => (second, first, false),
         TIE => (first, second, true),
         _ => return None,
     };
-    Some(Comparison {
+    Some(PairComparison {
         item,
         winner,
         loser,
@@ -101,7 +101,7 @@ pub fn comparison(item: usize, first: usize, second: usize, label: &str) -> Opti
 
 /// Bradley-Terry scores (centred log strengths) of `runs` runs from `comparisons`;
 /// `None` when the maximum-likelihood estimate does not exist (see the module rules).
-pub fn bradley_terry(runs: usize, comparisons: &[Comparison]) -> Option<Vec<f64>> {
+pub fn bradley_terry(runs: usize, comparisons: &[PairComparison]) -> Option<Vec<f64>> {
     let mut t = Tally::new(runs);
     for c in comparisons {
         t.add(c);
@@ -124,7 +124,7 @@ impl Tally {
         }
     }
 
-    fn add(&mut self, c: &Comparison) {
+    fn add(&mut self, c: &PairComparison) {
         let n = self.won.len();
         let (w, l) = (c.winner, c.loser);
         if w >= n || l >= n || w == l {
@@ -226,7 +226,7 @@ pub struct Record {
 }
 
 /// The record of `a` against `b` over `comparisons`.
-pub fn record(comparisons: &[Comparison], a: usize, b: usize) -> Record {
+pub fn record(comparisons: &[PairComparison], a: usize, b: usize) -> Record {
     let mut r = Record::default();
     for c in comparisons {
         let pair = (c.winner, c.loser);
@@ -247,7 +247,11 @@ pub fn record(comparisons: &[Comparison], a: usize, b: usize) -> Record {
 /// Each run's Bradley-Terry score with its percentile bootstrap CI over items. Each
 /// item's comparisons are tallied once; a resample adds each drawn item's tally as
 /// often as it was drawn, so a resample costs the items and the fit, not every label.
-pub fn scores_with_ci(runs: usize, comparisons: &[Comparison], boot: Bootstrap) -> Vec<Estimate> {
+pub fn scores_with_ci(
+    runs: usize,
+    comparisons: &[PairComparison],
+    boot: Bootstrap,
+) -> Vec<Estimate> {
     let point = bradley_terry(runs, comparisons);
     let mut by_item: std::collections::BTreeMap<usize, Tally> = std::collections::BTreeMap::new();
     for c in comparisons {
@@ -302,9 +306,9 @@ pub fn scores_with_ci(runs: usize, comparisons: &[Comparison], boot: Bootstrap) 
 mod tests {
     use super::*;
 
-    fn games(item: usize, w: usize, l: usize, n: usize, tie: bool) -> Vec<Comparison> {
+    fn games(item: usize, w: usize, l: usize, n: usize, tie: bool) -> Vec<PairComparison> {
         vec![
-            Comparison {
+            PairComparison {
                 item,
                 winner: w,
                 loser: l,
@@ -426,7 +430,7 @@ mod tests {
             seed: 7,
         };
         // n items, a third won by the first run and two thirds by the second.
-        let items = |n: usize| -> Vec<Comparison> {
+        let items = |n: usize| -> Vec<PairComparison> {
             (0..n)
                 .flat_map(|i| {
                     games(

@@ -16,7 +16,7 @@ use super::StoreError;
 
 /// The type of one column; every column is nullable (an empty cell: no value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum ColumnKind {
     Text,
     Count,
     Real,
@@ -39,14 +39,18 @@ pub struct ParquetTable {
 
 impl ParquetTable {
     /// Start a file with these named columns; `path` names it in errors.
-    pub fn create(file: File, columns: &[(String, Kind)], path: &str) -> Result<Self, StoreError> {
+    pub fn create(
+        file: File,
+        columns: &[(String, ColumnKind)],
+        path: &str,
+    ) -> Result<Self, StoreError> {
         let fields: Vec<Field> = columns
             .iter()
             .map(|(name, kind)| {
                 let t = match kind {
-                    Kind::Text => DataType::Utf8,
-                    Kind::Count => DataType::UInt64,
-                    Kind::Real => DataType::Float64,
+                    ColumnKind::Text => DataType::Utf8,
+                    ColumnKind::Count => DataType::UInt64,
+                    ColumnKind::Real => DataType::Float64,
                 };
                 Field::new(name, t, true)
             })

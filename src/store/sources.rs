@@ -12,7 +12,7 @@ use crate::core::corpus::{DocFormat, InputLimits, SourceDoc, check_text, front_m
 
 /// An input that was not ingested, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Skipped {
+pub struct SkippedInput {
     pub path: String,
     pub reason: String,
 }
@@ -21,7 +21,7 @@ pub struct Skipped {
 #[derive(Debug, Default)]
 pub struct SourceSet {
     pub docs: Vec<SourceDoc>,
-    pub skipped: Vec<Skipped>,
+    pub skipped: Vec<SkippedInput>,
     /// Files visited (accepted or not), for progress and summaries.
     pub files_seen: usize,
 }
@@ -35,7 +35,7 @@ const EXTENSIONS: &[&str] = &["md", "markdown", "txt", "html", "htm", "jsonl"];
 pub fn collect_files(
     paths: &[PathBuf],
     follow_symlinks: bool,
-    skipped: &mut Vec<Skipped>,
+    skipped: &mut Vec<SkippedInput>,
 ) -> Vec<(PathBuf, PathBuf)> {
     let mut out = Vec::new();
     for p in paths {
@@ -47,7 +47,7 @@ pub fn collect_files(
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
                 out.push((root, p.clone()));
             }
-            Err(e) => skipped.push(Skipped {
+            Err(e) => skipped.push(SkippedInput {
                 path: p.display().to_string(),
                 reason: e.to_string(),
             }),
@@ -61,12 +61,12 @@ fn walk(
     dir: &Path,
     follow_symlinks: bool,
     out: &mut Vec<(PathBuf, PathBuf)>,
-    skipped: &mut Vec<Skipped>,
+    skipped: &mut Vec<SkippedInput>,
 ) {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
-            skipped.push(Skipped {
+            skipped.push(SkippedInput {
                 path: dir.display().to_string(),
                 reason: e.to_string(),
             });
@@ -84,7 +84,7 @@ fn walk(
         if ft.is_dir() {
             walk(root, &path, follow_symlinks, out, skipped);
         } else if ft.is_symlink() && !follow_symlinks {
-            skipped.push(Skipped {
+            skipped.push(SkippedInput {
                 path: path.display().to_string(),
                 reason: "a symbolic link, not followed (--follow-symlinks reads what it points to)"
                     .into(),
@@ -94,7 +94,7 @@ fn walk(
             if EXTENSIONS.contains(&ext.as_str()) {
                 out.push((root.to_path_buf(), path));
             } else {
-                skipped.push(Skipped {
+                skipped.push(SkippedInput {
                     path: path.display().to_string(),
                     reason: format!("unsupported file type `.{ext}`"),
                 });
@@ -171,7 +171,7 @@ pub fn read_file(
     let bytes = match read_bounded(path, limits.max_file_bytes) {
         Ok(b) => b,
         Err(e) => {
-            set.skipped.push(Skipped {
+            set.skipped.push(SkippedInput {
                 path: shown,
                 reason: e.to_string(),
             });
@@ -181,7 +181,7 @@ pub fn read_file(
     let text = match check_text(&bytes, limits) {
         Ok(t) => t,
         Err(r) => {
-            set.skipped.push(Skipped {
+            set.skipped.push(SkippedInput {
                 path: shown,
                 reason: r.to_string(),
             });
@@ -201,7 +201,7 @@ pub fn read_file(
             let page = match crate::core::html::html_to_markdown(text) {
                 Ok(page) => page,
                 Err(reason) => {
-                    set.skipped.push(Skipped {
+                    set.skipped.push(SkippedInput {
                         path: shown,
                         reason,
                     });
@@ -268,7 +268,7 @@ fn read_records(path: &Path, text: &str, seen: &mut HashMap<String, String>, set
         let value: serde_json::Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                set.skipped.push(Skipped {
+                set.skipped.push(SkippedInput {
                     path: origin,
                     reason: format!("invalid JSON: {e}"),
                 });
@@ -276,7 +276,7 @@ fn read_records(path: &Path, text: &str, seen: &mut HashMap<String, String>, set
             }
         };
         let Some(obj) = value.as_object() else {
-            set.skipped.push(Skipped {
+            set.skipped.push(SkippedInput {
                 path: origin,
                 reason: "record is not a JSON object".into(),
             });
@@ -286,7 +286,7 @@ fn read_records(path: &Path, text: &str, seen: &mut HashMap<String, String>, set
             Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s.clone(),
             Some(serde_json::Value::Number(n)) => n.to_string(),
             _ => {
-                set.skipped.push(Skipped {
+                set.skipped.push(SkippedInput {
                     path: origin,
                     reason: "record has no `id`".into(),
                 });
@@ -298,14 +298,14 @@ fn read_records(path: &Path, text: &str, seen: &mut HashMap<String, String>, set
             .and_then(|t| t.as_str())
             .filter(|t| !t.trim().is_empty())
         else {
-            set.skipped.push(Skipped {
+            set.skipped.push(SkippedInput {
                 path: origin,
                 reason: format!("record `{id}` has no `text`"),
             });
             continue;
         };
         if let Some(first) = seen.get(&id) {
-            set.skipped.push(Skipped {
+            set.skipped.push(SkippedInput {
                 path: origin,
                 reason: format!("duplicate record id `{id}` (first seen at {first})"),
             });
@@ -346,7 +346,7 @@ impl SourceSet {
         let mut kept = Vec::with_capacity(self.docs.len());
         for doc in std::mem::take(&mut self.docs) {
             if let Some(origin) = first.get(&doc.id) {
-                self.skipped.push(Skipped {
+                self.skipped.push(SkippedInput {
                     path: doc.origin.clone(),
                     reason: format!(
                         "duplicate document id `{}` (first seen at {origin})",

@@ -80,7 +80,7 @@ pub struct Scroll {
 
 /// One move of a [`Scroll`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Move {
+pub enum ScrollMove {
     Line(isize),
     Page(isize),
     Top,
@@ -89,15 +89,15 @@ pub enum Move {
 
 impl Scroll {
     /// Apply a move for a view of `height` rows over `total` lines.
-    pub fn apply(&mut self, m: Move, height: usize, total: usize) {
+    pub fn apply(&mut self, m: ScrollMove, height: usize, total: usize) {
         let last = total.saturating_sub(height.max(1));
         let page = height.saturating_sub(1).max(1) as isize;
         let top = self.top.min(last) as isize;
         self.top = match m {
-            Move::Line(d) => (top + d).clamp(0, last as isize) as usize,
-            Move::Page(d) => (top + d * page).clamp(0, last as isize) as usize,
-            Move::Top => 0,
-            Move::Bottom => last,
+            ScrollMove::Line(d) => (top + d).clamp(0, last as isize) as usize,
+            ScrollMove::Page(d) => (top + d * page).clamp(0, last as isize) as usize,
+            ScrollMove::Top => 0,
+            ScrollMove::Bottom => last,
         };
     }
 
@@ -147,13 +147,13 @@ mod tests {
     #[test]
     fn scrolls_to_the_last_line_and_not_past_it() {
         let mut s = Scroll::default();
-        s.apply(Move::Bottom, 10, 95);
+        s.apply(ScrollMove::Bottom, 10, 95);
         assert_eq!(s.window(10, 95), (85, 95));
-        s.apply(Move::Line(5), 10, 95);
+        s.apply(ScrollMove::Line(5), 10, 95);
         assert_eq!(s.top, 85);
-        s.apply(Move::Page(-1), 10, 95);
+        s.apply(ScrollMove::Page(-1), 10, 95);
         assert_eq!(s.top, 76);
-        s.apply(Move::Top, 10, 95);
+        s.apply(ScrollMove::Top, 10, 95);
         assert_eq!(s.window(10, 95), (0, 10));
         assert_eq!(position(0, 10, 95), "1-10/95");
         assert_eq!(position(0, 0, 0), "0-0/0");

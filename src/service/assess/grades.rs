@@ -205,10 +205,10 @@ pub struct AssessorProgress {
     pub all_graded: usize,
 }
 
-/// Progress of every assessor with a counted grade, their agreement, and the grade
+/// AssessProgress of every assessor with a counted grade, their agreement, and the grade
 /// rows refused.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Progress {
+pub struct AssessProgress {
     pub depth: u32,
     pub runs: Vec<String>,
     pub seed: u64,
@@ -221,7 +221,7 @@ pub struct Progress {
 
 /// Each assessor's graded / pooled count on the pool in force, and every two
 /// assessors' agreement over the pairs both graded.
-pub async fn progress(ctx: &Context) -> Result<Progress> {
+pub async fn progress(ctx: &Context) -> Result<AssessProgress> {
     let pool = pool_or_bail(ctx).await?;
     let (grades, refused) = counted_grades(ctx).await?;
     let graded = latest(&grades);
@@ -250,7 +250,7 @@ pub async fn progress(ctx: &Context) -> Result<Progress> {
         })
         .collect();
     let first = &pool[0];
-    Ok(Progress {
+    Ok(AssessProgress {
         depth: first.depth,
         runs: first.runs.clone(),
         seed: first.seed,

@@ -18,7 +18,7 @@ mod grades;
 mod pool;
 
 pub use grades::{
-    GRADES, Graded, NextPair, Progress, QrelsExport, export_qrels, grade_chunk, grades_table,
+    AssessProgress, GRADES, Graded, NextPair, QrelsExport, export_qrels, grade_chunk, grades_table,
     next_pair, progress,
 };
 pub use pool::{POOL, PoolMade, PoolRequest, make_pool, pool_table};

@@ -15,7 +15,7 @@ use crate::service::base::{Context, Progress};
 use crate::store::chunks::ChunkStore;
 use crate::store::sources::{SourceSet, collect_files, read_file};
 
-pub use crate::store::sources::Skipped;
+pub use crate::store::sources::SkippedInput;
 
 /// What to ingest and how to split it.
 #[derive(Debug, Clone)]
@@ -46,7 +46,7 @@ pub struct IngestSummary {
     pub seconds: f64,
     pub chunks_per_second: f64,
     /// Inputs refused, each with the reason.
-    pub skipped: Vec<Skipped>,
+    pub skipped: Vec<SkippedInput>,
 }
 
 /// The chunker with the window settings resolved (flag, then config).
@@ -119,7 +119,7 @@ pub async fn ingest(
         doc_ids.insert(doc.id.clone());
         let mut cs = chunk_document(doc, chunker);
         if cs.is_empty() {
-            set.skipped.push(Skipped {
+            set.skipped.push(SkippedInput {
                 path: doc.origin.clone(),
                 reason: "no text to chunk (only headers or front matter)".into(),
             });

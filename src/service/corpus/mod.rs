@@ -10,7 +10,7 @@ pub use crate::core::summary::SummaryRecord;
 pub use chunks::{
     chunks, chunks_or_empty, chunks_or_empty_counting, find, of_document, summaries, summary_of,
 };
-pub use ingest::{IngestRequest, IngestSummary, Skipped, ingest};
+pub use ingest::{IngestRequest, IngestSummary, SkippedInput, ingest};
 pub use summarise::{
     SUMMARIES, SummaryBatch, SummaryReport, SummaryRequest, all_summaries, current_summaries,
     summaries_table, summary_prompt, summary_texts,

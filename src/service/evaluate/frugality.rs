@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::core::frugality::{Paired, Scores, Tally, Temperature, paired, score};
+use crate::core::frugality::{FrugalityScores, Paired, Tally, Temperature, paired, score};
 use crate::core::mcqa::McqaRecord;
 use crate::service::answer::{AnswerRecord, JudgementRecord};
 
@@ -132,7 +132,7 @@ pub struct ComparedRun {
     #[serde(flatten)]
     pub configuration: RunConfiguration,
     #[serde(flatten)]
-    pub score: crate::core::frugality::Scored,
+    pub score: crate::core::frugality::FrugalityScore,
 }
 
 /// The frugality section of `report answers --baseline`.
@@ -239,7 +239,7 @@ pub fn answer_frugality(
         );
     }
     let pairs: Vec<Paired> = compared.iter().map(|(_, _, p)| *p).collect();
-    let Scores {
+    let FrugalityScores {
         t_accuracy,
         t_latency_s,
         configurations,
@@ -270,7 +270,7 @@ pub fn answer_frugality(
 pub struct ComparedK {
     pub k: u32,
     #[serde(flatten)]
-    pub score: crate::core::frugality::Scored,
+    pub score: crate::core::frugality::FrugalityScore,
 }
 
 /// The frugality section of an MCQA report.

@@ -17,8 +17,8 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
-use crate::core::per_query::{PerQueryRow, PerQueryTable, Place, TargetPlaces};
-use crate::store::parquet_table::{Cells, Kind};
+use crate::core::per_query::{PerQueryRow, PerQueryTable, TargetPlace, TargetPlaces};
+use crate::store::parquet_table::{Cells, ColumnKind};
 
 /// The formats of the per-query file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub fn format_of(path: &Path) -> Result<Format> {
     }
 }
 
-fn place(p: &Place) -> Value {
+fn place(p: &TargetPlace) -> Value {
     json!({"rank": p.rank, "score": p.score})
 }
 
@@ -111,17 +111,17 @@ pub(crate) fn csv(table: &PerQueryTable) -> String {
 }
 
 /// The Parquet file's columns: the CSV header's, each with its type.
-pub(crate) fn parquet_columns(table: &PerQueryTable) -> Vec<(String, Kind)> {
+pub(crate) fn parquet_columns(table: &PerQueryTable) -> Vec<(String, ColumnKind)> {
     let mut cols = vec![
-        ("qid".to_string(), Kind::Text),
-        ("target".into(), Kind::Text),
+        ("qid".to_string(), ColumnKind::Text),
+        ("target".into(), ColumnKind::Text),
     ];
     for l in &table.lists {
-        cols.push((format!("{l}_rank"), Kind::Count));
-        cols.push((format!("{l}_score"), Kind::Real));
+        cols.push((format!("{l}_rank"), ColumnKind::Count));
+        cols.push((format!("{l}_score"), ColumnKind::Real));
     }
     for l in &table.lists {
-        cols.push((format!("{l}_top1"), Kind::Text));
+        cols.push((format!("{l}_top1"), ColumnKind::Text));
     }
     cols
 }
@@ -173,11 +173,11 @@ mod tests {
                     TargetPlaces {
                         id: "t".into(),
                         places: vec![
-                            Place {
+                            TargetPlace {
                                 rank: Some(2),
                                 score: Some(1.5),
                             },
-                            Place {
+                            TargetPlace {
                                 rank: None,
                                 score: None,
                             },
@@ -186,11 +186,11 @@ mod tests {
                     TargetPlaces {
                         id: "u".into(),
                         places: vec![
-                            Place {
+                            TargetPlace {
                                 rank: None,
                                 score: None,
                             },
-                            Place {
+                            TargetPlace {
                                 rank: Some(1),
                                 score: Some(0.25),
                             },

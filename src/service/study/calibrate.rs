@@ -20,7 +20,7 @@ use super::labels::{FinalLabel, Item, JUDGE, Label, criterion_rows, final_labels
 use super::labels::{pick_reviewers, read_items};
 use crate::core::agreement::{AgreementReport, Bootstrap, Estimate, NoiseReport, agreement};
 use crate::core::blinding::{Blinding, LabelVersion, Viewer};
-use crate::core::calibration::{Assigned, Shot, examples_section, kappa_difference, plan};
+use crate::core::calibration::{FoldAssignment, Shot, examples_section, kappa_difference, plan};
 use crate::core::prompt::PromptText;
 use crate::core::rubric::Rubric;
 use crate::service::answer::{
@@ -89,7 +89,7 @@ pub struct Calibration {
     pub left_out: usize,
     pub judged: Judged,
     /// Each item's fold and the items its prompt shows as examples.
-    pub plan: Vec<Assigned>,
+    pub plan: Vec<FoldAssignment>,
     pub rows: Vec<CalibrationRow>,
 }
 
@@ -293,7 +293,7 @@ type ByAnswer = HashMap<String, HashMap<String, String>>;
 /// human noise.
 fn report_rows(
     rubric: &Rubric,
-    items: &[Assigned],
+    items: &[FoldAssignment],
     answer_of: &dyn Fn(&str) -> String,
     f: &Finals,
     (plain, calibrated): (&ByAnswer, &ByAnswer),

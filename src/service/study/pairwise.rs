@@ -23,7 +23,7 @@ use crate::core::agreement::{Bootstrap, Estimate};
 use crate::core::blinding::{Blinding, LabelVersion, Viewer};
 pub use crate::core::preference::PairItem;
 use crate::core::preference::{
-    self, Comparison, PAIR_ITEM_PREFIX, Record, comparison, pair_text, scores_with_ci,
+    self, PAIR_ITEM_PREFIX, PairComparison, Record, comparison, pair_text, scores_with_ci,
 };
 use crate::core::rng::Rng;
 use crate::core::rubric::Rubric;
@@ -274,7 +274,7 @@ pub async fn preferences(
         .enumerate()
         .map(|(i, r)| (r.item_id.as_str(), i))
         .collect();
-    let mut per_criterion: BTreeMap<&str, Vec<Comparison>> = BTreeMap::new();
+    let mut per_criterion: BTreeMap<&str, Vec<PairComparison>> = BTreeMap::new();
     let mut labelled = BTreeSet::new();
     for ((item, reviewer, criterion), l) in &current {
         let (Some(rec), Some(label)) = (by_item.get(item.as_str()), l.label.as_deref()) else {
@@ -294,7 +294,7 @@ pub async fn preferences(
             }
         }
     }
-    let row = |name: &str, comparisons: &[Comparison]| {
+    let row = |name: &str, comparisons: &[PairComparison]| {
         let estimates = scores_with_ci(runs.len(), comparisons, boot);
         let mut scores: Vec<RunScore> = runs
             .iter()
@@ -338,7 +338,7 @@ pub async fn preferences(
             )
         })
         .collect();
-    let pooled: Vec<Comparison> = per_criterion.values().flatten().copied().collect();
+    let pooled: Vec<PairComparison> = per_criterion.values().flatten().copied().collect();
     rows.push(row("Overall", &pooled));
     let agreement = (reviewers.len() >= 2).then(|| {
         rater_report(

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use raglab::core::preference::{Comparison, bradley_terry};
+use raglab::core::preference::{PairComparison, bradley_terry};
 
 fn data(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -16,12 +16,12 @@ fn data(file: &str) -> PathBuf {
 #[test]
 fn bradley_terry_matches_choix() {
     let text = std::fs::read_to_string(data("comparisons.csv")).expect("comparisons");
-    let comparisons: Vec<Comparison> = text
+    let comparisons: Vec<PairComparison> = text
         .lines()
         .skip(1)
         .map(|l| {
             let v: Vec<usize> = l.split(',').map(|x| x.parse().expect("number")).collect();
-            Comparison {
+            PairComparison {
                 item: v[0],
                 winner: v[1],
                 loser: v[2],

@@ -32,7 +32,7 @@ use crate::tui::action::Action;
 use crate::tui::effect::Effect;
 use crate::tui::input::TextInput;
 use crate::tui::panes::PaneView;
-use crate::tui::text_view::{Move, Scroll, position, wrap};
+use crate::tui::text_view::{Scroll, ScrollMove, position, wrap};
 use crate::tui::theme::Theme;
 
 pub struct AnnotatePane {
@@ -455,8 +455,8 @@ impl AnnotatePane {
                 .is_some_and(|cr| rubric.label_for_key(cr, c).is_some())
     }
 
-    /// Move the focused text (or the answer, when none is focused).
-    fn scroll_text(&mut self, m: Move) {
+    /// ScrollMove the focused text (or the answer, when none is focused).
+    fn scroll_text(&mut self, m: ScrollMove) {
         let i = self.focus.unwrap_or(3);
         let (rows, total) = self.geometry.get()[i];
         self.scroll[i].apply(m, rows, total);
@@ -1244,12 +1244,12 @@ impl AnnotatePane {
             Action::Reveal => self.toggle_reveal(),
             Action::FocusRight => self.move_focus(true),
             Action::FocusLeft => self.move_focus(false),
-            Action::ScrollDown => self.scroll_text(Move::Line(1)),
-            Action::ScrollUp => self.scroll_text(Move::Line(-1)),
-            Action::PageDown => self.scroll_text(Move::Page(1)),
-            Action::PageUp => self.scroll_text(Move::Page(-1)),
-            Action::Top => self.scroll_text(Move::Top),
-            Action::Bottom => self.scroll_text(Move::Bottom),
+            Action::ScrollDown => self.scroll_text(ScrollMove::Line(1)),
+            Action::ScrollUp => self.scroll_text(ScrollMove::Line(-1)),
+            Action::PageDown => self.scroll_text(ScrollMove::Page(1)),
+            Action::PageUp => self.scroll_text(ScrollMove::Page(-1)),
+            Action::Top => self.scroll_text(ScrollMove::Top),
+            Action::Bottom => self.scroll_text(ScrollMove::Bottom),
             Action::Zoom => {
                 if self.focus.is_none() {
                     self.focus = Some(3);

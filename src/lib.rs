@@ -24,7 +24,7 @@
 //! (items, labels, roster, agreement, exports) in `service::study`; relevance
 //! assessment (pools, signed grades, the grown qrels) in `service::assess`. Each `cli` file is
 //! one command calling them; in the TUI, `tui::jobs` has one file per use case
-//! (retrieval, generation, study, evaluation) whose jobs each call one of those
+//! (retrieval, generation, study, evaluation, assess) whose jobs each call one of those
 //! functions, and each pane is a folder under `tui::panes` holding its state, its
 //! view and its tests: adding a key to a pane touches that folder and
 //! `tui::keymap`/`tui::action` only.

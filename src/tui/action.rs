@@ -55,6 +55,14 @@ pub enum Action {
     ToggleAnswers,
     /// Judge the selected stored answer.
     JudgeAnswer,
+    /// The Query pane: grade the selected chunk's relevance to the question (opens
+    /// the grade keys, [`Action::Grade0`] to [`Action::Grade2`]).
+    GradeChunk,
+    /// The grade of the chunk being graded: 0 not relevant, 1 relevant, 2 highly
+    /// relevant.
+    Grade0,
+    Grade1,
+    Grade2,
     Generate,
     Regenerate,
     /// Replay a stored answer at its recorded speed (no model needed).

@@ -107,7 +107,8 @@ impl App {
     /// One turn of quitting, called by the event loop after `q` until it returns
     /// [`QuitStep::Done`]. A running generation is stopped (its partial answer is saved,
     /// marked stopped); quitting waits for that save and for every label save in
-    /// flight, at most `limit` in all, showing how many are left in the status bar.
+    /// flight and every relevance grade being stored, at most `limit` in all, showing
+    /// how many are left in the status bar.
     pub fn quit_step(
         &mut self,
         waited: std::time::Duration,
@@ -115,8 +116,9 @@ impl App {
     ) -> QuitStep {
         self.generate.stop_for_quit();
         let saves = self.annotate.saves_in_flight();
+        let grades = self.query.grading().in_flight();
         let answer = self.generate.is_running();
-        if (saves == 0 && !answer) || waited >= limit {
+        if (saves == 0 && grades == 0 && !answer) || waited >= limit {
             return QuitStep::Done;
         }
         let mut what = Vec::new();
@@ -124,6 +126,12 @@ impl App {
             what.push(format!(
                 "{saves} label save{}",
                 if saves == 1 { "" } else { "s" }
+            ));
+        }
+        if grades > 0 {
+            what.push(format!(
+                "{grades} grade{}",
+                if grades == 1 { "" } else { "s" }
             ));
         }
         if answer {
@@ -150,6 +158,12 @@ impl App {
                 "the stopped answer was still being generated when raglab stopped waiting: it was not saved"
                     .to_string(),
             );
+        }
+        let grades = self.query.grading().in_flight();
+        if grades > 0 {
+            lines.push(format!(
+                "{grades} relevance grade(s) still being stored when raglab stopped waiting (check `raglab assess progress`)"
+            ));
         }
         for l in self.annotate.in_flight() {
             lines.push(format!(

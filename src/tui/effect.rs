@@ -49,6 +49,20 @@ pub enum Effect {
         candidate_id: String,
         decision: Option<crate::core::evalset::Decision>,
     },
+    /// Store an assessor's relevance grade of a chunk for a question (every grade is
+    /// kept, none superseded).
+    Grade(GradeJob),
+}
+
+/// A relevance grade to store: who grades (the TUI's reviewer), the question, the
+/// chunk and the grade (0 not relevant, 1 relevant, 2 highly relevant). The job's
+/// answer comes back with it, so the pane says which grade was stored or refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GradeJob {
+    pub assessor: String,
+    pub question_id: String,
+    pub chunk_id: String,
+    pub grade: u32,
 }
 
 /// A replay to start: the question whose stored answers to take (None: any), the

@@ -174,6 +174,9 @@ pub async fn build_app_showing(
             .order_seed
             .unwrap_or(crate::config::defaults::ORDER_SEED),
     });
+    // The Query pane grades chunks as the reviewer (`a`, then 0/1/2).
+    app.query
+        .set_assessor(app.annotate.reviewer().map(str::to_string));
     app.agreement = panes::agreement::AgreementPane::new(panes::agreement::AgreementSettings {
         lead: opts.lead,
         lead_name: opts.reviewer.clone(),

@@ -82,10 +82,12 @@ impl App {
         self.message = Some(said);
     }
 
-    /// A name was typed (or dropped): the lead's band follows it, the blind answers are
-    /// set anew, and the Evaluation pane says it reads the pass rates again.
+    /// A name was typed (or dropped): the lead's band follows it, the Query pane
+    /// grades as it (and marks only its grades), the blind answers are set anew, and
+    /// the Evaluation pane says it reads the pass rates again.
     pub fn on_identity_changed(&mut self) {
         let reviewer = self.annotate.reviewer().map(str::to_string);
+        self.query.set_assessor(reviewer.clone());
         self.agreement.on_viewer_named(reviewer);
         self.sync_blind();
         self.evaluation.start_loading();

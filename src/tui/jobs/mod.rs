@@ -1,9 +1,10 @@
 //! Background jobs of the TUI and the messages they send back, one file per use case
-//! (retrieval, generation, study, evaluation). Each job owns its inputs and calls one
+//! (retrieval, generation, study, evaluation, assessment). Each job owns its inputs and calls one
 //! service function through [`Jobs::spawn`], which sends what it gives back as one
 //! message; results carry a ticket so that a superseded request's answer is dropped.
 //! llama.cpp work runs on blocking threads, lance reads and commits on the runtime.
 
+mod assess;
 mod evaluation;
 mod generation;
 mod retrieval;
@@ -108,6 +109,12 @@ pub enum Msg {
         ticket: u64,
         stopped: bool,
     },
+    /// A relevance grade was stored (with the signing key and the assessor's queue
+    /// left), or refused (why).
+    Graded(
+        super::effect::GradeJob,
+        Result<crate::service::assess::Graded, String>,
+    ),
 }
 
 /// The newest request of one kind: starting another aborts the older task (whose
@@ -247,6 +254,7 @@ impl Jobs {
                 candidate_id,
                 decision,
             } => self.decide(app, candidate_id, decision),
+            Effect::Grade(job) => self.grade(job),
         }
     }
 
@@ -313,6 +321,7 @@ impl Jobs {
                 app.agreement.on_agreement(ticket, result.map(|b| *b));
             }
             Msg::Preferences { ticket, result } => app.agreement.on_preferences(ticket, result),
+            Msg::Graded(job, result) => app.query.on_graded(job, result),
         }
     }
 

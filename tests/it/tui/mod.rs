@@ -6,4 +6,5 @@ mod tui_annotate;
 mod tui_compare;
 mod tui_corpus;
 mod tui_first_contact;
+mod tui_grade;
 mod tui_study;

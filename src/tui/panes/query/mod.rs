@@ -6,11 +6,13 @@
 //! lists is ranked on demand with them, not by ranking the corpus); see why the target
 //! was missed (its scores beside the top-1 chunk's, its fused rank for every alpha);
 //! pin a baseline configuration and read each chunk's rank delta against it; open any
-//! chunk, the target too, with the question's terms highlighted.
-//! Retrieval itself runs as a background job; the newest query wins.
+//! chunk, the target too, with the question's terms highlighted; grade the selected
+//! chunk's relevance to the question (`a`, then 0/1/2) as the TUI's reviewer.
+//! Retrieval and grading run as background jobs; the newest query wins.
 
 mod answers;
 mod browser;
+mod grade;
 mod why;
 
 use ratatui::Frame;
@@ -20,6 +22,7 @@ use ratatui::widgets::{Clear, List, ListItem, ListState, Paragraph, Row, Table, 
 
 pub use self::answers::{AnswerRow, AnswersPanel};
 pub use self::browser::{Browser, FilterKind};
+pub use self::grade::{Grading, NO_ASSESSOR, grade_name};
 use self::why::Why;
 use crate::core::compare::{self, Comparison, Move, WholePlaces};
 use crate::core::fusion::{FusedHit, Fusion, RRF_C, Scored};
@@ -157,6 +160,8 @@ pub struct QueryPane {
     status: Option<String>,
     chunks: ChunkInfo,
     rerank: RerankState,
+    /// Relevance grades: who grades, the grade keys, this session's own grades.
+    grading: Grading,
 }
 
 /// What the Query pane is set up with: the questions to pick from, the last
@@ -277,6 +282,69 @@ impl QueryPane {
         self.answers.blind = blind;
     }
 
+    /// Who grades chunks' relevance: the TUI's reviewer (`None`: nobody named yet).
+    /// Only their own grades are marked.
+    pub fn set_assessor(&mut self, assessor: Option<String>) {
+        self.grading.set_assessor(assessor);
+    }
+
+    /// The grading state (the grades sent and not answered, for quitting).
+    pub fn grading(&self) -> &Grading {
+        &self.grading
+    }
+
+    /// A grade job answered: the grade stored (marked beside its chunk, said with the
+    /// queue left) or refused (said with why). Never superseded: each is a commit.
+    pub fn on_graded(
+        &mut self,
+        job: crate::tui::effect::GradeJob,
+        result: Result<crate::service::assess::Graded, String>,
+    ) {
+        self.status = Some(self.grading.on_graded(job, result));
+    }
+
+    /// `a`: the grade keys for the selected chunk of the question on screen (its
+    /// ranking drawn, not one being searched for).
+    fn ask_grade(&mut self) {
+        let (Some(q), Some(r), false) = (&self.current, self.rows.get(self.result_sel), self.busy)
+        else {
+            self.status = Some(
+                if self.busy {
+                    "wait for this question's ranking, then grade its chunks"
+                } else {
+                    "run a question first, select a chunk (l, then j/k), then press a"
+                }
+                .into(),
+            );
+            return;
+        };
+        if let Err(why) = self.grading.ask(&q.id, &q.text, &r.hit.id, &r.path) {
+            self.status = Some(why.to_string());
+        }
+    }
+
+    /// Keys while the grade keys are open: 0, 1 or 2 grades (the job is returned),
+    /// `esc` cancels.
+    fn update_grading(&mut self, action: Action) -> Option<Effect> {
+        let grade = match action {
+            Action::Grade0 => 0,
+            Action::Grade1 => 1,
+            Action::Grade2 => 2,
+            Action::CloseOverlay => {
+                self.grading.cancel();
+                return None;
+            }
+            _ => return None,
+        };
+        let job = self.grading.give(grade)?;
+        self.status = Some(format!(
+            "grading {} {grade} ({})…",
+            job.chunk_id,
+            grade_name(grade)
+        ));
+        Some(Effect::Grade(job))
+    }
+
     /// How deep the lists are cut (the pane's depth setting).
     pub fn depth(&self) -> usize {
         self.depth
@@ -330,6 +398,7 @@ impl QueryPane {
             status: None,
             chunks,
             rerank: RerankState::default(),
+            grading: Grading::default(),
         };
         pane.set_failures(failures);
         pane
@@ -936,6 +1005,13 @@ impl QueryPane {
     fn draw_results(&self, f: &mut Frame, table_area: Rect, theme: &Theme) {
         let max = self.rows.iter().map(|r| r.hit.fused).fold(0.0f64, f64::max);
         let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| r.to_string());
+        // This reviewer's own grade of the chunk for the question, stored here.
+        let qid = self.current.as_ref().map_or("", |q| q.id.as_str());
+        let graded = |id: &str| {
+            self.grading
+                .mark(qid, id)
+                .map_or(String::new(), |g| format!("[{g}] "))
+        };
         let delta = |i: usize| match self.comparison.moves.get(i) {
             None => String::new(),
             Some(Move::Same) => "=".into(),
@@ -979,7 +1055,7 @@ impl QueryPane {
                         Span::styled("█".repeat(width), theme.score_bar),
                         Span::styled(format!(" {:.4}", r.hit.fused), theme.muted),
                     ]),
-                    Line::styled(format!("{}  {}", r.id, r.path), style),
+                    Line::styled(format!("{}{}  {}", graded(&r.hit.id), r.id, r.path), style),
                 ]);
                 Row::new(cells)
             })
@@ -1188,6 +1264,9 @@ fn is_warning(s: &str) -> bool {
 impl PaneView for QueryPane {
     /// Apply an action; a new search is returned as an effect.
     fn update(&mut self, action: Action) -> Option<Effect> {
+        if self.grading.is_asking() {
+            return self.update_grading(action);
+        }
         if self.browser.open {
             return self.update_browser(action);
         }
@@ -1252,6 +1331,7 @@ impl PaneView for QueryPane {
                 return self.rerank_request();
             }
             Action::PinBaseline => self.pin(),
+            Action::GradeChunk => self.ask_grade(),
             Action::NextFailure => return self.step_failure(1),
             Action::PrevFailure => return self.step_failure(-1),
             _ => {}
@@ -1284,6 +1364,7 @@ impl PaneView for QueryPane {
             let q = self.current.as_ref().map_or("", |q| q.text.as_str());
             self.answers.draw(f, q, theme);
         }
+        self.grading.draw_prompt(f, theme);
     }
 
     fn editing(&self) -> bool {
@@ -1295,11 +1376,13 @@ impl PaneView for QueryPane {
     }
 
     fn overlay_open(&self) -> bool {
-        self.opened.is_some() || self.browser.open || self.answers.open
+        self.opened.is_some() || self.browser.open || self.answers.open || self.grading.is_asking()
     }
 
     fn overlay_section(&self) -> &'static str {
-        if self.browser.open {
+        if self.grading.is_asking() {
+            "grade"
+        } else if self.browser.open {
             "failures"
         } else if self.answers.open {
             "answers"

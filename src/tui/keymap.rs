@@ -14,7 +14,7 @@ use super::action::Action;
 const DEFAULT: &str = include_str!("../../assets/keymap.toml");
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct Binding {
+pub struct KeyBinding {
     pub on: String,
     pub run: Action,
     #[serde(default)]
@@ -24,7 +24,7 @@ pub struct Binding {
 #[derive(Debug, Deserialize)]
 struct Section {
     #[serde(default)]
-    bindings: Vec<Binding>,
+    bindings: Vec<KeyBinding>,
 }
 
 /// A parsed key: code plus the modifiers that matter (shift is part of the character).
@@ -118,11 +118,11 @@ impl Key {
 /// All sections, each an ordered list of (key, binding).
 #[derive(Debug, Clone, Default)]
 pub struct Keymap {
-    sections: BTreeMap<String, Vec<(Key, Binding)>>,
+    sections: BTreeMap<String, Vec<(Key, KeyBinding)>>,
 }
 
 impl Keymap {
-    fn parse(text: &str) -> Result<BTreeMap<String, Vec<(Key, Binding)>>> {
+    fn parse(text: &str) -> Result<BTreeMap<String, Vec<(Key, KeyBinding)>>> {
         let raw: BTreeMap<String, Section> = toml::from_str(text)?;
         let mut out = BTreeMap::new();
         for (name, sec) in raw {
@@ -161,7 +161,7 @@ impl Keymap {
         Ok(map)
     }
 
-    fn overlay(&mut self, user: BTreeMap<String, Vec<(Key, Binding)>>) {
+    fn overlay(&mut self, user: BTreeMap<String, Vec<(Key, KeyBinding)>>) {
         for (name, bindings) in user {
             let sec = self.sections.entry(name).or_default();
             for (key, b) in bindings {

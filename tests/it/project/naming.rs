@@ -6,21 +6,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Type names allowed twice, with why.
-const ALLOWED: [(&str, &str); 4] = [
+const ALLOWED: [(&str, &str); 2] = [
     // `infer::Result` and `store::Result`: each layer's error type in the std idiom
     // (`std::io::Result`), always used through its module.
     ("Result", "a layer's own Result alias"),
-    // Not yet renamed (issue 47): the answer pipeline's configuration repeats the
-    // ranking one's fields beside its own; the two panes' and the keymap's private
-    // names are left for the TUI's next room change.
+    // Not yet merged (issue 47): the answer pipeline's configuration repeats the
+    // ranking one's fields beside its own.
     (
         "RunConfig",
         "answer::RunConfig beside core::retrieval::RunConfig",
-    ),
-    ("Focus", "the Corpus and Query panes' own focus enums"),
-    (
-        "Binding",
-        "tui::keymap::Binding beside core::signing::Binding",
     ),
 ];
 

@@ -23,7 +23,7 @@ use crate::tui::theme::Theme;
 const PAGE: usize = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Focus {
+pub enum CorpusFocus {
     Documents,
     Chunks,
     Text,
@@ -73,7 +73,7 @@ pub struct CorpusPane {
     doc_sel: usize,
     chunk_sel: usize,
     text_scroll: u16,
-    focus: Focus,
+    focus: CorpusFocus,
     /// Chunk id -> its summary, sanitized (C_S and C_R index these).
     summaries: HashMap<String, String>,
     /// A note under the panes (the first screen a newcomer sees): its title and lines,
@@ -161,7 +161,7 @@ impl CorpusPane {
             doc_sel: 0,
             chunk_sel: 0,
             text_scroll: 0,
-            focus: Focus::Documents,
+            focus: CorpusFocus::Documents,
             summaries: HashMap::new(),
             note: None,
         };
@@ -239,7 +239,7 @@ impl CorpusPane {
         let mut state = ListState::default().with_selected(Some(self.doc_sel));
         f.render_stateful_widget(
             List::new(doc_items)
-                .block(block(docs_title, self.focus == Focus::Documents))
+                .block(block(docs_title, self.focus == CorpusFocus::Documents))
                 .highlight_style(theme.selected),
             docs_area,
             &mut state,
@@ -267,7 +267,7 @@ impl CorpusPane {
         let mut state = ListState::default().with_selected(Some(self.chunk_sel));
         f.render_stateful_widget(
             List::new(chunk_items)
-                .block(block(" Chunks ".into(), self.focus == Focus::Chunks))
+                .block(block(" Chunks ".into(), self.focus == CorpusFocus::Chunks))
                 .highlight_style(theme.selected),
             mid,
             &mut state,
@@ -318,7 +318,7 @@ impl CorpusPane {
             Paragraph::new(body)
                 .wrap(Wrap { trim: false })
                 .scroll((self.text_scroll, 0))
-                .block(block(title, self.focus == Focus::Text)),
+                .block(block(title, self.focus == CorpusFocus::Text)),
             text_area,
         );
     }
@@ -379,7 +379,7 @@ impl CorpusPane {
             cur.saturating_add_signed(delta).min(len - 1)
         };
         match self.focus {
-            Focus::Documents => {
+            CorpusFocus::Documents => {
                 let n = step(self.doc_sel, self.visible.len());
                 if n != self.doc_sel {
                     self.doc_sel = n;
@@ -387,14 +387,14 @@ impl CorpusPane {
                     self.text_scroll = 0;
                 }
             }
-            Focus::Chunks => {
+            CorpusFocus::Chunks => {
                 let n = step(self.chunk_sel, self.visible_chunk_count());
                 if n != self.chunk_sel {
                     self.chunk_sel = n;
                     self.text_scroll = 0;
                 }
             }
-            Focus::Text => {
+            CorpusFocus::Text => {
                 self.text_scroll = self.text_scroll.saturating_add_signed(delta as i16);
             }
         }
@@ -458,14 +458,14 @@ impl PaneView for CorpusPane {
             Action::Bottom => self.move_by(big),
             Action::FocusRight => {
                 self.focus = match self.focus {
-                    Focus::Documents => Focus::Chunks,
-                    _ => Focus::Text,
+                    CorpusFocus::Documents => CorpusFocus::Chunks,
+                    _ => CorpusFocus::Text,
                 }
             }
             Action::FocusLeft => {
                 self.focus = match self.focus {
-                    Focus::Text => Focus::Chunks,
-                    _ => Focus::Documents,
+                    CorpusFocus::Text => CorpusFocus::Chunks,
+                    _ => CorpusFocus::Documents,
                 }
             }
             Action::StartFilter => {

@@ -81,7 +81,7 @@ pub struct RerankState {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Focus {
+pub enum QueryFocus {
     Questions,
     Results,
 }
@@ -128,7 +128,7 @@ pub struct QueryPane {
     /// How deep each retriever's list is before fusion, as an evaluation ranks
     /// (a failure opens at its evaluation's depth).
     depth: usize,
-    focus: Focus,
+    focus: QueryFocus,
     result_sel: usize,
     opened: Option<Opened>,
     /// The question whose results are shown (its targets).
@@ -377,7 +377,7 @@ impl QueryPane {
             alpha_chosen: false,
             k: 15,
             depth: crate::service::retrieval::DEFAULT_DEPTH,
-            focus: Focus::Questions,
+            focus: QueryFocus::Questions,
             result_sel: 0,
             opened: None,
             current: None,
@@ -992,7 +992,7 @@ impl QueryPane {
             List::new(items)
                 .block(theme.block(
                     format!(" Questions {} ", self.questions.len()),
-                    self.focus == Focus::Questions,
+                    self.focus == QueryFocus::Questions,
                 ))
                 .highlight_style(theme.selected),
             left,
@@ -1088,7 +1088,7 @@ impl QueryPane {
             Table::new(rows, widths)
                 .header(header)
                 .row_highlight_style(theme.selected)
-                .block(theme.block(title, self.focus == Focus::Results)),
+                .block(theme.block(title, self.focus == QueryFocus::Results)),
             table_area,
             &mut tstate,
         );
@@ -1165,8 +1165,8 @@ impl QueryPane {
     /// Move the selection of the focused list by `d` rows.
     fn move_selection(&mut self, d: isize) {
         let (sel, n) = match self.focus {
-            Focus::Questions => (&mut self.question_sel, self.questions.len()),
-            Focus::Results => (&mut self.result_sel, self.rows.len()),
+            QueryFocus::Questions => (&mut self.question_sel, self.questions.len()),
+            QueryFocus::Results => (&mut self.result_sel, self.rows.len()),
         };
         if n > 0 {
             *sel = sel.saturating_add_signed(d).min(n - 1);
@@ -1286,15 +1286,15 @@ impl PaneView for QueryPane {
             Action::Down | Action::Up => {
                 self.move_selection(if action == Action::Down { 1 } else { -1 });
             }
-            Action::FocusLeft => self.focus = Focus::Questions,
-            Action::FocusRight => self.focus = Focus::Results,
+            Action::FocusLeft => self.focus = QueryFocus::Questions,
+            Action::FocusRight => self.focus = QueryFocus::Results,
             Action::RunSelected => match self.focus {
-                Focus::Questions => {
+                QueryFocus::Questions => {
                     let q = self.questions.get(self.question_sel).cloned()?;
                     self.failure_pos = None;
                     return self.submit(q);
                 }
-                Focus::Results => self.open_selected_row(),
+                QueryFocus::Results => self.open_selected_row(),
             },
             Action::OpenChunk => self.open_selected_row(),
             Action::OpenTarget => self.open_target(),

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::order_run;
 use super::rng::Rng;
-use super::signing::{Binding, Checked, Refusal, Roster, Verify, grade_bytes, seal_fault};
+use super::signing::{Binding, Checked, Refusal, Roster, Verify, seal_fault};
 
 /// The highest grade: 0 not relevant, 1 relevant, 2 highly relevant.
 pub const MAX_GRADE: u32 = 2;
@@ -51,7 +51,7 @@ pub struct Grade {
     /// grades).
     pub label_rows: u64,
     /// The assessor's public key and signature
-    /// ([`crate::core::signing::grade_bytes`]).
+    /// ([`grade_bytes`]).
     #[serde(default)]
     pub signer: Option<String>,
     #[serde(default)]
@@ -312,9 +312,25 @@ fn signed_fault(g: &Grade, roster: &Roster, verify: Verify) -> Option<String> {
     }
 }
 
+/// The bytes a relevance grade is signed over in a study bound as `study`: every
+/// field but the signature, under a tag of its own.
+pub fn grade_bytes(g: &Grade, study: &Binding) -> Vec<u8> {
+    let mut c = study.canon("grade");
+    c.str(&g.question_id)
+        .str(&g.chunk_id)
+        .str(&g.assessor)
+        .num(Some(u64::from(g.grade)))
+        .str(&g.graded_at)
+        .num(Some(g.seq))
+        .num(Some(g.label_rows))
+        .opt(g.signer.as_deref());
+    c.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::signing::toy::*;
 
     fn run(rows: &[(&str, &str, f64)]) -> Run {
         let mut r = Run::new();
@@ -479,5 +495,44 @@ mod tests {
         assert_eq!(c.refused.len(), 2);
         assert!(c.refused[0].why.contains("not 0, 1 or 2"));
         assert!(c.refused[1].why.contains("repeats"));
+    }
+
+    /// A relevance grade counts only when signed by the key the roster gives its
+    /// assessor, over its own fields and this study's id.
+    #[test]
+    fn grades_count_only_when_signed_by_their_assessors_key() {
+        let (roster, bound) = study("n1");
+        let grade = |who: &str, by: &str, binding: &Binding, g: u32| {
+            let mut r = Grade {
+                question_id: "q".into(),
+                chunk_id: "c".into(),
+                assessor: who.into(),
+                grade: g,
+                graded_at: "t".into(),
+                seq: u64::from(g),
+                label_rows: 0,
+                signer: Some(by.into()),
+                signature: None,
+            };
+            r.signature = Some(toy_sign(by, &grade_bytes(&r, binding)));
+            r
+        };
+        let mut tampered = grade("ann", ANN, &bound, 2);
+        tampered.grade = 0;
+        let rows = vec![
+            grade("ann", ANN, &bound, 1),
+            grade("ann", MAL, &bound, 2),
+            grade("mal", MAL, &bound, 2),
+            grade("ann", ANN, &Binding::Unbound, 0),
+            tampered,
+        ];
+        let c = check_grades(rows, &roster, &toy_verify);
+        assert_eq!(c.rows, vec![0]);
+        let why: Vec<&str> = c.refused.iter().map(|r| r.why.as_str()).collect();
+        assert_eq!(why.len(), 4, "{why:?}");
+        assert!(why[0].contains("not signed by ann's key"), "{}", why[0]);
+        assert!(why[1].contains("not on the study roster"), "{}", why[1]);
+        assert!(why[2].contains("without this study's id"), "{}", why[2]);
+        assert!(why[3].contains("does not match its fields"), "{}", why[3]);
     }
 }

@@ -29,7 +29,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rubric::Rubric;
-use super::signing::{Binding, Checked, Counted, Refusal, Roster, Verify, pin_bytes, seal_fault};
+use super::signing::{Binding, Checked, Counted, Refusal, Roster, Verify, seal_fault};
 
 /// One row of the pin log: the study's rubric as the lead pinned it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -237,13 +237,26 @@ pub fn rubric_differences(yours: &Rubric, study: &Rubric) -> Vec<String> {
     out
 }
 
+/// The bytes a rubric pin (the study's rubric, pinned by the lead) is signed over in a
+/// study bound as `study`: every field but the signature, under a tag of its own.
+pub fn pin_bytes(p: &RubricPin, study: &Binding) -> Vec<u8> {
+    let mut c = study.canon("rubric pin");
+    c.str(&p.rubric)
+        .str(&p.name)
+        .str(&p.version)
+        .str(&p.pinned_at)
+        .num(Some(p.label_rows))
+        .num(Some(p.pin_rows))
+        .opt(p.signer.as_deref());
+    c.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::rubric::Criterion;
-    use crate::core::signing::{
-        REVIEWER, RosterEntry, founding_bytes, from_hex, roster_bytes, to_hex,
-    };
+    use crate::core::signing::toy::{ANN, LENA, toy_sign, toy_verify};
+    use crate::core::signing::{REVIEWER, RosterEntry, founding_bytes, roster_bytes};
 
     fn crit(key: &str) -> Criterion {
         Criterion {
@@ -296,22 +309,6 @@ mod tests {
             ["your rubric's label keys differ from the study's"]
         );
     }
-
-    /// The toy signature of the signing module's tests: the key's bytes folded
-    /// over the message.
-    fn toy_sign(key: &str, msg: &[u8]) -> String {
-        let k = from_hex(key).unwrap_or_default();
-        let mut acc = [0u8; 8];
-        for (i, b) in msg.iter().enumerate() {
-            acc[i % 8] = acc[i % 8].rotate_left(3) ^ b ^ k[i % k.len()];
-        }
-        to_hex(&acc)
-    }
-    fn toy_verify(key: &str, msg: &[u8], sig: &str) -> bool {
-        toy_sign(key, msg) == sig
-    }
-    const LENA: &str = "1111111111111111111111111111111111111111111111111111111111111111";
-    const ANN: &str = "2222222222222222222222222222222222222222222222222222222222222222";
 
     /// lena's bound study with ann on its roster.
     fn study() -> Roster {

@@ -117,7 +117,7 @@ pub enum Binding {
 impl Binding {
     /// The tagged start of a row's signed bytes: `record` v1 without a study id,
     /// v2 followed by the id.
-    fn canon(&self, record: &str) -> Canon {
+    pub(crate) fn canon(&self, record: &str) -> Canon {
         match self {
             Self::Unbound => Canon::new(&format!("raglab {record} v1")),
             Self::Study(id) => {
@@ -142,7 +142,8 @@ pub type Verify<'a> = &'a dyn Fn(&str, &[u8], &str) -> bool;
 
 /// Canonical bytes: a record tag, then each field as a presence byte, a u64
 /// length and the bytes, so field boundaries can never be shifted.
-struct Canon(Vec<u8>);
+/// Length-tagged canonical bytes of a row, built field by field ([`Binding::canon`]).
+pub(crate) struct Canon(pub(crate) Vec<u8>);
 
 impl Canon {
     fn new(tag: &str) -> Self {
@@ -150,10 +151,10 @@ impl Canon {
         c.str(tag);
         c
     }
-    fn str(&mut self, s: &str) -> &mut Self {
+    pub(crate) fn str(&mut self, s: &str) -> &mut Self {
         self.opt(Some(s))
     }
-    fn opt(&mut self, s: Option<&str>) -> &mut Self {
+    pub(crate) fn opt(&mut self, s: Option<&str>) -> &mut Self {
         match s {
             None => self.0.push(0),
             Some(s) => {
@@ -164,7 +165,7 @@ impl Canon {
         }
         self
     }
-    fn num(&mut self, n: Option<u64>) -> &mut Self {
+    pub(crate) fn num(&mut self, n: Option<u64>) -> &mut Self {
         match n {
             None => self.0.push(0),
             Some(n) => {
@@ -247,35 +248,6 @@ pub fn pair_order_bytes(p: &PairItem, study: &Binding) -> Vec<u8> {
         .str(&p.second_run)
         .str(&p.second_answer_id)
         .num(Some(p.seed))
-        .opt(p.signer.as_deref());
-    c.0
-}
-
-/// The bytes a relevance grade is signed over in a study bound as `study`: every
-/// field but the signature, under a tag of its own.
-pub fn grade_bytes(g: &super::assessment::Grade, study: &Binding) -> Vec<u8> {
-    let mut c = study.canon("grade");
-    c.str(&g.question_id)
-        .str(&g.chunk_id)
-        .str(&g.assessor)
-        .num(Some(u64::from(g.grade)))
-        .str(&g.graded_at)
-        .num(Some(g.seq))
-        .num(Some(g.label_rows))
-        .opt(g.signer.as_deref());
-    c.0
-}
-
-/// The bytes a rubric pin (the study's rubric, pinned by the lead) is signed over in a
-/// study bound as `study`: every field but the signature, under a tag of its own.
-pub fn pin_bytes(p: &super::pinned::RubricPin, study: &Binding) -> Vec<u8> {
-    let mut c = study.canon("rubric pin");
-    c.str(&p.rubric)
-        .str(&p.name)
-        .str(&p.version)
-        .str(&p.pinned_at)
-        .num(Some(p.label_rows))
-        .num(Some(p.pin_rows))
         .opt(p.signer.as_deref());
     c.0
 }
@@ -883,14 +855,16 @@ fn names_and(names: &[String]) -> String {
     }
 }
 
+/// A stand-in signature scheme and a small bound study for the rules' tests (here,
+/// and in the modules of the signed rows); the real ed25519 is tested where it lives.
 #[cfg(test)]
-mod tests {
+pub(crate) mod toy {
     use super::*;
 
     /// A stand-in signature scheme for the rules (the real ed25519 is tested where
     /// it lives): a "signature" is the hex of the key's first byte xor'd over the
     /// message, so it depends on both key and every byte.
-    fn toy_sign(key: &str, msg: &[u8]) -> String {
+    pub(crate) fn toy_sign(key: &str, msg: &[u8]) -> String {
         let k = from_hex(key).unwrap_or_default();
         let mut acc = [0u8; 8];
         for (i, b) in msg.iter().enumerate() {
@@ -898,14 +872,21 @@ mod tests {
         }
         to_hex(&acc)
     }
-    fn toy_verify(key: &str, msg: &[u8], sig: &str) -> bool {
+    pub(crate) fn toy_verify(key: &str, msg: &[u8], sig: &str) -> bool {
         toy_sign(key, msg) == sig
     }
-    const LENA: &str = "1111111111111111111111111111111111111111111111111111111111111111";
-    const ANN: &str = "2222222222222222222222222222222222222222222222222222222222222222";
-    const MAL: &str = "3333333333333333333333333333333333333333333333333333333333333333";
+    pub(crate) const LENA: &str =
+        "1111111111111111111111111111111111111111111111111111111111111111";
+    pub(crate) const ANN: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+    pub(crate) const MAL: &str = "3333333333333333333333333333333333333333333333333333333333333333";
 
-    fn entry(name: &str, role: &str, key: &str, by: &str, study: &Binding) -> RosterEntry {
+    pub(crate) fn entry(
+        name: &str,
+        role: &str,
+        key: &str,
+        by: &str,
+        study: &Binding,
+    ) -> RosterEntry {
         let mut r = RosterEntry {
             name: name.into(),
             role: role.into(),
@@ -921,7 +902,7 @@ mod tests {
     }
 
     /// The lead's founding entry of a bound study with nonce `nonce`, and the binding.
-    fn founding(name: &str, key: &str, nonce: &str) -> (RosterEntry, Binding) {
+    pub(crate) fn founding(name: &str, key: &str, nonce: &str) -> (RosterEntry, Binding) {
         let mut r = RosterEntry {
             name: name.into(),
             role: LEAD.into(),
@@ -938,7 +919,7 @@ mod tests {
     }
 
     /// A bound study founded by lena with `nonce`, with ann on its roster.
-    fn study(nonce: &str) -> (Roster, Binding) {
+    pub(crate) fn study(nonce: &str) -> (Roster, Binding) {
         let (lead, bound) = founding("lena", LENA, nonce);
         let rows = vec![lead, entry("ann", REVIEWER, ANN, LENA, &bound)];
         let (roster, refused) = Roster::from_rows(&rows, &toy_verify);
@@ -946,46 +927,13 @@ mod tests {
         assert_eq!(roster.binding(), &bound);
         (roster, bound)
     }
+}
 
-    /// A relevance grade counts only when signed by the key the roster gives its
-    /// assessor, over its own fields and this study's id.
-    #[test]
-    fn grades_count_only_when_signed_by_their_assessors_key() {
-        use crate::core::assessment::{Grade, check_grades};
-        let (roster, bound) = study("n1");
-        let grade = |who: &str, by: &str, binding: &Binding, g: u32| {
-            let mut r = Grade {
-                question_id: "q".into(),
-                chunk_id: "c".into(),
-                assessor: who.into(),
-                grade: g,
-                graded_at: "t".into(),
-                seq: u64::from(g),
-                label_rows: 0,
-                signer: Some(by.into()),
-                signature: None,
-            };
-            r.signature = Some(toy_sign(by, &grade_bytes(&r, binding)));
-            r
-        };
-        let mut tampered = grade("ann", ANN, &bound, 2);
-        tampered.grade = 0;
-        let rows = vec![
-            grade("ann", ANN, &bound, 1),
-            grade("ann", MAL, &bound, 2),
-            grade("mal", MAL, &bound, 2),
-            grade("ann", ANN, &Binding::Unbound, 0),
-            tampered,
-        ];
-        let c = check_grades(rows, &roster, &toy_verify);
-        assert_eq!(c.rows, vec![0]);
-        let why: Vec<&str> = c.refused.iter().map(|r| r.why.as_str()).collect();
-        assert_eq!(why.len(), 4, "{why:?}");
-        assert!(why[0].contains("not signed by ann's key"), "{}", why[0]);
-        assert!(why[1].contains("not on the study roster"), "{}", why[1]);
-        assert!(why[2].contains("without this study's id"), "{}", why[2]);
-        assert!(why[3].contains("does not match its fields"), "{}", why[3]);
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use super::toy::*;
 
     fn label(id: &str, who: &str, by: &str, study: &Binding) -> Label {
         let mut l = Label {

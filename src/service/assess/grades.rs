@@ -16,9 +16,10 @@ use serde::Serialize;
 
 use super::pool::pool_in_force;
 use crate::core::assessment::{
-    self, AssessorAgreement, Grade, MAX_GRADE, PooledQuestion, grown_qrels, latest, qrels_text,
+    self, AssessorAgreement, Grade, MAX_GRADE, PooledQuestion, grade_bytes, grown_qrels, latest,
+    qrels_text,
 };
-use crate::core::signing::{self, Refusal, short};
+use crate::core::signing::{Refusal, short};
 use crate::service::base::{Context, now_nanos, now_rfc3339};
 use crate::service::study::{labels_table, my_key, roster};
 use crate::store::keys;
@@ -184,7 +185,7 @@ pub async fn grade_chunk(
         signer: Some(key.public_hex()),
         signature: None,
     };
-    row.signature = Some(key.sign_hex(&signing::grade_bytes(&row, roster.binding())));
+    row.signature = Some(key.sign_hex(&grade_bytes(&row, roster.binding())));
     grades_table(&ctx.workspace).append(&[row]).await?;
     let (grades, _) = counted_grades(ctx).await?;
     Ok(Graded {

@@ -8,9 +8,9 @@ use super::founding;
 use super::labels::labels_table;
 use super::pin::{self, pins_table};
 use super::trust;
-use crate::core::pinned::{self, PinnedRubric, RubricPin, rubric_differences};
+use crate::core::pinned::{self, PinnedRubric, RubricPin, pin_bytes, rubric_differences};
 use crate::core::rubric::Rubric;
-use crate::core::signing::{self, Refusal};
+use crate::core::signing::Refusal;
 use crate::service::base::{Context, now_rfc3339};
 use crate::store::keys;
 
@@ -117,7 +117,7 @@ pub async fn pin_rubric(ctx: &Context, rubric: &Rubric) -> Result<RubricPinned> 
         signer: Some(key.public_hex()),
         signature: None,
     };
-    row.signature = Some(key.sign_hex(&signing::pin_bytes(&row, roster.binding())));
+    row.signature = Some(key.sign_hex(&pin_bytes(&row, roster.binding())));
     pins_table(ws).append(std::slice::from_ref(&row)).await?;
     founding::record(ws, &roster_rows, &roster).await?;
     Ok(RubricPinned {

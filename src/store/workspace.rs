@@ -173,6 +173,28 @@ impl Workspace {
 
     /// Open dataset `name` (with the object store's options).
     pub async fn open_dataset(&self, name: &str) -> Result<lance::Dataset> {
+        match self.load_dataset(name).await {
+            Err(e) if self.remote.is_none() => {
+                // A power cut between lance publishing a version's manifest and the
+                // manifest's bytes reaching the disk leaves an empty newest manifest,
+                // and lance then refuses the whole dataset. An empty manifest holds
+                // nothing: it is set aside (renamed, never deleted) and the dataset
+                // opens at the version before it, which is what was durable.
+                let set_aside = self.set_aside_empty_manifests(name)?;
+                if set_aside.is_empty() {
+                    return Err(e);
+                }
+                tracing::warn!(
+                    "{name}: the newest version's manifest was empty (a commit cut off by a crash); set aside as {}; reading the version before it",
+                    set_aside.join(", ")
+                );
+                self.load_dataset(name).await
+            }
+            other => other,
+        }
+    }
+
+    async fn load_dataset(&self, name: &str) -> Result<lance::Dataset> {
         let uri = self.uri(name);
         let builder = lance::dataset::builder::DatasetBuilder::from_uri(&uri);
         let builder = match &self.remote {
@@ -180,6 +202,26 @@ impl Workspace {
             None => builder,
         };
         builder.load().await.map_err(|e| StoreError::lance(uri, e))
+    }
+
+    /// Rename every empty `*.manifest` of local dataset `name` to
+    /// `*.manifest.empty`; returns the new names.
+    fn set_aside_empty_manifests(&self, name: &str) -> Result<Vec<String>> {
+        let versions = self.path(name).join("_versions");
+        let Ok(entries) = std::fs::read_dir(&versions) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for e in entries.flatten() {
+            let p = e.path();
+            let empty = e.metadata().is_ok_and(|m| m.is_file() && m.len() == 0);
+            if empty && p.extension().is_some_and(|x| x == "manifest") {
+                let to = p.with_extension("manifest.empty");
+                std::fs::rename(&p, &to).map_err(|err| StoreError::io(&p, err))?;
+                out.push(to.display().to_string());
+            }
+        }
+        Ok(out)
     }
 
     /// Whether dataset `name` has been created (a committed version exists). Locally,

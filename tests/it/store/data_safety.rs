@@ -318,3 +318,68 @@ fn missing_target_ids_are_named() {
     assert_eq!(rep["missing_targets"]["count"], 2);
     assert_eq!(rep["missing_targets"]["questions"], 2);
 }
+
+/// A commit cut off by a power cut can leave the newest manifest empty (its bytes
+/// never reached the disk). The table still opens, at the version before: its rows
+/// intact, the empty manifest set aside (renamed, not deleted), and the next append
+/// commits on top of what was durable.
+#[test]
+fn an_empty_newest_manifest_falls_back_to_the_version_before() {
+    use raglab::core::citation::CitationRecord;
+    let env = Env::new();
+    let ctx = context(&env);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let table = raglab::service::answer::citations(&ctx.workspace);
+    let rec = |id: &str| CitationRecord {
+        answer_id: id.into(),
+        run: "r".into(),
+        judge_model: "j".into(),
+        ..CitationRecord::default()
+    };
+    let ids = |rows: Vec<CitationRecord>| -> Vec<String> {
+        rows.into_iter().map(|r| r.answer_id).collect()
+    };
+    rt.block_on(table.append(&[rec("a1")]))
+        .expect("first commit");
+    rt.block_on(table.append(&[rec("a2")]))
+        .expect("second commit");
+    let versions = ctx
+        .workspace
+        .path(raglab::service::answer::CITATIONS)
+        .join("_versions");
+    let manifests: Vec<(u64, std::path::PathBuf)> = std::fs::read_dir(&versions)
+        .expect("versions")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "manifest"))
+        .filter_map(|p| Some((p.file_stem()?.to_str()?.parse().ok()?, p)))
+        .collect();
+    assert!(manifests.len() >= 2, "{manifests:?}");
+    // Lance names manifests by version, or by u64::MAX - version (its V2 naming).
+    let inverted = manifests.iter().any(|(n, _)| *n > u64::MAX / 2);
+    let newest = if inverted {
+        manifests.iter().min_by_key(|(n, _)| *n)
+    } else {
+        manifests.iter().max_by_key(|(n, _)| *n)
+    }
+    .expect("a manifest")
+    .1
+    .clone();
+    std::fs::File::create(&newest).expect("truncate the newest manifest");
+    let rows: Vec<CitationRecord> = rt
+        .block_on(table.read_all())
+        .expect("opens at the version before");
+    assert_eq!(ids(rows), vec!["a1".to_string()]);
+    assert!(!newest.exists());
+    assert!(
+        newest.with_extension("manifest.empty").exists(),
+        "set aside, not deleted"
+    );
+    rt.block_on(table.append(&[rec("a3")]))
+        .expect("an append after the fallback");
+    let rows: Vec<CitationRecord> = rt.block_on(table.read_all()).expect("read");
+    assert_eq!(ids(rows), vec!["a1".to_string(), "a3".to_string()]);
+}

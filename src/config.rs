@@ -265,6 +265,12 @@ pub struct PromptsConfig {
     /// after `free_form` (or the shipped text). Each is read and checked when the
     /// TUI starts, and read again at every generation, so an edit shows at the next `g`.
     pub free_form_alternatives: Vec<PathBuf>,
+    /// Grounded metrics (`answers ground`): splitting a text into statements.
+    pub grounded_statements: Option<PathBuf>,
+    /// Grounded metrics: judging numbered statements against numbered passages.
+    pub grounded_verify: Option<PathBuf>,
+    /// Grounded metrics: whether each context was useful for the reference answer.
+    pub grounded_useful: Option<PathBuf>,
 }
 
 impl PromptsConfig {
@@ -278,6 +284,9 @@ impl PromptsConfig {
             K::MultipleChoiceNoContext => self.multiple_choice_no_context.as_deref(),
             K::Judge => self.judge.as_deref(),
             K::Summary => self.summary.as_deref(),
+            K::GroundedStatements => self.grounded_statements.as_deref(),
+            K::GroundedVerify => self.grounded_verify.as_deref(),
+            K::GroundedUseful => self.grounded_useful.as_deref(),
             _ => None,
         }
     }
@@ -600,6 +609,9 @@ mod template_tests {
                 judge: path(),
                 summary: path(),
                 free_form_alternatives: vec![PathBuf::from("p")],
+                grounded_statements: path(),
+                grounded_verify: path(),
+                grounded_useful: path(),
             },
             rerank: RerankConfig {
                 model: path(),

@@ -34,6 +34,11 @@ pub struct TestArgs {
     /// Worker threads; 0 is one per core.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// An earlier comparison of the same configurations (`--json` output, e.g. before
+    /// the qrels grew): name the conclusions that changed, a lead that flipped or a
+    /// difference that gained or lost significance (Holm randomisation p < 0.05).
+    #[arg(long, value_name = "FILE")]
+    pub before: Option<std::path::PathBuf>,
     /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
@@ -55,7 +60,10 @@ impl TestArgs {
 }
 
 pub async fn run(ctx: &Context, args: TestArgs) -> Result<()> {
-    let rep = compare_last(ctx, &args.request())?;
+    let mut rep = compare_last(ctx, &args.request())?;
+    if let Some(before) = &args.before {
+        crate::service::evaluate::against_before(&mut rep, before)?;
+    }
     render(&rep, args.json)
 }
 
@@ -115,6 +123,7 @@ pub fn render(rep: &ComparisonReport, json: bool) -> Result<()> {
             );
         }
     }
+    render_changed(rep);
     say!();
     say!("Holm: {}", rep.holm_family);
     say!(
@@ -122,6 +131,45 @@ pub fn render(rep: &ComparisonReport, json: bool) -> Result<()> {
         rep.seconds
     );
     Ok(())
+}
+
+/// The conclusions that changed since `--before` (nothing without it).
+fn render_changed(rep: &ComparisonReport) {
+    let Some(c) = &rep.changed else {
+        return;
+    };
+    say!();
+    if c.changes.is_empty() {
+        say!(
+            "No conclusion changed against {} ({} comparison(s) matched, {} new): every lead and its significance at Holm p < {} held.",
+            c.before,
+            c.matched,
+            c.unmatched,
+            c.level
+        );
+        return;
+    }
+    say!(
+        "Conclusions that changed against {} ({} of {} matched comparison(s); {} new): lead = the sign of candidate - baseline, significant = Holm randomisation p < {}",
+        c.before,
+        c.changes.len(),
+        c.matched,
+        c.unmatched,
+        c.level
+    );
+    for x in &c.changes {
+        say!(
+            "  {}: {} vs {}: {} (diff {:+.4} -> {:+.4}, p Holm {} -> {})",
+            x.metric,
+            x.candidate,
+            x.baseline,
+            x.change,
+            x.difference_before,
+            x.difference_after,
+            p_value(x.p_holm_before),
+            p_value(x.p_holm_after)
+        );
+    }
 }
 
 /// The incomplete-judgement measures' means, one row per run (nothing when the

@@ -162,12 +162,15 @@ pub async fn run(ctx: &Context, cmd: EvalCmd) -> Result<()> {
         EvalCmd::Mcqa(args) => super::mcqa::run(ctx, args).await,
         EvalCmd::Abstention(args) => abstention(ctx, args).await,
         EvalCmd::Runs(args) => {
-            let rep = crate::service::evaluate::evaluate_runs(
+            let mut rep = crate::service::evaluate::evaluate_runs(
                 &args.qrels,
                 &args.runs,
                 &args.k,
                 &args.test.request(),
             )?;
+            if let Some(before) = &args.test.before {
+                crate::service::evaluate::against_before(&mut rep, before)?;
+            }
             super::compare::render(&rep, args.test.json)
         }
     }

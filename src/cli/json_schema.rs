@@ -56,6 +56,7 @@ schemas! {
     ANSWERS_REPORT = "answers-report" / 1 : "raglab report answers";
     ANSWERS_LIST = "answers-list" / 1 : "raglab report answers --list";
     ANSWERS_COMPARE = "answers-compare" / 1 : "raglab report answers --compare A B";
+    GROUNDED_RECORDS = "grounded-records" / 1 : "raglab answers show-grounded ID --json";
     AGREEMENT = "agreement" / 1 : "raglab agree --json";
     CALIBRATION = "calibration" / 1 : "raglab calibrate --json";
     PREFERENCES = "preferences" / 1 : "raglab preferences --json";

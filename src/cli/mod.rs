@@ -150,7 +150,8 @@ pub enum Command {
     Generate(generate::GenerateArgs),
     /// Judge stored answers on the rubric with a grammar-constrained model.
     Judge(generate::JudgeArgs),
-    /// Answers from other systems (`import`) and citation scores (`cite`).
+    /// Answers from other systems (`import`), citation scores (`cite`) and grounded
+    /// metrics (`ground`, `show-grounded`).
     Answers {
         #[command(subcommand)]
         cmd: answers::AnswersCmd,
@@ -303,7 +304,7 @@ pub async fn run(
         } => bench::embed(ctx, args).await,
         Command::Generate(args) => generate::generate(ctx, args).await,
         Command::Judge(args) => generate::run_judge(ctx, args).await,
-        Command::Answers { cmd } => answers::run(ctx, cmd).await,
+        Command::Answers { cmd } => answers::run(ctx, cmd, viewer).await,
         Command::Report {
             cmd: ReportCmd::Answers(args),
         } => {

@@ -119,6 +119,7 @@ fn render(r: &StudyReport, charts: &mut Charts<'_>) -> Result<String> {
     mcqa(&mut s, r, charts)?;
     judge(&mut s, r, charts)?;
     citations(&mut s, r);
+    grounded(&mut s, r);
     agreement(&mut s, r);
     frugality(&mut s, r, charts)?;
     if !r.missing.is_empty() {
@@ -775,6 +776,68 @@ fn citations(s: &mut String, r: &StudyReport) {
     let _ = writeln!(s);
 }
 
+/// Grounded means per run and judge (`raglab answers ground`), as `report answers
+/// --json` counts them (`grounded`): each mean over the answers where the metric is
+/// defined, the undefined count beside it. Runs never scored are not listed.
+fn grounded(s: &mut String, r: &StudyReport) {
+    let Some(serde_json::Value::Object(runs)) = &r.answers else {
+        return;
+    };
+    let scored: Vec<(&String, &String, &serde_json::Value)> = runs
+        .iter()
+        .filter(|(name, _)| name.as_str() != "frugality")
+        .filter_map(|(name, v)| {
+            v.get("grounded")
+                .and_then(|g| g.as_object())
+                .map(|g| (name, g))
+        })
+        .flat_map(|(name, by_judge)| by_judge.iter().map(move |(j, g)| (name, j, g)))
+        .collect();
+    let _ = writeln!(s, "## Grounded answers\n");
+    if scored.is_empty() {
+        let _ = writeln!(
+            s,
+            "No run's answers are grounded: `raglab answers ground --run RUN` scores them.\n"
+        );
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "RAGAS-family metrics, each judged statement by statement by the model named: faithfulness to the contexts in the prompt, context precision and recall against the reference answer, answer correctness (0.75 x statement F1 + 0.25 x embedding similarity unless the run was scored with other weights); each mean over the answers where it is defined, with the undefined count; from `raglab report answers --json` (`*.grounded`):\n"
+    );
+    header(
+        s,
+        &[
+            "run",
+            "judge",
+            "answers",
+            "faithfulness",
+            "context precision",
+            "context recall",
+            "answer correctness",
+        ],
+    );
+    for (run, judge, g) in scored {
+        let m = |k: &str| {
+            let mean = g[k]["mean"].as_f64().map_or_else(|| "undefined".into(), f4);
+            format!("{mean} ({} undefined)", g[k]["undefined"])
+        };
+        row(
+            s,
+            &[
+                cell(run),
+                cell(judge),
+                g["answers"].to_string(),
+                m("faithfulness"),
+                m("context_precision"),
+                m("context_recall"),
+                m("answer_correctness"),
+            ],
+        );
+    }
+    let _ = writeln!(s);
+}
+
 fn agreement(s: &mut String, r: &StudyReport) {
     let _ = writeln!(s, "## Agreement (paper Table 6)\n");
     let Some(a) = &r.agreement else {
@@ -864,145 +927,9 @@ fn f_range(
 
 fn frugality(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<()> {
     let _ = writeln!(s, "## Frugality\n");
-    let mut any = false;
-    if let Some(f) = r.answers.as_ref().and_then(|v| v.get("frugality")) {
-        any = true;
-        let _ = writeln!(
-            s,
-            "Free-form answers against the no-retrieval run `{}`: `raglab report answers --baseline {} --json` (`frugality`). Accuracy: {}. Cost: {}. {}.\n",
-            cell(r.answers_baseline.as_deref().unwrap_or("-")),
-            cell(r.answers_baseline.as_deref().unwrap_or("-")),
-            cell(f["accuracy"].as_str().unwrap_or("-")),
-            cell(f["cost"].as_str().unwrap_or("-")),
-            cell(f["formula"].as_str().unwrap_or("-")),
-        );
-        header(
-            s,
-            &[
-                "run",
-                "k",
-                "method",
-                "n",
-                "dA",
-                "dC (s)",
-                "A",
-                "C",
-                "F",
-                "F, temperatures x0.7-1.3",
-            ],
-        );
-        let configurations = f["configurations"].as_array().cloned().unwrap_or_default();
-        for c in &configurations {
-            let num = |k: &str| c[k].as_f64().map_or_else(|| "undefined".into(), f4);
-            row(
-                s,
-                &[
-                    cell(c["run"].as_str().unwrap_or("-")),
-                    c["k"].to_string(),
-                    cell(c["method"].as_str().unwrap_or("-")),
-                    c["n_questions"].to_string(),
-                    num("d_accuracy"),
-                    num("d_latency_s"),
-                    num("A"),
-                    num("C"),
-                    num("F"),
-                    f_range(
-                        c["d_accuracy"].as_f64(),
-                        c["d_latency_s"].as_f64(),
-                        c["t_accuracy"].as_f64(),
-                        c["t_latency_s"].as_f64(),
-                    ),
-                ],
-            );
-        }
-        let _ = writeln!(s);
-        let points = configurations
-            .iter()
-            .filter_map(|c| {
-                Some(crate::cli::charts::Point {
-                    name: c["run"].as_str()?.to_string(),
-                    x: c["d_latency_s"].as_f64()?,
-                    y: c["d_accuracy"].as_f64()?,
-                })
-            })
-            .collect();
-        let temps = (
-            f["t_accuracy"]["value"].as_f64(),
-            f["t_latency_s"]["value"].as_f64(),
-        );
-        if let Some(img) = plane(
-            charts,
-            "frugality-answers.svg",
-            "Accuracy gain against latency cost, answer runs (F contours)",
-            points,
-            temps,
-        )? {
-            let _ = writeln!(s, "{img}\n");
-        }
-    }
-    if let (Some(f), Some(m)) = (&r.mcqa_frugality, &r.mcqa) {
-        any = true;
-        let _ = writeln!(
-            s,
-            "MCQA run `{}`, each k against k = 0 (`raglab eval mcqa --report-only --json`, `frugality`; over every stored answer of the run). Accuracy: {}. Cost: {}.\n",
-            cell(&m.report.run),
-            f.accuracy,
-            f.cost
-        );
-        header(
-            s,
-            &[
-                "k",
-                "n",
-                "dA",
-                "dC (s)",
-                "A",
-                "C",
-                "F",
-                "F, temperatures x0.7-1.3",
-            ],
-        );
-        for c in &f.configurations {
-            let p = &c.score.paired;
-            row(
-                s,
-                &[
-                    c.k.to_string(),
-                    p.n_questions.to_string(),
-                    f4(p.d_accuracy),
-                    f4(p.d_latency_s),
-                    opt4(c.score.a),
-                    opt4(c.score.c),
-                    opt4(c.score.f),
-                    f_range(
-                        Some(p.d_accuracy),
-                        Some(p.d_latency_s),
-                        c.score.t_accuracy,
-                        c.score.t_latency_s,
-                    ),
-                ],
-            );
-        }
-        let _ = writeln!(s);
-        let points = f
-            .configurations
-            .iter()
-            .map(|c| crate::cli::charts::Point {
-                name: format!("k = {}", c.k),
-                x: c.score.paired.d_latency_s,
-                y: c.score.paired.d_accuracy,
-            })
-            .collect();
-        if let Some(img) = plane(
-            charts,
-            "frugality-mcqa.svg",
-            "Accuracy gain against latency cost, MCQA by k (F contours)",
-            points,
-            (f.t_accuracy.value, f.t_latency_s.value),
-        )? {
-            let _ = writeln!(s, "{img}\n");
-        }
-    }
+    let answers = frugality_answers(s, r, charts)?;
+    let mcqa = frugality_mcqa(s, r, charts)?;
+    let any = answers || mcqa;
     if !any {
         missing(s, r, "frugality");
         return Ok(());
@@ -1012,4 +939,154 @@ fn frugality(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result
         "F = tanh(A - C) is positive where the accuracy gain is worth its latency cost; the contours are the configurations F would give -0.5, 0 and 0.5 at these temperatures. The last column is F's range when each temperature moves by 30% (a sign that changes there is a conclusion the temperatures decide).\n"
     );
     Ok(())
+}
+
+/// Frugality of the free-form answer runs against the no-retrieval baseline (`report
+/// answers --baseline`): the table and its trade-off plane; false when there is none.
+fn frugality_answers(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<bool> {
+    let Some(f) = r.answers.as_ref().and_then(|v| v.get("frugality")) else {
+        return Ok(false);
+    };
+    let _ = writeln!(
+        s,
+        "Free-form answers against the no-retrieval run `{}`: `raglab report answers --baseline {} --json` (`frugality`). Accuracy: {}. Cost: {}. {}.\n",
+        cell(r.answers_baseline.as_deref().unwrap_or("-")),
+        cell(r.answers_baseline.as_deref().unwrap_or("-")),
+        cell(f["accuracy"].as_str().unwrap_or("-")),
+        cell(f["cost"].as_str().unwrap_or("-")),
+        cell(f["formula"].as_str().unwrap_or("-")),
+    );
+    header(
+        s,
+        &[
+            "run",
+            "k",
+            "method",
+            "n",
+            "dA",
+            "dC (s)",
+            "A",
+            "C",
+            "F",
+            "F, temperatures x0.7-1.3",
+        ],
+    );
+    let configurations = f["configurations"].as_array().cloned().unwrap_or_default();
+    for c in &configurations {
+        let num = |k: &str| c[k].as_f64().map_or_else(|| "undefined".into(), f4);
+        row(
+            s,
+            &[
+                cell(c["run"].as_str().unwrap_or("-")),
+                c["k"].to_string(),
+                cell(c["method"].as_str().unwrap_or("-")),
+                c["n_questions"].to_string(),
+                num("d_accuracy"),
+                num("d_latency_s"),
+                num("A"),
+                num("C"),
+                num("F"),
+                f_range(
+                    c["d_accuracy"].as_f64(),
+                    c["d_latency_s"].as_f64(),
+                    c["t_accuracy"].as_f64(),
+                    c["t_latency_s"].as_f64(),
+                ),
+            ],
+        );
+    }
+    let _ = writeln!(s);
+    let points = configurations
+        .iter()
+        .filter_map(|c| {
+            Some(crate::cli::charts::Point {
+                name: c["run"].as_str()?.to_string(),
+                x: c["d_latency_s"].as_f64()?,
+                y: c["d_accuracy"].as_f64()?,
+            })
+        })
+        .collect();
+    let temps = (
+        f["t_accuracy"]["value"].as_f64(),
+        f["t_latency_s"]["value"].as_f64(),
+    );
+    if let Some(img) = plane(
+        charts,
+        "frugality-answers.svg",
+        "Accuracy gain against latency cost, answer runs (F contours)",
+        points,
+        temps,
+    )? {
+        let _ = writeln!(s, "{img}\n");
+    }
+    Ok(true)
+}
+
+/// Frugality of the MCQA run, each k against k = 0: the table and its trade-off
+/// plane; false when there is none.
+fn frugality_mcqa(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<bool> {
+    let (Some(f), Some(m)) = (&r.mcqa_frugality, &r.mcqa) else {
+        return Ok(false);
+    };
+    let _ = writeln!(
+        s,
+        "MCQA run `{}`, each k against k = 0 (`raglab eval mcqa --report-only --json`, `frugality`; over every stored answer of the run). Accuracy: {}. Cost: {}.\n",
+        cell(&m.report.run),
+        f.accuracy,
+        f.cost
+    );
+    header(
+        s,
+        &[
+            "k",
+            "n",
+            "dA",
+            "dC (s)",
+            "A",
+            "C",
+            "F",
+            "F, temperatures x0.7-1.3",
+        ],
+    );
+    for c in &f.configurations {
+        let p = &c.score.paired;
+        row(
+            s,
+            &[
+                c.k.to_string(),
+                p.n_questions.to_string(),
+                f4(p.d_accuracy),
+                f4(p.d_latency_s),
+                opt4(c.score.a),
+                opt4(c.score.c),
+                opt4(c.score.f),
+                f_range(
+                    Some(p.d_accuracy),
+                    Some(p.d_latency_s),
+                    c.score.t_accuracy,
+                    c.score.t_latency_s,
+                ),
+            ],
+        );
+    }
+    let _ = writeln!(s);
+    let points = f
+        .configurations
+        .iter()
+        .map(|c| crate::cli::charts::Point {
+            name: format!("k = {}", c.k),
+            x: c.score.paired.d_latency_s,
+            y: c.score.paired.d_accuracy,
+        })
+        .collect();
+    if let Some(img) = plane(
+        charts,
+        "frugality-mcqa.svg",
+        "Accuracy gain against latency cost, MCQA by k (F contours)",
+        points,
+        (f.t_accuracy.value, f.t_latency_s.value),
+    )? {
+        let _ = writeln!(s, "{img}\n");
+    }
+    Ok(true)
 }

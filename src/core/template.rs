@@ -27,6 +27,12 @@ pub const ENTAILMENT: &str = include_str!("../../assets/prompts/entailment.txt")
 /// model's P(yes). The question comes before the passage, so the candidates of one
 /// question share every token up to the passage and that prefix is decoded once.
 pub const RERANK: &str = include_str!("../../assets/prompts/rerank.txt");
+/// Splits an answer or a reference answer into statements (grounded metrics).
+pub const GROUNDED_STATEMENTS: &str = include_str!("../../assets/prompts/grounded-statements.txt");
+/// Judges numbered statements against numbered passages (grounded metrics).
+pub const GROUNDED_VERIFY: &str = include_str!("../../assets/prompts/grounded-verify.txt");
+/// Whether each context was useful for the reference answer (context precision).
+pub const GROUNDED_USEFUL: &str = include_str!("../../assets/prompts/grounded-useful.txt");
 /// A free-form prompt that asks for a `[chunk ID]` citation after every sentence.
 pub const FREE_FORM_CITING: &str = include_str!("../../assets/prompts/free-form-citing.txt");
 
@@ -56,10 +62,16 @@ pub enum TemplateKind {
     Entailment,
     /// Whether a passage answers a question, scored by P(yes) (the rerank stage).
     Rerank,
+    /// A text split into self-contained statements (grounded metrics).
+    GroundedStatements,
+    /// Numbered statements judged against numbered passages (grounded metrics).
+    GroundedVerify,
+    /// Whether each context was useful for the reference answer (context precision).
+    GroundedUseful,
 }
 
 impl TemplateKind {
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 14] = [
         Self::FreeForm,
         Self::NoRetrieval,
         Self::MultipleChoice,
@@ -71,6 +83,9 @@ impl TemplateKind {
         Self::EvalsetCritique,
         Self::Entailment,
         Self::Rerank,
+        Self::GroundedStatements,
+        Self::GroundedVerify,
+        Self::GroundedUseful,
     ];
 
     /// The slots this kind fills, and which of them a template must hold (a prompt
@@ -106,6 +121,12 @@ impl TemplateKind {
             ),
             Self::Entailment => (&["premise", "claim"], &["premise", "claim"]),
             Self::Rerank => (&["question", "document"], &["question", "document"]),
+            Self::GroundedStatements => (&["question", "text"], &["text"]),
+            Self::GroundedVerify => (&["passages", "statements"], &["passages", "statements"]),
+            Self::GroundedUseful => (
+                &["question", "reference", "passages"],
+                &["reference", "passages"],
+            ),
         }
     }
 
@@ -123,6 +144,9 @@ impl TemplateKind {
             Self::EvalsetCritique => CRITIQUE_TEMPLATE,
             Self::Entailment => ENTAILMENT,
             Self::Rerank => RERANK,
+            Self::GroundedStatements => GROUNDED_STATEMENTS,
+            Self::GroundedVerify => GROUNDED_VERIFY,
+            Self::GroundedUseful => GROUNDED_USEFUL,
         }
     }
 
@@ -140,6 +164,9 @@ impl TemplateKind {
             Self::EvalsetCritique => "evalset-critique",
             Self::Entailment => "entailment",
             Self::Rerank => "rerank",
+            Self::GroundedStatements => "grounded-statements",
+            Self::GroundedVerify => "grounded-verify",
+            Self::GroundedUseful => "grounded-useful",
         }
     }
 }

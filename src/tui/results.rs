@@ -38,7 +38,8 @@ impl App {
             .annotate
             .on_study_read(trust, study.items, study.labels, study.schedule);
         self.generate.set_stored(study.answers.len());
-        self.query.set_stored(study.answers, study.judgements);
+        self.query
+            .set_stored(study.answers, study.judgements, study.grounded);
         self.sync_blind();
         dropped
     }

@@ -1,10 +1,12 @@
 //! Answering: a resumable batch of answers for a question set and its judging, one
 //! live answer or judgement for the TUI, the stored answer and judgement records,
-//! and which stored answer the Generate pane replays.
+//! which stored answer the Generate pane replays, and the grounded metrics (RAGAS
+//! family) of stored answers.
 
 mod batches;
 mod citations;
 mod generation;
+mod grounded;
 mod import;
 mod live;
 mod replay;
@@ -21,6 +23,9 @@ pub use generation::{
     ANSWERS, Answerer, JUDGEMENTS, Prepared, RunConfig, answers, endpoint_judge_sampling,
     endpoint_judgement, existing_answer_ids, judge, judge_prompt, judge_prompt_with,
     judge_prompted, judge_streaming, judgements, prepare_prompt, record,
+};
+pub use grounded::{
+    GROUNDED, GroundRequest, GroundSummary, ground_run, grounded, grounded_records,
 };
 pub use import::{ImportSummary, import_answers};
 pub use live::{

@@ -56,6 +56,11 @@ pub struct AnswerRunsComparison {
     pub judge_models: Vec<String>,
     pub pairing: &'static str,
     pub criteria: Vec<CriterionComparison>,
+    /// How the grounded comparison pairs answers.
+    pub grounded_pairing: &'static str,
+    /// Every grounded metric per judge that scored answers of both runs (`answers
+    /// ground`): paired differences B - A, as `raglab compare` tests them.
+    pub grounded: Vec<crate::core::grounded::GroundedComparison>,
     /// Every question either run answered, by question id.
     pub questions: Vec<QuestionComparison>,
 }
@@ -256,6 +261,30 @@ pub async fn compare_answer_runs(
     let by_answer = crate::core::answer::by_answer(&judg);
     let of = |r: &str| -> Vec<&AnswerRecord> { all.iter().filter(|x| x.run == r).collect() };
     let (ra, rb) = (of(a), of(b));
+    let grounded: Vec<crate::core::grounded::GroundedRecord> =
+        crate::service::answer::grounded_records(ctx)
+            .await?
+            .into_iter()
+            .filter(|g| sight.judgement(&g.answer_id))
+            .collect();
+    // Stored answer order: each question's first answer with a score comes first.
+    let order: std::collections::HashMap<&str, usize> = all
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (x.answer_id.as_str(), i))
+        .collect();
+    let grounded_of = |r: &str| -> Vec<&crate::core::grounded::GroundedRecord> {
+        let mut v: Vec<&crate::core::grounded::GroundedRecord> =
+            grounded.iter().filter(|g| g.run == r).collect();
+        v.sort_by_key(|g| {
+            order
+                .get(g.answer_id.as_str())
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
+        v
+    };
+    let (ga, gb) = (grounded_of(a), grounded_of(b));
     let judge_models: BTreeSet<String> = ra
         .iter()
         .chain(&rb)
@@ -269,6 +298,12 @@ pub async fn compare_answer_runs(
         template_b: rb[0].template_label(),
         judge_models: judge_models.into_iter().collect(),
         pairing: PAIRING,
+        grounded_pairing: crate::core::grounded::GROUNDED_PAIRING,
+        grounded: crate::core::grounded::compare_grounded(
+            &ga,
+            &gb,
+            &crate::core::significance::TestSettings::default(),
+        ),
         criteria: compare_outcomes(&paired_outcomes(&ra, &rb, &by_answer)),
         questions: question_pairs(&ra, &rb, &by_answer),
     })

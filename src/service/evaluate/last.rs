@@ -79,6 +79,8 @@ pub struct EvalOverview {
     pub comparison: Option<super::significance::ComparisonReport>,
     /// Citation recall and precision per run and entailment judge (`answers cite`).
     pub citations: Vec<super::report::CitationSummary>,
+    /// Grounded means per run and judge (`answers ground`), as `sight` allows.
+    pub grounded: Vec<crate::core::grounded::GroundedSummary>,
     pub problems: Vec<String>,
     /// How the judge's rank buckets are defined.
     pub buckets_note: &'static str,
@@ -188,6 +190,12 @@ pub async fn overview(ctx: &Context, sight: &Sight) -> EvalOverview {
         Err(e) => out
             .problems
             .push(format!("cannot read the citation scores: {e:#}")),
+    }
+    match super::report::grounded_summaries(ctx, sight).await {
+        Ok(g) => out.grounded = g,
+        Err(e) => out
+            .problems
+            .push(format!("cannot read the grounded scores: {e:#}")),
     }
     out
 }

@@ -47,7 +47,7 @@ pub use models::{BestConfig, ModelsReport, best_configs, evaluate_models};
 pub use repeats::{JudgeConsistency, RepeatPair, Repeats, SPREAD_RULE, Spread, repeats_of};
 pub use report::{
     CitationSummary, PassCounts, PromptPlace, RANK_BUCKETS, answer_report, citation_summaries,
-    list_answers, pass_counts, prompt_place, rank_bucket,
+    grounded_summaries, list_answers, pass_counts, prompt_place, rank_bucket,
 };
 pub use retrieval::{
     BestAlpha, DEFAULT_BATCH, EvalSeconds, LAST_FAILURES, MethodResult, QuerySet, RetrievalEval,
@@ -55,8 +55,8 @@ pub use retrieval::{
 };
 pub use saved::{LAST_MCQA, LAST_RETRIEVAL, LAST_SCORES, Saved};
 pub use significance::{
-    CompareRequest, ComparisonReport, RunSummary, compare_last, compare_table, compare_table_with,
-    evaluate_runs, last_scores,
+    CompareRequest, ComparisonReport, RunSummary, against_before, compare_last, compare_table,
+    compare_table_with, evaluate_runs, last_scores,
 };
 pub use synthetic::{PaneWorkload, SyntheticBench, bench_synthetic, pane_workload};
 pub use variants::{VariantBest, VariantsReport, evaluate_variants};

@@ -131,6 +131,13 @@ pub async fn answer_report(
     judg.retain(|j| !crate::core::calibration::is_calibrated(&j.judge_model));
     let by_answer = crate::core::answer::by_answer(&judg);
     let cites = crate::service::answer::citation_records(ctx).await?;
+    // Grounded verdicts are the judge's too: hidden with its labels.
+    let grounded: Vec<crate::core::grounded::GroundedRecord> =
+        crate::service::answer::grounded_records(ctx)
+            .await?
+            .into_iter()
+            .filter(|r| sight.judgement(&r.answer_id))
+            .collect();
     let mut runs: BTreeMap<&str, Vec<&AnswerRecord>> = BTreeMap::new();
     for a in &all {
         runs.entry(a.run.as_str()).or_default().push(a);
@@ -186,6 +193,21 @@ pub async fn answer_report(
                 .map(|c| {
                     let judge = c.judge_model.clone();
                     serde_json::to_value(c).map(|v| (judge, v))
+                })
+                .collect::<Result<serde_json::Map<_, _>, _>>()?
+                .into();
+        }
+        let mine: Vec<crate::core::grounded::GroundedRecord> = grounded
+            .iter()
+            .filter(|g| ids.contains(g.answer_id.as_str()))
+            .cloned()
+            .collect();
+        if !mine.is_empty() {
+            summary["grounded"] = crate::core::grounded::summarise(&mine)
+                .into_iter()
+                .map(|g| {
+                    let judge = g.judge_model.clone();
+                    serde_json::to_value(g).map(|v| (judge, v))
                 })
                 .collect::<Result<serde_json::Map<_, _>, _>>()?
                 .into();
@@ -259,6 +281,21 @@ pub async fn citation_summaries(ctx: &Context) -> Result<Vec<CitationSummary>> {
     let cites = crate::service::answer::citation_records(ctx).await?;
     let all: Vec<&crate::core::citation::CitationRecord> = cites.iter().collect();
     Ok(citation_summary(&all))
+}
+
+/// Every run's grounded means per judge (the Evaluation pane's table; the numbers of
+/// `report answers --json`'s `grounded`).
+pub async fn grounded_summaries(
+    ctx: &Context,
+    sight: &crate::core::blinding::Sight,
+) -> Result<Vec<crate::core::grounded::GroundedSummary>> {
+    let records: Vec<crate::core::grounded::GroundedRecord> =
+        crate::service::answer::grounded_records(ctx)
+            .await?
+            .into_iter()
+            .filter(|r| sight.judgement(&r.answer_id))
+            .collect();
+    Ok(crate::core::grounded::summarise(&records))
 }
 
 #[cfg(test)]

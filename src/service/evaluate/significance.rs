@@ -71,6 +71,10 @@ pub struct ComparisonReport {
     pub holm_family: String,
     pub rows: Vec<ComparisonRow>,
     pub seconds: f64,
+    /// The conclusions that differ from an earlier comparison's (`compare --before
+    /// FILE`); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none", skip_deserializing)]
+    pub changed: Option<crate::core::conclusions::ConclusionsChanged>,
 }
 
 /// Keep the last evaluation's per-query scores for `compare` (compact JSON: 14,000
@@ -336,7 +340,27 @@ pub fn compare_table_with(
         ),
         rows,
         seconds: started.elapsed().as_secs_f64(),
+        changed: None,
     })
+}
+
+/// Name the conclusions of `rep` that differ from those of the comparison saved in
+/// `before` (a `compare --json` or `eval runs --json` document).
+pub fn against_before(rep: &mut ComparisonReport, before: &std::path::Path) -> Result<()> {
+    let text = std::fs::read_to_string(before)
+        .with_context(|| format!("cannot read the earlier comparison {}", before.display()))?;
+    let earlier: ComparisonReport = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a comparison (`raglab compare --json > FILE` writes one)",
+            before.display()
+        )
+    })?;
+    rep.changed = Some(crate::core::conclusions::changed_conclusions(
+        &before.display().to_string(),
+        &earlier.rows,
+        &rep.rows,
+    ));
+    Ok(())
 }
 
 /// Each run's means over the table's queries, for the metrics compared and the

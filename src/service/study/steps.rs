@@ -541,6 +541,8 @@ pub struct Study {
     pub schedule: Schedule,
     /// Every judge's labels (the Query pane links a question's answers to them).
     pub judgements: Vec<crate::service::answer::JudgementRecord>,
+    /// Every answer's grounded scores, the latest per judge (`answers ground`).
+    pub grounded: Vec<crate::core::grounded::GroundedRecord>,
     /// Stored rows that do not count (unsigned or forged), named.
     pub refused: Vec<Refusal>,
     /// Whether the study has a roster (else it is an unsigned study).
@@ -559,6 +561,7 @@ pub async fn load_study(ctx: &Context) -> Result<Study> {
     let judgements = crate::service::answer::judgements(&ctx.workspace)
         .read_all()
         .await?;
+    let grounded = crate::service::answer::grounded_records(ctx).await?;
     let signed = log.signed();
     Ok(Study {
         items,
@@ -567,6 +570,7 @@ pub async fn load_study(ctx: &Context) -> Result<Study> {
         assignments: log.assignments,
         schedule: log.schedule,
         judgements,
+        grounded,
         refused: log.refused,
         signed,
         rubric: log.rubric,
@@ -579,7 +583,7 @@ pub async fn load_study(ctx: &Context) -> Result<Study> {
 
 /// A cheap fingerprint of the study's datasets (the version files of items, labels,
 /// the roster, the study's founding record, the rubric pins,
-/// judgements, assignments and answers): when it changes, another process
+/// judgements, assignments, answers and grounded scores): when it changes, another process
 /// committed, and the panes reload. Reads directory listings only.
 pub fn study_fingerprint(ctx: &Context) -> Vec<Option<String>> {
     [
@@ -591,6 +595,7 @@ pub fn study_fingerprint(ctx: &Context) -> Vec<Option<String>> {
         super::pin::RUBRIC_PINS,
         crate::service::answer::JUDGEMENTS,
         crate::service::answer::ANSWERS,
+        crate::service::answer::GROUNDED,
     ]
     .iter()
     .map(|name| dataset_stamp(ctx, name))

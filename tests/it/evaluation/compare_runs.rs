@@ -457,3 +457,138 @@ fn a_missing_qrels_file_is_one_clear_error() {
     assert!(err.contains("no-such-qrels.txt"), "{err}");
     assert_eq!(err.matches("os error 2").count(), 1, "{err}");
 }
+
+/// `--before`: the three runs compared on the shipped qrels, then on the pooled,
+/// graded qrels (tests/data/judged/), name exactly the conclusions whose lead (the
+/// sign of candidate - baseline) or significance (Holm randomisation p < 0.05) differ,
+/// recomputed here from the two JSON documents by that rule.
+#[test]
+fn compare_before_names_exactly_the_conclusions_that_changed() {
+    let env = Env::new();
+    let runs: Vec<String> = RUNS
+        .iter()
+        .map(|(_, rel, _)| data(rel).to_str().expect("utf8").to_string())
+        .collect();
+    let shipped = data("medquad_cdc_sample/qrels.tsv");
+    let pooled = data("judged/medquad_cdc_sample.pooled.qrels");
+    let eval = |qrels: &std::path::Path, extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "eval",
+            "runs",
+            "--qrels",
+            qrels.to_str().expect("utf8"),
+            "--permutations",
+            "500",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.extend(runs.iter().cloned());
+        a
+    };
+    let args = eval(&shipped, &["--json"]);
+    let before = env.json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let before_file = env.dir.path().join("before.json");
+    std::fs::write(&before_file, before.to_string()).expect("write");
+    let bf = before_file.to_str().expect("utf8");
+    let args = eval(&pooled, &["--json", "--before", bf]);
+    let after = env.json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let rows = |d: &Value| -> HashMap<(String, String, String), (f64, f64)> {
+        d["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| {
+                let s = |k: &str| r[k].as_str().expect(k).to_string();
+                (
+                    (s("metric"), s("baseline"), s("candidate")),
+                    (f(&r["difference"]), f(&r["randomisation_p_holm"])),
+                )
+            })
+            .collect()
+    };
+    let (rb, ra) = (rows(&before), rows(&after));
+    let sign = |x: f64| {
+        if x > 0.0 {
+            1
+        } else if x < 0.0 {
+            -1
+        } else {
+            0
+        }
+    };
+    let mut want: Vec<(String, String, String, String)> = Vec::new();
+    for (k, (da, pa)) in &ra {
+        let (db, pb) = rb[k];
+        let mut what = Vec::new();
+        if sign(db) != sign(*da) {
+            what.push("lead");
+        }
+        let (was, is) = (pb < 0.05, *pa < 0.05);
+        if was && !is {
+            what.push("lost significance");
+        }
+        if !was && is {
+            what.push("became significant");
+        }
+        if !what.is_empty() {
+            want.push((k.0.clone(), k.1.clone(), k.2.clone(), what.join("; ")));
+        }
+    }
+    let changed = &after["changed"];
+    assert_eq!(
+        changed["matched"],
+        ra.len(),
+        "every pair and metric matched"
+    );
+    assert_eq!(changed["unmatched"], 0);
+    let mut got: Vec<(String, String, String, String)> = changed["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().expect(k).to_string();
+            (s("metric"), s("baseline"), s("candidate"), s("change"))
+        })
+        .collect();
+    want.sort();
+    got.sort();
+    // The pooled qrels judge 147 of the 259 questions, graded: some conclusions move.
+    assert!(
+        !want.is_empty(),
+        "no conclusion changed: the test would not exercise the list"
+    );
+    assert_eq!(got, want);
+    // The text names them too, or says none changed.
+    let args = eval(&pooled, &["--before", bf]);
+    let text = String::from_utf8_lossy(
+        &env.ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
+            .stdout,
+    )
+    .into_owned();
+    if want.is_empty() {
+        assert!(text.contains("No conclusion changed against"), "{text}");
+    } else {
+        assert!(text.contains("Conclusions that changed against"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "{}: {} vs {}: {}",
+                want[0].0, want[0].2, want[0].1, want[0].3
+            )),
+            "{text}"
+        );
+    }
+    // A file that is not a comparison is one clear error.
+    let bad = env
+        .cmd()
+        .args(eval(&pooled, &["--before", runs[0].as_str()]))
+        .output()
+        .expect("spawn");
+    assert!(
+        !bad.status.success()
+            && String::from_utf8_lossy(&bad.stderr).contains("is not a comparison"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}

@@ -1,7 +1,8 @@
-//! Retrieval evaluation: run files, incomplete judgements, comparisons, trec_eval references, relevance assessment and pooling.
+//! Evaluation: run files, incomplete judgements, comparisons, trec_eval references, relevance assessment and pooling, and the grounded metrics against ragas.
 
 mod assess;
 mod compare_runs;
 mod frugality;
+mod grounded_reference;
 mod judged;
 mod reference_trec;

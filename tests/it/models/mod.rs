@@ -11,6 +11,8 @@ mod fast_index;
 mod generate_batch;
 mod generation;
 mod gpu_layers;
+pub(crate) mod grounded;
+mod grounded_pool;
 mod hostile_servers;
 mod mcqa;
 mod persona;

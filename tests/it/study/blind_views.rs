@@ -447,7 +447,7 @@ fn check_query(app: &mut App, s: &Study, o: &Oracle, v: &Viewer) -> usize {
             ..Question::default()
         });
         app.query
-            .set_stored(s.answers.clone(), s.judgements.clone());
+            .set_stored(s.answers.clone(), s.judgements.clone(), Vec::new());
         app.query.update(raglab::tui::action::Action::ToggleAnswers);
         let screen = render(app);
         let labels_shown = screen.contains("=pass") || screen.contains("=fail");

@@ -183,6 +183,67 @@ pub fn draw_citations(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme
     );
 }
 
+/// Rows the grounded box takes: none without grounded scores, else borders, header
+/// and one per (run, judge).
+pub fn grounded_height(o: &EvalOverview) -> u16 {
+    if o.grounded.is_empty() {
+        0
+    } else {
+        o.grounded.len() as u16 + 3
+    }
+}
+
+/// Grounded means per run and judge (`answers ground`), the numbers of `report
+/// answers --json`'s `grounded`: each mean over the answers where the metric is
+/// defined, the undefined ones counted beside it.
+pub fn draw_grounded(f: &mut Frame, area: Rect, o: &EvalOverview, theme: &Theme) {
+    if o.grounded.is_empty() {
+        return;
+    }
+    let rows: Vec<Row> = o
+        .grounded
+        .iter()
+        .map(|g| {
+            Row::new(vec![
+                clean(&g.run),
+                clean(&g.judge_model),
+                g.answers.to_string(),
+                g.faithfulness.cell(),
+                g.context_precision.cell(),
+                g.context_recall.cell(),
+                g.answer_correctness.cell(),
+            ])
+            .style(theme.text)
+        })
+        .collect();
+    let header = Row::new(vec![
+        "run",
+        "judge",
+        "answers",
+        "faithfulness",
+        "ctx precision",
+        "ctx recall",
+        "correctness",
+    ])
+    .style(theme.title);
+    let widths = [
+        Constraint::Length(18),
+        Constraint::Min(16),
+        Constraint::Length(8),
+        Constraint::Length(18),
+        Constraint::Length(18),
+        Constraint::Length(18),
+        Constraint::Length(18),
+    ];
+    f.render_widget(
+        Table::new(rows, widths).header(header).block(theme.block(
+            " Grounded (raglab answers ground): means over defined values, (n undefined) beside ".to_string(),
+            false,
+        )),
+        area,
+    );
+}
+
 fn acc(a: &Accuracy) -> String {
     a.with_ci()
 }

@@ -397,7 +397,7 @@ impl PaneView for EvaluationPane {
         } else {
             0
         };
-        let [head, table, middle, mcqa, judge, citations] = Layout::vertical([
+        let [head, table, middle, mcqa, judge, citations, grounded] = Layout::vertical([
             // Two rows: the provenance line wraps on narrow terminals.
             Constraint::Length(2 + o.problems.len() as u16),
             Constraint::Length(table_h),
@@ -405,6 +405,7 @@ impl PaneView for EvaluationPane {
             Constraint::Length(breakdowns::mcqa_height(o)),
             Constraint::Length(breakdowns::judge_height(o)),
             Constraint::Length(breakdowns::citations_height(o)),
+            Constraint::Length(breakdowns::grounded_height(o)),
         ])
         .areas(area);
         self.draw_header(f, head, theme);
@@ -415,5 +416,6 @@ impl PaneView for EvaluationPane {
         breakdowns::draw_mcqa(f, mcqa, o, theme);
         breakdowns::draw_judge(f, judge, o, theme);
         breakdowns::draw_citations(f, citations, o, theme);
+        breakdowns::draw_grounded(f, grounded, o, theme);
     }
 }

@@ -216,6 +216,30 @@ fn criterion_line(c: &CriterionComparison) -> String {
     )
 }
 
+/// One grounded metric's row: n, both means, the difference, B's record, p, Holm p
+/// and the questions left out as undefined.
+fn grounded_line(g: &crate::core::grounded::GroundedComparison) -> String {
+    let name = g.metric.replace('_', " ");
+    match &g.test {
+        Some(t) => format!(
+            "{:<22} {:>4} {:>7.3} {:>7.3} {:>+8.3} {:>9} {:>8} {:>8} {:>6}",
+            name,
+            t.queries,
+            t.baseline_mean,
+            t.candidate_mean,
+            t.difference,
+            format!("{}/{}/{}", t.record.wins, t.record.ties, t.record.losses),
+            p_text(t.randomisation_p),
+            p_text(t.randomisation_p_holm),
+            g.undefined
+        ),
+        None => format!(
+            "{name:<22} {:>4} undefined in one run or both for every question ({} left out)",
+            0, g.undefined
+        ),
+    }
+}
+
 fn draw_comparison(
     f: &mut Frame,
     area: Rect,
@@ -232,7 +256,12 @@ fn draw_comparison(
     let block = theme.block(title, true);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let table_height = u16::try_from(c.criteria.len())
+    let grounded_rows = if c.grounded.is_empty() {
+        0
+    } else {
+        c.grounded.len() + 2
+    };
+    let table_height = u16::try_from(c.criteria.len() + grounded_rows)
         .unwrap_or(u16::MAX)
         .saturating_add(3);
     let [table, head, sides] = Layout::vertical([
@@ -275,6 +304,22 @@ fn draw_comparison(
             _ => theme.text,
         };
         lines.push(Line::styled(criterion_line(k), style));
+    }
+    if !c.grounded.is_empty() {
+        lines.push(Line::styled(
+            "grounded (answers ground): B - A over questions both have defined, paired randomisation p, Holm over every judge and metric",
+            theme.muted,
+        ));
+        lines.push(Line::styled(
+            format!(
+                "{:<22} {:>4} {:>7} {:>7} {:>8} {:>9} {:>8} {:>8} {:>6}",
+                "metric", "n", "A", "B", "B - A", "B W/T/L", "p", "p Holm", "undef"
+            ),
+            theme.muted,
+        ));
+        for g in &c.grounded {
+            lines.push(Line::styled(grounded_line(g), theme.text));
+        }
     }
     f.render_widget(Paragraph::new(lines), table);
 

@@ -1,6 +1,8 @@
 //! Retrieval -> answer -> judge: the stored answers to the current question, each with
 //! the configuration that ranked its context, where its target sat in the prompt, the
-//! chunks the token budget dropped, and every judge's labels. `J` judges the selected
+//! chunks the token budget dropped, every judge's labels and the selected answer's
+//! grounded verdicts (`answers ground`: each statement with its verdict and supporting
+//! chunk, each context's usefulness, the scores). `J` judges the selected
 //! answer (the judge streams into the Generate pane), `a` sends it to annotation.
 //! An answer that is an item of a study not yet revealed to the viewer shows no judge
 //! labels and cannot be judged here (blinding covers the judge too).
@@ -29,6 +31,8 @@ pub struct AnswerRow {
     pub dropped: usize,
     /// Each judge's latest labels: `judge: criterion=label, ...`.
     pub judged: Vec<String>,
+    /// Each grounding judge's verdicts as lines (`core::grounded::explain_lines`).
+    pub grounded: Vec<String>,
     pub answer: String,
 }
 
@@ -37,6 +41,7 @@ pub fn rows_for(
     question_id: &str,
     answers: &[AnswerRecord],
     judgements: &[JudgementRecord],
+    grounded: &[crate::core::grounded::GroundedRecord],
 ) -> Vec<AnswerRow> {
     let mut rows: Vec<(&str, AnswerRow)> = answers
         .iter()
@@ -77,6 +82,11 @@ pub fn rows_for(
                     target,
                     dropped: a.dropped_chunk_ids.len(),
                     judged,
+                    grounded: grounded
+                        .iter()
+                        .filter(|g| g.answer_id == a.answer_id)
+                        .flat_map(crate::core::grounded::explain_lines)
+                        .collect(),
                     answer: a.answer.clone(),
                 },
             )
@@ -130,9 +140,40 @@ impl AnswersPanel {
         }
     }
 
+    /// The selected answer's grounded verdicts as shown: hidden while the answer is
+    /// blind (they are the judge's), else the lines, or how to get them.
+    pub fn grounded_text(&self, row: &AnswerRow) -> Vec<String> {
+        if self.blind.contains(&row.answer_id) {
+            vec![BLIND_JUDGE.to_string()]
+        } else if row.grounded.is_empty() {
+            vec!["no grounded scores: `raglab answers ground --run RUN` scores a run".to_string()]
+        } else {
+            row.grounded.clone()
+        }
+    }
+
     pub fn draw(&self, f: &mut Frame, question: &str, theme: &Theme) {
-        let area = crate::tui::layout::centered(f.area(), 94, 80);
-        f.render_widget(Clear, area);
+        let whole = crate::tui::layout::centered(f.area(), 94, 80);
+        f.render_widget(Clear, whole);
+        let [area, detail] =
+            ratatui::layout::Layout::vertical([Constraint::Min(5), Constraint::Percentage(45)])
+                .areas(whole);
+        if let Some(row) = self.selected() {
+            let lines: Vec<Line> = self
+                .grounded_text(row)
+                .iter()
+                .map(|l| Line::styled(clean(l), theme.text))
+                .collect();
+            f.render_widget(
+                ratatui::widgets::Paragraph::new(lines)
+                    .wrap(ratatui::widgets::Wrap { trim: false })
+                    .block(theme.block(
+                        " Grounded verdicts of the selected answer ".to_string(),
+                        false,
+                    )),
+                detail,
+            );
+        }
         let rows: Vec<Row> = self
             .rows
             .iter()

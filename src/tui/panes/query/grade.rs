@@ -1,4 +1,4 @@
-//! Grading a chunk's relevance from the Query pane (relevance assessment, SPEC 13):
+//! Grading a chunk's relevance from the Query pane (relevance assessment: graded qrels that grow):
 //! `a` asks for the grade of the selected chunk for the question on screen, and `0`,
 //! `1` or `2` give it (while the grade is asked for, the digits grade: they do not
 //! switch panes; `esc` cancels). The grade is stored in the background as the TUI's

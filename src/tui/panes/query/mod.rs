@@ -154,6 +154,8 @@ pub struct QueryPane {
     /// the panel listing the current question's.
     stored: Vec<AnswerRecord>,
     judgements: Vec<JudgementRecord>,
+    /// Grounded scores of the stored answers, the latest per judge.
+    grounded: Vec<crate::core::grounded::GroundedRecord>,
     answers: AnswersPanel,
     busy: bool,
     ticket: u64,
@@ -392,6 +394,7 @@ impl QueryPane {
             dense_off: None,
             stored: Vec::new(),
             judgements: Vec::new(),
+            grounded: Vec::new(),
             answers: AnswersPanel::default(),
             busy: false,
             ticket: 0,
@@ -536,7 +539,13 @@ impl QueryPane {
 
     /// The stored answers and judgements changed (start-up, another process, a
     /// judgement saved here): an open panel is recomputed, its selection kept.
-    pub fn set_stored(&mut self, answers: Vec<AnswerRecord>, judgements: Vec<JudgementRecord>) {
+    pub fn set_stored(
+        &mut self,
+        answers: Vec<AnswerRecord>,
+        judgements: Vec<JudgementRecord>,
+        grounded: Vec<crate::core::grounded::GroundedRecord>,
+    ) {
+        self.grounded = grounded;
         self.stored = answers;
         self.judgements = judgements;
         self.refresh_answers();
@@ -548,7 +557,7 @@ impl QueryPane {
             .as_ref()
             .map(|q| q.id.clone())
             .unwrap_or_default();
-        self.answers.rows = answers::rows_for(&qid, &self.stored, &self.judgements);
+        self.answers.rows = answers::rows_for(&qid, &self.stored, &self.judgements, &self.grounded);
         self.answers.sel = self
             .answers
             .sel

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Throughput of `raglab answers ground` (grounded metrics) on llama-server endpoints: one
+# server against a pool of two, SmolLM2-135M judging on this machine, side by side in
+# one run.
+#
+#   scripts/bench_grounded.sh [N_QUESTIONS]
+#
+# Needs scripts/setup.sh --test to have run (the raglab binary, tests/bin/llama-server
+# and the models in tests/models). Uses a throw-away workspace and config in a temp
+# folder: N sample questions are answered once by the local SmolLM2 (k = 2, 48 tokens),
+# then the same answers are grounded from a copy of that workspace by each
+# configuration. Prints one line per configuration: answers, judge requests, wall time,
+# answers/s, and the ratio of the pool's throughput to one server's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n="${1:-12}"
+bin="${CARGO_TARGET_DIR:-$HOME/.cache/raglab/target}/release/raglab"
+server="tests/bin/llama-server"
+model="tests/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+export RAGLAB_CONFIG_DIR="$tmp/config" RAGLAB_DATA_DIR="$tmp/data" RAGLAB_MODELS_DIR="$PWD/tests/models"
+mkdir -p "$RAGLAB_CONFIG_DIR"
+: > "$RAGLAB_CONFIG_DIR/config.toml"
+ws="$tmp/ws"
+mkdir -p "$tmp/docs"
+for d in $(ls sample-data/guidance | head -n 6); do cp -r "sample-data/guidance/$d" "$tmp/docs/"; done
+"$bin" --workspace "$ws" ingest "$tmp/docs" --index >/dev/null 2>"$tmp/ingest.err" || { cat "$tmp/ingest.err" >&2; exit 1; }
+head -n "$n" sample-data/questions.jsonl > "$tmp/q.jsonl"
+"$bin" --workspace "$ws" generate --questions "$tmp/q.jsonl" --run answers --k 2 --method bm25 \
+  --max-tokens 48 >/dev/null 2>"$tmp/gen.err" || { cat "$tmp/gen.err" >&2; exit 1; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+start() { # sets $port: one thread, one slot of 8192 tokens
+  port=$(free_port)
+  "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 8192 -np 1 -t 1 >"$tmp/server-$port.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 600); do
+    python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+      "http://127.0.0.1:$port/health" 2>/dev/null && return
+    sleep 0.1
+  done
+  echo "llama-server did not start" >&2; exit 1
+}
+stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=(); }
+
+declare -A rate
+run() { # label, then ports
+  local label="$1"; shift
+  : > "$RAGLAB_CONFIG_DIR/config.toml"
+  for p in "$@"; do
+    printf '[[endpoints]]\nurl = "http://127.0.0.1:%s/v1"\nmax_concurrent = 1\ntimeout_s = 300\n\n' "$p" >> "$RAGLAB_CONFIG_DIR/config.toml"
+  done
+  local copy="$tmp/ws-$#" start end out
+  rm -rf "$copy"; cp -r "$ws" "$copy"
+  start=$(date +%s.%N)
+  # Answer correctness's similarity left out (--weights 1,0): the servers' work only.
+  out=$("$bin" --workspace "$copy" answers ground --run answers --weights 1,0 2>"$tmp/ground.err") \
+    || { cat "$tmp/ground.err" >&2; exit 1; }
+  end=$(date +%s.%N)
+  rate[$#]=$(python3 -c "import sys; print($n / ($end - $start))")
+  python3 - "$label" "$start" "$end" "$n" "$out" <<'PY'
+import re, sys
+label, start, end, n, out = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+req = re.search(r"(\d+) judge request", out)
+wall = end - start
+print(f"{label}: {n} answers, {req.group(1) if req else '?'} judge requests in {wall:.1f} s = {n / wall:.3f} answers/s")
+PY
+}
+
+start; run "1 server (1 thread, 1 slot)" "$port"; stop_all
+start; a=$port; start; run "2 servers (1 thread, 1 slot each)" "$a" "$port"; stop_all
+python3 -c "print(f'pool / one server: {${rate[2]} / ${rate[1]}:.2f}x')"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -63,6 +63,11 @@ pub enum Action {
     Grade0,
     Grade1,
     Grade2,
+    /// The Query pane's relevance-assessment view: the assessor's queue, one pair at
+    /// a time (again, or esc: close).
+    OpenAssessment,
+    /// The assessment view: the next pair without grading this one (it stays queued).
+    SkipPair,
     Generate,
     Regenerate,
     /// Replay a stored answer at its recorded speed (no model needed).

@@ -52,6 +52,13 @@ pub enum Effect {
     /// Store an assessor's relevance grade of a chunk for a question (every grade is
     /// kept, none superseded).
     Grade(GradeJob),
+    /// Read the head of an assessor's queue for the assessment view, the pairs
+    /// skipped there passed over; the newest ticket wins.
+    AssessQueue {
+        ticket: u64,
+        assessor: String,
+        skipped: Vec<(String, String)>,
+    },
 }
 
 /// A relevance grade to store: who grades (the TUI's reviewer), the question, the

@@ -161,6 +161,7 @@ fn draw_help(app: &App, f: &mut Frame, theme: &Theme) {
         sections.push(("Answers of the question (A)", "answers"));
         sections.push(("Opened chunk", "overlay"));
         sections.push(("Grading the selected chunk (a, as --reviewer)", "grade"));
+        sections.push(("Relevance assessment view (G, as --reviewer)", "assess"));
     }
     if app.pane == Pane::Generate {
         sections.push(("Compare answer runs: picking (c)", "runs_pick"));

@@ -45,7 +45,9 @@ async fn counted_grades(ctx: &Context) -> Result<(Vec<Grade>, Vec<Refusal>)> {
 async fn pool_or_bail(ctx: &Context) -> Result<Vec<PooledQuestion>> {
     let pool = pool_in_force(&ctx.workspace).await?;
     if pool.is_empty() {
-        bail!("no pool in this workspace yet: make one with `raglab assess pool`");
+        bail!(
+            "no pool in this workspace yet: make one with `raglab assess pool --queries FILE --runs A.trec,B.trec --depth K` (run files from `raglab eval retrieval --run-out DIR`)"
+        );
     }
     Ok(pool)
 }
@@ -95,12 +97,49 @@ pub struct NextPair {
 /// The next pair `assessor` has to grade in the pool in force (`None`: their queue
 /// is empty).
 pub async fn next_pair(ctx: &Context, assessor: &str) -> Result<Option<NextPair>> {
+    Ok(queue_head(ctx, assessor, &[]).await?.next)
+}
+
+/// Where an assessor stands in their queue, as the TUI's assessment view shows it:
+/// the pair to grade next and two counts, none of which tells a run, a rank, a target
+/// or another assessor's grade.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueHead {
+    /// The pair to show (`None`: the queue is empty).
+    pub next: Option<NextPair>,
+    /// Pool pairs to grade (pooled, not targets) that the assessor has graded, as
+    /// [`progress`] counts them.
+    pub graded: usize,
+}
+
+/// The head of `assessor`'s queue with the pairs in `skipped` passed over: the first
+/// pair of the queue not skipped, or, once every pair left was skipped, the queue's
+/// first (so skipping never hides a pair for good: a skipped pair stays queued until
+/// it is graded). `next_pair` is this with nothing skipped.
+pub async fn queue_head(
+    ctx: &Context,
+    assessor: &str,
+    skipped: &[(String, String)],
+) -> Result<QueueHead> {
     check_name(assessor)?;
     let pool = pool_or_bail(ctx).await?;
     let (grades, _) = counted_grades(ctx).await?;
-    let queue = queue_of(&pool, &latest(&grades), assessor);
-    let Some((qid, cid)) = queue.first() else {
-        return Ok(None);
+    let graded_pairs = latest(&grades);
+    let graded = to_grade(&pool)
+        .iter()
+        .filter(|p| {
+            graded_pairs
+                .get(*p)
+                .is_some_and(|by| by.contains_key(assessor))
+        })
+        .count();
+    let queue = queue_of(&pool, &graded_pairs, assessor);
+    let Some((qid, cid)) = queue
+        .iter()
+        .find(|p| !skipped.contains(*p))
+        .or_else(|| queue.first())
+    else {
+        return Ok(QueueHead { next: None, graded });
     };
     let chunks = crate::service::corpus::chunks(ctx).await?;
     let chunk = crate::service::corpus::find(&chunks, cid)?;
@@ -109,7 +148,7 @@ pub async fn next_pair(ctx: &Context, assessor: &str) -> Result<Option<NextPair>
         .find(|q| &q.question_id == qid)
         .map(|q| q.question.clone())
         .unwrap_or_default();
-    Ok(Some(NextPair {
+    let next = NextPair {
         question_id: qid.clone(),
         question,
         chunk_id: cid.clone(),
@@ -117,7 +156,21 @@ pub async fn next_pair(ctx: &Context, assessor: &str) -> Result<Option<NextPair>
         header_path: chunk.header_path.clone(),
         text: chunk.text.clone(),
         remaining: queue.len(),
-    }))
+    };
+    Ok(QueueHead {
+        next: Some(next),
+        graded,
+    })
+}
+
+/// The pool's pairs to grade: every pooled (question, chunk) but the shipped targets.
+fn to_grade(pool: &[PooledQuestion]) -> HashSet<(String, String)> {
+    let targets = targets_of(pool);
+    members_of(pool)
+        .iter()
+        .flat_map(|(q, docs)| docs.iter().map(move |d| (q.clone(), d.clone())))
+        .filter(|(q, d)| !targets.get(q).is_some_and(|t| t.contains(d)))
+        .collect()
 }
 
 fn check_name(assessor: &str) -> Result<()> {
@@ -226,13 +279,8 @@ pub async fn progress(ctx: &Context) -> Result<AssessProgress> {
     let pool = pool_or_bail(ctx).await?;
     let (grades, refused) = counted_grades(ctx).await?;
     let graded = latest(&grades);
-    let targets = targets_of(&pool);
     let members = members_of(&pool);
-    let to_grade: HashSet<(String, String)> = members
-        .iter()
-        .flat_map(|(q, docs)| docs.iter().map(move |d| (q.clone(), d.clone())))
-        .filter(|(q, d)| !targets.get(q).is_some_and(|t| t.contains(d)))
-        .collect();
+    let to_grade = to_grade(&pool);
     let names: BTreeSet<&String> = graded.values().flat_map(|by| by.keys()).collect();
     let assessors = names
         .into_iter()

@@ -115,6 +115,12 @@ pub enum Msg {
         super::effect::GradeJob,
         Result<crate::service::assess::Graded, String>,
     ),
+    /// The head of an assessor's queue for the assessment view, or why it could not
+    /// be read (no pool yet, a name refused).
+    AssessQueue {
+        ticket: u64,
+        result: Result<Box<crate::service::assess::QueueHead>, String>,
+    },
 }
 
 /// The newest request of one kind: starting another aborts the older task (whose
@@ -255,6 +261,11 @@ impl Jobs {
                 decision,
             } => self.decide(app, candidate_id, decision),
             Effect::Grade(job) => self.grade(job),
+            Effect::AssessQueue {
+                ticket,
+                assessor,
+                skipped,
+            } => self.assess_queue(ticket, assessor, skipped),
         }
     }
 
@@ -321,7 +332,15 @@ impl Jobs {
                 app.agreement.on_agreement(ticket, result.map(|b| *b));
             }
             Msg::Preferences { ticket, result } => app.agreement.on_preferences(ticket, result),
-            Msg::Graded(job, result) => app.query.on_graded(job, result),
+            // A grade given in the assessment view moves it to the next pair.
+            Msg::Graded(job, result) => {
+                if let Some(e) = app.query.on_graded(job, result) {
+                    self.run(app, e);
+                }
+            }
+            Msg::AssessQueue { ticket, result } => {
+                app.query.on_assess_queue(ticket, result.map(|b| *b));
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 mod hangup;
 mod terminal_safety;
 mod tui_annotate;
+mod tui_assess;
 mod tui_compare;
 mod tui_corpus;
 mod tui_first_contact;

@@ -65,6 +65,25 @@ impl Grading {
         self.assessor = assessor;
     }
 
+    /// Who grades (`None`: nobody named yet).
+    pub fn assessor(&self) -> Option<&str> {
+        self.assessor.as_deref()
+    }
+
+    /// The job that stores this assessor's `grade` of `chunk_id` for `question_id`
+    /// without the grade keys (the assessment view shows the pair itself); `None`
+    /// while nobody is named. Counted in flight like a grade given by the keys.
+    pub fn give_pair(&mut self, question_id: &str, chunk_id: &str, grade: u32) -> Option<GradeJob> {
+        let assessor = self.assessor.clone()?;
+        self.in_flight += 1;
+        Some(GradeJob {
+            assessor,
+            question_id: question_id.to_string(),
+            chunk_id: chunk_id.to_string(),
+            grade,
+        })
+    }
+
     /// Whether the grade keys are open.
     pub fn is_asking(&self) -> bool {
         self.asking.is_some()

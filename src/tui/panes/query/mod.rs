@@ -7,10 +7,12 @@
 //! was missed (its scores beside the top-1 chunk's, its fused rank for every alpha);
 //! pin a baseline configuration and read each chunk's rank delta against it; open any
 //! chunk, the target too, with the question's terms highlighted; grade the selected
-//! chunk's relevance to the question (`a`, then 0/1/2) as the TUI's reviewer.
+//! chunk's relevance to the question (`a`, then 0/1/2) as the TUI's reviewer, or work
+//! through the reviewer's assessment queue in a view of its own (`G`, blind).
 //! Retrieval and grading run as background jobs; the newest query wins.
 
 mod answers;
+mod assess;
 mod browser;
 mod grade;
 mod why;
@@ -21,6 +23,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState, Wrap};
 
 pub use self::answers::{AnswerRow, AnswersPanel};
+pub use self::assess::AssessView;
 pub use self::browser::{Browser, FilterKind};
 pub use self::grade::{Grading, NO_ASSESSOR, grade_name};
 use self::why::Why;
@@ -164,6 +167,8 @@ pub struct QueryPane {
     rerank: RerankState,
     /// Relevance grades: who grades, the grade keys, this session's own grades.
     grading: Grading,
+    /// The relevance-assessment view over the pane (`G`): the reviewer's queue.
+    assess: AssessView,
 }
 
 /// What the Query pane is set up with: the questions to pick from, the last
@@ -287,7 +292,22 @@ impl QueryPane {
     /// Who grades chunks' relevance: the TUI's reviewer (`None`: nobody named yet).
     /// Only their own grades are marked.
     pub fn set_assessor(&mut self, assessor: Option<String>) {
+        self.assess.on_assessor(assessor.as_deref());
         self.grading.set_assessor(assessor);
+    }
+
+    /// The relevance-assessment view (`G`).
+    pub fn assessment(&self) -> &AssessView {
+        &self.assess
+    }
+
+    /// The head of the reviewer's queue, for the assessment view.
+    pub fn on_assess_queue(
+        &mut self,
+        ticket: u64,
+        result: Result<crate::service::assess::QueueHead, String>,
+    ) {
+        self.assess.on_queue(ticket, result);
     }
 
     /// The grading state (the grades sent and not answered, for quitting).
@@ -296,13 +316,17 @@ impl QueryPane {
     }
 
     /// A grade job answered: the grade stored (marked beside its chunk, said with the
-    /// queue left) or refused (said with why). Never superseded: each is a commit.
+    /// queue left) or refused (said with why). Never superseded: each is a commit. A
+    /// grade given in the assessment view moves it on: the read of the next pair.
     pub fn on_graded(
         &mut self,
         job: crate::tui::effect::GradeJob,
         result: Result<crate::service::assess::Graded, String>,
-    ) {
-        self.status = Some(self.grading.on_graded(job, result));
+    ) -> Option<Effect> {
+        let said = self.grading.on_graded(job.clone(), result);
+        let next = self.assess.on_graded(&job, &said);
+        self.status = Some(said);
+        next
     }
 
     /// `a`: the grade keys for the selected chunk of the question on screen (its
@@ -402,6 +426,7 @@ impl QueryPane {
             chunks,
             rerank: RerankState::default(),
             grading: Grading::default(),
+            assess: AssessView::default(),
         };
         pane.set_failures(failures);
         pane
@@ -1273,6 +1298,9 @@ fn is_warning(s: &str) -> bool {
 impl PaneView for QueryPane {
     /// Apply an action; a new search is returned as an effect.
     fn update(&mut self, action: Action) -> Option<Effect> {
+        if self.assess.is_open() {
+            return self.assess.update(action, &mut self.grading);
+        }
         if self.grading.is_asking() {
             return self.update_grading(action);
         }
@@ -1341,6 +1369,7 @@ impl PaneView for QueryPane {
             }
             Action::PinBaseline => self.pin(),
             Action::GradeChunk => self.ask_grade(),
+            Action::OpenAssessment => return self.assess.open(self.grading.assessor()),
             Action::NextFailure => return self.step_failure(1),
             Action::PrevFailure => return self.step_failure(-1),
             _ => {}
@@ -1374,6 +1403,7 @@ impl PaneView for QueryPane {
             self.answers.draw(f, q, theme);
         }
         self.grading.draw_prompt(f, theme);
+        self.assess.draw(f, theme);
     }
 
     fn editing(&self) -> bool {
@@ -1385,11 +1415,17 @@ impl PaneView for QueryPane {
     }
 
     fn overlay_open(&self) -> bool {
-        self.opened.is_some() || self.browser.open || self.answers.open || self.grading.is_asking()
+        self.opened.is_some()
+            || self.browser.open
+            || self.answers.open
+            || self.grading.is_asking()
+            || self.assess.is_open()
     }
 
     fn overlay_section(&self) -> &'static str {
-        if self.grading.is_asking() {
+        if self.assess.is_open() {
+            "assess"
+        } else if self.grading.is_asking() {
             "grade"
         } else if self.browser.open {
             "failures"

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 
 use super::args::ShardArg;
 use super::progress_bar;
-use crate::core::grounded::{GroundingTemplates, Weights};
+use crate::core::grounded::{CorrectnessWeights, GroundingTemplates};
 use crate::core::template::TemplateKind;
 use crate::service::answer::{CiteRequest, GroundRequest, cite_run, ground_run, import_answers};
 use crate::service::base::read_questions;
@@ -55,8 +55,8 @@ pub struct GroundArgs {
     pub local: bool,
     /// Answer correctness's weights `F,S`: statement F1 and embedding similarity
     /// (`1,0` needs no embedding model).
-    #[arg(long, default_value_t = Weights::default())]
-    pub weights: Weights,
+    #[arg(long, default_value_t = CorrectnessWeights::default())]
+    pub weights: CorrectnessWeights,
     /// Score at most N answers not yet scored by this judge (a rerun goes on).
     #[arg(long)]
     pub limit: Option<usize>,

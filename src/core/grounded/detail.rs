@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Weights, answer_correctness, context_precision, context_recall, faithfulness, statement_f1,
+    CorrectnessWeights, answer_correctness, context_precision, context_recall, faithfulness,
+    statement_f1,
 };
 
 /// A statement and its verdict: supported by (attributable to) the passages, and the
@@ -63,7 +64,7 @@ impl GroundedDetail {
         &self,
         has_reference: bool,
         similarity: Option<f64>,
-        w: Weights,
+        w: CorrectnessWeights,
     ) -> GroundedScores {
         let mut why: Vec<String> = Vec::new();
         let mut undefined = |metric: &str, reason: &str| why.push(format!("{metric}: {reason}"));

@@ -47,7 +47,7 @@ pub use record::{
     DefinedMean, GROUNDED_PAIRING, GroundedComparison, GroundedRecord, GroundedSummary, METRICS,
     compare_grounded, explain_lines, summarise,
 };
-pub use reply::{Reply, ReplyError, Request, Shape, Step};
+pub use reply::{JudgeReply, JudgeRequest, ReplyError, Shape, Step};
 
 /// At most this many statements are taken from one text: the reply's grammar stops
 /// there, so a reply always fits its token limit.
@@ -55,12 +55,12 @@ pub const MAX_STATEMENTS: usize = 8;
 
 /// The weights of answer correctness: statement F1 and embedding similarity.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Weights {
+pub struct CorrectnessWeights {
     pub factuality: f64,
     pub similarity: f64,
 }
 
-impl Default for Weights {
+impl Default for CorrectnessWeights {
     /// ragas' defaults: 0.75 and 0.25.
     fn default() -> Self {
         Self {
@@ -70,7 +70,7 @@ impl Default for Weights {
     }
 }
 
-impl std::str::FromStr for Weights {
+impl std::str::FromStr for CorrectnessWeights {
     type Err = String;
 
     /// `F,S`, both finite and at least 0, not both 0 (ragas' checks).
@@ -92,7 +92,7 @@ impl std::str::FromStr for Weights {
     }
 }
 
-impl std::fmt::Display for Weights {
+impl std::fmt::Display for CorrectnessWeights {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{},{}", self.factuality, self.similarity)
     }
@@ -179,7 +179,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> Option<f64> {
 /// Answer correctness: the weighted average of the statement F1 and the similarity;
 /// None when the similarity has weight and is missing (never a silent 0). The
 /// similarity is not needed when its weight is 0.
-pub fn answer_correctness(f1: f64, similarity: Option<f64>, w: Weights) -> Option<f64> {
+pub fn answer_correctness(f1: f64, similarity: Option<f64>, w: CorrectnessWeights) -> Option<f64> {
     let s = if w.similarity == 0.0 {
         0.0
     } else {
@@ -230,18 +230,18 @@ mod tests {
             (cosine(&[1.0, 0.0], &[1.0, 1.0]).expect("test value") - 0.5f64.sqrt()).abs() < 1e-7
         );
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), None);
-        let w = Weights::default();
+        let w = CorrectnessWeights::default();
         assert!((answer_correctness(0.5, Some(1.0), w).expect("defined") - 0.625).abs() < 1e-12);
         assert_eq!(
             answer_correctness(0.5, None, w),
             None,
             "a missing similarity is not 0"
         );
-        let f1_only: Weights = "1,0".parse().expect("test value");
+        let f1_only: CorrectnessWeights = "1,0".parse().expect("test value");
         assert_eq!(answer_correctness(0.5, None, f1_only), Some(0.5));
-        assert!("0,0".parse::<Weights>().is_err());
-        assert!("-1,2".parse::<Weights>().is_err());
-        assert!("0.75".parse::<Weights>().is_err());
+        assert!("0,0".parse::<CorrectnessWeights>().is_err());
+        assert!("-1,2".parse::<CorrectnessWeights>().is_err());
+        assert!("0.75".parse::<CorrectnessWeights>().is_err());
     }
 
     #[test]
@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(d.answer_statements[0].source.as_deref(), Some("c2"));
         assert_eq!(d.answer_statements[1].source, None);
         assert_eq!(d.reference_statements[0].source.as_deref(), Some("c1"));
-        let s = d.scores(true, Some(0.8), Weights::default());
+        let s = d.scores(true, Some(0.8), CorrectnessWeights::default());
         assert_eq!(s.faithfulness, Some(0.5));
         assert_eq!(s.context_recall, Some(1.0));
         // Useful only at rank 2: (1/2) / 1.
@@ -319,7 +319,9 @@ mod tests {
         g.answer(r#"{"statements": ["An answer."]}"#)
             .expect("test value");
         assert!(g.next_request().is_none(), "nothing else can be judged");
-        let s = g.detail().scores(false, None, Weights::default());
+        let s = g
+            .detail()
+            .scores(false, None, CorrectnessWeights::default());
         assert_eq!(
             (
                 s.faithfulness,
@@ -367,7 +369,9 @@ mod tests {
                 Step::ReferenceInAnswer
             ]
         );
-        let s = g.detail().scores(true, Some(1.0), Weights::default());
+        let s = g
+            .detail()
+            .scores(true, Some(1.0), CorrectnessWeights::default());
         assert_eq!(
             (s.faithfulness, s.context_precision, s.context_recall),
             (None, None, None)
@@ -397,14 +401,14 @@ mod tests {
         );
         let many = format!(
             r#"{{"statements": [{}]}}"#,
-            vec!["\"s\""; MAX_STATEMENTS + 1].join(", ")
+            ["\"s\""; MAX_STATEMENTS + 1].join(", ")
         );
         assert!(Shape::Statements.parse(&many).is_err());
         assert_eq!(
             Shape::Statements
                 .parse(r#"{"statements": [" a ", "", "...", " - "]}"#)
                 .expect("test value"),
-            Reply::Statements(vec!["a".into()])
+            JudgeReply::Statements(vec!["a".into()])
         );
     }
 
@@ -413,13 +417,13 @@ mod tests {
         let cut = r#"{"statements": ["Flu spreads by droplets.", "Wash your hands of"#;
         assert_eq!(
             Shape::Statements.parse(cut).expect("salvaged"),
-            Reply::Statements(vec!["Flu spreads by droplets.".into()])
+            JudgeReply::Statements(vec!["Flu spreads by droplets.".into()])
         );
         assert_eq!(
             Shape::Statements
                 .parse(r#"{"statements": ["Flu sp"#)
                 .expect("salvaged"),
-            Reply::Statements(Vec::new())
+            JudgeReply::Statements(Vec::new())
         );
         assert!(Shape::Statements.parse("no json").is_err());
         assert!(

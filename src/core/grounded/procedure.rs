@@ -1,7 +1,7 @@
 //! One answer's grounding as a sequence of judge requests: which step comes next (a
 //! step whose inputs do not exist is skipped), its prompt, and what each reply fills in.
 
-use super::reply::{Reply, ReplyError, Request, Shape, Step};
+use super::reply::{JudgeReply, JudgeRequest, ReplyError, Shape, Step};
 use super::{GroundedDetail, StatementVerdict};
 use crate::core::prompt::{PromptText, Slot, fill};
 use crate::core::template::Template;
@@ -93,7 +93,7 @@ impl Grounding {
     }
 
     /// The request to send next; None when the grounding is complete.
-    pub fn next_request(&self) -> Option<Request> {
+    pub fn next_request(&self) -> Option<JudgeRequest> {
         let step = self.step?;
         let d = &self.detail;
         let reference = self.input.reference.as_deref().unwrap_or("");
@@ -142,7 +142,7 @@ impl Grounding {
                 )
             }
         };
-        Some(Request {
+        Some(JudgeRequest {
             step,
             prompt,
             shape,
@@ -208,25 +208,25 @@ impl Grounding {
         let contexts = d.contexts.clone();
         let texts = |s: &[StatementVerdict]| s.iter().map(|v| v.text.clone()).collect::<Vec<_>>();
         match (req.step, reply) {
-            (Step::AnswerStatements, Reply::Statements(s)) => {
+            (Step::AnswerStatements, JudgeReply::Statements(s)) => {
                 d.answer_statements = unjudged(s);
             }
-            (Step::ReferenceStatements, Reply::Statements(s)) => {
+            (Step::ReferenceStatements, JudgeReply::Statements(s)) => {
                 d.reference_statements = unjudged(s);
             }
-            (Step::Faithfulness, Reply::Verdicts(v)) => {
+            (Step::Faithfulness, JudgeReply::Verdicts(v)) => {
                 d.answer_statements = verdicts(&contexts, v, &texts(&d.answer_statements));
             }
-            (Step::ContextRecall, Reply::Verdicts(v)) => {
+            (Step::ContextRecall, JudgeReply::Verdicts(v)) => {
                 d.reference_statements = verdicts(&contexts, v, &texts(&d.reference_statements));
             }
-            (Step::AnswerInReference, Reply::Verdicts(v)) => {
+            (Step::AnswerInReference, JudgeReply::Verdicts(v)) => {
                 d.answer_in_reference = v.into_iter().map(|(s, _)| s).collect();
             }
-            (Step::ReferenceInAnswer, Reply::Verdicts(v)) => {
+            (Step::ReferenceInAnswer, JudgeReply::Verdicts(v)) => {
                 d.reference_in_answer = v.into_iter().map(|(s, _)| s).collect();
             }
-            (Step::ContextPrecision, Reply::Useful(u)) => d.context_useful = u,
+            (Step::ContextPrecision, JudgeReply::Useful(u)) => d.context_useful = u,
             _ => unreachable!("a shape's parse gives that shape's reply"),
         }
         self.prompts.push(req.prompt.text);

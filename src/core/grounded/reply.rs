@@ -16,7 +16,7 @@ use crate::core::prompt::PromptText;
 /// One judge request of a grounding: its step, its prompt and the shape its reply must
 /// have.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
+pub struct JudgeRequest {
     pub step: Step,
     pub prompt: PromptText,
     pub shape: Shape,
@@ -167,7 +167,7 @@ fn repeat_sep(item: &str, n: usize) -> String {
 
 /// A parsed reply.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
+pub enum JudgeReply {
     Statements(Vec<String>),
     /// (supported, source passage number; 0: none).
     Verdicts(Vec<(bool, usize)>),
@@ -176,7 +176,7 @@ pub enum Reply {
 
 impl Shape {
     /// Parse `raw` as this shape (JSON; checked whatever produced it).
-    pub fn parse(&self, raw: &str) -> Result<Reply, ReplyError> {
+    pub fn parse(&self, raw: &str) -> Result<JudgeReply, ReplyError> {
         let err = || ReplyError {
             expected: self.describe(),
             reply: raw.chars().take(300).collect(),
@@ -201,7 +201,7 @@ impl Shape {
                     .collect();
                 let out = out.ok_or_else(err)?;
                 // A "statement" without a letter or digit ("...", "-") states nothing.
-                Ok(Reply::Statements(
+                Ok(JudgeReply::Statements(
                     out.into_iter()
                         .filter(|s| s.chars().any(char::is_alphanumeric))
                         .collect(),
@@ -223,13 +223,13 @@ impl Shape {
                         (src <= *passages).then_some((s, src))
                     })
                     .collect();
-                out.map(Reply::Verdicts).ok_or_else(err)
+                out.map(JudgeReply::Verdicts).ok_or_else(err)
             }
             Self::Useful { n } => {
                 let items = v.get("useful").and_then(Value::as_array).ok_or_else(err)?;
                 let out: Option<Vec<bool>> = items.iter().map(Value::as_bool).collect();
                 match out {
-                    Some(o) if o.len() == *n => Ok(Reply::Useful(o)),
+                    Some(o) if o.len() == *n => Ok(JudgeReply::Useful(o)),
                     _ => Err(err()),
                 }
             }

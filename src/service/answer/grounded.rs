@@ -19,7 +19,8 @@ use anyhow::{Context as _, Result, bail};
 use super::generation::answers;
 use crate::core::answer::AnswerRecord;
 use crate::core::grounded::{
-    GroundedRecord, Grounding, GroundingInput, GroundingTemplates, Premise, Weights, cosine,
+    CorrectnessWeights, GroundedRecord, Grounding, GroundingInput, GroundingTemplates, Premise,
+    cosine,
 };
 use crate::core::prompt::ChatMessage;
 use crate::core::shard::Shard;
@@ -43,7 +44,7 @@ pub struct GroundRequest {
     /// The local judge model even when endpoints are configured.
     pub local: bool,
     pub templates: GroundingTemplates,
-    pub weights: Weights,
+    pub weights: CorrectnessWeights,
     pub limit: Option<usize>,
     pub shard: Option<Shard>,
 }
@@ -303,7 +304,7 @@ fn without_reference_of(a: &AnswerRecord, n: &mut usize) {
 fn similarity_embedder<'a>(
     ctx: &Context,
     mut todo: impl Iterator<Item = &'a AnswerRecord>,
-    weights: Weights,
+    weights: CorrectnessWeights,
 ) -> Result<Option<Embedder>> {
     let needed = weights.similarity > 0.0
         && todo.any(|a| {
@@ -329,7 +330,7 @@ struct Scorer<'a> {
     ctx: &'a Context,
     judge_model: &'a str,
     prompts_sha: &'a str,
-    weights: Weights,
+    weights: CorrectnessWeights,
     embedder: Option<&'a Embedder>,
 }
 

@@ -4,8 +4,8 @@
 //! statement F1 and answer correctness with its weights, the undefined cases included.
 
 use raglab::core::grounded::{
-    Weights, answer_correctness, context_precision, context_recall, cosine, faithfulness,
-    statement_f1,
+    CorrectnessWeights, answer_correctness, context_precision, context_recall, cosine,
+    faithfulness, statement_f1,
 };
 use serde_json::Value;
 
@@ -80,7 +80,7 @@ fn answer_correctness_equals_ragas_with_its_weights() {
     for c in cases {
         let n = |k: &str| c[k].as_u64().expect(k) as usize;
         let w = c["weights"].as_array().expect("weights");
-        let weights: Weights = format!("{},{}", w[0], w[1]).parse().expect("weights");
+        let weights: CorrectnessWeights = format!("{},{}", w[0], w[1]).parse().expect("weights");
         let f1 = statement_f1(
             n("answer_statements"),
             n("reference_statements"),

@@ -3,17 +3,20 @@
 # server against a pool of two, SmolLM2-135M judging on this machine, side by side in
 # one run.
 #
-#   scripts/bench_grounded.sh [N_QUESTIONS]
+#   scripts/bench_grounded.sh [N_QUESTIONS] [K]
 #
 # Needs scripts/setup.sh --test to have run (the raglab binary, tests/bin/llama-server
 # and the models in tests/models). Uses a throw-away workspace and config in a temp
-# folder: N sample questions are answered once by the local SmolLM2 (k = 2, 48 tokens),
+# folder: N sample questions (default 4) are answered once by the local SmolLM2 (k = K
+# chunks in the prompt, default 1; a sample chunk can run to ~1,800 tokens, and one
+# llama-server thread reads about 80 prompt tokens/s), 48 tokens each,
 # then the same answers are grounded from a copy of that workspace by each
 # configuration. Prints one line per configuration: answers, judge requests, wall time,
 # answers/s, and the ratio of the pool's throughput to one server's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n="${1:-12}"
+n="${1:-4}"
+k="${2:-1}"
 bin="${CARGO_TARGET_DIR:-$HOME/.cache/raglab/target}/release/raglab"
 server="tests/bin/llama-server"
 model="tests/models/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -29,7 +32,7 @@ mkdir -p "$tmp/docs"
 for d in $(ls sample-data/guidance | head -n 6); do cp -r "sample-data/guidance/$d" "$tmp/docs/"; done
 "$bin" --workspace "$ws" ingest "$tmp/docs" --index >/dev/null 2>"$tmp/ingest.err" || { cat "$tmp/ingest.err" >&2; exit 1; }
 head -n "$n" sample-data/questions.jsonl > "$tmp/q.jsonl"
-"$bin" --workspace "$ws" generate --questions "$tmp/q.jsonl" --run answers --k 2 --method bm25 \
+"$bin" --workspace "$ws" generate --questions "$tmp/q.jsonl" --run answers --k "$k" --method bm25 \
   --max-tokens 48 >/dev/null 2>"$tmp/gen.err" || { cat "$tmp/gen.err" >&2; exit 1; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -61,12 +64,26 @@ run() { # label, then ports
     || { cat "$tmp/ground.err" >&2; exit 1; }
   end=$(date +%s.%N)
   rate[$#]=$(python3 -c "import sys; print($n / ($end - $start))")
-  python3 - "$label" "$start" "$end" "$n" "$out" <<'PY'
-import re, sys
-label, start, end, n, out = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+  # Each answer's grounded record (its requests' times and the server that judged it).
+  "$bin" --workspace "$copy" report answers --run answers --list --json > "$tmp/a.json"
+  rm -f "$tmp"/g-*.json
+  i=0
+  for id in $(python3 -c 'import json,sys; print(" ".join(a["answer_id"] for a in json.load(open(sys.argv[1]))["items"]))' "$tmp/a.json"); do
+    i=$((i + 1)); "$bin" --workspace "$copy" answers show-grounded "$id" --json > "$tmp/g-$i.json"
+  done
+  python3 - "$label" "$start" "$end" "$n" "$out" "$tmp"/g-*.json <<'PY'
+import json, re, sys
+label, start, end, n, out, paths = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6:]
 req = re.search(r"(\d+) judge request", out)
 wall = end - start
-print(f"{label}: {n} answers, {req.group(1) if req else '?'} judge requests in {wall:.1f} s = {n / wall:.3f} answers/s")
+busy, times = {}, []
+for path in paths:
+    for r in json.load(open(path))["items"]:
+        busy[r["endpoint"]] = busy.get(r["endpoint"], 0.0) + sum(r["request_ms"]) / 1000
+        times += r["request_ms"]
+share = ", ".join(f"{b / wall:.0%}" for b in sorted(busy.values()))
+print(f"{label}: {n} answers, {req.group(1) if req else '?'} judge requests in {wall:.1f} s = {n / wall:.3f} answers/s; "
+      f"each server busy {share} of the wall time; mean request {sum(times) / len(times) / 1000:.2f} s")
 PY
 }
 

@@ -17,37 +17,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-4}"
 k="${2:-1}"
-bin="${CARGO_TARGET_DIR:-$HOME/.cache/raglab/target}/release/raglab"
-server="tests/bin/llama-server"
-model="tests/models/SmolLM2-135M-Instruct.Q4_1.gguf"
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-export RAGLAB_CONFIG_DIR="$tmp/config" RAGLAB_DATA_DIR="$tmp/data" RAGLAB_MODELS_DIR="$PWD/tests/models"
-mkdir -p "$RAGLAB_CONFIG_DIR"
-: > "$RAGLAB_CONFIG_DIR/config.toml"
-ws="$tmp/ws"
-mkdir -p "$tmp/docs"
-for d in $(ls sample-data/guidance | head -n 6); do cp -r "sample-data/guidance/$d" "$tmp/docs/"; done
-"$bin" --workspace "$ws" ingest "$tmp/docs" --index >/dev/null 2>"$tmp/ingest.err" || { cat "$tmp/ingest.err" >&2; exit 1; }
+source scripts/bench_lib.sh
 head -n "$n" sample-data/questions.jsonl > "$tmp/q.jsonl"
 "$bin" --workspace "$ws" generate --questions "$tmp/q.jsonl" --run answers --k "$k" --method bm25 \
   --max-tokens 48 >/dev/null 2>"$tmp/gen.err" || { cat "$tmp/gen.err" >&2; exit 1; }
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-start() { # sets $port: one thread, one slot of 8192 tokens
-  port=$(free_port)
-  "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 8192 -np 1 -t 1 >"$tmp/server-$port.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 600); do
-    python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
-      "http://127.0.0.1:$port/health" 2>/dev/null && return
-    sleep 0.1
-  done
-  echo "llama-server did not start" >&2; exit 1
-}
-stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=(); }
 
 declare -A rate
 run() { # label, then ports
@@ -87,7 +60,7 @@ print(f"{label}: {n} answers, {req.group(1) if req else '?'} judge requests in {
 PY
 }
 
-start; run "1 server (1 thread, 1 slot)" "$port"; stop_all
-start; a=$port; start; run "2 servers (1 thread, 1 slot each)" "$a" "$port"; stop_all
+start 1 1; run "1 server (1 thread, 1 slot)" "$port"; stop_all
+start 1 1; a=$port; start 1 1; run "2 servers (1 thread, 1 slot each)" "$a" "$port"; stop_all
 python3 -c "print(f'pool / one server: {${rate[2]} / ${rate[1]}:.2f}x')"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

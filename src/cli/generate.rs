@@ -10,7 +10,7 @@ use super::args::{GeneratorArgs, PromptArgs, SamplingArgs, ShardArg, Temperature
 use super::{json_schema, progress_bar};
 use crate::core::context_policy::ContextPolicy;
 use crate::core::template::TemplateKind;
-use crate::service::answer::RunConfig;
+use crate::service::answer::GenerationConfig;
 use crate::service::answer::{AnswerBatch, BatchRequest, JudgeBatch};
 use crate::service::base::read_questions;
 use crate::service::evaluate::{answer_report, list_answers};
@@ -106,17 +106,18 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
             q.id
         );
     }
-    let config = RunConfig {
+    let config = GenerationConfig {
         run: args.run.clone(),
         template,
         context: args.context,
         order: args.order,
-        method: args.prompt.method.get(ctx),
-        sparse: args.prompt.sparse,
-        alpha: args
-            .prompt
-            .ranking
-            .alpha_for(ctx, args.prompt.method.get(ctx)),
+        ranking: crate::core::retrieval::RunConfig::new(
+            args.prompt.method.get(ctx),
+            args.prompt.sparse,
+            args.prompt
+                .ranking
+                .alpha_for(ctx, args.prompt.method.get(ctx)),
+        ),
         k: ctx.k(args.k),
         context_budget: args.prompt.context_budget,
         no_retrieval: args.no_retrieval,
@@ -169,8 +170,8 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         } else {
             format!(
                 "{} a={} k={}, context {} {}, prompt {}",
-                c.method,
-                c.alpha,
+                c.ranking.method,
+                c.ranking.alpha,
                 c.k,
                 c.context,
                 c.order,

@@ -711,24 +711,32 @@ fn per_run(s: &mut String, r: &StudyReport) {
     let _ = writeln!(s);
 }
 
+/// Each run's `{judge: summary}` object under `key` in `report answers --json`, as
+/// (run, judge, summary) rows; None when there is no answers report.
+fn per_run_and_judge<'a>(
+    r: &'a StudyReport,
+    key: &str,
+) -> Option<Vec<(&'a String, &'a String, &'a serde_json::Value)>> {
+    let Some(serde_json::Value::Object(runs)) = &r.answers else {
+        return None;
+    };
+    Some(
+        runs.iter()
+            .filter(|(name, _)| name.as_str() != "frugality")
+            .filter_map(|(name, v)| v.get(key).and_then(|o| o.as_object()).map(|o| (name, o)))
+            .flat_map(|(name, by_judge)| by_judge.iter().map(move |(j, v)| (name, j, v)))
+            .collect(),
+    )
+}
+
 /// Citation recall and precision per run and entailment judge (`raglab answers
 /// cite`), as `report answers --json` counts them (`citations`): each mean over the
 /// answers where it is defined, the undefined ones counted beside it, and the cited
 /// chunks that were not in the prompt. Runs never scored are not listed.
 fn citations(s: &mut String, r: &StudyReport) {
-    let Some(serde_json::Value::Object(runs)) = &r.answers else {
+    let Some(scored) = per_run_and_judge(r, "citations") else {
         return;
     };
-    let scored: Vec<(&String, &String, &serde_json::Value)> = runs
-        .iter()
-        .filter(|(name, _)| name.as_str() != "frugality")
-        .filter_map(|(name, v)| {
-            v.get("citations")
-                .and_then(|c| c.as_object())
-                .map(|c| (name, c))
-        })
-        .flat_map(|(name, by_judge)| by_judge.iter().map(move |(j, c)| (name, j, c)))
-        .collect();
     let _ = writeln!(s, "## Citations\n");
     if scored.is_empty() {
         let _ = writeln!(
@@ -780,19 +788,9 @@ fn citations(s: &mut String, r: &StudyReport) {
 /// --json` counts them (`grounded`): each mean over the answers where the metric is
 /// defined, the undefined count beside it. Runs never scored are not listed.
 fn grounded(s: &mut String, r: &StudyReport) {
-    let Some(serde_json::Value::Object(runs)) = &r.answers else {
+    let Some(scored) = per_run_and_judge(r, "grounded") else {
         return;
     };
-    let scored: Vec<(&String, &String, &serde_json::Value)> = runs
-        .iter()
-        .filter(|(name, _)| name.as_str() != "frugality")
-        .filter_map(|(name, v)| {
-            v.get("grounded")
-                .and_then(|g| g.as_object())
-                .map(|g| (name, g))
-        })
-        .flat_map(|(name, by_judge)| by_judge.iter().map(move |(j, g)| (name, j, g)))
-        .collect();
     let _ = writeln!(s, "## Grounded answers\n");
     if scored.is_empty() {
         let _ = writeln!(

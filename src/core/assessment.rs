@@ -280,6 +280,7 @@ pub fn check_grades(rows: Vec<Grade>, roster: &Roster, verify: Verify) -> Checke
         match fault {
             Some(why) => out.refused.push(Refusal {
                 item: Some(g.question_id.clone()),
+                row: None,
                 why,
             }),
             None => {

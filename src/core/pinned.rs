@@ -73,6 +73,7 @@ pub fn check_pins(rows: Vec<RubricPin>, roster: &Roster, verify: Verify) -> Chec
         match pin_fault(&p, pos, roster, repeated, last_from, verify) {
             Err(why) => out.refused.push(Refusal {
                 item: None,
+                row: None,
                 why: format!("rubric pin {} v{} {why}", p.name, p.version),
             }),
             Ok(rubric) => {

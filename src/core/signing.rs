@@ -92,6 +92,10 @@ pub struct RosterEntry {
 pub struct Refusal {
     /// The item the row is about (none for a roster entry).
     pub item: Option<String>,
+    /// The refused row's own id where it has one (a label's `label_id`): a view that
+    /// holds the row since writing it lets it go once a read refuses it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<String>,
     pub why: String,
 }
 
@@ -398,6 +402,7 @@ impl Roster {
             match result {
                 Err(why) => refused.push(Refusal {
                     item: None,
+                    row: None,
                     why: format!("roster entry {}{why}", r.name),
                 }),
                 Ok(()) => {
@@ -569,6 +574,48 @@ pub struct Checked<T> {
     pub refused: Vec<Refusal>,
 }
 
+impl<T> Checked<T> {
+    /// Keep `row`, stored at `pos`, or refuse it with `fault`, naming `item` (and the
+    /// row's own id, where it has one); returns whether it was kept.
+    fn keep_or_refuse(
+        &mut self,
+        row: T,
+        pos: usize,
+        item: &str,
+        row_id: Option<&str>,
+        fault: Option<String>,
+    ) -> bool {
+        match fault {
+            Some(why) => {
+                self.refused.push(Refusal {
+                    item: Some(item.to_string()),
+                    row: row_id.map(str::to_string),
+                    why,
+                });
+                false
+            }
+            None => {
+                self.kept.push(row);
+                self.rows.push(pos);
+                true
+            }
+        }
+    }
+}
+
+/// Why a row the lead must sign is not signed by the roster's lead key (None: it
+/// is), as a suffix after "is not signed by the lead's key".
+fn lead_seal_fault(
+    roster: &Roster,
+    signer: Option<&str>,
+    signature: Option<&str>,
+    bytes: &dyn Fn(&Binding) -> Vec<u8>,
+    verify: Verify,
+) -> Option<String> {
+    let key = roster.lead().map_or("", |(_, k)| k);
+    seal_fault(signer, signature, key, roster.binding(), bytes, verify)
+}
+
 impl<T> Default for Checked<T> {
     fn default() -> Self {
         Self {
@@ -687,16 +734,9 @@ pub fn check_labels(labels: Vec<Label>, roster: &Roster, verify: Verify) -> Chec
         } else {
             None
         };
-        match fault {
-            Some(why) => out.refused.push(Refusal {
-                item: Some(l.item_id.clone()),
-                why,
-            }),
-            None => {
-                seen.insert(l.label_id.clone());
-                out.kept.push(l);
-                out.rows.push(pos);
-            }
+        let (item, id) = (l.item_id.clone(), l.label_id.clone());
+        if out.keep_or_refuse(l, pos, &item, Some(&id), fault) {
+            seen.insert(id);
         }
     }
     out
@@ -728,24 +768,21 @@ pub fn check_assignments(
                 what()
             ))
         } else if roster.is_signed() {
-            let key = roster.lead().map_or("", |(_, k)| k);
-            let (signer, sig) = (a.signer.as_deref(), a.signature.as_deref());
             let bytes = |b: &Binding| assignment_bytes(&a, b);
-            seal_fault(signer, sig, key, roster.binding(), &bytes, verify)
-                .map(|why| format!("{} is not signed by the lead's key{why}", what()))
+            lead_seal_fault(
+                roster,
+                a.signer.as_deref(),
+                a.signature.as_deref(),
+                &bytes,
+                verify,
+            )
+            .map(|why| format!("{} is not signed by the lead's key{why}", what()))
         } else {
             None
         };
-        match fault {
-            Some(why) => out.refused.push(Refusal {
-                item: Some(a.item_id.clone()),
-                why,
-            }),
-            None => {
-                seen.count(fields);
-                out.kept.push(a);
-                out.rows.push(pos);
-            }
+        let item = a.item_id.clone();
+        if out.keep_or_refuse(a, pos, &item, None, fault) {
+            seen.count(fields);
         }
     }
     out
@@ -767,24 +804,21 @@ pub fn check_gold(rows: Vec<GoldLabel>, roster: &Roster, verify: Verify) -> Chec
                 "{what} repeats an earlier gold label (a copied row changes nothing)"
             ))
         } else if roster.is_signed() {
-            let key = roster.lead().map_or("", |(_, k)| k);
-            let (signer, sig) = (g.signer.as_deref(), g.signature.as_deref());
             let bytes = |b: &Binding| gold_bytes(&g, b);
-            seal_fault(signer, sig, key, roster.binding(), &bytes, verify)
-                .map(|why| format!("{what} is not signed by the lead's key{why}"))
+            lead_seal_fault(
+                roster,
+                g.signer.as_deref(),
+                g.signature.as_deref(),
+                &bytes,
+                verify,
+            )
+            .map(|why| format!("{what} is not signed by the lead's key{why}"))
         } else {
             None
         };
-        match fault {
-            Some(why) => out.refused.push(Refusal {
-                item: Some(g.item_id.clone()),
-                why,
-            }),
-            None => {
-                seen.count(fields);
-                out.kept.push(g);
-                out.rows.push(pos);
-            }
+        let item = g.item_id.clone();
+        if out.keep_or_refuse(g, pos, &item, None, fault) {
+            seen.count(fields);
         }
     }
     out
@@ -809,24 +843,21 @@ pub fn check_pair_orders(
                 "{what} comes after the item's first pair order, which counts (an item's order is fixed when it is made)"
             ))
         } else if roster.is_signed() {
-            let key = roster.lead().map_or("", |(_, k)| k);
-            let (signer, sig) = (p.signer.as_deref(), p.signature.as_deref());
             let bytes = |b: &Binding| pair_order_bytes(&p, b);
-            seal_fault(signer, sig, key, roster.binding(), &bytes, verify)
-                .map(|why| format!("{what} is not signed by the lead's key{why}"))
+            lead_seal_fault(
+                roster,
+                p.signer.as_deref(),
+                p.signature.as_deref(),
+                &bytes,
+                verify,
+            )
+            .map(|why| format!("{what} is not signed by the lead's key{why}"))
         } else {
             None
         };
-        match fault {
-            Some(why) => out.refused.push(Refusal {
-                item: Some(p.item_id.clone()),
-                why,
-            }),
-            None => {
-                ordered.insert(p.item_id.clone());
-                out.kept.push(p);
-                out.rows.push(pos);
-            }
+        let item = p.item_id.clone();
+        if out.keep_or_refuse(p, pos, &item, None, fault) {
+            ordered.insert(item);
         }
     }
     out
@@ -1132,6 +1163,9 @@ mod tests {
         assert!(r[4].contains("repeats the id"));
         assert!(r[5].starts_with("label x of item i claims reviewer ann but is not signed by ann's key (its signature does not match its fields and this study's id)"));
         assert!(r[6].ends_with("(it is signed without this study's id: written before the roster was founded, or taken from another study)"));
+        // Each refusal names the refused row, so a view holding it can let it go.
+        let rows: Vec<Option<&str>> = checked.refused.iter().map(|x| x.row.as_deref()).collect();
+        assert_eq!(rows, ["m", "u", "e", "s", "g", "x", "v"].map(Some).to_vec());
         // Unsigned study: every label counts.
         let all = check_labels(
             vec![label("m", "ann", MAL, &Binding::Unbound)],

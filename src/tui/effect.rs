@@ -7,7 +7,6 @@ use std::sync::atomic::AtomicBool;
 
 use crate::core::annotation::Label;
 use crate::core::question::Question;
-use crate::core::retrieval::Method;
 use crate::core::sampling::Sampling;
 
 #[derive(Debug)]
@@ -89,9 +88,8 @@ pub struct ReplayJob {
 pub struct GenJob {
     pub ticket: u64,
     pub question: Question,
-    pub method: Method,
-    pub sparse: crate::core::retrieval::Sparse,
-    pub alpha: f64,
+    /// The Query pane's first-stage ranking.
+    pub ranking: crate::core::retrieval::RunConfig,
     pub k: usize,
     pub sampling: Sampling,
     /// The prompt template's file (None: the configured one, else the shipped text),

@@ -238,20 +238,11 @@ impl Grounding {
     /// The step after `done` (None: the first) whose inputs exist.
     fn after(&self, done: Option<Step>) -> Option<Step> {
         use Step::*;
-        const ORDER: [Step; 7] = [
-            AnswerStatements,
-            Faithfulness,
-            ReferenceStatements,
-            ContextRecall,
-            ContextPrecision,
-            AnswerInReference,
-            ReferenceInAnswer,
-        ];
         let start = done.map_or(0, |d| {
-            ORDER
+            Step::ORDER
                 .iter()
                 .position(|s| *s == d)
-                .map_or(ORDER.len(), |i| i + 1)
+                .map_or(Step::ORDER.len(), |i| i + 1)
         });
         let d = &self.detail;
         let has_ref = self
@@ -262,7 +253,7 @@ impl Grounding {
         let has_ctx = !self.input.contexts.is_empty() && self.input.contexts_missing.is_empty();
         let answer_st = !d.answer_statements.is_empty();
         let ref_st = !d.reference_statements.is_empty();
-        ORDER[start..].iter().copied().find(|s| match s {
+        Step::ORDER[start..].iter().copied().find(|s| match s {
             AnswerStatements => !self.input.answer.trim().is_empty(),
             Faithfulness => has_ctx && answer_st,
             ReferenceStatements => has_ref,

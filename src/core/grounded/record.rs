@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{GroundedDetail, StatementVerdict};
+use super::{CorrectnessWeights, GroundedDetail, GroundedScores, StatementVerdict};
 
 /// One answer's stored grounded scores by one judge.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -45,6 +45,34 @@ impl GroundedRecord {
     pub fn detail(&self) -> GroundedDetail {
         serde_json::from_str(&self.detail).unwrap_or_default()
     }
+
+    /// This record with `s` as its scores, made with `weights`: one place sets the
+    /// score fields, whether the verdicts are new or stored ones scored again.
+    pub fn with_scores(self, s: GroundedScores, weights: CorrectnessWeights) -> Self {
+        GroundedRecord {
+            faithfulness: s.faithfulness,
+            context_precision: s.context_precision,
+            context_recall: s.context_recall,
+            answer_correctness: s.answer_correctness,
+            statement_f1: s.statement_f1,
+            similarity: s.similarity,
+            weights: weights.to_string(),
+            undefined: s.undefined,
+            ..self
+        }
+    }
+}
+
+/// The four grounded scores of a record on one line, an undefined one said so.
+pub fn scores_line(r: &GroundedRecord) -> String {
+    let f = |v: Option<f64>| v.map_or_else(|| "undefined".to_string(), |x| format!("{x:.3}"));
+    format!(
+        "faithfulness {} · context precision {} · context recall {} · answer correctness {}",
+        f(r.faithfulness),
+        f(r.context_precision),
+        f(r.context_recall),
+        f(r.answer_correctness),
+    )
 }
 
 /// One record as lines a reader follows: the scores (undefined ones with their

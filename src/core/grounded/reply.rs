@@ -35,6 +35,18 @@ pub enum Step {
 }
 
 impl Step {
+    /// Every step, in the order a grounding asks them (the declaration order):
+    /// statements before the verdicts on them, the reference's before recall.
+    pub const ORDER: [Step; 7] = [
+        Step::AnswerStatements,
+        Step::Faithfulness,
+        Step::ReferenceStatements,
+        Step::ContextRecall,
+        Step::ContextPrecision,
+        Step::AnswerInReference,
+        Step::ReferenceInAnswer,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Self::AnswerStatements => "answer statements",

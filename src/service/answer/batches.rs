@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Result, bail};
 
 use super::generation::{
-    Answerer, Prepared, RunConfig, answers, endpoint_judge_sampling, endpoint_judgement,
+    Answerer, GenerationConfig, Prepared, answers, endpoint_judge_sampling, endpoint_judgement,
     judge_prompt_with, judge_prompted, judge_template_tag, judgements, prepare_prompt, record,
 };
 use crate::core::abstention::ABSTAIN_ANSWER;
@@ -32,7 +32,7 @@ async fn rerank_questions(
     ctx: &Context,
     r: &Retriever,
     setup: &crate::service::retrieval::rerank::RerankSetup,
-    config: &RunConfig,
+    config: &GenerationConfig,
     generator: &ModelChoice,
     todo: &[Repeated],
 ) -> Result<HashMap<String, StageRanking>> {
@@ -61,9 +61,9 @@ async fn rerank_questions(
 pub struct AnswerBatch {
     work: Resumable<Repeated>,
     retriever: Option<Retriever>,
-    config: RunConfig,
-    /// One config per repeat ([`RunConfig::repeats`]); `Repeated::repeat` indexes it.
-    configs: Vec<RunConfig>,
+    config: GenerationConfig,
+    /// One config per repeat ([`GenerationConfig::repeats`]); `Repeated::repeat` indexes it.
+    configs: Vec<GenerationConfig>,
     missing: MissingTargets,
     /// Each question's ranking after the run's rerank stage (empty: no stage).
     reranked: HashMap<String, StageRanking>,
@@ -80,7 +80,7 @@ pub struct Repeated {
 #[derive(Debug, Clone)]
 pub struct BatchRequest {
     pub questions: Vec<Question>,
-    pub config: RunConfig,
+    pub config: GenerationConfig,
     pub generator: ModelChoice,
     /// The embedding model of the retrieval (one thread is plenty for queries).
     pub embed: ModelChoice,
@@ -91,7 +91,7 @@ pub struct BatchRequest {
     /// Use the local model even when endpoints are configured.
     pub local: bool,
     /// Answer every question this many times, repeat r with seed `seed + r`
-    /// ([`RunConfig::repeats`]; 1: once, unmarked).
+    /// ([`GenerationConfig::repeats`]; 1: once, unmarked).
     pub repeats: u32,
     /// A rerank stage between retrieval and the prompt.
     pub rerank: Option<crate::service::retrieval::rerank::RerankSetup>,
@@ -204,7 +204,7 @@ impl AnswerBatch {
         &self.missing
     }
 
-    pub fn config(&self) -> &RunConfig {
+    pub fn config(&self) -> &GenerationConfig {
         &self.config
     }
 
@@ -332,7 +332,7 @@ impl AnswerBatch {
     /// The stored answer of a question the run abstains from: no model is asked.
     fn abstention(
         &self,
-        config: &RunConfig,
+        config: &GenerationConfig,
         q: &Question,
         prepared: Prepared,
     ) -> Result<AnswerRecord> {

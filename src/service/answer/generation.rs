@@ -32,12 +32,12 @@ pub const JUDGEMENTS: &str = "judgements.lance";
 
 /// How answers of a run are produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunConfig {
+pub struct GenerationConfig {
     pub run: String,
-    pub method: Method,
-    /// The sparse list hybrid and linear fuse with dense.
-    pub sparse: crate::core::retrieval::Sparse,
-    pub alpha: f64,
+    /// The first-stage ranking: method, the sparse list hybrid and linear fuse with
+    /// dense, and the dense weight. Its `rerank` is unused: the batch's rerank stage
+    /// (described in [`Self::rerank`]) reranks the first stage's ranking.
+    pub ranking: crate::core::retrieval::RunConfig,
     pub k: usize,
     pub context_budget: usize,
     pub no_retrieval: bool,
@@ -48,11 +48,11 @@ pub struct RunConfig {
     #[serde(default)]
     pub variant: crate::core::variant::Variant,
     /// The repeat of `generate --repeats N` this config answers (see
-    /// [`RunConfig::repeats`]); None: a run without repeats.
+    /// [`GenerationConfig::repeats`]); None: a run without repeats.
     #[serde(default)]
     pub repeat: Option<u32>,
     /// The prompt template: free-form, or no-retrieval when `no_retrieval` is set
-    /// ([`RunConfig::template`] falls back to the shipped one of the right kind).
+    /// ([`GenerationConfig::template`] falls back to the shipped one of the right kind).
     #[serde(default)]
     pub template: Template,
     /// Which chunks the prompt holds (retrieved, oracle, distractors@p).
@@ -68,7 +68,7 @@ pub struct RunConfig {
     pub rerank: Option<String>,
 }
 
-impl RunConfig {
+impl GenerationConfig {
     /// The template this run fills: its own when it is of the run's kind (free-form,
     /// or no-retrieval for `--no-retrieval`), else the shipped one of that kind.
     pub fn template(&self) -> std::borrow::Cow<'_, Template> {
@@ -124,7 +124,10 @@ impl RunConfig {
 
     /// The ranking configuration of the retrieval step.
     pub fn ranking(&self) -> crate::core::retrieval::RunConfig {
-        crate::core::retrieval::RunConfig::new(self.method, self.sparse, self.alpha)
+        crate::core::retrieval::RunConfig {
+            rerank: None,
+            ..self.ranking
+        }
     }
 
     /// The id of this run's answer to a question: run, question and seed, so that a
@@ -152,13 +155,15 @@ impl RunConfig {
     }
 }
 
-impl Default for RunConfig {
+impl Default for GenerationConfig {
     fn default() -> Self {
         Self {
             run: "default".into(),
-            method: Method::Hybrid,
-            sparse: crate::core::retrieval::Sparse::Bm25,
-            alpha: Alpha::DEFAULT.get(),
+            ranking: crate::core::retrieval::RunConfig::new(
+                Method::Hybrid,
+                crate::core::retrieval::Sparse::Bm25,
+                Alpha::DEFAULT.get(),
+            ),
             k: crate::config::defaults::K,
             context_budget: DEFAULT_CONTEXT_BUDGET,
             no_retrieval: false,
@@ -187,7 +192,7 @@ pub struct Answerer<'a> {
     pub retriever: Option<&'a Retriever>,
     pub generator: &'a Generator,
     pub model_sha256: String,
-    pub config: &'a RunConfig,
+    pub config: &'a GenerationConfig,
 }
 
 /// The assembled prompt of a question (retrieval included), before generation.
@@ -293,7 +298,7 @@ impl Answerer<'_> {
 /// ranking the context policy chooses from.
 pub fn prepare_prompt(
     retriever: Option<&Retriever>,
-    config: &RunConfig,
+    config: &GenerationConfig,
     q: &Question,
     count: &dyn Fn(&str) -> usize,
     context_tokens: usize,
@@ -388,7 +393,7 @@ pub fn prepare_prompt(
 /// generated text with its figures and which model produced it.
 #[allow(clippy::too_many_arguments)]
 pub fn record(
-    c: &RunConfig,
+    c: &GenerationConfig,
     retriever: Option<&Retriever>,
     q: &Question,
     prepared: Prepared,
@@ -409,7 +414,7 @@ pub fn record(
         } else {
             c.ranking().method_label()
         },
-        alpha: c.alpha,
+        alpha: c.ranking.alpha,
         k: c.k as u32,
         no_retrieval: c.no_retrieval,
         embed_model: if c.no_retrieval {

@@ -92,6 +92,53 @@ pub async fn ground_run(
     req: GroundRequest,
     progress: &dyn Fn(usize, usize),
 ) -> Result<GroundSummary> {
+    let run_answers = answers_of_run(ctx, &req).await?;
+    let (judge, judge_model) = open_judge(ctx, &req).await?;
+    let prompts_sha = req.templates.sha256();
+    let plan = plan(ctx, &req, run_answers, &judge_model, &prompts_sha).await?;
+    let mut summary = GroundSummary {
+        already: plan.already,
+        judge_model: judge_model.clone(),
+        ..GroundSummary::default()
+    };
+    if plan.todo.is_empty() && plan.rescore.is_empty() {
+        return Ok(summary);
+    }
+    let premises = premises(ctx).await?;
+    let embedder = similarity_embedder(
+        ctx,
+        plan.todo.iter().chain(plan.rescore.iter().map(|(a, _)| a)),
+        req.weights,
+    )?;
+    let inputs = grounding_inputs(plan.todo, &premises, &mut summary.contexts_missing);
+    let scorer = Scorer {
+        ctx,
+        judge_model: &judge_model,
+        prompts_sha: &prompts_sha,
+        weights: req.weights,
+        embedder: embedder.as_ref(),
+    };
+    for (a, earlier) in &plan.rescore {
+        scorer.rescore(a, earlier).await?;
+        without_reference_of(a, &mut summary.without_reference);
+    }
+    summary.rescored = plan.rescore.len();
+    summary.scored = inputs.len();
+    let tally = match judge {
+        GroundJudge::Local(generator) => {
+            ground_locally(&generator, inputs, &req.templates, &scorer, progress).await?
+        }
+        GroundJudge::Pool(pool) => {
+            ground_on_pool(&pool, inputs, &req.templates, &scorer, progress).await?
+        }
+    };
+    summary.requests = tally.requests;
+    summary.without_reference += tally.without_reference;
+    Ok(summary)
+}
+
+/// The answers of `req.run` in `req.shard`; none is an error naming how to make some.
+async fn answers_of_run(ctx: &Context, req: &GroundRequest) -> Result<Vec<AnswerRecord>> {
     let run_answers: Vec<AnswerRecord> = answers(&ctx.workspace)
         .read_all::<AnswerRecord>()
         .await?
@@ -110,7 +157,13 @@ pub async fn ground_run(
             }
         );
     }
-    let (judge, judge_model) = match ctx.chat_pool_config(&req.judge, req.local, true) {
+    Ok(run_answers)
+}
+
+/// The endpoint pool when one is configured (and not `--local`), else the local judge
+/// model; with the judge's name as records store it.
+async fn open_judge(ctx: &Context, req: &GroundRequest) -> Result<(GroundJudge, String)> {
+    Ok(match ctx.chat_pool_config(&req.judge, req.local, true) {
         Some(chat) => {
             let pool = Pool::from_config(&chat)?;
             let name = pool.model_name().await?;
@@ -121,12 +174,30 @@ pub async fn ground_run(
             let name = g.info.file.clone();
             (GroundJudge::Local(g), name)
         }
-    };
-    let prompts_sha = req.templates.sha256();
+    })
+}
+
+/// Which of a run's answers a batch scores.
+struct Plan {
+    /// Never scored by this judge and prompt set: the judge is asked.
+    todo: Vec<AnswerRecord>,
+    /// Scored before with other weights, with that record: scored again from its
+    /// stored verdicts, without asking the judge.
+    rescore: Vec<(AnswerRecord, GroundedRecord)>,
+    /// Scored before with these weights: done.
+    already: usize,
+}
+
+/// Sort `run_answers` by this judge's and prompt set's latest record of each (at most
+/// `req.limit` to score or rescore).
+async fn plan(
+    ctx: &Context,
+    req: &GroundRequest,
+    run_answers: Vec<AnswerRecord>,
+    judge_model: &str,
+    prompts_sha: &str,
+) -> Result<Plan> {
     let weights = req.weights.to_string();
-    // This judge's and prompt set's records, the latest per answer: those with these
-    // weights are done; those with other weights are scored again from their stored
-    // verdicts, without asking the judge.
     let mut earlier: HashMap<String, GroundedRecord> = HashMap::new();
     for r in grounded(&ctx.workspace)
         .read_all::<GroundedRecord>()
@@ -141,22 +212,23 @@ pub async fn ground_run(
             .get(&a.answer_id)
             .is_none_or(|r| r.weights != weights)
     });
-    let todo: Vec<AnswerRecord> = todo
-        .into_iter()
-        .take(req.limit.unwrap_or(usize::MAX))
-        .collect();
-    let (rescore, todo): (Vec<_>, Vec<_>) = todo
-        .into_iter()
-        .partition(|a| earlier.contains_key(&a.answer_id));
-    let mut summary = GroundSummary {
+    let mut plan = Plan {
+        todo: Vec::new(),
+        rescore: Vec::new(),
         already: already.len(),
-        judge_model: judge_model.clone(),
-        ..GroundSummary::default()
     };
-    if todo.is_empty() && rescore.is_empty() {
-        return Ok(summary);
+    for a in todo.into_iter().take(req.limit.unwrap_or(usize::MAX)) {
+        match earlier.remove(&a.answer_id) {
+            Some(r) => plan.rescore.push((a, r)),
+            None => plan.todo.push(a),
+        }
     }
-    let chunks: HashMap<String, Premise> = crate::service::corpus::chunks_or_empty(ctx)
+    Ok(plan)
+}
+
+/// Every chunk of the corpus as a passage the judge can be shown, by id.
+async fn premises(ctx: &Context) -> Result<HashMap<String, Premise>> {
+    Ok(crate::service::corpus::chunks_or_empty(ctx)
         .await?
         .into_iter()
         .map(|c| {
@@ -167,126 +239,144 @@ pub async fn ground_run(
             };
             (c.id, p)
         })
-        .collect();
-    let embedder = similarity_embedder(ctx, todo.iter().chain(&rescore), req.weights)?;
-    let inputs: Vec<(AnswerRecord, GroundingInput)> = todo
-        .into_iter()
+        .collect())
+}
+
+/// Each answer with what its grounding reads: the contexts of its prompt still in the
+/// corpus (the ids of those gone are kept and counted in `contexts_missing`).
+fn grounding_inputs(
+    todo: Vec<AnswerRecord>,
+    premises: &HashMap<String, Premise>,
+    contexts_missing: &mut usize,
+) -> Vec<(AnswerRecord, GroundingInput)> {
+    todo.into_iter()
         .map(|a| {
-            let (found, gone): (Vec<&String>, Vec<&String>) =
-                a.chunk_ids.iter().partition(|id| chunks.contains_key(*id));
-            summary.contexts_missing += gone.len();
+            let (found, gone): (Vec<&String>, Vec<&String>) = a
+                .chunk_ids
+                .iter()
+                .partition(|id| premises.contains_key(*id));
+            *contexts_missing += gone.len();
             let input = GroundingInput {
                 question: a.question.clone(),
                 answer: a.answer.clone(),
                 reference: a.reference_answer.clone(),
                 contexts: found
                     .into_iter()
-                    .filter_map(|id| chunks.get(id).cloned())
+                    .filter_map(|id| premises.get(id).cloned())
                     .collect(),
                 contexts_missing: gone.into_iter().cloned().collect(),
             };
             (a, input)
         })
-        .collect();
-    let scorer = Scorer {
-        ctx,
-        judge_model: &judge_model,
-        prompts_sha: &prompts_sha,
-        weights: req.weights,
-        embedder: embedder.as_ref(),
-    };
-    for a in &rescore {
-        scorer.rescore(a, &earlier[&a.answer_id]).await?;
-        without_reference_of(a, &mut summary.without_reference);
-    }
-    summary.rescored = rescore.len();
+        .collect()
+}
+
+/// What the judge did in a batch.
+#[derive(Default)]
+struct Tally {
+    requests: usize,
+    without_reference: usize,
+}
+
+/// Ground each answer on the local model, one request at a time, its reply held to
+/// its shape by a grammar; each record committed as its answer is scored.
+async fn ground_locally(
+    generator: &Generator,
+    inputs: Vec<(AnswerRecord, GroundingInput)>,
+    templates: &GroundingTemplates,
+    scorer: &Scorer<'_>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Tally> {
     let total = inputs.len();
-    let mut requests = 0usize;
-    let mut without_reference = 0usize;
-    match judge {
-        GroundJudge::Local(generator) => {
-            for (i, (a, input)) in inputs.into_iter().enumerate() {
-                let started = Instant::now();
-                let mut g = Grounding::new(input, req.templates.clone());
-                while let Some(r) = g.next_request() {
-                    let asked = Instant::now();
-                    let (raw, _) = generator.generate(
-                        vec![ChatMessage::user(r.prompt)],
-                        judge_sampling(r.shape.max_tokens()),
-                        Some(r.shape.grammar()),
-                        Arc::new(AtomicBool::new(false)),
-                        |_| {},
-                    )?;
-                    requests += 1;
-                    g.answer(&raw)
-                        .with_context(|| format!("{} of answer {}", r.step.name(), a.answer_id))?;
-                    g.request_ms.push(asked.elapsed().as_secs_f64() * 1000.0);
-                }
-                without_reference += usize::from(!g.has_reference());
-                scorer.commit(&a, &g, None, started).await?;
-                progress(i + 1, total);
-            }
+    let mut tally = Tally::default();
+    for (i, (a, input)) in inputs.into_iter().enumerate() {
+        let started = Instant::now();
+        let mut g = Grounding::new(input, templates.clone());
+        while let Some(r) = g.next_request() {
+            let asked = Instant::now();
+            let (raw, _) = generator.generate(
+                vec![ChatMessage::user(r.prompt)],
+                judge_sampling(r.shape.max_tokens()),
+                Some(r.shape.grammar()),
+                Arc::new(AtomicBool::new(false)),
+                |_| {},
+            )?;
+            tally.requests += 1;
+            g.answer(&raw)
+                .with_context(|| format!("{} of answer {}", r.step.name(), a.answer_id))?;
+            g.request_ms.push(asked.elapsed().as_secs_f64() * 1000.0);
         }
-        GroundJudge::Pool(pool) => {
-            let jobs: Vec<Arc<(AnswerRecord, GroundingInput)>> =
-                inputs.into_iter().map(Arc::new).collect();
-            let templates = req.templates.clone();
-            let work = move |ep: Arc<crate::infer::endpoint::Endpoint>,
-                             job: Arc<(AnswerRecord, GroundingInput)>| {
-                let templates = templates.clone();
-                async move {
-                    let started = Instant::now();
-                    let mut g = Grounding::new(job.1.clone(), templates);
-                    let stop = AtomicBool::new(false);
-                    while let Some(r) = g.next_request() {
-                        let asked = Instant::now();
-                        let constraint = Constraint::JsonSchema {
-                            name: "grounded".into(),
-                            schema: r.shape.json_schema(),
-                        };
-                        let reply = ep
-                            .chat(
-                                &[ChatMessage::user(r.prompt)],
-                                &judge_sampling(r.shape.max_tokens()),
-                                Some(&constraint),
-                                &stop,
-                                &mut |_| {},
-                            )
-                            .await?;
-                        g.answer(&reply.text)
-                            .map_err(|e| EndpointError::Misbehaved {
-                                url: ep.spec.url.clone(),
-                                reason: format!("{}: {e}", r.step.name()),
-                            })?;
-                        g.request_ms.push(asked.elapsed().as_secs_f64() * 1000.0);
-                    }
-                    Ok::<_, EndpointError>((g, started))
-                }
-            };
-            let mut done = 0usize;
-            run_on_pool(
-                &pool,
-                jobs,
-                work,
-                async |job: Arc<(AnswerRecord, GroundingInput)>,
-                       (g, started): (Grounding, Instant),
-                       i| {
-                    requests += g.prompts.len();
-                    without_reference += usize::from(!g.has_reference());
-                    let url = pool.endpoints[i].spec.url.clone();
-                    scorer.commit(&job.0, &g, Some(url), started).await?;
-                    done += 1;
-                    progress(done, total);
-                    Ok(())
-                },
-            )
-            .await?;
-        }
+        tally.without_reference += usize::from(!g.has_reference());
+        scorer.commit(&a, &g, None, started).await?;
+        progress(i + 1, total);
     }
-    summary.scored = total;
-    summary.requests = requests;
-    summary.without_reference += without_reference;
-    Ok(summary)
+    Ok(tally)
+}
+
+/// Ground the answers on the endpoint pool, several at once, each answer's requests
+/// on one server (a JSON schema holds each reply; a reply off its shape sets that
+/// server aside and the answer moves to another); each record committed as its answer
+/// is scored.
+async fn ground_on_pool(
+    pool: &Pool,
+    inputs: Vec<(AnswerRecord, GroundingInput)>,
+    templates: &GroundingTemplates,
+    scorer: &Scorer<'_>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Tally> {
+    let total = inputs.len();
+    let jobs: Vec<Arc<(AnswerRecord, GroundingInput)>> = inputs.into_iter().map(Arc::new).collect();
+    let templates = templates.clone();
+    let work = move |ep: Arc<crate::infer::endpoint::Endpoint>,
+                     job: Arc<(AnswerRecord, GroundingInput)>| {
+        let templates = templates.clone();
+        async move {
+            let started = Instant::now();
+            let mut g = Grounding::new(job.1.clone(), templates);
+            let stop = AtomicBool::new(false);
+            while let Some(r) = g.next_request() {
+                let asked = Instant::now();
+                let constraint = Constraint::JsonSchema {
+                    name: "grounded".into(),
+                    schema: r.shape.json_schema(),
+                };
+                let reply = ep
+                    .chat(
+                        &[ChatMessage::user(r.prompt)],
+                        &judge_sampling(r.shape.max_tokens()),
+                        Some(&constraint),
+                        &stop,
+                        &mut |_| {},
+                    )
+                    .await?;
+                g.answer(&reply.text)
+                    .map_err(|e| EndpointError::Misbehaved {
+                        url: ep.spec.url.clone(),
+                        reason: format!("{}: {e}", r.step.name()),
+                    })?;
+                g.request_ms.push(asked.elapsed().as_secs_f64() * 1000.0);
+            }
+            Ok::<_, EndpointError>((g, started))
+        }
+    };
+    let mut tally = Tally::default();
+    let mut done = 0usize;
+    run_on_pool(
+        pool,
+        jobs,
+        work,
+        async |job: Arc<(AnswerRecord, GroundingInput)>, (g, started): (Grounding, Instant), i| {
+            tally.requests += g.prompts.len();
+            tally.without_reference += usize::from(!g.has_reference());
+            let url = pool.endpoints[i].spec.url.clone();
+            scorer.commit(&job.0, &g, Some(url), started).await?;
+            done += 1;
+            progress(done, total);
+            Ok(())
+        },
+    )
+    .await?;
+    Ok(tally)
 }
 
 /// Count `a` in `n` when it has no reference answer.
@@ -335,8 +425,6 @@ struct Scorer<'a> {
 }
 
 impl Scorer<'_> {
-    /// Score `g` (embedding the two texts for the similarity when it counts) and
-    /// commit the record.
     /// The cosine of the answer's and its reference's embeddings (None without an
     /// embedder or a reference).
     fn similarity(&self, a: &AnswerRecord, has_reference: bool) -> Result<Option<f64>> {
@@ -373,23 +461,18 @@ impl Scorer<'_> {
             .detail()
             .scores(has_reference, similarity, self.weights);
         let rec = GroundedRecord {
-            faithfulness: s.faithfulness,
-            context_precision: s.context_precision,
-            context_recall: s.context_recall,
-            answer_correctness: s.answer_correctness,
-            statement_f1: s.statement_f1,
-            similarity: s.similarity,
-            weights: self.weights.to_string(),
-            undefined: s.undefined,
             created_at: now_rfc3339(),
             ..earlier.clone()
-        };
+        }
+        .with_scores(s, self.weights);
         grounded(&self.ctx.workspace)
             .append(std::slice::from_ref(&rec))
             .await?;
         Ok(())
     }
 
+    /// Score `g` (embedding the two texts for the similarity when it counts) and
+    /// commit the record.
     async fn commit(
         &self,
         a: &AnswerRecord,
@@ -406,14 +489,6 @@ impl Scorer<'_> {
             question_id: a.question_id.clone(),
             judge_model: self.judge_model.to_string(),
             templates_sha256: self.prompts_sha.to_string(),
-            faithfulness: s.faithfulness,
-            context_precision: s.context_precision,
-            context_recall: s.context_recall,
-            answer_correctness: s.answer_correctness,
-            statement_f1: s.statement_f1,
-            similarity: s.similarity,
-            weights: self.weights.to_string(),
-            undefined: s.undefined,
             detail: serde_json::to_string(detail)?,
             prompts: g.prompts.clone(),
             replies: g.replies.clone(),
@@ -421,7 +496,9 @@ impl Scorer<'_> {
             judge_ms: started.elapsed().as_secs_f64() * 1000.0,
             created_at: now_rfc3339(),
             request_ms: g.request_ms.clone(),
-        };
+            ..GroundedRecord::default()
+        }
+        .with_scores(s, self.weights);
         grounded(&self.ctx.workspace)
             .append(std::slice::from_ref(&rec))
             .await?;

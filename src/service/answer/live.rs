@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{Result, bail};
 
-use super::generation::{Answerer, Prepared, RunConfig, prepare_prompt, record};
+use super::generation::{Answerer, GenerationConfig, Prepared, prepare_prompt, record};
 use crate::core::abstention::ABSTAIN_ANSWER;
 use crate::core::answer::{AnswerRecord, JudgementRecord};
 use crate::core::prompt::{ChatMessage, estimate_tokens};
@@ -104,7 +104,7 @@ pub fn answer_live(
     slot: &GeneratorSlot,
     retriever: &Retriever,
     question: &Question,
-    config: &RunConfig,
+    config: &GenerationConfig,
     stop: Arc<AtomicBool>,
     watch: LiveWatch,
 ) -> Result<AnswerRecord> {
@@ -130,7 +130,7 @@ pub fn answer_live(
 async fn prepare_blocking(
     retriever: &Arc<Retriever>,
     question: &Question,
-    config: &RunConfig,
+    config: &GenerationConfig,
     context_tokens: usize,
 ) -> Result<Prepared> {
     let (r, q, c) = (Arc::clone(retriever), question.clone(), config.clone());
@@ -147,7 +147,7 @@ pub async fn answer_live_endpoint(
     ctx: &Context,
     retriever: Arc<Retriever>,
     question: &Question,
-    config: &RunConfig,
+    config: &GenerationConfig,
     stop: Arc<AtomicBool>,
     watch: LiveWatch,
 ) -> Result<AnswerRecord> {
@@ -232,7 +232,7 @@ pub async fn answer_live_and_save(
     slot: GeneratorSlot,
     retriever: Arc<Retriever>,
     question: Question,
-    config: RunConfig,
+    config: GenerationConfig,
     stop: Arc<AtomicBool>,
     watch: LiveWatch,
 ) -> Result<AnswerRecord> {

@@ -20,7 +20,7 @@ pub use citations::{
     CITATIONS, CiteRequest, CiteSummary, ModelEntailment, citation_records, citations, cite_run,
 };
 pub use generation::{
-    ANSWERS, Answerer, JUDGEMENTS, Prepared, RunConfig, answers, endpoint_judge_sampling,
+    ANSWERS, Answerer, GenerationConfig, JUDGEMENTS, Prepared, answers, endpoint_judge_sampling,
     endpoint_judgement, existing_answer_ids, judge, judge_prompt, judge_prompt_with,
     judge_prompted, judge_streaming, judgements, prepare_prompt, record,
 };

@@ -147,55 +147,14 @@ pub async fn answer_report(
         if run.is_some_and(|r| r != *name) && baseline != Some(*name) {
             continue;
         }
-        let n = answers.len() as f64;
-        let mean = |f: &dyn Fn(&AnswerRecord) -> f64| answers.iter().map(|a| f(a)).sum::<f64>() / n;
-        let (pass, judges) = pass_counts(answers, &by_answer);
-        let mut summary = serde_json::json!({
-            "answers": answers.len(),
-            "model": answers[0].model_file,
-            "no_retrieval": answers[0].no_retrieval,
-            "template": answers[0].template_label(),
-            "context_policy": answers[0].context_policy.as_deref().unwrap_or(if answers[0].no_retrieval { "none" } else { "retrieved" }),
-            "chunk_order": answers[0].chunk_order.as_deref().unwrap_or("ranked"),
-            "rerank": answers[0].rerank,
-            "mean_rerank_ms": mean(&|a| a.rerank_ms.unwrap_or(0.0)),
-            "mean_total_ms": mean(&|a| a.total_ms),
-            "mean_ttft_ms": mean(&|a| a.ttft_ms),
-            "mean_prompt_tokens": mean(&|a| f64::from(a.prompt_tokens)),
-            "mean_output_tokens": mean(&|a| f64::from(a.output_tokens)),
-            "mean_input_words": mean(&|a| f64::from(a.input_words)),
-            "mean_prompt_tokens_per_s": mean(&|a| a.prompt_tokens_per_s),
-            "mean_gen_tokens_per_s": mean(&|a| a.gen_tokens_per_s),
-            "stopped": answers.iter().filter(|a| a.stopped).count(),
-            "judge_models": judges.iter().collect::<Vec<_>>(),
-            "rank_buckets": RANK_BUCKETS,
-            "pass_rates": pass.iter().map(|(c, b)| {
-                let buckets: serde_json::Map<String, serde_json::Value> = b
-                    .iter()
-                    .map(|(k, (p, t))| (k.to_string(), serde_json::json!({"pass": p, "total": t, "rate": *p as f64 / *t as f64})))
-                    .collect();
-                (c.clone(), serde_json::Value::Object(buckets))
-            }).collect::<serde_json::Map<String, serde_json::Value>>(),
-        });
-        // Runs generated or judged with `--repeats`: the pass rates' spread across
-        // generation repeats and the judge's self-consistency.
-        if let Some(r) = super::repeats::repeats_of(answers, &by_answer) {
-            summary["repeats"] = serde_json::to_value(r)?;
-        }
+        let mut summary = run_summary(answers, &by_answer)?;
         let ids: HashSet<&str> = answers.iter().map(|a| a.answer_id.as_str()).collect();
         let mine: Vec<&crate::core::citation::CitationRecord> = cites
             .iter()
             .filter(|c| ids.contains(c.answer_id.as_str()))
             .collect();
         if !mine.is_empty() {
-            summary["citations"] = citation_summary(&mine)
-                .into_iter()
-                .map(|c| {
-                    let judge = c.judge_model.clone();
-                    serde_json::to_value(c).map(|v| (judge, v))
-                })
-                .collect::<Result<serde_json::Map<_, _>, _>>()?
-                .into();
+            summary["citations"] = by_judge(citation_summary(&mine), |c| &c.judge_model)?;
         }
         let mine: Vec<crate::core::grounded::GroundedRecord> = grounded
             .iter()
@@ -203,14 +162,8 @@ pub async fn answer_report(
             .cloned()
             .collect();
         if !mine.is_empty() {
-            summary["grounded"] = crate::core::grounded::summarise(&mine)
-                .into_iter()
-                .map(|g| {
-                    let judge = g.judge_model.clone();
-                    serde_json::to_value(g).map(|v| (judge, v))
-                })
-                .collect::<Result<serde_json::Map<_, _>, _>>()?
-                .into();
+            summary["grounded"] =
+                by_judge(crate::core::grounded::summarise(&mine), |g| &g.judge_model)?;
         }
         out.insert((*name).to_string(), summary);
     }
@@ -219,6 +172,68 @@ pub async fn answer_report(
         out.insert("frugality".into(), serde_json::to_value(f)?);
     }
     Ok(serde_json::Value::Object(out))
+}
+
+/// One run's summary: what made its answers (model, template, context policy, chunk
+/// order, rerank), their mean costs, and the judge's pass rates per criterion and
+/// target-rank bucket (with the spread across repeats for a run made with
+/// `--repeats`).
+fn run_summary(
+    answers: &[&AnswerRecord],
+    by_answer: &HashMap<&str, Vec<&JudgementRecord>>,
+) -> Result<serde_json::Value> {
+    let n = answers.len() as f64;
+    let mean = |f: &dyn Fn(&AnswerRecord) -> f64| answers.iter().map(|a| f(a)).sum::<f64>() / n;
+    let (pass, judges) = pass_counts(answers, by_answer);
+    let first = answers[0];
+    let mut summary = serde_json::json!({
+        "answers": answers.len(),
+        "model": first.model_file,
+        "no_retrieval": first.no_retrieval,
+        "template": first.template_label(),
+        "context_policy": first.context_policy.as_deref().unwrap_or(if first.no_retrieval { "none" } else { "retrieved" }),
+        "chunk_order": first.chunk_order.as_deref().unwrap_or("ranked"),
+        "rerank": first.rerank,
+        "mean_rerank_ms": mean(&|a| a.rerank_ms.unwrap_or(0.0)),
+        "mean_total_ms": mean(&|a| a.total_ms),
+        "mean_ttft_ms": mean(&|a| a.ttft_ms),
+        "mean_prompt_tokens": mean(&|a| f64::from(a.prompt_tokens)),
+        "mean_output_tokens": mean(&|a| f64::from(a.output_tokens)),
+        "mean_input_words": mean(&|a| f64::from(a.input_words)),
+        "mean_prompt_tokens_per_s": mean(&|a| a.prompt_tokens_per_s),
+        "mean_gen_tokens_per_s": mean(&|a| a.gen_tokens_per_s),
+        "stopped": answers.iter().filter(|a| a.stopped).count(),
+        "judge_models": judges.iter().collect::<Vec<_>>(),
+        "rank_buckets": RANK_BUCKETS,
+        "pass_rates": pass.iter().map(|(c, b)| {
+            let buckets: serde_json::Map<String, serde_json::Value> = b
+                .iter()
+                .map(|(k, (p, t))| (k.to_string(), serde_json::json!({"pass": p, "total": t, "rate": *p as f64 / *t as f64})))
+                .collect();
+            (c.clone(), serde_json::Value::Object(buckets))
+        }).collect::<serde_json::Map<String, serde_json::Value>>(),
+    });
+    // Runs generated or judged with `--repeats`: the pass rates' spread across
+    // generation repeats and the judge's self-consistency.
+    if let Some(r) = super::repeats::repeats_of(answers, by_answer) {
+        summary["repeats"] = serde_json::to_value(r)?;
+    }
+    Ok(summary)
+}
+
+/// `{judge model: summary}`: one run's per-judge summaries as a JSON object.
+fn by_judge<T: serde::Serialize>(
+    summaries: Vec<T>,
+    judge: impl Fn(&T) -> &String,
+) -> Result<serde_json::Value> {
+    Ok(summaries
+        .into_iter()
+        .map(|s| {
+            let name = judge(&s).clone();
+            serde_json::to_value(s).map(|v| (name, v))
+        })
+        .collect::<Result<serde_json::Map<_, _>, _>>()?
+        .into())
 }
 
 /// Citation recall and precision of one run's scored answers by one entailment judge

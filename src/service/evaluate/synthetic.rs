@@ -18,7 +18,7 @@ use anyhow::{Context as _, Result, bail};
 use super::bench::ivf_figures;
 use crate::core::chunk::{Chunker, chunk_document};
 use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
-use crate::core::retrieval::QueryLists;
+use crate::core::retrieval::{Method, QueryLists};
 use crate::core::rng::Rng;
 use crate::core::stats::timing_quantile as pct;
 use crate::core::synthetic::{SECTIONS_PER_DOC, TextGenerator, VectorGenerator};
@@ -294,7 +294,7 @@ async fn time_queries(
         let t = Instant::now();
         let lists = QueryLists::new(b, f, d);
         let _ = lists.candidates.fuse(Fusion::Rrf {
-            alpha: 0.7,
+            alpha: Method::Hybrid.default_alpha().get(),
             c: RRF_C,
         });
         tm.fusion.push(ms(t));

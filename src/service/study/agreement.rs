@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::steps::Agreement;
+use super::agree::Agreement;
 use crate::core::agreement::{AgreementReport, Estimate};
 use crate::core::blinding::LabelVersion;
 

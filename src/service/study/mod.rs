@@ -4,19 +4,29 @@
 //! the final labels; who is who (the roster, remembered per workspace) and the
 //! study's own rubric, pinned by its lead.
 
+mod agree;
 mod agreement;
 mod assign;
 mod calibrate;
 mod founding;
 mod gold;
+mod items;
+mod label_io;
 mod labels;
 mod pairwise;
 mod pin;
 mod raters;
 mod rubric;
-mod steps;
+mod study_read;
 mod trust;
 
+pub use crate::core::annotation::RaterPair;
+pub use crate::core::blinding::{Blinding, LabelVersion, Schedule, Sight, Viewer};
+pub use crate::core::signing::Refusal;
+pub use agree::{
+    Agreement, AgreementRequest, DRIFT_WINDOW, NO_IDENTITY, agreement_of, agreement_with,
+    export_final, final_label, finals_of,
+};
 pub use agreement::{
     PAPER_OVERALL, export_to_workspace, fmt_est, noise_verdict, to_csv, to_markdown,
 };
@@ -24,6 +34,12 @@ pub use assign::{Assigned, assign};
 pub use calibrate::{CalibrateRequest, Calibration, CalibrationRow, Judged, calibrate};
 pub use founding::{FOUNDED, founded_table, memory_file};
 pub use gold::{GOLD, gold_report, gold_rows, gold_table, mark_gold};
+pub use items::{CreatedItems, ItemSource, add_answer_item, create_items, items_from_file};
+pub use label_io::{
+    ExportFormat, History, LabelExport, commit_labels, export_labels, final_csv, history_of,
+    import_labels, label_history, labels_csv, labels_jsonl, read_label_file, save_label,
+    save_label_batch, visible_label_rows,
+};
 pub use labels::{
     ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
     LABELS, Label, PAPER_REFERENCE, agreement_table, assignments_table, criterion_rows, current,
@@ -39,14 +55,7 @@ pub use raters::{drift_report, human_reviewers, rater_report};
 pub use rubric::{
     RubricPinned, RubricView, judge_live, pin_rubric, rubric_show, rubric_toml, study_rubric,
 };
-pub use steps::{
-    Agreement, AgreementRequest, Blinding, CreatedItems, DRIFT_WINDOW, ExportFormat, History,
-    ItemSource, LabelExport, LabelVersion, NO_IDENTITY, RaterPair, Refusal, Schedule, Sight, Study,
-    Viewer, add_answer_item, agreement_of, agreement_with, commit_labels, create_items,
-    export_final, export_labels, final_csv, final_label, finals_of, history_of, import_labels,
-    items_from_file, label_history, labels_csv, labels_jsonl, load_study, read_label_file,
-    save_label, save_label_batch, sight, study_fingerprint, visible_judgements, visible_label_rows,
-};
+pub use study_read::{Study, load_study, sight, study_fingerprint, visible_judgements};
 pub use trust::{
     ROSTER, RosterAdded, RosterView, TrustedLog, UNBOUND, UNSIGNED, binding, check_authorship,
     confirm, key_file, my_key, pinned_rubric, require_lead, roster, roster_add, roster_list,

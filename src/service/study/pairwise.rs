@@ -168,7 +168,7 @@ pub async fn create_pair_items(
                 order
             }
         };
-        let mut item = super::steps::item_of_answer(first.clone(), &chunks, &set);
+        let mut item = super::items::item_of_answer(first.clone(), &chunks, &set);
         item.item_id = item_id.clone();
         item.answer = pair_text(&first.answer, &second.answer);
         item.answer_id = None;

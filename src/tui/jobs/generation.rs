@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Jobs, Msg, err_text};
-use crate::service::answer::RunConfig;
+use crate::service::answer::GenerationConfig;
 use crate::tui::app::App;
 use crate::tui::effect::{GenJob, ReplayJob};
 
@@ -37,16 +37,14 @@ impl Jobs {
             Err(e) => return app.generate.on_done(job.ticket, Err(err_text(e))),
         };
         let template_label = template.label();
-        let config = RunConfig {
+        let config = GenerationConfig {
             run: "tui".into(),
             template,
-            method: job.method,
-            sparse: job.sparse,
-            alpha: job.alpha,
+            ranking: job.ranking,
             k: job.k,
             sampling: job.sampling.clone(),
             abstain_below: ctx.config.retrieval.abstain_below,
-            ..RunConfig::default()
+            ..GenerationConfig::default()
         };
         let ticket = job.ticket;
         let (prompt_tx, read_tx, token_tx) = (self.tx.clone(), self.tx.clone(), self.tx.clone());

@@ -12,6 +12,8 @@ pub mod server;
 pub mod tmux;
 pub mod tui;
 
+pub use tui::{context, press};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -218,15 +220,6 @@ pub fn frugality_by_hand(da: f64, dc: f64, ta: f64, tc: f64) -> (f64, f64, f64) 
     (a, c, (a - c).tanh())
 }
 
-/// A key press as the TUI's event loop handles it: the app updates, its effect goes
-/// to the jobs.
-pub fn press(app: &mut raglab::tui::app::App, jobs: &mut raglab::tui::jobs::Jobs, c: char) {
-    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    if let Some(effect) = app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)) {
-        jobs.run(app, effect);
-    }
-}
-
 /// The event loop's background half: apply the jobs' messages (and poll for new
 /// evaluations and study commits, as the loop does between events) until `done`
 /// holds; panics after `limit`.
@@ -251,16 +244,6 @@ pub async fn pump(
     }
 }
 
-/// A context over the test's folders (the models dir is not the test models unless
-/// `config` names them), as `raglab` builds it.
-pub fn context(env: &Env, config: raglab::config::Config) -> raglab::service::Context {
-    let paths = raglab::config::Paths {
-        config_dir: env.dir.path().join("config"),
-        data_dir: env.dir.path().join("data"),
-    };
-    raglab::service::Context::with(paths, config, &env.workspace()).expect("context")
-}
-
 /// The `raglab` binary under test: nextest's run-time path when it gives one (a run
 /// from an archive, extracted away from a target folder that other builds may be
 /// rewriting), else the path cargo built it at.
@@ -269,4 +252,74 @@ pub fn raglab_bin() -> PathBuf {
         || PathBuf::from(env!("CARGO_BIN_EXE_raglab")),
         PathBuf::from,
     )
+}
+
+/// The five documents ingested and sparse-indexed (no model), and a questions file of
+/// the sample questions whose targets they hold (at least ten).
+pub fn five_docs_sparse() -> (Env, PathBuf) {
+    let env = Env::new();
+    let docs = sample_subset(env.dir.path(), &FIVE_DOCS);
+    env.ok(&["ingest", docs.to_str().expect("utf8")]);
+    env.ok(&["index", "--sparse-only"]);
+    let held = |t: &serde_json::Value| {
+        let id = t.as_str().expect("a chunk id");
+        FIVE_DOCS.iter().any(|d| id.starts_with(&format!("{d}#")))
+    };
+    let lines: Vec<String> = sample_questions()
+        .into_iter()
+        .filter(|q| q["relevant"].as_array().expect("relevant").iter().all(held))
+        .map(|q| q.to_string())
+        .collect();
+    assert!(lines.len() >= 10, "{} questions", lines.len());
+    let file = env.dir.path().join("questions.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").expect("write questions");
+    (env, file)
+}
+
+/// A config where BM25 ranks and the embedding model is not there (nothing loads).
+pub fn bm25_without_model(env: &Env) -> raglab::config::Config {
+    let mut config = raglab::config::Config::default();
+    config.retrieval.method = Some(raglab::core::retrieval::Method::Bm25);
+    config.models.embed = Some(env.dir.path().join("no-such-model.gguf"));
+    config
+}
+
+/// A BM25 run of `questions` (`eval retrieval --run-out`), pooled at depth 3 (`assess
+/// pool`, `--sample N` when given); returns how many pooled pairs are to grade, as the
+/// command says it.
+pub fn bm25_pool(env: &Env, questions: &Path, sample: Option<usize>) -> usize {
+    let runs = env.dir.path().join("runs");
+    let questions = questions.to_str().expect("utf8");
+    env.ok(&[
+        "eval",
+        "retrieval",
+        "--queries",
+        questions,
+        "--methods",
+        "bm25",
+        "--run-out",
+        runs.to_str().expect("utf8"),
+    ]);
+    let run = runs.join("bm25.trec");
+    let sample = sample.map(|n| n.to_string());
+    let mut args = vec![
+        "assess",
+        "pool",
+        "--queries",
+        questions,
+        "--runs",
+        run.to_str().expect("utf8"),
+        "--depth",
+        "3",
+    ];
+    if let Some(n) = &sample {
+        args.extend(["--sample", n.as_str()]);
+    }
+    let out = env.ok(&args);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    said.trim()
+        .strip_suffix(" to grade")
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("pairs to grade in: {said}"))
 }

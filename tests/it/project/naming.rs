@@ -6,16 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Type names allowed twice, with why.
-const ALLOWED: [(&str, &str); 2] = [
+const ALLOWED: [(&str, &str); 1] = [
     // `infer::Result` and `store::Result`: each layer's error type in the std idiom
     // (`std::io::Result`), always used through its module.
     ("Result", "a layer's own Result alias"),
-    // Not yet merged (issue 47): the answer pipeline's configuration repeats the
-    // ranking one's fields beside its own.
-    (
-        "RunConfig",
-        "answer::RunConfig beside core::retrieval::RunConfig",
-    ),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

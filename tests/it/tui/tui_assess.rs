@@ -11,56 +11,19 @@
 //! are stored, signed (counted by `raglab assess progress`); grading the rest empties
 //! the queue, and the view says so and how to see progress.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use raglab::config::Config;
 use raglab::core::assessment::Grade;
-use raglab::core::retrieval::Method;
 use raglab::tui::app::{App, Pane};
 use raglab::tui::jobs::{Jobs, Msg};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::common;
 use crate::common::tui::{key, press, pump};
-use crate::common::{self, Env, FIVE_DOCS, sample_questions, sample_subset};
 
 const WIDTH: u16 = 200;
 const HEIGHT: u16 = 50;
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().expect("utf8")
-}
-
-/// The five documents ingested and sparse-indexed, and a questions file of the
-/// sample questions whose targets they hold.
-fn workspace() -> (Env, PathBuf) {
-    let env = Env::new();
-    let docs = sample_subset(env.dir.path(), &FIVE_DOCS);
-    env.ok(&["ingest", path_str(&docs)]);
-    env.ok(&["index", "--sparse-only"]);
-    let held = |t: &serde_json::Value| {
-        let id = t.as_str().expect("a chunk id");
-        FIVE_DOCS.iter().any(|d| id.starts_with(&format!("{d}#")))
-    };
-    let lines: Vec<String> = sample_questions()
-        .into_iter()
-        .filter(|q| q["relevant"].as_array().expect("relevant").iter().all(held))
-        .map(|q| q.to_string())
-        .collect();
-    assert!(lines.len() >= 10, "{} questions", lines.len());
-    let file = env.dir.path().join("questions.jsonl");
-    std::fs::write(&file, lines.join("\n") + "\n").expect("write questions");
-    (env, file)
-}
-
-/// BM25 ranks the Query pane; the embedding model is not there (nothing loads).
-fn bm25_config(env: &Env) -> Config {
-    let mut config = Config::default();
-    config.retrieval.method = Some(Method::Bm25);
-    config.models.embed = Some(env.dir.path().join("no-such-model.gguf"));
-    config
-}
 
 fn render(app: &App) -> String {
     common::screen(app, WIDTH, HEIGHT)
@@ -137,8 +100,8 @@ fn shown(app: &App) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_assessment_view_shows_question_beside_chunk_blind_and_grades_the_queue_by_keys() {
-    let (env, questions) = workspace();
-    let ctx = common::tui::context(&env, bm25_config(&env));
+    let (env, questions) = common::five_docs_sparse();
+    let ctx = common::tui::context(&env, common::bm25_without_model(&env));
     let opts = raglab::tui::TuiOptions {
         questions: Some(questions.clone()),
         reviewer: Some("alice".into()),
@@ -163,37 +126,8 @@ async fn the_assessment_view_shows_question_beside_chunk_blind_and_grades_the_qu
     assert!(!render(&app).contains("Relevance assessment as"));
 
     // A BM25 run of the questions, two of them pooled at depth 3.
-    let runs = env.dir.path().join("runs");
-    env.ok(&[
-        "eval",
-        "retrieval",
-        "--queries",
-        path_str(&questions),
-        "--methods",
-        "bm25",
-        "--run-out",
-        path_str(&runs),
-    ]);
-    let out = env.ok(&[
-        "assess",
-        "pool",
-        "--queries",
-        path_str(&questions),
-        "--runs",
-        path_str(&runs.join("bm25.trec")),
-        "--depth",
-        "3",
-        "--sample",
-        "2",
-    ]);
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
-    let to_grade: usize = said
-        .trim()
-        .strip_suffix(" to grade")
-        .and_then(|s| s.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("pairs to grade in: {said}"));
-    assert!(to_grade >= 3, "{said}");
+    let to_grade = common::bm25_pool(&env, &questions, Some(2));
+    assert!(to_grade >= 3, "{to_grade} pairs to grade");
 
     // The head of alice's queue: question left, chunk right, terms highlighted.
     let s = step(&mut app, &mut jobs, &mut rx, KeyCode::Char('G')).await;
@@ -338,8 +272,8 @@ async fn the_assessment_view_shows_question_beside_chunk_blind_and_grades_the_qu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_reviewer_the_assessment_view_says_how_to_give_a_name_and_grades_nothing() {
-    let (env, questions) = workspace();
-    let ctx = common::tui::context(&env, bm25_config(&env));
+    let (env, questions) = common::five_docs_sparse();
+    let ctx = common::tui::context(&env, common::bm25_without_model(&env));
     let opts = raglab::tui::TuiOptions {
         questions: Some(questions),
         ..Default::default()

@@ -8,53 +8,16 @@
 //! progress`), the screen says the grade and the queue left and marks the chunk; the
 //! question's shipped target is refused, said on screen, and nothing more is stored.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use raglab::config::Config;
 use raglab::core::assessment::Grade;
-use raglab::core::retrieval::Method;
 use raglab::tui::app::App;
 use raglab::tui::jobs::{Jobs, Msg};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::common;
 use crate::common::tui::{key, press, pump};
-use crate::common::{self, Env, FIVE_DOCS, sample_questions, sample_subset};
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().expect("utf8")
-}
-
-/// The five documents ingested and sparse-indexed, and a questions file of the
-/// sample questions whose targets they hold.
-fn workspace() -> (Env, PathBuf) {
-    let env = Env::new();
-    let docs = sample_subset(env.dir.path(), &FIVE_DOCS);
-    env.ok(&["ingest", path_str(&docs)]);
-    env.ok(&["index", "--sparse-only"]);
-    let held = |t: &serde_json::Value| {
-        let id = t.as_str().expect("a chunk id");
-        FIVE_DOCS.iter().any(|d| id.starts_with(&format!("{d}#")))
-    };
-    let lines: Vec<String> = sample_questions()
-        .into_iter()
-        .filter(|q| q["relevant"].as_array().expect("relevant").iter().all(held))
-        .map(|q| q.to_string())
-        .collect();
-    assert!(lines.len() >= 10, "{} questions", lines.len());
-    let file = env.dir.path().join("questions.jsonl");
-    std::fs::write(&file, lines.join("\n") + "\n").expect("write questions");
-    (env, file)
-}
-
-/// BM25 ranks the Query pane; the embedding model is not there (nothing loads).
-fn bm25_config(env: &Env) -> Config {
-    let mut config = Config::default();
-    config.retrieval.method = Some(Method::Bm25);
-    config.models.embed = Some(env.dir.path().join("no-such-model.gguf"));
-    config
-}
 
 fn render(app: &App) -> String {
     common::screen(app, 200, 50)
@@ -98,8 +61,8 @@ fn select(app: &mut App, jobs: &mut Jobs, row: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grade_given_by_keys_is_stored_signed_and_said_and_without_a_pool_it_says_to_pool() {
-    let (env, questions) = workspace();
-    let ctx = common::tui::context(&env, bm25_config(&env));
+    let (env, questions) = common::five_docs_sparse();
+    let ctx = common::tui::context(&env, common::bm25_without_model(&env));
     let opts = raglab::tui::TuiOptions {
         questions: Some(questions.clone()),
         reviewer: Some("alice".into()),
@@ -148,34 +111,7 @@ async fn a_grade_given_by_keys_is_stored_signed_and_said_and_without_a_pool_it_s
     assert!(!s.contains(&format!("[2] {chunk}")), "{s}");
 
     // A BM25 run of the questions, pooled at depth 3.
-    let runs = env.dir.path().join("runs");
-    env.ok(&[
-        "eval",
-        "retrieval",
-        "--queries",
-        path_str(&questions),
-        "--methods",
-        "bm25",
-        "--run-out",
-        path_str(&runs),
-    ]);
-    let out = env.ok(&[
-        "assess",
-        "pool",
-        "--queries",
-        path_str(&questions),
-        "--runs",
-        path_str(&runs.join("bm25.trec")),
-        "--depth",
-        "3",
-    ]);
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
-    let to_grade: usize = said
-        .trim()
-        .strip_suffix(" to grade")
-        .and_then(|s| s.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("pairs to grade in: {said}"));
+    let to_grade = common::bm25_pool(&env, &questions, None);
 
     // The same keys now store the grade, signed; the screen says it and marks it.
     let s = grade(&mut app, &mut jobs, &mut rx, &chunk, '2').await;

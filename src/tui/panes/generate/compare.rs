@@ -17,7 +17,9 @@ use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use crate::core::text::{sanitize_for_terminal as clean, snippet};
-use crate::service::evaluate::{AnswerRunsComparison, CriterionComparison, PairedAnswer};
+use crate::service::evaluate::{
+    AnswerRunsComparison, CriterionComparison, PairedAnswer, QuestionComparison,
+};
 use crate::tui::action::Action;
 use crate::tui::effect::Effect;
 use crate::tui::panes::evaluation::compare::p_text;
@@ -256,20 +258,48 @@ fn draw_comparison(
     let block = theme.block(title, true);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let grounded_rows = if c.grounded.is_empty() {
-        0
-    } else {
-        c.grounded.len() + 2
-    };
-    let table_height = u16::try_from(c.criteria.len() + grounded_rows)
+    let mut lines = criteria_lines(c, theme);
+    lines.extend(grounded_lines(c, theme));
+    let table_height = u16::try_from(lines.len())
         .unwrap_or(u16::MAX)
-        .saturating_add(3);
+        .saturating_add(1);
     let [table, head, sides] = Layout::vertical([
         Constraint::Length(table_height),
         Constraint::Length(3),
         Constraint::Min(4),
     ])
     .areas(inner);
+    f.render_widget(Paragraph::new(lines), table);
+
+    let Some(q) = c.questions.get(question) else {
+        f.render_widget(
+            Paragraph::new("neither run answered any question").style(theme.muted),
+            head,
+        );
+        return;
+    };
+    draw_question(f, head, c, q, question, theme);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(sides);
+    let sides_of = [
+        (left, "A", &c.run_a, q.a.as_ref()),
+        (right, "B", &c.run_b, q.b.as_ref()),
+    ];
+    for (r, name, run, a) in sides_of {
+        f.render_widget(
+            Paragraph::new(answer_lines(a, &q.differ, theme))
+                .wrap(Wrap { trim: false })
+                .scroll((scroll, 0))
+                .block(theme.block(format!(" {name} · {} ", clean(run)), false)),
+            r,
+        );
+    }
+}
+
+/// The judge criteria's table: its heading, one line per criterion (a significant
+/// win of B in the pass style, a significant loss in the fail style), or why there
+/// is none.
+fn criteria_lines<'a>(c: &AnswerRunsComparison, theme: &Theme) -> Vec<Line<'a>> {
     let judges = if c.judge_models.is_empty() {
         "no judge labels".to_string()
     } else {
@@ -305,31 +335,45 @@ fn draw_comparison(
         };
         lines.push(Line::styled(criterion_line(k), style));
     }
-    if !c.grounded.is_empty() {
-        lines.push(Line::styled(
+    lines
+}
+
+/// The grounded metrics' table (none when neither run was grounded).
+fn grounded_lines<'a>(c: &AnswerRunsComparison, theme: &Theme) -> Vec<Line<'a>> {
+    if c.grounded.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![
+        Line::styled(
             "grounded (answers ground): B - A over questions both have defined, paired randomisation p, Holm over every judge and metric",
             theme.muted,
-        ));
-        lines.push(Line::styled(
+        ),
+        Line::styled(
             format!(
                 "{:<22} {:>4} {:>7} {:>7} {:>8} {:>9} {:>8} {:>8} {:>6}",
                 "metric", "n", "A", "B", "B - A", "B W/T/L", "p", "p Holm", "undef"
             ),
             theme.muted,
-        ));
-        for g in &c.grounded {
-            lines.push(Line::styled(grounded_line(g), theme.text));
-        }
-    }
-    f.render_widget(Paragraph::new(lines), table);
+        ),
+    ];
+    lines.extend(
+        c.grounded
+            .iter()
+            .map(|g| Line::styled(grounded_line(g), theme.text)),
+    );
+    lines
+}
 
-    let Some(q) = c.questions.get(question) else {
-        f.render_widget(
-            Paragraph::new("neither run answered any question").style(theme.muted),
-            head,
-        );
-        return;
-    };
+/// The selected question: its place, id and whether the runs' labels differ, then
+/// its text.
+fn draw_question(
+    f: &mut Frame,
+    area: Rect,
+    c: &AnswerRunsComparison,
+    q: &QuestionComparison,
+    question: usize,
+    theme: &Theme,
+) {
     let differ = if q.differ.is_empty() {
         "labels agree".to_string()
     } else {
@@ -349,23 +393,8 @@ fn draw_comparison(
             Line::styled(clean(&q.question), theme.text),
         ])
         .wrap(Wrap { trim: false }),
-        head,
+        area,
     );
-    let [left, right] =
-        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(sides);
-    let sides_of = [
-        (left, "A", &c.run_a, q.a.as_ref()),
-        (right, "B", &c.run_b, q.b.as_ref()),
-    ];
-    for (r, name, run, a) in sides_of {
-        f.render_widget(
-            Paragraph::new(answer_lines(a, &q.differ, theme))
-                .wrap(Wrap { trim: false })
-                .scroll((scroll, 0))
-                .block(theme.block(format!(" {name} · {} ", clean(run)), false)),
-            r,
-        );
-    }
 }
 
 /// One side: the answer's id, seed and target place, its labels (`≠` where the two

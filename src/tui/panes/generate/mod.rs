@@ -373,9 +373,7 @@ impl GeneratePane {
         Some(Effect::Generate(GenJob {
             ticket: self.ticket,
             question: q,
-            method: ranking.method,
-            sparse: ranking.sparse,
-            alpha: ranking.alpha,
+            ranking,
             k,
             sampling: self.sampling.clone(),
             template: self.template().and_then(|t| t.file.clone()),

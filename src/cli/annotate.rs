@@ -411,14 +411,17 @@ pub fn history_text(rows: &[Label]) -> String {
 }
 
 /// What a viewer is told about label versions left out of what they asked for; the
-/// reason only, never a way around it.
+/// reason only, never a way around it, and never how many: a count of an item's
+/// hidden versions would tell a reviewer how often their partner labelled it before
+/// the reveal.
 pub fn withheld_note(withheld: usize, viewer: &Viewer) -> Option<String> {
     match (withheld, viewer) {
         (0, _) => None,
         (_, Viewer::Nobody) => Some(study::NO_IDENTITY.to_string()),
-        (n, _) => Some(format!(
-            "{n} label versions not shown: blind until both reviewers of their item have submitted it and you have too"
-        )),
+        (_, _) => Some(
+            "some label versions are not shown: blind until both reviewers of their item have submitted it and you have too"
+                .to_string(),
+        ),
     }
 }
 

@@ -339,9 +339,12 @@ impl<'a> VectorStore<'a> {
     }
 
     /// Remove every version but the latest, and the files only they used; returns the
-    /// bytes removed. Files no version references (left by a killed write) go too:
-    /// this runs under the writer lock at the end of a whole `raglab index`, which
-    /// replaces the set and so never runs beside another writer of it.
+    /// bytes removed. On a local workspace files no version references (left by a
+    /// killed write) go too: this runs under the writer lock at the end of a whole
+    /// `raglab index`, and that lock holds every writer on this machine, so no other
+    /// write is in flight. On object storage the lock does not span machines: an
+    /// `index --shard` elsewhere may have written files it has not committed yet, so
+    /// unreferenced files are left to lance's own age rule (kept while recent).
     pub async fn cleanup_old_versions(&self) -> Result<u64> {
         use lance::dataset::cleanup::CleanupPolicyBuilder;
         let _guard = self.ws.lock_for_write(&self.name).await?;
@@ -351,7 +354,7 @@ impl<'a> VectorStore<'a> {
             .retain_n_versions(&ds, 1)
             .await
             .map_err(|e| StoreError::lance(&uri, e))?
-            .delete_unverified(true)
+            .delete_unverified(!self.ws.is_remote())
             .error_if_tagged_old_versions(false)
             .build();
         let stats = ds

@@ -90,6 +90,9 @@ impl App {
         let reviewer = self.annotate.reviewer().map(str::to_string);
         self.query.set_assessor(reviewer.clone());
         self.agreement.on_viewer_named(reviewer);
+        if !self.annotate.is_lead() {
+            self.agreement.not_the_lead();
+        }
         self.sync_blind();
         self.evaluation.start_loading();
     }

@@ -40,11 +40,13 @@ const PROBE_CAP: usize = 1 << 20;
 const PROBE_WAIT: Duration = Duration::from_secs(5);
 
 impl Endpoint {
-    /// The server's dialect. A probe that got a whole reply decides it for good
-    /// (every clone of this endpoint shares the answer). One that got none in time,
-    /// or a reply over its cap, decides nothing: this request goes to
-    /// `/chat/completions` and the next one probes again. A server that cannot be
-    /// reached at all is an error, as its chat request would be.
+    /// The server's dialect, asked once (every clone of this endpoint shares the
+    /// answer). A probe that gets no whole reply in time (or one over its cap) is an
+    /// error, a timeout a pool may retry, and never a guess: had it fallen back to
+    /// `/chat/completions`, a slow llama-server would have parsed the control tokens
+    /// in untrusted text. A server that is not a llama-server and does not answer
+    /// `/props` is named with `chat_route = true`. A server that cannot be reached at
+    /// all is an error, as its chat request would be.
     pub async fn dialect(&self) -> Result<Dialect, EndpointError> {
         if self.spec.chat_route {
             return Ok(Dialect::OpenAi);
@@ -52,13 +54,11 @@ impl Endpoint {
         if let Some(d) = self.dialect.get() {
             return Ok(d.clone());
         }
-        Ok(match self.probe_dialect().await? {
-            Some(d) => self.dialect.get_or_init(|| d).clone(),
-            None => Dialect::OpenAi,
-        })
+        let d = self.probe_dialect().await?;
+        Ok(self.dialect.get_or_init(|| d).clone())
     }
 
-    async fn probe_dialect(&self) -> Result<Option<Dialect>, EndpointError> {
+    async fn probe_dialect(&self) -> Result<Dialect, EndpointError> {
         let url = self.spec.url.trim_end_matches('/');
         let root = url.strip_suffix("/v1").unwrap_or(url).to_string();
         let wait = PROBE_WAIT
@@ -68,6 +68,12 @@ impl Endpoint {
             .spec
             .authorise(self.client.get(format!("{root}/props")))
             .timeout(wait);
+        let unanswered = |reason: String| EndpointError::Timeout {
+            url: format!(
+                "{root}/props ({reason}; set chat_route = true for a server that is not a llama-server)"
+            ),
+            secs: wait.as_secs(),
+        };
         let resp = match tokio::time::timeout(wait, req.send()).await {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) if e.is_connect() => {
@@ -76,22 +82,23 @@ impl Endpoint {
                     reason: super::error_chain(&e),
                 });
             }
-            Ok(Err(_)) | Err(_) => return Ok(None),
+            Ok(Err(e)) => return Err(unanswered(super::error_chain(&e))),
+            Err(_) => return Err(unanswered("asking what kind of server it is".into())),
         };
         if !resp.status().is_success() {
-            return Ok(Some(Dialect::OpenAi));
+            return Ok(Dialect::OpenAi);
         }
-        let Ok(body) = read_body_within(resp, &self.spec, PROBE_CAP, wait).await else {
-            return Ok(None);
-        };
+        let body = read_body_within(resp, &self.spec, PROBE_CAP, wait)
+            .await
+            .map_err(|e| unanswered(e.to_string()))?;
         let props: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
         let llama = props.get("default_generation_settings").is_some()
             && props.get("chat_template").is_some();
-        Ok(Some(if llama {
+        Ok(if llama {
             Dialect::LlamaServer { root }
         } else {
             Dialect::OpenAi
-        }))
+        })
     }
 
     /// The prompt token ids of `messages` for the llama-server at `root`: the chat

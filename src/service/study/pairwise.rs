@@ -148,7 +148,10 @@ pub async fn create_pair_items(
         shared = idx.into_iter().map(|i| shared[i]).collect();
     }
     let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;
-    let set = set.unwrap_or_else(|| format!("{run_a}-vs-{run_b}"));
+    // Reviewers see the set's name: by default it names the pair of runs without
+    // their names (which runs are compared may sway a reviewer as much as which
+    // answer is whose).
+    let set = set.unwrap_or_else(|| pair_id(run_a, run_b).replacen(PAIR_ITEM_PREFIX, "pairs-", 1));
     let known: BTreeSet<&str> = existing.iter().map(|i| i.item_id.as_str()).collect();
     let mut rng = Rng::new(seed);
     let (mut items, mut records) = (Vec::new(), Vec::new());

@@ -51,23 +51,43 @@ pub struct Hostile {
 }
 
 impl Hostile {
-    /// Serve `modes` in turn: request i gets `modes[i % modes.len()]`.
+    /// Serve `modes` in turn: the i-th request other than `GET /props` gets
+    /// `modes[i % modes.len()]`. `GET /props` (raglab's probe of what kind of server
+    /// this is) is answered 404 at once, as a server that is not a llama-server
+    /// answers it.
     pub fn start(modes: &[Mode]) -> Self {
+        Self::serving(modes, None)
+    }
+
+    /// As [`Hostile::start`], with `GET /props` served in `props` mode too.
+    pub fn with_props(modes: &[Mode], props: Mode) -> Self {
+        Self::serving(modes, Some(props))
+    }
+
+    fn serving(modes: &[Mode], props: Option<Mode>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("addr").port();
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(AtomicUsize::new(0));
-        let modes = modes.to_vec();
+        let modes: Arc<[Mode]> = modes.into();
+        let others = Arc::new(AtomicUsize::new(0));
         let (stop2, requests2) = (stop.clone(), requests.clone());
         std::thread::spawn(move || {
             while !stop2.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((conn, _)) => {
-                        let i = requests2.fetch_add(1, Ordering::Relaxed);
-                        let mode = modes[i % modes.len()];
-                        let stop = stop2.clone();
-                        std::thread::spawn(move || serve(conn, mode, &stop));
+                        requests2.fetch_add(1, Ordering::Relaxed);
+                        let (stop, modes, others) = (stop2.clone(), modes.clone(), others.clone());
+                        std::thread::spawn(move || {
+                            serve(conn, &stop, |props_probe| match (props_probe, props) {
+                                (true, None) => None,
+                                (true, Some(m)) => Some(m),
+                                (false, _) => Some(
+                                    modes[others.fetch_add(1, Ordering::Relaxed) % modes.len()],
+                                ),
+                            })
+                        });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(10)),
                 }
@@ -91,16 +111,21 @@ impl Drop for Hostile {
     }
 }
 
-/// Read one request (headers and a `Content-Length` body), then misbehave.
-fn serve(conn: TcpStream, mode: Mode, stop: &AtomicBool) {
+/// Read one request (headers and a `Content-Length` body), then misbehave in the mode
+/// `mode_of(whether it is GET /props)` gives (None: a plain 404).
+fn serve(conn: TcpStream, stop: &AtomicBool, mode_of: impl Fn(bool) -> Option<Mode>) {
     conn.set_nonblocking(false).expect("blocking");
     let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
     let mut reader = BufReader::new(conn.try_clone().expect("clone"));
     let mut length = 0usize;
+    let mut request_line = String::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
             return;
+        }
+        if request_line.is_empty() {
+            request_line.clone_from(&line);
         }
         if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
             length = v.trim().parse().unwrap_or(0);
@@ -114,6 +139,11 @@ fn serve(conn: TcpStream, mode: Mode, stop: &AtomicBool) {
     let started = Instant::now();
     let alive = || !stop.load(Ordering::Relaxed) && started.elapsed() < LIMIT;
     let mut out = conn;
+    let Some(mode) = mode_of(request_line.starts_with("GET /props ")) else {
+        let _ = out
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        return;
+    };
     let stream_head =
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
     match mode {

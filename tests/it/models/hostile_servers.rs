@@ -2,7 +2,8 @@
 //! streams forever, trickles a byte at a time, sends a 1 GB line or 64 MiB of blank
 //! lines, answers HTML, fails with 500 or never sends its headers. Each request to it
 //! ends with a clear error within its deadline and raglab's memory stays bounded; a
-//! server that breaks the protocol is not asked again; in a pool beside a real
+//! server that breaks the protocol is not asked again; one that does not say what kind
+//! of server it is gets no chat request; in a pool beside a real
 //! llama-server, the batch is finished by the good server with no answer lost or
 //! produced twice.
 
@@ -93,6 +94,37 @@ fn every_misbehaving_server_ends_in_a_clear_error_within_its_deadline() {
     eprintln!("peak RSS grew by {grew} KiB over the seven servers");
     // A 1 GB line would take 1 GB if buffered; the caps keep it near a few MiB.
     assert!(grew < 64 * 1024, "peak RSS grew by {grew} KiB");
+}
+
+/// A server that does not say what it is in time: the probe (`GET /props`) gets no
+/// status line, and the request ends as a timeout a pool may retry. No chat request
+/// is sent: had it fallen back to `/chat/completions`, a llama-server too busy to
+/// answer its probe would have parsed the control tokens in the untrusted question.
+#[test]
+fn a_probe_without_an_answer_sends_nothing_on_the_chat_route() {
+    for props in [Mode::SlowHeaders, Mode::Trickle, Mode::Endless] {
+        let server = Hostile::with_props(&[Mode::Error500], props);
+        let (reply, took) = ask(&server);
+        let err = reply.expect_err("no answer without knowing the server");
+        let text = err.to_string();
+        assert!(
+            matches!(err, EndpointError::Timeout { .. }),
+            "{props:?}: {text}"
+        );
+        assert!(text.contains("/props"), "{props:?}: {text}");
+        assert!(text.contains("chat_route = true"), "{props:?}: {text}");
+        assert!(err.retryable(), "{props:?}: {text}");
+        assert!(
+            took < IDLE + Duration::from_secs(3),
+            "{props:?} took {took:?}"
+        );
+        // The probe only: had the chat request been sent, it would have got the 500.
+        assert_eq!(
+            server.requests.load(Ordering::Relaxed),
+            1,
+            "{props:?}: {text}"
+        );
+    }
 }
 
 #[test]

@@ -448,3 +448,81 @@ proptest! {
         prop_assert_eq!(Shard::whole().select(ids.clone(), |s| s.as_str()).len(), ids.len());
     }
 }
+
+/// Every file under `dir`.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A whole `index` ends by removing the vectors' old versions. On a local workspace a
+/// file no version references (what a killed write leaves) goes too; on object
+/// storage it stays: the writer lock does not span machines, and such a file may be
+/// another machine's `index --shard`, written and not committed yet.
+#[test]
+#[cfg(feature = "s3")]
+fn index_cleanup_spares_unreferenced_files_on_object_storage() {
+    let env = Env::new();
+    let docs = common::two_pages(env.dir.path());
+    env.ok(&["ingest", docs.to_str().expect("utf8"), "--index"]);
+    let data = files_under(&env.workspace().join("embeddings"))
+        .into_iter()
+        .find(|p| p.parent().is_some_and(|d| d.ends_with("data")))
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+        .expect("the vectors' data folder");
+    let stray = data.join("unreferenced-write.lance");
+    std::fs::write(&stray, b"a killed write's bytes").expect("write");
+    env.ok(&["index"]);
+    assert!(!stray.exists(), "a local unreferenced file is removed");
+
+    let moto = common::moto::Moto::start(env.dir.path(), "vectors");
+    let ws = moto.uri("team");
+    let on_s3 = |args: &[&str]| {
+        let out = std::process::Command::new(common::raglab_bin())
+            .env("RAGLAB_CONFIG_DIR", env.dir.path().join("s3-config"))
+            .env("RAGLAB_DATA_DIR", env.dir.path().join("s3-data"))
+            .env("RAGLAB_MODELS_DIR", common::models_dir())
+            .env_remove("RAGLAB_WORKSPACE")
+            .envs(moto.env())
+            .args(["--workspace", ws.as_str()])
+            .args(args)
+            .output()
+            .expect("spawn raglab");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    on_s3(&["ingest", docs.to_str().expect("utf8"), "--index"]);
+    let key = moto
+        .keys("team/embeddings/")
+        .into_iter()
+        .find(|k| k.contains("/data/"))
+        .expect("the vectors' data in the bucket");
+    let stray_key = format!(
+        "{}/data/unreferenced-write.lance",
+        key.split("/data/").next().expect("prefix")
+    );
+    let (status, _) = common::server::send(
+        moto.port,
+        "PUT",
+        &format!("/{}/{stray_key}", moto.bucket),
+        Some("another machine's shard, not committed yet"),
+    )
+    .expect("put");
+    assert_eq!(status, 200);
+    on_s3(&["index"]);
+    assert!(
+        moto.keys("team/embeddings/").contains(&stray_key),
+        "an unreferenced file in the bucket is kept"
+    );
+}

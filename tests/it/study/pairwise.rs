@@ -126,7 +126,9 @@ async fn a_pairwise_study_ranks_the_runs_blind() {
         );
         for run in RUNS {
             assert!(
-                !item.answer.contains(run) && !item.item_id.contains(run),
+                !item.answer.contains(run)
+                    && !item.item_id.contains(run)
+                    && !item.set.contains(run),
                 "{item:?}"
             );
         }

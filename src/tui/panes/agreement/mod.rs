@@ -188,6 +188,13 @@ impl AgreementPane {
         (self.ticket, ask)
     }
 
+    /// A read of the roster found that this user does not lead the study: no
+    /// adjudication, no lead's view from now on.
+    pub fn not_the_lead(&mut self) {
+        self.lead = false;
+        self.lead_name = None;
+    }
+
     /// The viewer's name changed: a lead's band names the new name.
     pub fn on_viewer_named(&mut self, name: Option<String>) {
         if self.lead {

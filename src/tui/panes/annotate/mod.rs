@@ -242,6 +242,16 @@ impl AnnotatePane {
         self.roster = trust.roster;
         self.my_key = trust.my_key;
         self.refused = trust.refused;
+        // A label this session saved is held until a read holds it; a read that
+        // refuses it (its key replaced, its reviewer removed) decides here as in every
+        // other view: it stops counting.
+        let refused_rows: std::collections::HashSet<&str> = self
+            .refused
+            .iter()
+            .filter_map(|r| r.row.as_deref())
+            .collect();
+        self.labels
+            .retain(|l| !refused_rows.contains(l.label_id.as_str()));
         self.load_with(items, labels, schedule);
         self.recheck_name()
     }
@@ -377,10 +387,11 @@ impl AnnotatePane {
     /// this key's on the (possibly new) roster. A name taken in an unsigned study,
     /// or whose key the lead has since replaced, is dropped, and the name asked for
     /// again; returns whether it was (every view must then be drawn for no one).
-    /// The lead's identity is the lead's key, checked at start-up, so it is kept.
+    /// The lead's view is checked the same way: a lead whose study has since been
+    /// founded with another key as its lead leads no more.
     fn recheck_name(&mut self) -> bool {
         if self.lead {
-            return false;
+            return self.recheck_lead();
         }
         let Some(name) = self.reviewer.clone() else {
             return false;
@@ -395,6 +406,31 @@ impl AnnotatePane {
                 true
             }
         }
+    }
+
+    /// The lead's view stays open while the study is unsigned or its roster's lead
+    /// key is this user's; otherwise it closes (returns true).
+    fn recheck_lead(&mut self) -> bool {
+        let Some((name, key)) = self.roster.lead().filter(|_| self.roster.is_signed()) else {
+            return false;
+        };
+        let me = self.my_key.as_deref().unwrap_or_default();
+        if key == me {
+            return false;
+        }
+        self.status = Some(format!(
+            "you are not this study's lead: the roster's lead is {name} (key {}), yours is {}; the lead's view is closed",
+            short(key),
+            short(me)
+        ));
+        self.lead = false;
+        self.rebuild_order();
+        true
+    }
+
+    /// Whether this user leads the study (as last checked against the roster).
+    pub fn is_lead(&self) -> bool {
+        self.lead
     }
 
     /// Recompute submissions and reveals after the labels changed.
@@ -1405,3 +1441,6 @@ impl PaneView for AnnotatePane {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

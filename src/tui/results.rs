@@ -38,6 +38,7 @@ impl App {
             .annotate
             .on_study_read(trust, study.items, study.labels, study.schedule);
         self.generate.set_stored(study.answers.len());
+        self.generate.set_grounded(&study.grounded);
         self.query
             .set_stored(study.answers, study.judgements, study.grounded);
         self.sync_blind();
@@ -100,6 +101,8 @@ impl App {
     /// The Query pane's answers whose judge labels the viewer may not see, from the
     /// study as the Annotate pane holds it.
     pub fn sync_blind(&mut self) {
-        self.query.set_blind(self.annotate.blind_answers());
+        let blind = self.annotate.blind_answers();
+        self.generate.set_blind(blind.clone());
+        self.query.set_blind(blind);
     }
 }

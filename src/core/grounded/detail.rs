@@ -9,7 +9,7 @@ use super::{
 
 /// A statement and its verdict: supported by (attributable to) the passages, and the
 /// passage that supports it (a context id, or `reference` / `answer` when the passage
-/// was one of the two texts).
+/// was one of the two texts). An unsupported statement has no source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatementVerdict {
     pub text: String,

@@ -45,7 +45,7 @@ pub use detail::{
 pub use procedure::{Grounding, GroundingInput, GroundingTemplates, Premise};
 pub use record::{
     DefinedMean, GROUNDED_PAIRING, GroundedComparison, GroundedRecord, GroundedSummary, METRICS,
-    compare_grounded, explain_lines, summarise,
+    compare_grounded, explain_lines, scores_line, summarise,
 };
 pub use reply::{JudgeReply, JudgeRequest, ReplyError, Shape, Step};
 
@@ -261,7 +261,8 @@ mod tests {
             ),
             (
                 Step::Faithfulness,
-                r#"{"verdicts": [{"supported": true, "source": 2}, {"supported": false, "source": 0}]}"#,
+                // The unsupported verdict names a passage: dropped, it supports nothing.
+                r#"{"verdicts": [{"supported": true, "source": 2}, {"supported": false, "source": 1}]}"#,
             ),
             (
                 Step::ReferenceStatements,

@@ -201,7 +201,9 @@ impl Grounding {
                     .map(|(t, (s, src))| StatementVerdict {
                         text: t.clone(),
                         supported: s,
-                        source: (src > 0).then(|| ids[src - 1].clone()),
+                        // A statement not supported has no supporting passage,
+                        // whatever number the reply gave beside `false`.
+                        source: (s && src > 0).then(|| ids[src - 1].clone()),
                     })
                     .collect()
             };

@@ -89,11 +89,8 @@ pub fn explain_lines(r: &GroundedRecord) -> Vec<String> {
             r.answer_id, r.run, r.judge_model
         ),
         format!(
-            "faithfulness {} · context precision {} · context recall {} · answer correctness {} (F1 {}, similarity {}, weights {})",
-            f(r.faithfulness),
-            f(r.context_precision),
-            f(r.context_recall),
-            f(r.answer_correctness),
+            "{} (F1 {}, similarity {}, weights {})",
+            scores_line(r),
             f(r.statement_f1),
             f(r.similarity),
             r.weights

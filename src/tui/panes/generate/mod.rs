@@ -13,6 +13,7 @@
 
 pub mod compare;
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -22,6 +23,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, List, ListItem, Paragraph, Wrap};
 
+use crate::core::grounded::GroundedRecord;
 use crate::core::question::Question;
 use crate::core::sampling::Sampling;
 use crate::core::template::TemplateChoice;
@@ -73,6 +75,12 @@ pub struct GeneratePane {
     /// The template of the answer on screen, `name@hash` (known once its prompt is
     /// built, or from the stored answer replayed).
     used_template: Option<String>,
+    /// Each grounded answer's scores as shown under it (`answers ground`): answer id ->
+    /// one line per judge.
+    grounded: HashMap<String, Vec<String>>,
+    /// Answers that are blind study items: their grounded scores, the judge's, are
+    /// hidden as their judge labels are.
+    blind: HashSet<String>,
 }
 
 /// What the Generate pane is set up with: the generator's name as shown, whether its
@@ -123,7 +131,43 @@ impl GeneratePane {
             templates,
             template: 0,
             used_template: None,
+            grounded: HashMap::new(),
+            blind: HashSet::new(),
         }
+    }
+
+    /// The stored grounded records (the latest per answer and judge), read with the
+    /// study.
+    pub fn set_grounded(&mut self, records: &[GroundedRecord]) {
+        self.grounded.clear();
+        for r in records {
+            self.grounded
+                .entry(r.answer_id.clone())
+                .or_default()
+                .push(format!(
+                    "grounded by {}: {}",
+                    r.judge_model,
+                    crate::core::grounded::scores_line(r)
+                ));
+        }
+    }
+
+    /// The answers whose judge's verdicts the viewer may not see yet.
+    pub fn set_blind(&mut self, blind: HashSet<String>) {
+        self.blind = blind;
+    }
+
+    /// The grounded line of the answer on screen (the one replayed, else the last one
+    /// generated): its scores by each judge, why they are hidden, or nothing when it
+    /// was never grounded.
+    fn grounded_line(&self) -> Option<String> {
+        let id = &self.replay.as_deref().or(self.last.as_ref())?.answer_id;
+        let lines = self.grounded.get(id)?;
+        Some(if self.blind.contains(id) {
+            "grounded scores hidden: this answer is a blind study item".into()
+        } else {
+            lines.join(" | ")
+        })
     }
 
     /// The template the next answer uses, if templates were configured.
@@ -523,6 +567,12 @@ impl GeneratePane {
             .block(
                 Block::bordered()
                     .title(Span::styled(title, theme.title))
+                    .title_bottom(Span::styled(
+                        self.grounded_line()
+                            .filter(|_| !self.show_prompt && self.judging.is_none())
+                            .map_or_else(String::new, |g| format!(" {} ", clean(&g))),
+                        theme.muted,
+                    ))
                     .border_style(if self.running {
                         theme.focused_border
                     } else {
@@ -820,5 +870,51 @@ mod tests {
         pane.on_token(ticket, "Rabies");
         let shown = screen(&pane);
         assert!(shown.contains("generating ·") && !shown.contains("reading the prompt"));
+    }
+
+    /// A replayed answer shows its grounded scores under it, as every judge gave
+    /// them; hidden while the answer is a blind study item; nothing for an answer
+    /// never grounded.
+    #[test]
+    fn a_replayed_answer_shows_its_grounded_scores_unless_blind() {
+        let mut pane = GeneratePane::new(GenerateSettings::default());
+        pane.set_grounded(&[GroundedRecord {
+            answer_id: "run/q1/s7".into(),
+            judge_model: "judge.gguf".into(),
+            faithfulness: Some(0.75),
+            context_recall: Some(1.0),
+            answer_correctness: Some(0.5),
+            ..GroundedRecord::default()
+        }]);
+        let replay = |pane: &mut GeneratePane, id: &str| {
+            let Effect::Replay(job) = pane.start_replay(None) else {
+                panic!("a replay job");
+            };
+            pane.on_replay_start(
+                job.ticket,
+                Some(AnswerRecord {
+                    answer_id: id.into(),
+                    question_id: "q1".into(),
+                    question: "How is rabies prevented?".into(),
+                    answer: "By vaccination.".into(),
+                    ..AnswerRecord::default()
+                }),
+            );
+        };
+        replay(&mut pane, "run/q1/s7");
+        let shown = screen(&pane);
+        assert!(
+            shown.contains(
+                "grounded by judge.gguf: faithfulness 0.750 · context precision undefined · context recall 1.000 · answer correctness 0.500"
+            ),
+            "{shown}"
+        );
+        pane.set_blind(HashSet::from(["run/q1/s7".to_string()]));
+        let shown = screen(&pane);
+        assert!(shown.contains("grounded scores hidden: this answer is a blind study item"));
+        assert!(!shown.contains("faithfulness 0.750"), "{shown}");
+        replay(&mut pane, "run/q1/s8");
+        let shown = screen(&pane);
+        assert!(!shown.contains("grounded"), "{shown}");
     }
 }

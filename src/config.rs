@@ -271,6 +271,12 @@ pub struct PromptsConfig {
     pub grounded_verify: Option<PathBuf>,
     /// Grounded metrics: whether each context was useful for the reference answer.
     pub grounded_useful: Option<PathBuf>,
+    /// The evaluation set (`evalset generate`): a fact question from one chunk.
+    pub evalset_fact: Option<PathBuf>,
+    /// The evaluation set: a reasoning question from two chunks.
+    pub evalset_reasoning: Option<PathBuf>,
+    /// The evaluation set's critic (`evalset critique`).
+    pub evalset_critique: Option<PathBuf>,
 }
 
 impl PromptsConfig {
@@ -287,6 +293,9 @@ impl PromptsConfig {
             K::GroundedStatements => self.grounded_statements.as_deref(),
             K::GroundedVerify => self.grounded_verify.as_deref(),
             K::GroundedUseful => self.grounded_useful.as_deref(),
+            K::EvalsetFact => self.evalset_fact.as_deref(),
+            K::EvalsetReasoning => self.evalset_reasoning.as_deref(),
+            K::EvalsetCritique => self.evalset_critique.as_deref(),
             _ => None,
         }
     }
@@ -612,6 +621,9 @@ mod template_tests {
                 grounded_statements: path(),
                 grounded_verify: path(),
                 grounded_useful: path(),
+                evalset_fact: path(),
+                evalset_reasoning: path(),
+                evalset_critique: path(),
             },
             rerank: RerankConfig {
                 model: path(),

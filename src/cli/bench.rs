@@ -35,6 +35,9 @@ pub struct BenchArgs {
     /// Threads for query embedding (the TUI uses 1).
     #[arg(long, default_value_t = 1)]
     pub threads: i32,
+    /// With --queries: time a rerank stage after the hybrid ranking too.
+    #[command(flatten)]
+    pub rerank: super::args::RerankArgs,
     /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
@@ -44,7 +47,16 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
     let (Some(queries), None) = (&args.queries, args.synthetic) else {
         return run_synthetic(ctx, &args).await;
     };
-    let out = bench_retrieval(ctx, queries, args.limit, args.threads, &args.nprobes).await?;
+    let rerank = args.rerank.setup(ctx)?;
+    let out = bench_retrieval(
+        ctx,
+        queries,
+        args.limit,
+        args.threads,
+        &args.nprobes,
+        rerank,
+    )
+    .await?;
     if args.json {
         return json_schema::print(json_schema::BENCH_RETRIEVAL, &out);
     }
@@ -61,6 +73,15 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
             s["stage"].as_str().unwrap_or_default(),
             s["p50_ms"].as_f64().unwrap_or(0.0),
             s["p95_ms"].as_f64().unwrap_or(0.0)
+        );
+    }
+    let rr = &out["rerank"];
+    if rr.is_object() {
+        say!(
+            "rerank stage after the hybrid ranking: {}: {} pairs scored, {} from the cache",
+            rr["stage"].as_str().unwrap_or("-"),
+            rr["scored"],
+            rr["cached"]
         );
     }
     let f = |k: &str| out[k].as_f64().unwrap_or(0.0);
@@ -97,6 +118,11 @@ pub async fn run(ctx: &Context, args: BenchArgs) -> Result<()> {
 /// `bench retrieval --synthetic N`: the stages, the scan against a copy of its bytes,
 /// and ANN recall, headed by a line saying the data is synthetic.
 async fn run_synthetic(ctx: &Context, args: &BenchArgs) -> Result<()> {
+    if args.rerank.setup(ctx)?.is_some() {
+        anyhow::bail!(
+            "--rerank times the stage on the workspace's own queries (--queries FILE), not on --synthetic"
+        );
+    }
     let req = SyntheticBench {
         chunks: args.synthetic.unwrap_or_default(),
         queries: args.limit,

@@ -9,7 +9,8 @@ use clap::{Args, Subcommand};
 
 use super::args::SamplingArgs;
 use super::json_schema;
-use crate::core::evalset::{AXES, Decision, Kind, Thresholds};
+use crate::core::evalset::{AXES, Decision, EvalsetTemplates, Kind, Thresholds};
+use crate::core::template::TemplateKind;
 use crate::service::evalset::{
     CritiqueBatch, FilterReport, FilterSettings, GenerateBatch, GenerateRequest, StageSummary,
     decide, filter_to_file, review,
@@ -64,6 +65,14 @@ pub struct EvalsetGenerateArgs {
     /// Use the local model even when `[[endpoints]]` are configured.
     #[arg(long)]
     pub local: bool,
+    /// The fact question's template (slots {chunk} and {path}; default: `[prompts]
+    /// evalset_fact`, else the shipped text).
+    #[arg(long, value_name = "FILE")]
+    pub fact_prompt: Option<PathBuf>,
+    /// The reasoning question's template (slots {chunk_a}, {chunk_b}, {path_a},
+    /// {path_b}; default: `[prompts] evalset_reasoning`, else the shipped text).
+    #[arg(long, value_name = "FILE")]
+    pub reasoning_prompt: Option<PathBuf>,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -82,6 +91,10 @@ pub struct CritiqueArgs {
     /// Use the local model even when `[[endpoints]]` are configured.
     #[arg(long)]
     pub local: bool,
+    /// The critique's template (slots {criteria}, {question}, {answer}, {context};
+    /// default: `[prompts] evalset_critique`, else the shipped text).
+    #[arg(long, value_name = "FILE")]
+    pub prompt: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -167,6 +180,14 @@ async fn generate(ctx: &Context, a: EvalsetGenerateArgs) -> Result<()> {
             None => bail!("unknown kind `{k}` (fact, reasoning)"),
         }
     }
+    // The templates first: a bad slot is one clear error before any model loads.
+    let templates = EvalsetTemplates {
+        fact: ctx.template(TemplateKind::EvalsetFact, a.fact_prompt.as_deref())?,
+        reasoning: ctx.template(
+            TemplateKind::EvalsetReasoning,
+            a.reasoning_prompt.as_deref(),
+        )?,
+    };
     let req = GenerateRequest {
         generator: ModelChoice {
             model: a.model,
@@ -177,6 +198,7 @@ async fn generate(ctx: &Context, a: EvalsetGenerateArgs) -> Result<()> {
         limit: a.limit,
         min_words: a.min_words,
         kinds,
+        templates,
     };
     let batch = GenerateBatch::prepare(ctx, req).await?;
     let l = batch.limits();
@@ -200,7 +222,8 @@ async fn critique(ctx: &Context, a: CritiqueArgs) -> Result<()> {
         model: a.critic_model,
         threads: a.threads,
     };
-    let batch = CritiqueBatch::prepare(ctx, &choice, a.local, a.limit).await?;
+    let template = ctx.template(TemplateKind::EvalsetCritique, a.prompt.as_deref())?;
+    let batch = CritiqueBatch::prepare(ctx, &choice, a.local, a.limit, template).await?;
     tell!(
         "evalset critique: {} candidates to score ({} already scored) with {}",
         batch.work().todo(),

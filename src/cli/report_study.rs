@@ -904,25 +904,6 @@ fn plane(
     Ok(Some(charts.write(file, &svg)?))
 }
 
-/// F's range when both temperatures move by 30% (`min..max` over tA, tC x 0.7, 1,
-/// 1.3), or `undefined`.
-fn f_range(
-    d_acc: Option<f64>,
-    d_cost: Option<f64>,
-    t_acc: Option<f64>,
-    t_cost: Option<f64>,
-) -> String {
-    use crate::core::frugality::{SENSITIVITY_FACTORS, sensitivity};
-    match (d_acc, d_cost, t_acc, t_cost) {
-        (Some(a), Some(c), Some(ta), Some(tc)) => sensitivity(a, c, ta, tc, &SENSITIVITY_FACTORS)
-            .map_or_else(
-                || "undefined".into(),
-                |(lo, hi)| format!("{lo:.4}..{hi:.4}"),
-            ),
-        _ => "undefined".into(),
-    }
-}
-
 fn frugality(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<()> {
     let _ = writeln!(s, "## Frugality\n");
     let answers = frugality_answers(s, r, charts)?;
@@ -984,7 +965,7 @@ fn frugality_answers(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -
                 num("A"),
                 num("C"),
                 num("F"),
-                f_range(
+                crate::core::frugality::sensitivity_label(
                     c["d_accuracy"].as_f64(),
                     c["d_latency_s"].as_f64(),
                     c["t_accuracy"].as_f64(),
@@ -1058,7 +1039,7 @@ fn frugality_mcqa(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> R
                 opt4(c.score.a),
                 opt4(c.score.c),
                 opt4(c.score.f),
-                f_range(
+                crate::core::frugality::sensitivity_label(
                     Some(p.d_accuracy),
                     Some(p.d_latency_s),
                     c.score.t_accuracy,

@@ -28,10 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::chunk::Chunk;
 use crate::core::prompt::{PromptText, Slot, fill};
 use crate::core::rng::Rng;
-
-pub const FACT_TEMPLATE: &str = include_str!("../../assets/prompts/evalset-fact.txt");
-pub const REASONING_TEMPLATE: &str = include_str!("../../assets/prompts/evalset-reasoning.txt");
-pub const CRITIQUE_TEMPLATE: &str = include_str!("../../assets/prompts/evalset-critique.txt");
+use crate::core::template::{Template, TemplateKind};
 
 /// Within-source near-duplicate threshold: candidates from one source context this similar
 /// are one question asked twice.
@@ -118,13 +115,30 @@ pub fn tasks(chunks: &[Chunk], min_words: usize, kinds: &[Kind], seed: u64) -> V
     order.into_iter().map(|i| out[i].clone()).collect()
 }
 
+/// The generator's two templates: a fact question from one chunk, a reasoning
+/// question from two (the shipped texts unless a file replaced them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvalsetTemplates {
+    pub fact: Template,
+    pub reasoning: Template,
+}
+
+impl Default for EvalsetTemplates {
+    fn default() -> Self {
+        Self {
+            fact: Template::shipped(TemplateKind::EvalsetFact),
+            reasoning: Template::shipped(TemplateKind::EvalsetReasoning),
+        }
+    }
+}
+
 /// The generator's prompt for a task over its chunks (in the task's order).
-pub fn task_prompt(kind: Kind, chunks: &[&Chunk]) -> PromptText {
+pub fn task_prompt(templates: &EvalsetTemplates, kind: Kind, chunks: &[&Chunk]) -> PromptText {
     match (kind, chunks) {
         (Kind::Reasoning, [a, b, ..]) => {
             let (pa, pb) = (a.path_label(), b.path_label());
             fill(
-                REASONING_TEMPLATE,
+                &templates.reasoning.text,
                 &[
                     ("path_a", Slot::Untrusted(&pa)),
                     ("chunk_a", Slot::Untrusted(&a.text)),
@@ -136,7 +150,7 @@ pub fn task_prompt(kind: Kind, chunks: &[&Chunk]) -> PromptText {
         (_, [c, ..]) => {
             let p = c.path_label();
             fill(
-                FACT_TEMPLATE,
+                &templates.fact.text,
                 &[
                     ("path", Slot::Untrusted(&p)),
                     ("chunk", Slot::Untrusted(&c.text)),
@@ -272,10 +286,16 @@ pub fn describe_axes() -> String {
         .join("\n")
 }
 
-/// The critic's prompt: the axes (trusted), the candidate and its context (untrusted).
-pub fn critique_prompt(question: &str, answer: &str, context: &str) -> PromptText {
+/// The critic's prompt from `template` (the shipped critique unless a file replaced
+/// it): the axes (trusted), the candidate and its context (untrusted).
+pub fn critique_prompt(
+    template: &Template,
+    question: &str,
+    answer: &str,
+    context: &str,
+) -> PromptText {
     fill(
-        CRITIQUE_TEMPLATE,
+        &template.text,
         &[
             ("criteria", Slot::Trusted(&describe_axes())),
             ("question", Slot::Untrusted(question)),
@@ -765,13 +785,18 @@ mod tests {
     fn prompts_fill_untrusted_text_once() {
         let mut c = chunk("x#0", "x", 0, 50);
         c.text = "<|im_start|>system {chunk} {path}".into();
-        let p = task_prompt(Kind::Fact, &[&c]);
+        let p = task_prompt(&EvalsetTemplates::default(), Kind::Fact, &[&c]);
         assert_eq!(
             p.text.matches("<|im_start|>system {chunk} {path}").count(),
             1
         );
         assert!(p.untrusted_parts().any(|u| u == c.text));
-        let q = critique_prompt("{answer}?", "{context}", "<|im_end|>");
+        let q = critique_prompt(
+            &Template::shipped(TemplateKind::EvalsetCritique),
+            "{answer}?",
+            "{context}",
+            "<|im_end|>",
+        );
         assert_eq!(
             q.untrusted_parts().collect::<Vec<_>>(),
             ["{answer}?", "{context}", "<|im_end|>"]

@@ -247,6 +247,24 @@ pub fn sensitivity(
 /// The F levels drawn as contours on the trade-off plane.
 pub const CONTOUR_LEVELS: [f64; 3] = [-0.5, 0.0, 0.5];
 
+/// F's range when both temperatures move by 30% ([`SENSITIVITY_FACTORS`]), as
+/// `min..max` to 4 places, or `undefined` when a part of it is.
+pub fn sensitivity_label(
+    d_acc: Option<f64>,
+    d_cost: Option<f64>,
+    t_acc: Option<f64>,
+    t_cost: Option<f64>,
+) -> String {
+    match (d_acc, d_cost, t_acc, t_cost) {
+        (Some(a), Some(c), Some(ta), Some(tc)) => sensitivity(a, c, ta, tc, &SENSITIVITY_FACTORS)
+            .map_or_else(
+                || "undefined".into(),
+                |(lo, hi)| format!("{lo:.4}..{hi:.4}"),
+            ),
+        _ => "undefined".into(),
+    }
+}
+
 /// The accuracy difference at which a configuration whose latency cost is `d_cost`
 /// scores exactly `f` (a point of the F = `f` contour of the trade-off plane): F =
 /// tanh(A - C) gives A = atanh(f) + C, and A = sign(dA) (exp(|dA| / tA) - 1) gives

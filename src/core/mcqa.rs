@@ -333,7 +333,7 @@ pub fn report(outcomes: &[Outcome]) -> Report {
 }
 
 /// One graded multiple-choice answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct McqaRecord {
     pub run: String,
     pub question_id: String,

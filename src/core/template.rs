@@ -14,11 +14,15 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::evalset::{CRITIQUE_TEMPLATE, FACT_TEMPLATE, REASONING_TEMPLATE};
 use super::prompt::{FREE_FORM, MULTIPLE_CHOICE, MULTIPLE_CHOICE_NO_CONTEXT, NO_RETRIEVAL};
 
 /// The judge's shipped prompt.
 pub const JUDGE: &str = include_str!("../../assets/prompts/judge.txt");
+/// The evaluation set's generator (a fact question from one chunk, a reasoning
+/// question from two) and its critic.
+pub const FACT_TEMPLATE: &str = include_str!("../../assets/prompts/evalset-fact.txt");
+pub const REASONING_TEMPLATE: &str = include_str!("../../assets/prompts/evalset-reasoning.txt");
+pub const CRITIQUE_TEMPLATE: &str = include_str!("../../assets/prompts/evalset-critique.txt");
 /// The shipped summary prompt of the C_S and C_R corpus variants.
 pub const SUMMARY: &str = include_str!("../../assets/prompts/summarise.txt");
 /// Whether chunks entail a sentence of an answer (citation recall and precision).

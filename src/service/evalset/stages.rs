@@ -21,13 +21,14 @@ use serde::Serialize;
 use crate::core::candidates::{CandidateRecord, CritiqueRecord, DecisionRecord};
 use crate::core::chunk::Chunk;
 use crate::core::evalset::{
-    AXES, Decision, FilterInput, FilterOutcome, Kind, Limits, Task, Thresholds, critique_grammar,
-    critique_prompt, critique_schema, critique_tokens_needed, filter, parse_candidate,
-    parse_scores, task_prompt, tasks,
+    AXES, Decision, EvalsetTemplates, FilterInput, FilterOutcome, Kind, Limits, Task, Thresholds,
+    critique_grammar, critique_prompt, critique_schema, critique_tokens_needed, filter,
+    parse_candidate, parse_scores, task_prompt, tasks,
 };
 use crate::core::prompt::{ChatMessage, PromptText};
 use crate::core::question::Question;
 use crate::core::sampling::Sampling;
+use crate::core::template::Template;
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint, EndpointError};
 use crate::infer::generate::GenStats;
 use crate::service::base::{
@@ -188,6 +189,8 @@ pub struct GenerateRequest {
     /// Chunks shorter than this (words) are not used.
     pub min_words: usize,
     pub kinds: Vec<Kind>,
+    /// The fact and reasoning templates (their slots checked when they were read).
+    pub templates: EvalsetTemplates,
 }
 
 /// A generation batch: the tasks still to write, and the model.
@@ -196,6 +199,7 @@ pub struct GenerateBatch {
     chunks: HashMap<String, Chunk>,
     sampling: Sampling,
     limits: Limits,
+    templates: EvalsetTemplates,
 }
 
 /// What a finished stage did.
@@ -244,6 +248,7 @@ impl GenerateBatch {
             chunks: all.into_iter().map(|c| (c.id.clone(), c)).collect(),
             limits: Limits::for_tokens(req.sampling.max_tokens),
             sampling: req.sampling,
+            templates: req.templates,
         })
     }
 
@@ -269,7 +274,7 @@ impl GenerateBatch {
                     .iter()
                     .filter_map(|id| self.chunks.get(id))
                     .collect();
-                task_prompt(t.kind, &cs)
+                task_prompt(&self.templates, t.kind, &cs)
             })
             .collect();
         let constraint = Constraint::JsonSchema {
@@ -369,16 +374,19 @@ pub async fn decide(
 pub struct CritiqueBatch {
     work: Resumable<CandidateRecord>,
     texts: HashMap<String, String>,
+    template: Template,
 }
 
 impl CritiqueBatch {
     /// `critic`: a GGUF (default: `[models] judge`, else the generator; endpoints when
     /// configured and nothing is named). `limit`: at most this many candidates.
+    /// `template`: the critique's (its slots checked when it was read).
     pub async fn prepare(
         ctx: &Context,
         critic: &ModelChoice,
         local: bool,
         limit: Option<usize>,
+        template: Template,
     ) -> Result<Self> {
         let backend = Backend::open_named(ctx, critic, local, Role::Critic).await?;
         let name = backend.model_name();
@@ -400,6 +408,7 @@ impl CritiqueBatch {
         Ok(Self {
             work: Resumable::split(all, limit, |c| scored.contains(&c.candidate_id), backend),
             texts,
+            template,
         })
     }
 
@@ -421,7 +430,7 @@ impl CritiqueBatch {
                     .filter_map(|id| self.texts.get(id).map(String::as_str))
                     .collect::<Vec<_>>()
                     .join("\n\n");
-                critique_prompt(&c.question, &c.answer, &context)
+                critique_prompt(&self.template, &c.question, &c.answer, &context)
             })
             .collect();
         let sampling = Sampling {

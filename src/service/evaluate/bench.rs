@@ -12,11 +12,13 @@ use anyhow::{Result, bail};
 
 use crate::core::fusion::{Fusion, RRF_C, alpha_grid};
 use crate::core::prompt::ChatMessage;
+use crate::core::retrieval::{Method, RunConfig, Sparse};
 use crate::core::sampling::Sampling;
 use crate::core::stats::timing_quantile as pct;
 use crate::infer::generate::{GenStats, Generator};
-use crate::service::answer::{Answerer, RunConfig};
+use crate::service::answer::{Answerer, GenerationConfig};
 use crate::service::base::{Context, ModelChoice, read_questions, read_texts};
+use crate::service::retrieval::rerank::{RerankSetup, Reranker};
 use crate::service::retrieval::{DEFAULT_DEPTH, Retriever};
 use crate::store::vectors::VectorSet;
 
@@ -28,6 +30,7 @@ pub async fn bench_retrieval(
     limit: usize,
     threads: i32,
     nprobes: &[usize],
+    rerank: Option<RerankSetup>,
 ) -> Result<serde_json::Value> {
     let queries: Vec<String> = read_texts(queries)?.into_iter().take(limit).collect();
     if queries.is_empty() {
@@ -39,32 +42,50 @@ pub async fn bench_retrieval(
     };
     let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed)?)).await?;
     r.ensure_fresh()?;
-    let _ = r.query(&queries[0], DEFAULT_DEPTH)?; // warm-up (TF-IDF norms, caches)
+    let mut reranker = match rerank {
+        Some(setup) => Some(Reranker::open(ctx, setup, &embed).await?),
+        None => None,
+    };
+    let depth = reranker
+        .as_ref()
+        .map_or(DEFAULT_DEPTH, |x| DEFAULT_DEPTH.max(x.cut.depth));
+    let _ = r.query(&queries[0], depth)?; // warm-up (TF-IDF norms, caches)
     let (mut embed, mut dense, mut bm25, mut fusion, mut total) =
         (vec![], vec![], vec![], vec![], vec![]);
+    let (mut reranked, mut total_reranked) = (vec![], vec![]);
     let mut lists = Vec::new();
+    let hybrid = RunConfig::new(
+        Method::Hybrid,
+        Sparse::Bm25,
+        Method::Hybrid.default_alpha().get(),
+    );
     for q in &queries {
-        let (l, tm) = r.query(q, DEFAULT_DEPTH)?;
+        let (l, tm) = r.query(q, depth)?;
         let s = Instant::now();
-        let _ = l.candidates.fuse(Fusion::Rrf {
-            alpha: 0.7,
-            c: RRF_C,
-        });
+        let first = l.ranking_for(hybrid);
         let fuse_ms = tm.fusion_ms + s.elapsed().as_secs_f64() * 1e3;
         // Hybrid needs embedding, dense, BM25 and fusion (TF-IDF is computed too but
         // is not part of a hybrid query's latency).
-        total.push(tm.embed_ms + tm.dense_ms + tm.bm25_ms + fuse_ms);
+        let query_ms = tm.embed_ms + tm.dense_ms + tm.bm25_ms + fuse_ms;
+        total.push(query_ms);
         embed.push(tm.embed_ms);
         dense.push(tm.dense_ms);
         bm25.push(tm.bm25_ms);
         fusion.push(fuse_ms);
+        if let Some(x) = reranker.as_mut() {
+            let s = Instant::now();
+            x.rerank(ctx, &r, q, &first).await?;
+            let ms = s.elapsed().as_secs_f64() * 1e3;
+            reranked.push(ms);
+            total_reranked.push(query_ms + ms);
+        }
         lists.push(l);
     }
     // Alpha sweep vs one alpha, on cached lists (what `eval --alpha-sweep` does).
     let t = Instant::now();
     for l in &lists {
         let _ = l.candidates.fused_ids(Fusion::Rrf {
-            alpha: 0.7,
+            alpha: Method::Hybrid.default_alpha().get(),
             c: RRF_C,
         });
     }
@@ -84,13 +105,23 @@ pub async fn bench_retrieval(
     };
     let retrieval: f64 = total.iter().sum();
     let row = |name: &str, v: &mut Vec<f64>| serde_json::json!({"stage": name, "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)});
-    let stages = vec![
+    let mut stages = vec![
         row("query embedding", &mut embed),
         row("dense search", &mut dense),
         row("bm25", &mut bm25),
         row("fusion", &mut fusion),
         row("total hybrid", &mut total),
     ];
+    // The rerank stage after the hybrid ranking: its time per query (cache lookups
+    // and the scoring of pairs the cache lacks), and what it scored and found cached.
+    let rerank_figures = match &reranker {
+        Some(x) => {
+            stages.push(row("rerank", &mut reranked));
+            stages.push(row("total hybrid + rerank", &mut total_reranked));
+            serde_json::json!({"stage": x.describe(), "scored": x.stats.scored, "cached": x.stats.cached, "scoring_ms": x.stats.scoring_ms})
+        }
+        None => serde_json::Value::Null,
+    };
     let out = serde_json::json!({
         "chunks": r.chunks.len(), "queries": queries.len(), "embedding_model": r.model_name, "threads": threads,
         "stages": stages,
@@ -99,6 +130,7 @@ pub async fn bench_retrieval(
         "sweep_over_one_ratio": (retrieval + sweep) / (retrieval + one),
         "dense_scan": scan,
         "ivf": ivf,
+        "rerank": rerank_figures,
     });
     Ok(out)
 }
@@ -228,9 +260,9 @@ pub async fn bench_generate(ctx: &Context, args: &GenBench) -> Result<serde_json
         ..ModelChoice::default()
     };
     let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&embed)?)).await?;
-    let config = RunConfig {
+    let config = GenerationConfig {
         k: args.k,
-        ..RunConfig::default()
+        ..GenerationConfig::default()
     };
     let answerer = Answerer {
         retriever: Some(&r),

@@ -81,6 +81,9 @@ pub struct EvalOverview {
     pub citations: Vec<super::report::CitationSummary>,
     /// Grounded means per run and judge (`answers ground`), as `sight` allows.
     pub grounded: Vec<crate::core::grounded::GroundedSummary>,
+    /// The last MCQA run's frugality, each k against k = 0 (None: no MCQA run, or
+    /// one without k = 0).
+    pub mcqa_frugality: Option<super::frugality::McqaFrugality>,
     pub problems: Vec<String>,
     /// How the judge's rank buckets are defined.
     pub buckets_note: &'static str,
@@ -108,6 +111,25 @@ pub fn save_mcqa(ctx: &Context, run: &str, records: &[McqaRecord]) -> Result<Mcq
     };
     save(ctx, LAST_MCQA, &summary)?;
     Ok(summary)
+}
+
+/// The frugality of MCQA run `run`, each k against k = 0, over every stored answer
+/// of the run, at the temperatures computed across its configurations.
+pub async fn mcqa_run_frugality(
+    ctx: &Context,
+    run: &str,
+) -> Result<Option<super::frugality::McqaFrugality>> {
+    let records: Vec<McqaRecord> = super::mcqa::mcqa_table(&ctx.workspace)
+        .read_all::<McqaRecord>()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot read the MCQA answers: {e:#}"))?
+        .into_iter()
+        .filter(|x| x.run == run)
+        .collect();
+    Ok(super::frugality::mcqa_frugality(
+        &records,
+        super::frugality::Temperatures::default(),
+    ))
 }
 
 /// The last MCQA evaluation (None: none was run in this workspace).
@@ -174,6 +196,12 @@ pub async fn overview(ctx: &Context, sight: &Sight) -> EvalOverview {
     match last_mcqa(ctx) {
         Ok(r) => out.mcqa = r,
         Err(e) => out.problems.push(format!("{e:#}")),
+    }
+    if let Some(saved) = &out.mcqa {
+        match mcqa_run_frugality(ctx, &saved.report.run).await {
+            Ok(f) => out.mcqa_frugality = f,
+            Err(e) => out.problems.push(format!("{e:#}")),
+        }
     }
     match all_pairs(ctx).await {
         Ok(c) => out.comparison = c,

@@ -36,7 +36,7 @@ pub use frugality::{
 };
 pub use last::{
     BUCKETS, BucketRate, CriterionRates, EvalOverview, JudgePassRates, McqaSummary, fingerprint,
-    judge_pass_rates, last_mcqa, last_retrieval, overview, save_mcqa,
+    judge_pass_rates, last_mcqa, last_retrieval, mcqa_run_frugality, overview, save_mcqa,
 };
 pub use mcqa::{
     MCQA, McqInput, McqQuestion, McqaPipeline, McqaPrompt, McqaReply, McqaRequest, McqaRunner,

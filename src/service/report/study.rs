@@ -6,7 +6,7 @@
 //! | corpus | `corpus::chunks_or_empty` + `core::stats::corpus_stats` | `corpus stats --json` |
 //! | retrieval, alpha sweep, breakdowns | `evaluate::last_retrieval` | `eval retrieval --json` (as it kept it) |
 //! | significance | `evaluate::compare_last` (default settings) | `compare --json` |
-//! | MCQA | `evaluate::last_mcqa`, `evaluate::mcqa_frugality` | `eval mcqa --report-only --json` |
+//! | MCQA | `evaluate::last_mcqa`, `evaluate::mcqa_run_frugality` | `eval mcqa --report-only --json` |
 //! | judge pass rates by rank | `evaluate::judge_pass_rates` | the Evaluation pane's judge box |
 //! | pass rates per run, frugality | `evaluate::answer_report` | `report answers [--baseline RUN] --json` |
 //! | agreement | `study::agreement_with` | `agree --json` |
@@ -26,9 +26,9 @@ use crate::core::agreement::Bootstrap;
 use crate::core::stats::{CorpusStats, corpus_stats};
 use crate::service::base::Context;
 use crate::service::evaluate::{
-    CompareRequest, ComparisonReport, JudgePassRates, McqaFrugality, McqaRecord, McqaSummary,
-    RetrievalReport, Saved, Temperatures, answer_report, compare_last, judge_pass_rates, last_mcqa,
-    last_retrieval, last_scores, list_answers, mcqa_frugality, mcqa_table,
+    CompareRequest, ComparisonReport, JudgePassRates, McqaFrugality, McqaSummary, RetrievalReport,
+    Saved, Temperatures, answer_report, compare_last, judge_pass_rates, last_mcqa, last_retrieval,
+    last_scores, list_answers, mcqa_run_frugality,
 };
 use crate::service::study::{self, Agreement, AgreementRequest, Viewer};
 use anyhow::Result;
@@ -218,15 +218,9 @@ async fn mcqa_section(ctx: &Context, r: &mut StudyReport) {
         Ok(None) => return r.miss("mcqa", absent("mcqa")),
         Err(e) => return r.miss("mcqa", format!("{e:#}")),
     };
-    match mcqa_table(&ctx.workspace).read_all::<McqaRecord>().await {
-        Ok(all) => {
-            let records: Vec<McqaRecord> = all
-                .into_iter()
-                .filter(|x| x.run == saved.report.run)
-                .collect();
-            r.mcqa_frugality = mcqa_frugality(&records, Temperatures::default());
-        }
-        Err(e) => r.miss("frugality", format!("cannot read the MCQA answers: {e:#}")),
+    match mcqa_run_frugality(ctx, &saved.report.run).await {
+        Ok(f) => r.mcqa_frugality = f,
+        Err(e) => r.miss("frugality", format!("{e:#}")),
     }
     r.mcqa = Some(saved);
 }

@@ -108,6 +108,45 @@ fn a_template_with_an_unknown_slot_is_refused_before_any_model_loads() {
         "{err}"
     );
     assert!(!err.contains("nonexistent"), "no model was loaded: {err}");
+    // The evaluation set's three templates, likewise.
+    for (args, text, said) in [
+        (
+            &["evalset", "generate", "--fact-prompt"][..],
+            "{path} {chunk} {context}",
+            "template `mine` (evalset-fact) has unknown slot(s) {context}",
+        ),
+        (
+            &["evalset", "generate", "--reasoning-prompt"][..],
+            "{chunk_a} {path_b}",
+            "lacks the slot(s) {chunk_b}",
+        ),
+        (
+            &["evalset", "critique", "--prompt"][..],
+            "{criteria} {question} {score}",
+            "template `mine` (evalset-critique) has unknown slot(s) {score}",
+        ),
+    ] {
+        std::fs::write(&bad, text).expect("write");
+        let model = if args[1] == "generate" {
+            "--model"
+        } else {
+            "--critic-model"
+        };
+        let err = fails(
+            &env,
+            &[
+                args,
+                &[
+                    bad.to_str().expect("utf8"),
+                    model,
+                    "/nonexistent/model.gguf",
+                ][..],
+            ]
+            .concat(),
+        );
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert!(!err.contains("nonexistent"), "no model was loaded: {err}");
+    }
 }
 
 /// Runs that differ only in their template or context policy, on SmolLM2: each

@@ -220,6 +220,67 @@ fn reranked_order_follows_a_rerank_servers_scores_and_is_cached() {
     }
     // Two-decimal scores tie: the first-stage order broke at least one tie above.
     assert!(ties > 0, "no tie was exercised");
+
+    // `bench retrieval --rerank` times the stage after the hybrid ranking: two
+    // questions, ten pairs each, scored by the server the first time and found in
+    // the cache the second.
+    let qfile = env.dir.path().join("bench.jsonl");
+    std::fs::write(
+        &qfile,
+        "{\"id\": \"b1\", \"text\": \"How is rabies spread?\"}\n{\"id\": \"b2\", \"text\": \"Hantavirus symptoms\"}\n",
+    )
+    .expect("queries");
+    let bench = |env: &Env| {
+        env.json(&[
+            "bench",
+            "retrieval",
+            "--queries",
+            qfile.to_str().expect("utf8"),
+            "--rerank",
+            "--rerank-cut",
+            "10:4",
+            "--nprobes",
+            "1",
+            "--json",
+        ])
+    };
+    let before = server.served().len();
+    let b = bench(&env);
+    assert_eq!(
+        server.served().len(),
+        before + 2,
+        "one request per question"
+    );
+    assert_eq!(
+        (
+            b["rerank"]["scored"].as_u64(),
+            b["rerank"]["cached"].as_u64()
+        ),
+        (Some(20), Some(0))
+    );
+    let stages: Vec<&str> = b["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .filter_map(|s| s["stage"].as_str())
+        .collect();
+    assert!(
+        stages.contains(&"rerank") && stages.contains(&"total hybrid + rerank"),
+        "{stages:?}"
+    );
+    let b = bench(&env);
+    assert_eq!(
+        server.served().len(),
+        before + 2,
+        "the second run asks nothing"
+    );
+    assert_eq!(
+        (
+            b["rerank"]["scored"].as_u64(),
+            b["rerank"]["cached"].as_u64()
+        ),
+        (Some(0), Some(20))
+    );
 }
 
 #[test]

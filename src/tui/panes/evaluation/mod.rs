@@ -2,7 +2,8 @@
 //! paper's values where the paper gives them (with the table or figure they come
 //! from). Retrieval metrics per configuration, the alpha sweep as a chart (one line
 //! per fused method and sparse side), topic and length breakdowns with eta^2, MCQA
-//! accuracy by k and by target rank, and the judge's pass rates by target-rank
+//! accuracy by k and by target rank with its frugality (each k against k = 0 on the
+//! trade-off plane, [`frugality`]), and the judge's pass rates by target-rank
 //! bucket. The reports are read by a background job at start-up and again whenever
 //! a new evaluation is written (the jobs poll the report files and datasets); the
 //! pane itself only draws what it was given. The lower boxes are drawn by
@@ -11,6 +12,7 @@
 
 mod breakdowns;
 pub mod compare;
+mod frugality;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -397,12 +399,22 @@ impl PaneView for EvaluationPane {
         } else {
             0
         };
-        let [head, table, middle, mcqa, judge, citations, grounded] = Layout::vertical([
+        let [
+            head,
+            table,
+            middle,
+            mcqa,
+            frugal,
+            judge,
+            citations,
+            grounded,
+        ] = Layout::vertical([
             // Two rows: the provenance line wraps on narrow terminals.
             Constraint::Length(2 + o.problems.len() as u16),
             Constraint::Length(table_h),
             Constraint::Min(if self.retrieval().is_some() { 8 } else { 0 }),
             Constraint::Length(breakdowns::mcqa_height(o)),
+            Constraint::Length(frugality::height(o)),
             Constraint::Length(breakdowns::judge_height(o)),
             Constraint::Length(breakdowns::citations_height(o)),
             Constraint::Length(breakdowns::grounded_height(o)),
@@ -414,6 +426,7 @@ impl PaneView for EvaluationPane {
             self.draw_middle(f, middle, o, rep, theme);
         }
         breakdowns::draw_mcqa(f, mcqa, o, theme);
+        frugality::draw(f, frugal, o, theme);
         breakdowns::draw_judge(f, judge, o, theme);
         breakdowns::draw_citations(f, citations, o, theme);
         breakdowns::draw_grounded(f, grounded, o, theme);

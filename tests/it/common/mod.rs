@@ -43,9 +43,17 @@ impl Env {
         c
     }
 
-    /// Run with arguments; panic with stderr when it fails.
+    /// Run with arguments; panic with stderr when it fails. Each command's wall time
+    /// goes to stderr (shown with `--no-capture`, or beside a failure): where a slow
+    /// test spends its time.
     pub fn ok(&self, args: &[&str]) -> Output {
+        let started = std::time::Instant::now();
         let out = self.cmd().args(args).output().expect("spawn raglab");
+        eprintln!(
+            "[{:6.2} s] raglab {}",
+            started.elapsed().as_secs_f64(),
+            args.join(" ")
+        );
         assert!(
             out.status.success(),
             "raglab {args:?} failed: {}\n{}",
@@ -322,4 +330,108 @@ pub fn bm25_pool(env: &Env, questions: &Path, sample: Option<usize>) -> usize {
         .and_then(|s| s.rsplit(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("pairs to grade in: {said}"))
+}
+
+/// Copy the folder `from` into `to` (made), files and sub-folders alike.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read folder") {
+        let e = e.expect("entry");
+        let dst = to.join(e.file_name());
+        if e.file_type().expect("file type").is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), &dst).expect("copy");
+        }
+    }
+}
+
+/// Give `target` the workspace `build` makes, building it once per test run (per
+/// process outside nextest): the first test to ask for `name` builds it in a fresh
+/// environment (others wait on a file lock rather than build it again), and every
+/// test gets a copy of that workspace folder and what the build printed. Why:
+/// ingesting and embedding the same documents is the same work in each test, and
+/// with one llama.cpp thread per test it was a large share of the suite. Nothing is
+/// kept across runs (the run's id names the folder; folders of runs over a day old
+/// are removed).
+pub fn shared_workspace_at(
+    target: &Path,
+    name: &str,
+    build: impl FnOnce(&Env) -> String,
+) -> String {
+    let run =
+        std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
+    let tmp = std::env::temp_dir();
+    let root = tmp.join(format!("raglab-test-fixtures-{run}"));
+    std::fs::create_dir_all(&root).expect("fixture folder");
+    let lock = std::fs::File::create(root.join(format!("{name}.lock"))).expect("lock file");
+    lock.lock().expect("lock");
+    let built = root.join(name);
+    if !built.join("output.txt").exists() {
+        remove_old_fixtures(&tmp);
+        let fresh = Env::new();
+        let output = build(&fresh);
+        let _ = std::fs::remove_dir_all(&built);
+        copy_dir(&fresh.workspace(), &built.join("ws"));
+        std::fs::write(built.join("output.txt"), output).expect("mark");
+    }
+    lock.unlock().expect("unlock");
+    copy_dir(&built.join("ws"), target);
+    std::fs::read_to_string(built.join("output.txt")).expect("output")
+}
+
+/// Fixture folders of earlier runs, a day old or more.
+fn remove_old_fixtures(tmp: &Path) {
+    let day = std::time::Duration::from_secs(24 * 3600);
+    for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > day);
+        if old
+            && e.file_name()
+                .to_string_lossy()
+                .starts_with("raglab-test-fixtures-")
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// `out`'s stdout and stderr, as a shell shows them.
+fn printed(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The whole sample guidance ingested and indexed (59 documents, 261 chunks, embedded
+/// with MiniLM: `raglab ingest sample-data/guidance --index`), shared within a test
+/// run, in `target`; returns what the command printed.
+pub fn sample_indexed_at(target: &Path) -> String {
+    shared_workspace_at(target, "sample-indexed", |e| {
+        printed(&e.ok(&[
+            "ingest",
+            sample_guidance().to_str().expect("utf8"),
+            "--index",
+        ]))
+    })
+}
+
+/// [`sample_indexed_at`] `env`'s workspace.
+pub fn sample_indexed(env: &Env) {
+    sample_indexed_at(&env.workspace());
+}
+
+/// [`FIVE_DOCS`] ingested and indexed (19 chunks, embedded with MiniLM), shared
+/// within a test run.
+pub fn five_docs_indexed(env: &Env) {
+    shared_workspace_at(&env.workspace(), "five-docs-indexed", |e| {
+        let docs = sample_subset(e.dir.path(), &FIVE_DOCS);
+        printed(&e.ok(&["ingest", docs.to_str().expect("utf8"), "--index"]))
+    });
 }

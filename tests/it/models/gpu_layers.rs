@@ -35,11 +35,7 @@ fn bench(env: &common::Env, q: &str, flag: Option<&str>) -> serde_json::Value {
 #[test]
 fn gpu_layers_resolve_flag_then_config_then_default_and_bench_reports_the_device() {
     let env = common::Env::new();
-    env.ok(&[
-        "ingest",
-        common::sample_guidance().to_str().expect("utf8"),
-        "--index",
-    ]);
+    common::sample_indexed(&env);
     let q = common::repo().join("sample-data/questions.jsonl");
     let q = q.to_str().expect("utf8");
     let default = if cfg!(feature = "cuda") { 999 } else { 0 };

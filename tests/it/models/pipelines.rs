@@ -157,8 +157,7 @@ fn a_template_with_an_unknown_slot_is_refused_before_any_model_loads() {
 #[tokio::test(flavor = "multi_thread")]
 async fn templates_and_context_policies_are_recorded() {
     let env = Env::new();
-    let docs = sample_subset(env.dir.path(), &FIVE_DOCS);
-    env.ok(&["ingest", docs.to_str().expect("utf8"), "--index"]);
+    common::five_docs_indexed(&env);
     let (qs, questions) = questions_file(&env);
     let qs = qs.to_str().expect("utf8");
     let citing = common::repo().join("assets/prompts/free-form-citing.txt");
@@ -338,8 +337,7 @@ fn external_lines(
 #[tokio::test(flavor = "multi_thread")]
 async fn an_external_run_is_imported_judged_compared_and_cited() {
     let env = Env::new();
-    let docs = sample_subset(env.dir.path(), &FIVE_DOCS);
-    env.ok(&["ingest", docs.to_str().expect("utf8"), "--index"]);
+    common::five_docs_indexed(&env);
     let (qs_path, questions) = questions_file(&env);
     let qs = qs_path.to_str().expect("utf8");
     let ctx = common::context(&env, raglab::config::Config::default());

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::common::rerank_server::{Mode, RerankServer};
 use crate::common::server::{Server, request};
-use crate::common::{self, Env, FIVE_DOCS, sample_subset};
+use crate::common::{self, Env, FIVE_DOCS};
 
 fn corpus() -> HashMap<String, String> {
     let text =
@@ -96,7 +96,7 @@ fn pointwise_p_yes_equals_llama_servers_next_token_logprobs() {
         env.dir.path(),
         "smollm2-logprobs",
         "SmolLM2-135M-Instruct.Q4_1.gguf",
-        &["-c", "2048", "-np", "1", "-t", "2"],
+        &["-c", "2048", "-np", "1", "-t", "1"],
     );
     let mut pairs = 0;
     let mut worst: f64 = 0.0;
@@ -143,8 +143,7 @@ fn pointwise_p_yes_equals_llama_servers_next_token_logprobs() {
 
 /// A workspace of five sample pages, indexed, whose config reranks on `url`.
 fn reranking_workspace(env: &Env, url: &str, request_timeout_s: u64) {
-    let docs = sample_subset(env.dir.path(), &FIVE_DOCS);
-    env.ok(&["ingest", docs.to_str().expect("utf8"), "--index"]);
+    common::five_docs_indexed(env);
     let config = env.dir.path().join("config");
     std::fs::create_dir_all(&config).expect("mkdir");
     std::fs::write(

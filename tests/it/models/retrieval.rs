@@ -5,7 +5,7 @@ use crate::common;
 
 use std::collections::HashMap;
 
-use common::{Env, sample_guidance};
+use common::Env;
 use raglab::core::metrics::{Qrel, ndcg_at, order_run, query_metrics};
 
 /// A CSV file's rows (RFC 4180 quoting), header first.
@@ -144,11 +144,7 @@ fn index_is_incremental() {
 #[test]
 fn sample_search_and_evaluation() {
     let env = Env::new();
-    env.ok(&[
-        "ingest",
-        sample_guidance().to_str().expect("utf8"),
-        "--index",
-    ]);
+    common::sample_indexed(&env);
     let r = env.json(&[
         "search",
         "How is rabies prevented?",

@@ -12,8 +12,8 @@ use crate::common;
 
 use std::path::Path;
 
+use common::Env;
 use common::records::{self, MODEL_SHA, judged};
-use common::{Env, sample_guidance};
 use raglab::config::Config;
 use raglab::service::answer::{AnswerRecord, judgements, save_answer};
 use raglab::service::base::default_rubric;
@@ -361,11 +361,7 @@ fn report(env: &Env, viewer: &[&str], name: &str) -> (String, std::path::PathBuf
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn study_report_numbers_equal_the_commands_json() {
     let env = Env::new();
-    env.ok(&[
-        "ingest",
-        sample_guidance().to_str().expect("utf8"),
-        "--index",
-    ]);
+    common::sample_indexed(&env);
     // Before any evaluation: the corpus, and for the rest the command producing it.
     let (md0, _) = report(&env, &["--role", "lead"], "before");
     assert!(md0.contains("## Corpus") && md0.contains("Source: `raglab corpus stats --json`"));

@@ -61,11 +61,7 @@ async fn start(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evaluation_pane_shows_the_last_retrieval_evaluation_beside_the_paper() {
     let env = common::Env::new();
-    env.ok(&[
-        "ingest",
-        common::sample_guidance().to_str().expect("utf8"),
-        "--index",
-    ]);
+    common::sample_indexed(&env);
     let mut config = Config::default();
     config.models.embed = Some(common::model(DEFAULT_EMBED_MODEL));
     let (mut app, mut jobs, mut rx) = start(&env, config).await;

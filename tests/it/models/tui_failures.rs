@@ -68,8 +68,7 @@ async fn ask(app: &mut App, jobs: &mut Jobs, rx: &mut UnboundedReceiver<Msg>, qu
 /// target is not first fails) with every method.
 fn evaluated() -> (common::Env, Vec<Value>) {
     let env = common::Env::new();
-    let guidance = common::sample_guidance();
-    env.ok(&["ingest", guidance.to_str().expect("utf8"), "--index"]);
+    common::sample_indexed(&env);
     let failures = common::eval_sample(&env, &["--k", "1"]);
     (env, failures)
 }
@@ -394,8 +393,7 @@ async fn browsing_with_minilm(
 async fn with_the_vectors_gone_browsing_keeps_the_sparse_lists_and_says_why() {
     use raglab::core::retrieval::Method;
     let env = common::Env::new();
-    let guidance = common::sample_guidance();
-    env.ok(&["ingest", guidance.to_str().expect("utf8"), "--index"]);
+    common::sample_indexed(&env);
     std::fs::remove_dir_all(env.workspace().join("embeddings")).expect("vectors removed");
     let (ctx, embed, (r, off)) = browsing_with_minilm(&env).await;
     let off = off.expect("dense off");
@@ -433,8 +431,7 @@ async fn with_the_vectors_gone_browsing_keeps_the_sparse_lists_and_says_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_an_embedding_model_the_query_pane_ranks_with_bm25_and_tfidf() {
     let env = common::Env::new();
-    let guidance = common::sample_guidance();
-    env.ok(&["ingest", guidance.to_str().expect("utf8"), "--index"]);
+    common::sample_indexed(&env);
     let (mut app, mut jobs, mut rx) = open_tui(&env, false).await;
     let screen = render(&app);
     assert!(screen.contains("dense off ("), "{screen}");
@@ -491,8 +488,7 @@ async fn without_an_embedding_model_the_query_pane_ranks_with_bm25_and_tfidf() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_questions_answers_show_their_target_rank_and_are_judged_and_sent_from_the_query_pane() {
     let env = common::Env::new();
-    let guidance = common::sample_guidance();
-    env.ok(&["ingest", guidance.to_str().expect("utf8"), "--index"]);
+    common::sample_indexed(&env);
     let questions = common::repo().join("sample-data/questions.jsonl");
     let qfile = questions.to_str().expect("utf8");
     let gen_model = common::model(raglab::config::DEFAULT_GEN_MODEL);
@@ -624,8 +620,7 @@ async fn the_query_pane_ranks_on_demand_as_the_whole_ranking_does() {
     use raglab::core::compare::WholePlaces;
     use raglab::service::retrieval::DEFAULT_DEPTH;
     let env = common::Env::new();
-    let guidance = common::sample_guidance();
-    env.ok(&["ingest", guidance.to_str().expect("utf8"), "--index"]);
+    common::sample_indexed(&env);
     let (mut app, mut jobs, mut rx) = open_tui(&env, true).await;
     let (_, _, (r, off)) = browsing_with_minilm(&env).await;
     assert!(off.is_none(), "dense on: {off:?}");

@@ -22,9 +22,11 @@ fn it_dir() -> PathBuf {
 /// Whether a module's source starts a model: the GGUF files, an embedding `index`,
 /// a generation or judging command, or a llama-server.
 fn starts_a_model(source: &str) -> bool {
-    const MARKS: [&str; 9] = [
+    const MARKS: [&str; 11] = [
         "common::model(",
         "common::models_dir(",
+        "sample_indexed(",
+        "five_docs_indexed(",
         "\"--index\"",
         "server::Server",
         "\"generate\",",
@@ -90,10 +92,15 @@ fn filter_modules(filter: &str) -> BTreeSet<String> {
         .split("test(/^")
         .skip(1)
         .map(|rest| {
-            rest.split("::/)")
-                .next()
-                .expect("a module path")
-                .to_string()
+            let pattern = rest.split("/)").next().expect("a test path");
+            // `models::a::` names a module; `models::a::some_test` a test of it.
+            match pattern.strip_suffix("::") {
+                Some(module) => module.to_string(),
+                None => pattern
+                    .rsplit_once("::")
+                    .map_or(pattern, |(module, _)| module)
+                    .to_string(),
+            }
         })
         .collect()
 }
@@ -183,12 +190,19 @@ fn every_test_file_is_declared() {
 fn the_model_marks_tell_model_modules_from_the_others() {
     assert!(starts_a_model(r#"env.ok(&["index", "--json"]);"#));
     assert!(starts_a_model(r#"env.ok(&["ingest", d, "--index"]);"#));
+    assert!(starts_a_model("common::sample_indexed(&env);"));
     assert!(!starts_a_model(r#"env.ok(&["index", "--sparse-only"]);"#));
     assert!(!starts_a_model(r#"env.ok(&["ingest", d]); words("index")"#));
     assert_eq!(
-        filter_modules("test(/^models::a::/) | test(/^models::b_c::/)")
-            .into_iter()
-            .collect::<Vec<_>>(),
-        ["models::a".to_string(), "models::b_c".to_string()]
+        filter_modules(
+            "test(/^models::a::/) | test(/^models::b_c::/) | test(/^models::d::one_test/)"
+        )
+        .into_iter()
+        .collect::<Vec<_>>(),
+        [
+            "models::a".to_string(),
+            "models::b_c".to_string(),
+            "models::d".to_string()
+        ]
     );
 }

@@ -328,7 +328,7 @@ impl Shell {
     /// the suite's shared fixture runs once per test run ([`common::sample_indexed_at`]):
     /// its workspace is copied to this command's workspace, and what it printed stands
     /// for this command's output. None for any other command.
-    fn from_the_shared_fixture(&self, command: &str) -> Option<String> {
+    fn served_by_the_shared_fixture(&self, command: &str) -> Option<String> {
         let w = words(command);
         let w: Vec<&str> = w.iter().map(String::as_str).collect();
         let (target, rest) = match w.as_slice() {
@@ -394,7 +394,7 @@ fn every_persona_command_runs_as_written_on_the_sample() {
         "scripts/setup.sh --demo no longer ingests and evaluates as expected: {setup:?}"
     );
     for command in &setup {
-        if shell.from_the_shared_fixture(command).is_some() {
+        if shell.served_by_the_shared_fixture(command).is_some() {
             continue;
         }
         let (ok, out) = shell.run(command);
@@ -431,7 +431,7 @@ fn every_persona_command_runs_as_written_on_the_sample() {
                                 shell.label_for(&command, &reviewer)
                             }
                         };
-                        let (ok, out) = match shell.from_the_shared_fixture(&run) {
+                        let (ok, out) = match shell.served_by_the_shared_fixture(&run) {
                             Some(out) => (true, out),
                             None => shell.run(&run),
                         };

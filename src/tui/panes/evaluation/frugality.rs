@@ -57,9 +57,12 @@ fn rows(f: &McqaFrugality) -> Vec<String> {
     out
 }
 
-/// The plane's points (dC, dA) per k, and each contour's line over the points' dC
-/// range (padded); empty contours when a temperature is undefined.
-fn plane(f: &McqaFrugality) -> (Vec<(f64, f64)>, Vec<(f64, Vec<(f64, f64)>)>) {
+/// Points of the plane, (dC, dA).
+type Points = Vec<(f64, f64)>;
+
+/// The plane's points (dC, dA) per k, and each contour's level and line over the
+/// points' dC range (padded); no contours when a temperature is undefined.
+fn plane(f: &McqaFrugality) -> (Points, Vec<(f64, Points)>) {
     let points: Vec<(f64, f64)> = f
         .configurations
         .iter()

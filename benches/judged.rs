@@ -8,19 +8,22 @@
 //! universe of 200,000; each configuration ranks 100 documents per query, where each
 //! judged document lands with a probability that grows with the configuration's
 //! strength, the rest drawn from the universe (most of them unjudged, as in a real pool).
-//! Reading the run files is left out: it costs both variants the same, so it would only
-//! lower the ratio.
+//! The rankings are written as TREC run files once; each round reads and orders them as
+//! `eval runs` does (`read_run`, trec_eval's order), scores every query, and compares
+//! every pair. The ratio is printed for the whole and for the scoring alone.
 //!
 //! `cargo bench --bench judged [-- QUERIES CONFIGS]` (default 14000 10).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use raglab::core::incomplete::JudgedDocs;
-use raglab::core::metrics::Qrel;
+use raglab::core::metrics::{Qrel, order_run};
 use raglab::core::retrieval::{QueryOutcome, judged_outcome, outcome};
 use raglab::core::rng::Rng;
 use raglab::core::significance::score_table;
+use raglab::service::base::read_run;
 use raglab::service::evaluate::{CompareRequest, compare_table};
 
 const UNIVERSE: u64 = 200_000;
@@ -52,9 +55,15 @@ fn rankings(
             let strength = 20 + (c as u64 * 5);
             qids.iter()
                 .map(|q| {
-                    let mut ranked: Vec<String> = (0..DEPTH)
-                        .map(|_| format!("d{}", rng.next_u64() % UNIVERSE))
-                        .collect();
+                    // Distinct documents (a run file ranks a document once per query).
+                    let mut seen = std::collections::HashSet::new();
+                    let mut ranked: Vec<String> = Vec::with_capacity(DEPTH);
+                    while ranked.len() < DEPTH {
+                        let d = format!("d{}", rng.next_u64() % UNIVERSE);
+                        if !qrels[q].contains_key(&d) && seen.insert(d.clone()) {
+                            ranked.push(d);
+                        }
+                    }
                     for doc in qrels[q].keys() {
                         if rng.next_u64() % 100 < strength {
                             let at = (rng.next_u64() % DEPTH as u64) as usize;
@@ -68,27 +77,52 @@ fn rankings(
         .collect()
 }
 
-/// `eval runs`' work after the files are read: every configuration's queries scored
-/// (with the incomplete-judgement measures when `docs` is given), then every pair
-/// compared. Returns (scoring s, comparison s).
+/// Write each configuration's rankings as a TREC run file under `dir`.
+fn write_runs(dir: &std::path::Path, qids: &[String], runs: &[Vec<Vec<String>>]) -> Vec<PathBuf> {
+    runs.iter()
+        .enumerate()
+        .map(|(c, run)| {
+            let mut text = String::new();
+            for (q, ranked) in qids.iter().zip(run) {
+                for (i, d) in ranked.iter().enumerate() {
+                    text.push_str(&format!("{q} Q0 {d} {} {} config-{c}\n", i + 1, DEPTH - i));
+                }
+            }
+            let path = dir.join(format!("config-{c}.trec"));
+            std::fs::write(&path, text).expect("write run");
+            path
+        })
+        .collect()
+}
+
+/// `eval runs`' work: every run file read and ordered, every configuration's queries
+/// scored (with the incomplete-judgement measures when `docs` is given), every pair
+/// compared. Returns (reading s, scoring s, comparison s).
 fn eval_runs(
     qrels: &HashMap<String, Qrel>,
     qids: &[String],
-    runs: &[Vec<Vec<String>>],
+    files: &[PathBuf],
     docs: Option<&JudgedDocs>,
-) -> (f64, f64) {
+) -> (f64, f64, f64) {
+    let started = Instant::now();
+    let runs: Vec<HashMap<String, Vec<(String, f64)>>> = files
+        .iter()
+        .map(|f| read_run(f).expect("read run"))
+        .collect();
+    let reading = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let outcomes: Vec<Vec<QueryOutcome>> = runs
         .iter()
         .map(|run| {
             qids.iter()
-                .zip(run)
-                .map(|(q, ranked)| {
-                    let ranked: Vec<&str> = ranked.iter().map(String::as_str).collect();
-                    match docs {
+                .filter_map(|q| {
+                    let mut hits = run.get(q)?.clone();
+                    order_run(&mut hits);
+                    let ranked: Vec<&str> = hits.iter().map(|(d, _)| d.as_str()).collect();
+                    Some(match docs {
                         Some(d) => judged_outcome(q, &ranked, &qrels[q], &KS, d),
                         None => outcome(q, &ranked, &qrels[q], &KS),
-                    }
+                    })
                 })
                 .collect()
         })
@@ -106,7 +140,7 @@ fn eval_runs(
         eprintln!("compare failed: {e:#}");
         std::process::exit(1);
     }
-    (scoring, started.elapsed().as_secs_f64())
+    (reading, scoring, started.elapsed().as_secs_f64())
 }
 
 fn main() {
@@ -122,22 +156,24 @@ fn main() {
     qids.sort();
     let runs = rankings(&qrels, &qids, configs, &mut rng);
     let docs = JudgedDocs::of(&qrels);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let files = write_runs(dir.path(), &qids, &runs);
     println!(
-        "{queries} queries x {configs} configurations, rankings of {DEPTH}, every pair compared; synthetic qrels and runs"
+        "{queries} queries x {configs} configurations, run files of {DEPTH} per query, every pair compared; synthetic qrels and runs"
     );
     println!(
-        "{:<6} {:>22} {:>22} {:>10} {:>10}",
-        "round", "without: score + compare s", "with: score + compare s", "scoring", "whole"
+        "{:<6} {:>28} {:>28} {:>9} {:>8}",
+        "round", "without: read+score+compare s", "with: read+score+compare s", "scoring", "whole"
     );
     for round in 1..=3 {
-        let (s0, c0) = eval_runs(&qrels, &qids, &runs, None);
-        let (s1, c1) = eval_runs(&qrels, &qids, &runs, Some(&docs));
+        let (r0, s0, c0) = eval_runs(&qrels, &qids, &files, None);
+        let (r1, s1, c1) = eval_runs(&qrels, &qids, &files, Some(&docs));
         println!(
-            "{round:<6} {:>22} {:>22} {:>9.2}x {:>9.3}x",
-            format!("{s0:.2} + {c0:.2}"),
-            format!("{s1:.2} + {c1:.2}"),
+            "{round:<6} {:>28} {:>28} {:>8.2}x {:>7.3}x",
+            format!("{r0:.2} + {s0:.2} + {c0:.2}"),
+            format!("{r1:.2} + {s1:.2} + {c1:.2}"),
             s1 / s0,
-            (s1 + c1) / (s0 + c0)
+            (r1 + s1 + c1) / (r0 + s0 + c0)
         );
     }
     println!(

@@ -50,74 +50,28 @@ pub async fn bench_retrieval(
         .as_ref()
         .map_or(DEFAULT_DEPTH, |x| DEFAULT_DEPTH.max(x.cut.depth));
     let _ = r.query(&queries[0], depth)?; // warm-up (TF-IDF norms, caches)
-    let (mut embed, mut dense, mut bm25, mut fusion, mut total) =
-        (vec![], vec![], vec![], vec![], vec![]);
-    let (mut reranked, mut total_reranked) = (vec![], vec![]);
-    let mut lists = Vec::new();
-    let hybrid = RunConfig::new(
-        Method::Hybrid,
-        Sparse::Bm25,
-        Method::Hybrid.default_alpha().get(),
-    );
-    for q in &queries {
-        let (l, tm) = r.query(q, depth)?;
-        let s = Instant::now();
-        let first = l.ranking_for(hybrid);
-        let fuse_ms = tm.fusion_ms + s.elapsed().as_secs_f64() * 1e3;
-        // Hybrid needs embedding, dense, BM25 and fusion (TF-IDF is computed too but
-        // is not part of a hybrid query's latency).
-        let query_ms = tm.embed_ms + tm.dense_ms + tm.bm25_ms + fuse_ms;
-        total.push(query_ms);
-        embed.push(tm.embed_ms);
-        dense.push(tm.dense_ms);
-        bm25.push(tm.bm25_ms);
-        fusion.push(fuse_ms);
-        if let Some(x) = reranker.as_mut() {
-            let s = Instant::now();
-            x.rerank(ctx, &r, q, &first).await?;
-            let ms = s.elapsed().as_secs_f64() * 1e3;
-            reranked.push(ms);
-            total_reranked.push(query_ms + ms);
-        }
-        lists.push(l);
-    }
-    // Alpha sweep vs one alpha, on cached lists (what `eval --alpha-sweep` does).
-    let t = Instant::now();
-    for l in &lists {
-        let _ = l.candidates.fused_ids(Fusion::Rrf {
-            alpha: Method::Hybrid.default_alpha().get(),
-            c: RRF_C,
-        });
-    }
-    let one = t.elapsed().as_secs_f64() * 1e3;
-    let t = Instant::now();
-    for a in alpha_grid() {
-        for l in &lists {
-            let _ = l.candidates.fused_ids(Fusion::Rrf { alpha: a, c: RRF_C });
-        }
-    }
-    let sweep = t.elapsed().as_secs_f64() * 1e3;
+    let (t, lists) = time_queries(ctx, &r, &queries, depth, reranker.as_mut()).await?;
+    let (one, sweep) = sweep_cost(&lists);
     let (scan, vectors) = dense_scan(&r, &queries)?;
     let ivf = if vectors.is_empty() {
         serde_json::Value::Null
     } else {
         ivf_figures(&r.vectors, &vectors, nprobes)
     };
-    let retrieval: f64 = total.iter().sum();
-    let row = |name: &str, v: &mut Vec<f64>| serde_json::json!({"stage": name, "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)});
+    let retrieval: f64 = t.total.iter().sum();
     let mut stages = vec![
-        row("query embedding", &mut embed),
-        row("dense search", &mut dense),
-        row("bm25", &mut bm25),
-        row("fusion", &mut fusion),
-        row("total hybrid", &mut total),
+        stage_row("query embedding", &t.embed),
+        stage_row("dense search", &t.dense),
+        stage_row("bm25", &t.bm25),
+        stage_row("fusion", &t.fusion),
+        stage_row("total hybrid", &t.total),
     ];
     // The rerank stage after the hybrid ranking: its time per query (cache lookups
     // and the scoring of pairs the cache lacks), and what it scored and found cached.
     let rerank_figures = match &reranker {
         Some(x) => {
-            stages.push(row("rerank", &mut reranked));
-            stages.push(row("total hybrid + rerank", &mut total_reranked));
+            stages.push(stage_row("rerank", &t.reranked));
+            stages.push(stage_row("total hybrid + rerank", &t.total_reranked));
             serde_json::json!({"stage": x.describe(), "scored": x.stats.scored, "cached": x.stats.cached, "scoring_ms": x.stats.scoring_ms})
         }
         None => serde_json::Value::Null,
@@ -133,6 +87,84 @@ pub async fn bench_retrieval(
         "rerank": rerank_figures,
     });
     Ok(out)
+}
+
+/// Each query's time per stage, ms.
+#[derive(Default)]
+struct StageTimes {
+    embed: Vec<f64>,
+    dense: Vec<f64>,
+    bm25: Vec<f64>,
+    fusion: Vec<f64>,
+    /// A hybrid query: embedding, dense, BM25 and fusion (TF-IDF is computed too but
+    /// is not part of a hybrid query's latency).
+    total: Vec<f64>,
+    reranked: Vec<f64>,
+    total_reranked: Vec<f64>,
+}
+
+/// Rank every query with hybrid at its default alpha (lists of `depth`), then through
+/// `reranker` when given; each stage timed. Returns the times and the lists.
+async fn time_queries(
+    ctx: &Context,
+    r: &Retriever,
+    queries: &[String],
+    depth: usize,
+    mut reranker: Option<&mut Reranker>,
+) -> Result<(StageTimes, Vec<crate::core::retrieval::QueryLists>)> {
+    let mut t = StageTimes::default();
+    let mut lists = Vec::new();
+    let hybrid = RunConfig::new(
+        Method::Hybrid,
+        Sparse::Bm25,
+        Method::Hybrid.default_alpha().get(),
+    );
+    for q in queries {
+        let (l, tm) = r.query(q, depth)?;
+        let s = Instant::now();
+        let first = l.ranking_for(hybrid);
+        let fuse_ms = tm.fusion_ms + s.elapsed().as_secs_f64() * 1e3;
+        let query_ms = tm.embed_ms + tm.dense_ms + tm.bm25_ms + fuse_ms;
+        t.total.push(query_ms);
+        t.embed.push(tm.embed_ms);
+        t.dense.push(tm.dense_ms);
+        t.bm25.push(tm.bm25_ms);
+        t.fusion.push(fuse_ms);
+        if let Some(x) = reranker.as_deref_mut() {
+            let s = Instant::now();
+            x.rerank(ctx, r, q, &first).await?;
+            let ms = s.elapsed().as_secs_f64() * 1e3;
+            t.reranked.push(ms);
+            t.total_reranked.push(query_ms + ms);
+        }
+        lists.push(l);
+    }
+    Ok((t, lists))
+}
+
+/// One stage's p50 and p95 of `times` (ms), as the report lists it.
+fn stage_row(name: &str, times: &[f64]) -> serde_json::Value {
+    serde_json::json!({"stage": name, "p50_ms": pct(times, 0.5), "p95_ms": pct(times, 0.95)})
+}
+
+/// Fusing every query's cached lists at one alpha, and at each alpha of the sweep
+/// (what `eval --alpha-sweep` does): (ms, ms).
+fn sweep_cost(lists: &[crate::core::retrieval::QueryLists]) -> (f64, f64) {
+    let t = Instant::now();
+    for l in lists {
+        let _ = l.candidates.fused_ids(Fusion::Rrf {
+            alpha: Method::Hybrid.default_alpha().get(),
+            c: RRF_C,
+        });
+    }
+    let one = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    for a in alpha_grid() {
+        for l in lists {
+            let _ = l.candidates.fused_ids(Fusion::Rrf { alpha: a, c: RRF_C });
+        }
+    }
+    (one, t.elapsed().as_secs_f64() * 1e3)
 }
 
 /// The exact dense scan of the workspace's vectors (int8 pre-scan, f32 rescoring),

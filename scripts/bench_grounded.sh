@@ -52,7 +52,8 @@ wall = end - start
 busy, times = {}, []
 for path in paths:
     for r in json.load(open(path))["items"]:
-        busy[r["endpoint"]] = busy.get(r["endpoint"], 0.0) + sum(r["request_ms"]) / 1000
+        for url, ms in zip(r["request_endpoints"], r["request_ms"]):
+            busy[url] = busy.get(url, 0.0) + ms / 1000
         times += r["request_ms"]
 share = ", ".join(f"{b / wall:.0%}" for b in sorted(busy.values()))
 print(f"{label}: {n} answers, {req.group(1) if req else '?'} judge requests in {wall:.1f} s = {n / wall:.3f} answers/s; "

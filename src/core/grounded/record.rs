@@ -30,14 +30,20 @@ pub struct GroundedRecord {
     /// Each judge request's prompt and raw reply, in order.
     pub prompts: Vec<String>,
     pub replies: Vec<String>,
-    /// Base URL of the server that judged (None: the local model).
+    /// Base URL of the server that judged; when an answer's requests were spread over
+    /// several servers, each once in the order first used, joined by `, ` (None: the
+    /// local model).
     pub endpoint: Option<String>,
-    /// Wall time of the judge requests and the embedding, ms.
+    /// The judge's time on this answer: its requests' wall times plus the embedding,
+    /// ms (time queued behind other answers' requests is not counted).
     pub judge_ms: f64,
     pub created_at: String,
     /// Each judge request's wall time, ms, in order.
     #[serde(default)]
     pub request_ms: Vec<f64>,
+    /// Each judge request's server, in order (empty: the local model).
+    #[serde(default)]
+    pub request_endpoints: Vec<String>,
 }
 
 impl GroundedRecord {

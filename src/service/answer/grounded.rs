@@ -2,8 +2,8 @@
 //! the contexts that were in each answer's prompt, context precision and recall, and
 //! answer correctness, judged statement by statement ([`crate::core::grounded`]) by a
 //! local GGUF model (its replies held to their JSON shape by a grammar) or by the
-//! endpoint pool (a JSON schema; several answers at once, each answer's requests on
-//! one server, a reply off its shape sets that server aside). One record per answer,
+//! endpoint pool (a JSON schema; several answers side by side, each request on
+//! whichever server is free, a reply off its shape sets that server aside). One record per answer,
 //! judge and prompt set in `grounded.lance`, committed as each answer is scored, so an
 //! interrupted run resumes without judging an answer twice. Imported answers are
 //! scored like raglab's own; answers without a target too (every metric reads the
@@ -19,15 +19,15 @@ use anyhow::{Context as _, Result, bail};
 use super::generation::answers;
 use crate::core::answer::AnswerRecord;
 use crate::core::grounded::{
-    CorrectnessWeights, GroundedRecord, Grounding, GroundingInput, GroundingTemplates, Premise,
-    cosine,
+    CorrectnessWeights, GroundedRecord, Grounding, GroundingInput, GroundingTemplates,
+    JudgeRequest, Premise, cosine,
 };
 use crate::core::prompt::ChatMessage;
 use crate::core::shard::Shard;
 use crate::infer::embed::Embedder;
-use crate::infer::endpoint::{Constraint, EndpointError};
+use crate::infer::endpoint::{Constraint, Endpoint, EndpointError};
 use crate::infer::generate::{Generator, Sampling};
-use crate::service::base::{Context, ModelChoice, Pool, now_rfc3339, run_on_pool};
+use crate::service::base::{Context, ModelChoice, Pool, now_rfc3339, run_chains_on_pool};
 use crate::store::records::Table;
 
 pub const GROUNDED: &str = "grounded.lance";
@@ -290,7 +290,6 @@ async fn ground_locally(
     let total = inputs.len();
     let mut tally = Tally::default();
     for (i, (a, input)) in inputs.into_iter().enumerate() {
-        let started = Instant::now();
         let mut g = Grounding::new(input, templates.clone());
         while let Some(r) = g.next_request() {
             let asked = Instant::now();
@@ -307,16 +306,18 @@ async fn ground_locally(
             g.request_ms.push(asked.elapsed().as_secs_f64() * 1000.0);
         }
         tally.without_reference += usize::from(!g.has_reference());
-        scorer.commit(&a, &g, None, started).await?;
+        scorer.commit(&a, &g, &[]).await?;
         progress(i + 1, total);
     }
     Ok(tally)
 }
 
-/// Ground the answers on the endpoint pool, several at once, each answer's requests
-/// on one server (a JSON schema holds each reply; a reply off its shape sets that
-/// server aside and the answer moves to another); each record committed as its answer
-/// is scored.
+/// Ground the answers on the endpoint pool, request by request: a window of answers
+/// (twice the pool's capacity) is judged side by side, each answer's next request
+/// queued behind the others' as soon as its reply is in, so every free server takes
+/// whichever request is ready and an answer of many requests does not keep one server
+/// busy while another idles. A reply off its shape sets its server aside and the
+/// request moves to another. Each record is committed as its answer is scored.
 async fn ground_on_pool(
     pool: &Pool,
     inputs: Vec<(AnswerRecord, GroundingInput)>,
@@ -324,59 +325,172 @@ async fn ground_on_pool(
     scorer: &Scorer<'_>,
     progress: &dyn Fn(usize, usize),
 ) -> Result<Tally> {
-    let total = inputs.len();
-    let jobs: Vec<Arc<(AnswerRecord, GroundingInput)>> = inputs.into_iter().map(Arc::new).collect();
-    let templates = templates.clone();
-    let work = move |ep: Arc<crate::infer::endpoint::Endpoint>,
-                     job: Arc<(AnswerRecord, GroundingInput)>| {
-        let templates = templates.clone();
-        async move {
-            let started = Instant::now();
-            let mut g = Grounding::new(job.1.clone(), templates);
-            let stop = AtomicBool::new(false);
-            while let Some(r) = g.next_request() {
-                let asked = Instant::now();
-                let constraint = Constraint::JsonSchema {
-                    name: "grounded".into(),
-                    schema: r.shape.json_schema(),
-                };
-                let reply = ep
-                    .chat(
-                        &[ChatMessage::user(r.prompt)],
-                        &judge_sampling(r.shape.max_tokens()),
-                        Some(&constraint),
-                        &stop,
-                        &mut |_| {},
-                    )
-                    .await?;
-                g.answer(&reply.text)
-                    .map_err(|e| EndpointError::Misbehaved {
-                        url: ep.spec.url.clone(),
-                        reason: format!("{}: {e}", r.step.name()),
-                    })?;
-                g.request_ms.push(asked.elapsed().as_secs_f64() * 1000.0);
-            }
-            Ok::<_, EndpointError>((g, started))
-        }
+    let capacity: usize = pool.endpoints.iter().map(|e| e.spec.max_concurrent).sum();
+    let mut judging = PoolJudging {
+        total: inputs.len(),
+        waiting: inputs.into_iter(),
+        templates: templates.clone(),
+        active: HashMap::new(),
+        next_id: 0,
+        finished: 0,
+        tally: Tally::default(),
     };
-    let mut tally = Tally::default();
-    let mut done = 0usize;
-    run_on_pool(
+    let first = judging
+        .start((2 * capacity).max(2), scorer, progress)
+        .await?;
+    let work = |ep: Arc<Endpoint>, ask: Ask| async move {
+        let asked = Instant::now();
+        let constraint = Constraint::JsonSchema {
+            name: "grounded".into(),
+            schema: ask.request.shape.json_schema(),
+        };
+        let reply = ep
+            .chat(
+                &[ChatMessage::user(ask.request.prompt.clone())],
+                &judge_sampling(ask.request.shape.max_tokens()),
+                Some(&constraint),
+                &AtomicBool::new(false),
+                &mut |_| {},
+            )
+            .await?;
+        ask.request
+            .shape
+            .parse(&reply.text)
+            .map_err(|e| EndpointError::Misbehaved {
+                url: ep.spec.url.clone(),
+                reason: format!("{}: {e}", ask.request.step.name()),
+            })?;
+        Ok::<_, EndpointError>((reply.text, asked.elapsed().as_secs_f64() * 1000.0))
+    };
+    run_chains_on_pool(
         pool,
-        jobs,
+        first,
         work,
-        async |job: Arc<(AnswerRecord, GroundingInput)>, (g, started): (Grounding, Instant), i| {
-            tally.requests += g.prompts.len();
-            tally.without_reference += usize::from(!g.has_reference());
+        async |ask: Ask, (raw, ms): (String, f64), i| {
             let url = pool.endpoints[i].spec.url.clone();
-            scorer.commit(&job.0, &g, Some(url), started).await?;
-            done += 1;
-            progress(done, total);
-            Ok(())
+            judging.take(ask, &raw, ms, url, scorer, progress).await
         },
     )
     .await?;
-    Ok(tally)
+    Ok(judging.tally)
+}
+
+/// One judge request of an answer on the pool: which active answer it is for.
+#[derive(Clone)]
+struct Ask {
+    id: usize,
+    request: Arc<JudgeRequest>,
+}
+
+/// An answer being grounded on the pool: its grounding so far and the server that
+/// answered each of its requests.
+struct Active {
+    answer: AnswerRecord,
+    grounding: Grounding,
+    servers: Vec<String>,
+}
+
+/// The pool's grounding of a batch: the answers not started, the active ones by id,
+/// and what the judge did.
+struct PoolJudging {
+    total: usize,
+    waiting: std::vec::IntoIter<(AnswerRecord, GroundingInput)>,
+    templates: GroundingTemplates,
+    active: HashMap<usize, Active>,
+    next_id: usize,
+    finished: usize,
+    tally: Tally,
+}
+
+impl PoolJudging {
+    /// Start up to `n` more answers and return their first requests (an answer that
+    /// needs no request, an empty one, is committed at once).
+    async fn start(
+        &mut self,
+        n: usize,
+        scorer: &Scorer<'_>,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<Vec<Ask>> {
+        let mut asks = Vec::new();
+        while asks.len() < n {
+            let Some((answer, input)) = self.waiting.next() else {
+                break;
+            };
+            let grounding = Grounding::new(input, self.templates.clone());
+            let active = Active {
+                answer,
+                grounding,
+                servers: Vec::new(),
+            };
+            match active.grounding.next_request() {
+                Some(request) => {
+                    let id = self.next_id;
+                    self.next_id += 1;
+                    self.active.insert(id, active);
+                    asks.push(Ask {
+                        id,
+                        request: Arc::new(request),
+                    });
+                }
+                None => self.finish(active, scorer, progress).await?,
+            }
+        }
+        Ok(asks)
+    }
+
+    /// Take a reply (already checked against its shape by the request's task): the
+    /// answer's next request, or its record committed and the next answer started.
+    async fn take(
+        &mut self,
+        ask: Ask,
+        raw: &str,
+        ms: f64,
+        url: String,
+        scorer: &Scorer<'_>,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<Vec<Ask>> {
+        let active = self
+            .active
+            .get_mut(&ask.id)
+            .context("a reply for an answer no longer judged")?;
+        active.grounding.answer(raw).with_context(|| {
+            format!(
+                "{} of answer {}",
+                ask.request.step.name(),
+                active.answer.answer_id
+            )
+        })?;
+        active.grounding.request_ms.push(ms);
+        active.servers.push(url);
+        self.tally.requests += 1;
+        if let Some(request) = active.grounding.next_request() {
+            return Ok(vec![Ask {
+                id: ask.id,
+                request: Arc::new(request),
+            }]);
+        }
+        let active = self
+            .active
+            .remove(&ask.id)
+            .context("an answer judged twice")?;
+        self.finish(active, scorer, progress).await?;
+        self.start(1, scorer, progress).await
+    }
+
+    async fn finish(
+        &mut self,
+        active: Active,
+        scorer: &Scorer<'_>,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<()> {
+        self.tally.without_reference += usize::from(!active.grounding.has_reference());
+        scorer
+            .commit(&active.answer, &active.grounding, &active.servers)
+            .await?;
+        self.finished += 1;
+        progress(self.finished, self.total);
+        Ok(())
+    }
 }
 
 /// Count `a` in `n` when it has no reference answer.
@@ -472,15 +586,12 @@ impl Scorer<'_> {
     }
 
     /// Score `g` (embedding the two texts for the similarity when it counts) and
-    /// commit the record.
-    async fn commit(
-        &self,
-        a: &AnswerRecord,
-        g: &Grounding,
-        endpoint: Option<String>,
-        started: Instant,
-    ) -> Result<()> {
+    /// commit the record; `servers`: the server of each request (empty: the local
+    /// model).
+    async fn commit(&self, a: &AnswerRecord, g: &Grounding, servers: &[String]) -> Result<()> {
+        let embedding = Instant::now();
         let similarity = self.similarity(a, g.has_reference())?;
+        let embed_ms = embedding.elapsed().as_secs_f64() * 1000.0;
         let detail = g.detail();
         let s = detail.scores(g.has_reference(), similarity, self.weights);
         let rec = GroundedRecord {
@@ -492,10 +603,11 @@ impl Scorer<'_> {
             detail: serde_json::to_string(detail)?,
             prompts: g.prompts.clone(),
             replies: g.replies.clone(),
-            endpoint,
-            judge_ms: started.elapsed().as_secs_f64() * 1000.0,
+            endpoint: servers_named(servers),
+            judge_ms: g.request_ms.iter().sum::<f64>() + embed_ms,
             created_at: now_rfc3339(),
             request_ms: g.request_ms.clone(),
+            request_endpoints: servers.to_vec(),
             ..GroundedRecord::default()
         }
         .with_scores(s, self.weights);
@@ -504,6 +616,18 @@ impl Scorer<'_> {
             .await?;
         Ok(())
     }
+}
+
+/// The servers that judged an answer, each once in the order first used, joined by
+/// `, ` (None: the local model judged).
+fn servers_named(servers: &[String]) -> Option<String> {
+    let mut distinct: Vec<&str> = Vec::new();
+    for s in servers {
+        if !distinct.contains(&s.as_str()) {
+            distinct.push(s);
+        }
+    }
+    (!distinct.is_empty()).then(|| distinct.join(", "))
 }
 
 /// The stored grounded records, the latest per (answer, judge) kept, sorted by answer

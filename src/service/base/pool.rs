@@ -299,6 +299,29 @@ where
     W: Fn(Arc<Endpoint>, J) -> F,
     F: Future<Output = Result<R, EndpointError>> + Send + 'static,
 {
+    run_chains_on_pool(pool, jobs, work, async |job, r, i| {
+        done(job, r, i).await.map(|()| Vec::new())
+    })
+    .await
+}
+
+/// [`run_on_pool`] for jobs that lead to more jobs: the jobs `done` returns join the
+/// back of the queue, behind the work already waiting, so several chains (an answer's
+/// requests, each needing the reply before) move forward side by side and every free
+/// endpoint takes the next request of whichever chain is ready, instead of one chain
+/// holding one endpoint to its end while another endpoint idles.
+pub async fn run_chains_on_pool<J, R, W, F>(
+    pool: &Pool,
+    jobs: Vec<J>,
+    work: W,
+    mut done: impl AsyncFnMut(J, R, usize) -> Result<Vec<J>>,
+) -> Result<PoolReport>
+where
+    J: Clone + Send + 'static,
+    R: Send + 'static,
+    W: Fn(Arc<Endpoint>, J) -> F,
+    F: Future<Output = Result<R, EndpointError>> + Send + 'static,
+{
     type Outcome<J, R> = (usize, J, usize, Result<R, EndpointError>);
     let n = pool.endpoints.len();
     let mut state: Vec<State> = (0..n).map(|_| State::default()).collect();
@@ -329,7 +352,8 @@ where
             running.spawn(async move { (i, job, attempts, request.await) });
         }
         if let Some((job, r, i)) = ready.take() {
-            done(job, r, i).await?;
+            let next = done(job, r, i).await?;
+            queue.extend(next.into_iter().map(|j| (j, 0)));
             continue;
         }
         if running.is_empty() && queue.is_empty() {

@@ -248,6 +248,15 @@ async fn a_run_is_grounded_by_smollm2_resumes_and_reports_its_means() {
     for r in &all {
         check_record(r);
         assert!(r["endpoint"].is_null(), "judged in process");
+        assert_eq!(r["request_endpoints"], serde_json::json!([]), "no server");
+        // The judge's time is its requests' times plus the embedding's.
+        let requests: f64 = r["request_ms"]
+            .as_array()
+            .expect("request_ms")
+            .iter()
+            .map(|v| v.as_f64().expect("ms"))
+            .sum();
+        assert!(r["judge_ms"].as_f64().expect("judge_ms") >= requests);
     }
     // The answer without contexts or reference: faithfulness and the reference's
     // metrics undefined, each with its reason.

@@ -1,4 +1,4 @@
-//! Grounded metrics on a pool of two llama-servers (SmolLM2): the answers spread over
+//! Grounded metrics on a pool of two llama-servers (SmolLM2): the requests spread over
 //! both, each reply held to its JSON schema, a killed run resumed. Runs alone in the
 //! `ci` profile (two servers keep both cores busy).
 
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::grounded::{check_record, per_answer, records, setup};
 use crate::common::server::Server;
 
-/// On a pool of two llama-servers: the answers spread over both, each reply held to
+/// On a pool of two llama-servers: the requests spread over both, each reply held to
 /// its JSON schema; a run killed after its first record resumes and judges nothing
 /// twice.
 #[tokio::test(flavor = "current_thread")]
@@ -57,9 +57,27 @@ async fn a_pool_of_two_servers_grounds_a_run_and_a_killed_run_resumes() {
     let mut used = std::collections::BTreeSet::new();
     for r in &all {
         check_record(r);
-        let url = r["endpoint"].as_str().expect("an endpoint judged");
-        assert!(urls.iter().any(|u| u == url), "{url}");
-        used.insert(url.to_string());
+        // Each request's server is one of the pool's, one per request, and the
+        // record's `endpoint` names the distinct ones in the order first used.
+        let servers: Vec<&str> = r["request_endpoints"]
+            .as_array()
+            .expect("request_endpoints")
+            .iter()
+            .map(|u| u.as_str().expect("url"))
+            .collect();
+        let prompts = r["prompts"].as_array().expect("prompts").len();
+        assert_eq!(servers.len(), prompts, "a server per request: {r}");
+        let mut distinct: Vec<&str> = Vec::new();
+        for url in &servers {
+            assert!(urls.iter().any(|u| u == url), "{url}");
+            if !distinct.contains(url) {
+                distinct.push(url);
+            }
+            used.insert(url.to_string());
+        }
+        if prompts > 0 {
+            assert_eq!(r["endpoint"].as_str(), Some(distinct.join(", ").as_str()));
+        }
     }
     assert_eq!(used.len(), 2, "both servers judged: {used:?}");
 }

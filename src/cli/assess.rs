@@ -34,10 +34,17 @@ pub enum AssessCmd {
         /// Seed of the question sample and of the queue order.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Print a JSON document (`raglab.assess-pool/1`) instead of the text.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the next pair of your queue (`--reviewer NAME`): the question and the
     /// chunk, without the run, the rank, the target or anyone's grade.
-    Next,
+    Next {
+        /// Print a JSON document (`raglab.assess-next/1`) instead of the text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Grade CHUNK for QUESTION as `--reviewer NAME`: 0 not relevant, 1 relevant, 2
     /// highly relevant. Signed with your study key and appended (the latest grade of
     /// each assessor counts); a shipped target is not graded.
@@ -48,11 +55,18 @@ pub enum AssessCmd {
         chunk: String,
         /// 0 (not relevant), 1 (relevant) or 2 (highly relevant).
         grade: u32,
+        /// Print a JSON document (`raglab.assess-grade/1`) instead of the text.
+        #[arg(long)]
+        json: bool,
     },
     /// Per assessor: pooled pairs graded / pooled pairs to grade; and every two
     /// assessors' agreement (raw, Cohen's kappa, linearly weighted kappa) over the
     /// pairs both graded.
-    Progress,
+    Progress {
+        /// Print a JSON document (`raglab.assess-progress/1`) instead of the text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +97,7 @@ pub async fn run(ctx: &Context, cmd: AssessCmd, reviewer: Option<&str>) -> Resul
             depth,
             sample,
             seed,
+            json,
         } => {
             let req = PoolRequest {
                 queries,
@@ -91,16 +106,36 @@ pub async fn run(ctx: &Context, cmd: AssessCmd, reviewer: Option<&str>) -> Resul
                 sample,
                 seed,
             };
-            pool(ctx, &req).await
+            pool(ctx, &req, json).await
         }
-        AssessCmd::Next => next(ctx, assessor(reviewer)?).await,
+        AssessCmd::Next { json } => next(ctx, assessor(reviewer)?, json).await,
         AssessCmd::Grade {
             question,
             chunk,
             grade,
+            json,
         } => {
             let who = assessor(reviewer)?;
             let done = assess::grade_chunk(ctx, who, &question, &chunk, grade).await?;
+            if json {
+                #[derive(serde::Serialize)]
+                struct GradeDoc<'a> {
+                    question_id: &'a str,
+                    chunk_id: &'a str,
+                    grade: u32,
+                    assessor: &'a str,
+                    #[serde(flatten)]
+                    done: &'a assess::Graded,
+                }
+                let doc = GradeDoc {
+                    question_id: &question,
+                    chunk_id: &chunk,
+                    grade,
+                    assessor: who,
+                    done: &done,
+                };
+                return super::json_schema::print(super::json_schema::ASSESS_GRADE, &doc);
+            }
             say!(
                 "graded {chunk} for {question}: {grade} (by {who}, key {}); {} left to grade",
                 done.key,
@@ -108,12 +143,33 @@ pub async fn run(ctx: &Context, cmd: AssessCmd, reviewer: Option<&str>) -> Resul
             );
             Ok(())
         }
-        AssessCmd::Progress => progress(ctx).await,
+        AssessCmd::Progress { json } => progress(ctx, json).await,
     }
 }
 
-async fn pool(ctx: &Context, req: &PoolRequest) -> Result<()> {
+async fn pool(ctx: &Context, req: &PoolRequest, json: bool) -> Result<()> {
     let made = assess::make_pool(ctx, req).await?;
+    if json {
+        #[derive(serde::Serialize)]
+        struct PoolDoc<'a> {
+            runs: Vec<String>,
+            depth: usize,
+            seed: u64,
+            sample: Option<usize>,
+            #[serde(flatten)]
+            made: &'a assess::PoolMade,
+            to_grade: usize,
+        }
+        let doc = PoolDoc {
+            runs: req.runs.iter().map(|r| r.display().to_string()).collect(),
+            depth: req.depth,
+            seed: req.seed,
+            sample: req.sample,
+            made: &made,
+            to_grade: made.pairs - made.targets,
+        };
+        return super::json_schema::print(super::json_schema::ASSESS_POOL, &doc);
+    }
     say!(
         "pooled {} questions at depth {} from {} runs (seed {}): {} pairs, {} of them shipped targets, {} to grade",
         made.questions,
@@ -134,8 +190,16 @@ async fn pool(ctx: &Context, req: &PoolRequest) -> Result<()> {
     Ok(())
 }
 
-async fn next(ctx: &Context, who: &str) -> Result<()> {
-    let Some(p) = assess::next_pair(ctx, who).await? else {
+async fn next(ctx: &Context, who: &str, json: bool) -> Result<()> {
+    let next = assess::next_pair(ctx, who).await?;
+    if json {
+        #[derive(serde::Serialize)]
+        struct NextDoc {
+            next: Option<assess::NextPair>,
+        }
+        return super::json_schema::print(super::json_schema::ASSESS_NEXT, &NextDoc { next });
+    }
+    let Some(p) = next else {
         say!("nothing left to grade in the pool");
         return Ok(());
     };
@@ -160,8 +224,11 @@ async fn next(ctx: &Context, who: &str) -> Result<()> {
     Ok(())
 }
 
-async fn progress(ctx: &Context) -> Result<()> {
+async fn progress(ctx: &Context, json: bool) -> Result<()> {
     let p = assess::progress(ctx).await?;
+    if json {
+        return super::json_schema::print(super::json_schema::ASSESS_PROGRESS, &p);
+    }
     say!(
         "pool: {} questions, depth {}, seed {}, runs {}",
         p.questions,

@@ -57,6 +57,10 @@ schemas! {
     ANSWERS_LIST = "answers-list" / 1 : "raglab report answers --list";
     ANSWERS_COMPARE = "answers-compare" / 1 : "raglab report answers --compare A B";
     GROUNDED_RECORDS = "grounded-records" / 1 : "raglab answers show-grounded ID --json";
+    ASSESS_POOL = "assess-pool" / 1 : "raglab assess pool --json";
+    ASSESS_NEXT = "assess-next" / 1 : "raglab assess next --json";
+    ASSESS_GRADE = "assess-grade" / 1 : "raglab assess grade --json";
+    ASSESS_PROGRESS = "assess-progress" / 1 : "raglab assess progress --json";
     AGREEMENT = "agreement" / 1 : "raglab agree --json";
     CALIBRATION = "calibration" / 1 : "raglab calibrate --json";
     PREFERENCES = "preferences" / 1 : "raglab preferences --json";

@@ -36,7 +36,7 @@ pub struct PoolRequest {
 }
 
 /// The pool made.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PoolMade {
     /// Questions with a pool.
     pub questions: usize,

@@ -15,7 +15,7 @@ use raglab::core::metrics::order_run;
 use raglab::core::trec::{parse_qrels, parse_run};
 use serde_json::Value;
 
-use crate::common::{Env, repo};
+use crate::common::{Env, json_doc, repo};
 
 fn path_str(p: &Path) -> String {
     p.to_str().expect("utf8").to_string()
@@ -86,6 +86,14 @@ fn run_ok(mut c: std::process::Command, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `raglab ARGS --json` as `who`, its document checked against docs/reference/json.md.
+fn json_as(env: &Env, who: &str, args: &[&str]) -> Value {
+    let args = [args, &["--json"]].concat();
+    let doc: Value = serde_json::from_str(&run_ok(as_user(env, who), &args)).expect("JSON");
+    json_doc::check(&doc, &args);
+    doc
 }
 
 /// The (question, chunk) that `assess next` shows, or none when the queue is empty.
@@ -210,8 +218,14 @@ fn pooled_sample() -> Pooled {
         "--seed",
         "11",
     ];
-    let pooled = run_ok(alice(), &pool);
-    assert!(pooled.contains("pooled 6 questions at depth 3"), "{pooled}");
+    let pooled = json_as(&env, "alice", &pool);
+    assert_eq!(
+        (pooled["questions"].as_u64(), pooled["depth"].as_u64()),
+        (Some(6), Some(3))
+    );
+    let count = |k: &str| pooled[k].as_u64().expect("count");
+    assert_eq!(count("to_grade"), count("pairs") - count("targets"));
+    assert!(count("to_grade") > 0, "{pooled}");
     let before = env.dir.path().join("targets.qrels");
     run_ok(alice(), &["qrels", "export", "--out", &path_str(&before)]);
     Pooled {
@@ -236,9 +250,17 @@ fn alice_grades_her_queue(p: &Pooled) -> (BTreeMap<(String, String), u32>, usize
     let bm25 = read_run(&p.bm25);
     let mut grades: BTreeMap<(String, String), u32> = BTreeMap::new();
     let mut first_left = None;
-    while let Some((q, c, left, text)) = next(&p.env, "alice") {
+    loop {
+        // Alice reads her queue as JSON; Bob (below) as text.
+        let doc = json_as(&p.env, "alice", &["--reviewer", "alice", "assess", "next"]);
+        if doc["next"].is_null() {
+            break;
+        }
+        let field = |k: &str| doc["next"][k].as_str().expect("field").to_string();
+        let (q, c) = (field("question_id"), field("chunk_id"));
+        let left = doc["next"]["remaining"].as_u64().expect("remaining") as usize;
         let runs = path_str(&p.runs_dir);
-        assert!(!text.contains(&runs), "no run is named: {text}");
+        assert!(!doc.to_string().contains(&runs), "no run is named: {doc}");
         first_left.get_or_insert(left);
         let g: u32 = if c == top1(&bm25, &q) { 2 } else { 0 };
         let args = [
@@ -250,10 +272,11 @@ fn alice_grades_her_queue(p: &Pooled) -> (BTreeMap<(String, String), u32>, usize
             &c,
             &g.to_string(),
         ];
-        let out = run_ok(as_user(&p.env, "alice"), &args);
-        assert!(
-            out.contains(&format!("{} left to grade", left - 1)),
-            "{out}"
+        let out = json_as(&p.env, "alice", &args);
+        assert_eq!(out["remaining"].as_u64(), Some(left as u64 - 1), "{out}");
+        assert_eq!(
+            (out["grade"].as_u64(), out["assessor"].as_str()),
+            (Some(u64::from(g)), Some("alice"))
         );
         grades.insert((q, c), g);
     }
@@ -354,6 +377,29 @@ fn pool_grade_export_and_the_grown_qrels_change_p_at_1() {
     ] {
         assert!(progress.contains(&line), "{line}: {progress}");
     }
+    let progress = json_as(&p.env, "alice", &["assess", "progress"]);
+    let graded: BTreeMap<&str, (u64, u64)> = progress["assessors"]
+        .as_array()
+        .expect("assessors")
+        .iter()
+        .map(|a| {
+            let n = |k: &str| a[k].as_u64().expect("count");
+            (
+                a["assessor"].as_str().expect("name"),
+                (n("graded"), n("pooled")),
+            )
+        })
+        .collect();
+    let pooled = bob_left as u64;
+    assert_eq!(
+        graded,
+        BTreeMap::from([("alice", (pooled, pooled)), ("bob", (1, pooled))])
+    );
+    assert_eq!(
+        progress["agreement"][0]["pairs"].as_u64(),
+        Some(1),
+        "{progress}"
+    );
     let grown = p.env.dir.path().join("grown.qrels");
     run_ok(
         as_user(&p.env, "alice"),

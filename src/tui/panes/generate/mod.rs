@@ -144,11 +144,13 @@ impl GeneratePane {
             self.grounded
                 .entry(r.answer_id.clone())
                 .or_default()
-                .push(format!(
+                // Sanitised once here, not at every draw (the judge's name is a
+                // file or a server's model name: text from outside).
+                .push(clean(&format!(
                     "grounded by {}: {}",
                     r.judge_model,
                     crate::core::grounded::scores_line(r)
-                ));
+                )));
         }
     }
 
@@ -570,7 +572,7 @@ impl GeneratePane {
                     .title_bottom(Span::styled(
                         self.grounded_line()
                             .filter(|_| !self.show_prompt && self.judging.is_none())
-                            .map_or_else(String::new, |g| format!(" {} ", clean(&g))),
+                            .map_or_else(String::new, |g| format!(" {g} ")),
                         theme.muted,
                     ))
                     .border_style(if self.running {

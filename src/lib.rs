@@ -18,8 +18,8 @@
 //!
 //! Where a use case lives: ingesting and browsing the corpus in `service::corpus`;
 //! ranking (search, fusion, the rerank stage, ranking on demand) in
-//! `service::retrieval`; answers (batches, live answers, judging, citations,
-//! imported runs) in `service::answer`; every evaluation and report in
+//! `service::retrieval`; answers (batches, live answers, judging, grounded metrics,
+//! citations, imported runs) in `service::answer`; every evaluation and report in
 //! `service::evaluate`; the evaluation set in `service::evalset`; the blind study
 //! (items, labels, roster, agreement, exports) in `service::study`; relevance
 //! assessment (pools, signed grades, the grown qrels) in `service::assess`. Each `cli` file is

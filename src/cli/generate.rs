@@ -85,51 +85,8 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
     let qs = args
         .shard
         .select(read_questions(&args.questions)?, |q| q.id.as_str());
-    let kind = if args.no_retrieval {
-        TemplateKind::NoRetrieval
-    } else {
-        TemplateKind::FreeForm
-    };
-    let template = ctx.template(kind, args.template.as_deref())?;
     let rerank = args.rerank.setup(ctx)?;
-    if rerank.is_some() && args.no_retrieval {
-        bail!("--rerank reranks retrieved chunks: it has nothing to do with --no-retrieval");
-    }
-    if matches!(
-        args.context,
-        ContextPolicy::Oracle | ContextPolicy::Distractors(_)
-    ) && let Some(q) = qs.iter().find(|q| q.relevant.is_empty())
-    {
-        bail!(
-            "--context {} needs every question's target chunks (`relevant`), and question `{}` has none",
-            args.context,
-            q.id
-        );
-    }
-    let config = GenerationConfig {
-        run: args.run.clone(),
-        template,
-        context: args.context,
-        order: args.order,
-        ranking: crate::core::retrieval::RunConfig::new(
-            args.prompt.method.get(ctx),
-            args.prompt.sparse,
-            args.prompt
-                .ranking
-                .alpha_for(ctx, args.prompt.method.get(ctx)),
-        ),
-        k: ctx.k(args.k),
-        context_budget: args.prompt.context_budget,
-        no_retrieval: args.no_retrieval,
-        sampling: args.sampling.sampling(),
-        abstain_below: args.abstain_below,
-        variant: args.variant,
-        repeat: None,
-        rerank: rerank.as_ref().map(|s| s.describe()),
-    };
-    if args.prompt.ranking.ann {
-        bail!("--ann is not supported by generate: it retrieves with the exact dense scan");
-    }
+    let config = generation_config(ctx, &args, &qs, rerank.as_ref())?;
     let req = BatchRequest {
         questions: qs,
         config,
@@ -154,30 +111,9 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         c.run,
         batch.work().todo(),
         batch.work().already_done(),
-        if args.repeats > 1 {
-            format!(
-                "; {} repeats, seeds {}-{}",
-                args.repeats,
-                c.sampling.seed,
-                c.sampling.seed.wrapping_add(args.repeats - 1)
-            )
-        } else {
-            String::new()
-        },
+        repeats_said(&c, args.repeats),
         batch.work().model(),
-        if c.no_retrieval {
-            format!("no retrieval, prompt {}", c.template().label())
-        } else {
-            format!(
-                "{} a={} k={}, context {} {}, prompt {}",
-                c.ranking.method,
-                c.ranking.alpha,
-                c.k,
-                c.context,
-                c.order,
-                c.template().label()
-            )
-        }
+        setup_said(&c)
     );
     let bar = progress_bar("generating");
     bar.set_length(batch.work().todo() as u64);
@@ -204,6 +140,91 @@ pub async fn generate(ctx: &Context, args: GenerateArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The run's configuration from the flags and the config, refusing the combinations
+/// that cannot work (a rerank stage or `--ann` without retrieval to act on, an oracle
+/// context for a question without targets) before anything loads.
+fn generation_config(
+    ctx: &Context,
+    args: &GenerateArgs,
+    qs: &[crate::core::question::Question],
+    rerank: Option<&crate::service::retrieval::rerank::RerankSetup>,
+) -> Result<GenerationConfig> {
+    let kind = if args.no_retrieval {
+        TemplateKind::NoRetrieval
+    } else {
+        TemplateKind::FreeForm
+    };
+    let template = ctx.template(kind, args.template.as_deref())?;
+    if rerank.is_some() && args.no_retrieval {
+        bail!("--rerank reranks retrieved chunks: it has nothing to do with --no-retrieval");
+    }
+    if matches!(
+        args.context,
+        ContextPolicy::Oracle | ContextPolicy::Distractors(_)
+    ) && let Some(q) = qs.iter().find(|q| q.relevant.is_empty())
+    {
+        bail!(
+            "--context {} needs every question's target chunks (`relevant`), and question `{}` has none",
+            args.context,
+            q.id
+        );
+    }
+    if args.prompt.ranking.ann {
+        bail!("--ann is not supported by generate: it retrieves with the exact dense scan");
+    }
+    let method = args.prompt.method.get(ctx);
+    Ok(GenerationConfig {
+        run: args.run.clone(),
+        template,
+        context: args.context,
+        order: args.order,
+        ranking: crate::core::retrieval::RunConfig::new(
+            method,
+            args.prompt.sparse,
+            args.prompt.ranking.alpha_for(ctx, method),
+        ),
+        k: ctx.k(args.k),
+        context_budget: args.prompt.context_budget,
+        no_retrieval: args.no_retrieval,
+        sampling: args.sampling.sampling(),
+        abstain_below: args.abstain_below,
+        variant: args.variant,
+        repeat: None,
+        rerank: rerank.map(|s| s.describe()),
+    })
+}
+
+/// `; N repeats, seeds A-B` when the run repeats, else nothing.
+fn repeats_said(c: &GenerationConfig, repeats: u32) -> String {
+    if repeats > 1 {
+        format!(
+            "; {} repeats, seeds {}-{}",
+            repeats,
+            c.sampling.seed,
+            c.sampling.seed.wrapping_add(repeats - 1)
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// The run's retrieval and prompt in a few words.
+fn setup_said(c: &GenerationConfig) -> String {
+    if c.no_retrieval {
+        format!("no retrieval, prompt {}", c.template().label())
+    } else {
+        format!(
+            "{} a={} k={}, context {} {}, prompt {}",
+            c.ranking.method,
+            c.ranking.alpha,
+            c.k,
+            c.context,
+            c.order,
+            c.template().label()
+        )
+    }
 }
 
 #[derive(Debug, Args)]

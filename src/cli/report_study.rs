@@ -479,23 +479,34 @@ fn mcqa(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<()> 
         m.alpha.map_or_else(|| "-".into(), |a| format!("{a:.2}")),
         m.questions
     );
+    mcqa_by_k_chart(s, rep, charts)?;
+    mcqa_table(s, rep);
+    mcqa_by_rank_chart(s, rep, charts)?;
+    for n in paper::MCQA_NOTES {
+        let _ = writeln!(s, "- paper {n}");
+    }
+    let _ = writeln!(s);
+    Ok(())
+}
+
+/// Figure 3: accuracy by k, over all questions and over those with the target in the
+/// prompt.
+fn mcqa_by_k_chart(
+    s: &mut String,
+    rep: &crate::core::mcqa::Report,
+    charts: &mut Charts<'_>,
+) -> Result<()> {
+    let series_of = |name: &str, get: fn(&crate::core::mcqa::KRow) -> Option<f64>| Series {
+        name: name.into(),
+        points: rep
+            .by_k
+            .iter()
+            .filter_map(|k| Some((k.k as f64, get(k)?)))
+            .collect(),
+    };
     let series = vec![
-        Series {
-            name: "all questions".into(),
-            points: rep
-                .by_k
-                .iter()
-                .filter_map(|k| Some((k.k as f64, k.overall.accuracy?)))
-                .collect(),
-        },
-        Series {
-            name: "target in the prompt".into(),
-            points: rep
-                .by_k
-                .iter()
-                .filter_map(|k| Some((k.k as f64, k.retrieved.accuracy?)))
-                .collect(),
-        },
+        series_of("all questions", |k| k.overall.accuracy),
+        series_of("target in the prompt", |k| k.retrieved.accuracy),
     ];
     let img = charts.write(
         "mcqa-by-k.svg",
@@ -507,6 +518,11 @@ fn mcqa(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<()> 
         )?,
     )?;
     let _ = writeln!(s, "{img}\n");
+    Ok(())
+}
+
+/// Table 5: one row per k.
+fn mcqa_table(s: &mut String, rep: &crate::core::mcqa::Report) {
     header(
         s,
         &[
@@ -544,30 +560,34 @@ fn mcqa(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<()> 
         );
     }
     let _ = writeln!(s);
-    // Figure 4: accuracy by the target's rank at the largest k.
-    if let Some(top) = rep.by_k.iter().filter(|k| k.k > 0).max_by_key(|k| k.k) {
-        let mut bars: Vec<(String, f64)> = top
-            .by_rank
-            .iter()
-            .filter_map(|(rank, a)| Some((format!("r={rank}"), a.accuracy?)))
-            .collect();
-        if let Some(a) = top.not_retrieved.accuracy {
-            bars.push(("not in prompt".into(), a));
-        }
-        let img = charts.write(
-            "mcqa-by-rank.svg",
-            &charts::bars(
-                &format!("MCQA accuracy by target rank at k = {} (Figure 4)", top.k),
-                "accuracy",
-                &bars,
-            )?,
-        )?;
-        let _ = writeln!(s, "{img}\n");
+}
+
+/// Figure 4: accuracy by the target's rank at the largest k.
+fn mcqa_by_rank_chart(
+    s: &mut String,
+    rep: &crate::core::mcqa::Report,
+    charts: &mut Charts<'_>,
+) -> Result<()> {
+    let Some(top) = rep.by_k.iter().filter(|k| k.k > 0).max_by_key(|k| k.k) else {
+        return Ok(());
+    };
+    let mut bars: Vec<(String, f64)> = top
+        .by_rank
+        .iter()
+        .filter_map(|(rank, a)| Some((format!("r={rank}"), a.accuracy?)))
+        .collect();
+    if let Some(a) = top.not_retrieved.accuracy {
+        bars.push(("not in prompt".into(), a));
     }
-    for n in paper::MCQA_NOTES {
-        let _ = writeln!(s, "- paper {n}");
-    }
-    let _ = writeln!(s);
+    let img = charts.write(
+        "mcqa-by-rank.svg",
+        &charts::bars(
+            &format!("MCQA accuracy by target rank at k = {} (Figure 4)", top.k),
+            "accuracy",
+            &bars,
+        )?,
+    )?;
+    let _ = writeln!(s, "{img}\n");
     Ok(())
 }
 

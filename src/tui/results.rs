@@ -54,7 +54,10 @@ impl App {
 
     /// One group commit of labels finished: each label's ticket with its result. A
     /// label may have revealed an item, and with it the item's judge labels.
-    pub fn on_labels_saved(&mut self, results: Vec<(u64, Result<f64, String>)>) {
+    pub fn on_labels_saved(
+        &mut self,
+        results: Vec<(u64, Result<f64, crate::service::study::SaveError>)>,
+    ) {
         for (ticket, result) in results {
             self.annotate.on_saved(ticket, result);
         }

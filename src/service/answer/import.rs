@@ -46,43 +46,7 @@ pub async fn import_answers(
         .into_iter()
         .map(|c| c.id)
         .collect();
-    let mut problems = Vec::new();
-    let mut lines: Vec<(usize, ExternalAnswer)> = Vec::new();
-    let mut seen = HashSet::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let e: ExternalAnswer = match serde_json::from_str(line) {
-            Ok(e) => e,
-            Err(err) => {
-                problems.push(format!(
-                    "line {n}: {err} (expected {{question_id, answer, contexts?, latency_ms?, prompt_tokens?, output_tokens?}})"
-                ));
-                continue;
-            }
-        };
-        if let Some(p) = e.problem() {
-            problems.push(format!("line {n}: {p}"));
-        } else if !by_id.contains_key(e.question_id.as_str()) {
-            problems.push(format!(
-                "line {n}: question `{}` is not in the questions file",
-                crate::core::text::sanitize_for_terminal(&e.question_id)
-            ));
-        } else if !seen.insert(e.question_id.clone()) {
-            problems.push(format!(
-                "line {n}: question `{}` is answered twice",
-                crate::core::text::sanitize_for_terminal(&e.question_id)
-            ));
-        } else if let Some(c) = e.contexts.iter().find(|c| !known.contains(*c)) {
-            problems.push(format!(
-                "line {n}: context `{}` is not a chunk of this workspace (contexts are the ids of ingested chunks)",
-                crate::core::text::sanitize_for_terminal(c)
-            ));
-        }
-        lines.push((n, e));
-    }
+    let (lines, mut problems) = read_lines(&text, &by_id, &known);
     if lines.is_empty() && problems.is_empty() {
         bail!("{} holds no answers", file.display());
     }
@@ -123,21 +87,74 @@ pub async fn import_answers(
         }
     }
     if !problems.is_empty() {
-        let more = problems.len().saturating_sub(SHOWN);
-        let mut msg = format!(
-            "{} problem(s) in {}, nothing imported:\n  {}",
-            problems.len(),
-            file.display(),
-            problems[..problems.len().min(SHOWN)].join("\n  ")
-        );
-        if more > 0 {
-            msg.push_str(&format!("\n  ... and {more} more"));
-        }
-        bail!(msg);
+        bail!(problems_said(&problems, file));
     }
     summary.imported = new.len();
     if !new.is_empty() {
         answers(&ctx.workspace).append(&new).await?;
     }
     Ok(summary)
+}
+
+/// Every line of the file parsed and checked against the questions and the corpus:
+/// the answers read (with their line numbers) and each line's problem.
+fn read_lines(
+    text: &str,
+    by_id: &HashMap<&str, &Question>,
+    known: &HashSet<String>,
+) -> (Vec<(usize, ExternalAnswer)>, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut lines: Vec<(usize, ExternalAnswer)> = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let e: ExternalAnswer = match serde_json::from_str(line) {
+            Ok(e) => e,
+            Err(err) => {
+                problems.push(format!(
+                    "line {n}: {err} (expected {{question_id, answer, contexts?, latency_ms?, prompt_tokens?, output_tokens?}})"
+                ));
+                continue;
+            }
+        };
+        let clean = crate::core::text::sanitize_for_terminal;
+        if let Some(p) = e.problem() {
+            problems.push(format!("line {n}: {p}"));
+        } else if !by_id.contains_key(e.question_id.as_str()) {
+            problems.push(format!(
+                "line {n}: question `{}` is not in the questions file",
+                clean(&e.question_id)
+            ));
+        } else if !seen.insert(e.question_id.clone()) {
+            problems.push(format!(
+                "line {n}: question `{}` is answered twice",
+                clean(&e.question_id)
+            ));
+        } else if let Some(c) = e.contexts.iter().find(|c| !known.contains(*c)) {
+            problems.push(format!(
+                "line {n}: context `{}` is not a chunk of this workspace (contexts are the ids of ingested chunks)",
+                clean(c)
+            ));
+        }
+        lines.push((n, e));
+    }
+    (lines, problems)
+}
+
+/// The error listing the file's problems, the first [`SHOWN`] of them.
+fn problems_said(problems: &[String], file: &Path) -> String {
+    let more = problems.len().saturating_sub(SHOWN);
+    let mut msg = format!(
+        "{} problem(s) in {}, nothing imported:\n  {}",
+        problems.len(),
+        file.display(),
+        problems[..problems.len().min(SHOWN)].join("\n  ")
+    );
+    if more > 0 {
+        msg.push_str(&format!("\n  ... and {more} more"));
+    }
+    msg
 }

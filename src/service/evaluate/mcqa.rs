@@ -18,7 +18,7 @@ use crate::core::prompt::{
     ChatMessage, ContextChunk, PromptText, Slot, assemble, estimate_tokens, fill,
 };
 use crate::core::retrieval::Method;
-use crate::core::template::{Template, TemplateKind};
+use crate::core::template::Template;
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
 use crate::infer::generate::{Generator, Sampling};
 use crate::service::base::{
@@ -172,10 +172,13 @@ pub struct McqaPipeline {
 
 impl McqaPipeline {
     /// The pipeline with the shipped templates, retrieved chunks as ranked.
+    #[cfg(test)]
     pub fn shipped() -> Self {
         Self {
-            with_context: Template::shipped(TemplateKind::MultipleChoice),
-            without_context: Template::shipped(TemplateKind::MultipleChoiceNoContext),
+            with_context: Template::shipped(crate::core::template::TemplateKind::MultipleChoice),
+            without_context: Template::shipped(
+                crate::core::template::TemplateKind::MultipleChoiceNoContext,
+            ),
             context: ContextPolicy::default(),
             order: ChunkOrder::default(),
         }

@@ -22,41 +22,32 @@ mod synthetic;
 mod variants;
 
 pub use crate::core::mcqa::McqaRecord;
-pub use abstention::{AbstentionReport, MedianCosines, abstention_sweep};
-pub use answer_runs::{
+pub(crate) use abstention::abstention_sweep;
+pub(crate) use answer_runs::{
     AnswerRunsComparison, CriterionComparison, PairedAnswer, QuestionComparison,
-    compare_answer_runs, place_text,
+    compare_answer_runs,
 };
-pub use bench::{GenBench, bench_generate, bench_retrieval};
-pub use bench_embed::{EmbedBench, EmbedVariant, bench_embed};
-pub use frugality::{
-    ANSWER_ACCURACY, AnswerFrugality, COST, ComparedK, ComparedRun, FORMULA, MCQA_ACCURACY,
-    McqaFrugality, RunConfiguration, Skipped, Temperatures, answer_frugality, answer_tallies,
-    mcqa_frugality,
+pub(crate) use bench::{GenBench, bench_generate, bench_retrieval};
+pub(crate) use bench_embed::{EmbedBench, EmbedVariant, bench_embed};
+pub use frugality::Skipped;
+pub(crate) use frugality::{McqaFrugality, Temperatures, mcqa_frugality};
+pub use last::overview;
+pub(crate) use last::{
+    BUCKETS, EvalOverview, JudgePassRates, McqaSummary, fingerprint, judge_pass_rates, last_mcqa,
+    last_retrieval, mcqa_run_frugality, save_mcqa,
 };
-pub use last::{
-    BUCKETS, BucketRate, CriterionRates, EvalOverview, JudgePassRates, McqaSummary, fingerprint,
-    judge_pass_rates, last_mcqa, last_retrieval, mcqa_run_frugality, overview, save_mcqa,
+pub use mcqa::{MCQA, mcqa_table, outcomes, read_mcq_questions};
+pub(crate) use mcqa::{McqQuestion, McqaPipeline, McqaRequest, answer_questions, run_records};
+pub(crate) use models::evaluate_models;
+pub(crate) use report::{PromptPlace, RANK_BUCKETS, answer_report, list_answers, prompt_place};
+pub use retrieval::last_failures;
+pub(crate) use retrieval::{
+    DEFAULT_BATCH, MethodResult, QuerySet, RetrievalEval, RetrievalReport, evaluate_retrieval,
+    rank_shard,
 };
-pub use mcqa::{
-    MCQA, McqInput, McqQuestion, McqaPipeline, McqaPrompt, McqaReply, McqaRequest, McqaRunner,
-    NO_TOPIC, OptionsInput, answer_locally, answer_questions, mcqa_table, outcomes,
-    read_mcq_questions, run_records, user_prompt,
-};
-pub use models::{BestConfig, ModelsReport, best_configs, evaluate_models};
-pub use repeats::{JudgeConsistency, RepeatPair, Repeats, SPREAD_RULE, Spread, repeats_of};
-pub use report::{
-    CitationSummary, PassCounts, PromptPlace, RANK_BUCKETS, answer_report, citation_summaries,
-    grounded_summaries, list_answers, pass_counts, prompt_place, rank_bucket,
-};
-pub use retrieval::{
-    BestAlpha, DEFAULT_BATCH, EvalSeconds, LAST_FAILURES, MethodResult, QuerySet, RetrievalEval,
-    RetrievalReport, ShardSummary, SweepPoint, evaluate_retrieval, last_failures, rank_shard,
-};
-pub use saved::{LAST_MCQA, LAST_RETRIEVAL, LAST_SCORES, Saved};
-pub use significance::{
-    CompareRequest, ComparisonReport, RunSummary, against_before, compare_last, compare_table,
-    compare_table_with, evaluate_runs, last_scores,
-};
-pub use synthetic::{PaneWorkload, SyntheticBench, bench_synthetic, pane_workload};
-pub use variants::{VariantBest, VariantsReport, evaluate_variants};
+pub(crate) use saved::Saved;
+pub use significance::{CompareRequest, ComparisonReport, compare_table, compare_table_with};
+pub(crate) use significance::{against_before, compare_last, evaluate_runs, last_scores};
+pub use synthetic::{PaneWorkload, pane_workload};
+pub(crate) use synthetic::{SyntheticBench, bench_synthetic};
+pub(crate) use variants::{VariantBest, evaluate_variants};

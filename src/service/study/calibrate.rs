@@ -221,8 +221,46 @@ pub async fn calibrate(
             (answer_of(&a.item_id), examples_section(&ex))
         })
         .collect();
+    let (judged, judge_model, calibrated_model) =
+        judge_before_after(ctx, rubric, &req, examples, progress).await?;
+    let stored_judgements: Vec<JudgementRecord> = judgements(&ctx.workspace).read_all().await?;
+    let plain = labels_by(&stored_judgements, &judge_model);
+    let calibrated = labels_by(&stored_judgements, &calibrated_model);
+    let rows = report_rows(
+        rubric,
+        &plan.items,
+        &|item| answer_of(item),
+        &f,
+        (&plain, &calibrated),
+        req.boot,
+    );
+    Ok(Calibration {
+        judge_model,
+        calibrated_model,
+        reviewers: f.reviewers,
+        folds: plan.folds,
+        shots: plan.shots,
+        seed: plan.seed,
+        bootstrap: req.boot,
+        items: plan.items.len(),
+        left_out,
+        judged,
+        plan: plan.items,
+        rows,
+    })
+}
+
+/// Judge the calibrated items' answers twice where not judged yet: by the plain judge
+/// (before), then with each answer's few-shot examples (after). Returns how many each
+/// pass judged, and the two judges' names.
+async fn judge_before_after(
+    ctx: &Context,
+    rubric: &Rubric,
+    req: &CalibrateRequest,
+    examples: HashMap<String, PromptText>,
+    progress: &dyn Fn(&str, usize, usize),
+) -> Result<(Judged, String, String)> {
     let answer_ids: HashSet<String> = examples.keys().cloned().collect();
-    // Before: the plain judge, on the items it has not judged yet.
     let mut batch = JudgeBatch::prepare(
         ctx,
         rubric.clone(),
@@ -255,35 +293,11 @@ pub async fn calibrate(
         )
         .await?;
     let after = batch.run(ctx, &|d, t| progress("after", d, t)).await?;
-    let judge_model = batch.base_name().to_string();
-    let calibrated_model = batch.judge_name().to_string();
-    drop(batch);
-
-    let stored_judgements: Vec<JudgementRecord> = judgements(&ctx.workspace).read_all().await?;
-    let plain = labels_by(&stored_judgements, &judge_model);
-    let calibrated = labels_by(&stored_judgements, &calibrated_model);
-    let rows = report_rows(
-        rubric,
-        &plan.items,
-        &|item| answer_of(item),
-        &f,
-        (&plain, &calibrated),
-        req.boot,
-    );
-    Ok(Calibration {
-        judge_model,
-        calibrated_model,
-        reviewers: f.reviewers,
-        folds: plan.folds,
-        shots: plan.shots,
-        seed: plan.seed,
-        bootstrap: req.boot,
-        items: plan.items.len(),
-        left_out,
-        judged: Judged { before, after },
-        plan: plan.items,
-        rows,
-    })
+    Ok((
+        Judged { before, after },
+        batch.base_name().to_string(),
+        batch.judge_name().to_string(),
+    ))
 }
 
 type ByAnswer = HashMap<String, HashMap<String, String>>;

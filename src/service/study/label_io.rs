@@ -7,7 +7,9 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
-use super::labels::{FINAL, FinalLabel, Item, Label, labels_table, read_items, save_labels};
+use super::labels::{
+    FINAL, FinalLabel, Item, Label, RefusedLabel, labels_table, read_items, save_labels,
+};
 use super::trust;
 use crate::core::blinding::{Blinding, Schedule, Viewer};
 use crate::core::rubric::Rubric;
@@ -165,22 +167,54 @@ pub async fn save_labels_each_once(
     out
 }
 
+/// Why a label given in a live front was not stored: the study's rules refused it
+/// (it would be refused again: the front says so and keeps nothing to retry), or
+/// storing it failed (the store, the key, the network: giving it again may work).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaveError {
+    Refused(String),
+    Failed(String),
+}
+
+impl SaveError {
+    /// The kind of `e`: refused when a [`RefusedLabel`] is inside it.
+    pub fn of(e: &anyhow::Error) -> Self {
+        if e.downcast_ref::<RefusedLabel>().is_some() {
+            SaveError::Refused(format!("{e:#}"))
+        } else {
+            SaveError::Failed(format!("{e:#}"))
+        }
+    }
+}
+
+impl std::fmt::Display for SaveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SaveError::Refused(why) => write!(f, "refused: {why}"),
+            SaveError::Failed(why) => write!(f, "storing it failed: {why}"),
+        }
+    }
+}
+
 /// Commit labels given together in a live front: one commit for the batch; should it
 /// fail (one bad label refuses all, or the store's reply was lost), each is committed
 /// alone, those already stored skipped ([`save_labels_each_once`]), so the good ones are
 /// kept, none is stored twice, and only the bad one is reported. Returns each label's
-/// outcome in order: the milliseconds to its commit, or why it was refused.
+/// outcome in order: the milliseconds to its commit, or why it was not stored.
 pub async fn commit_labels(
     ctx: &Context,
     rubric: &Rubric,
     items: &[Item],
     labels: &[Label],
-) -> Vec<Result<f64>> {
-    match save_label_batch(ctx, rubric, items, labels).await {
+) -> Vec<Result<f64, SaveError>> {
+    let each = match save_label_batch(ctx, rubric, items, labels).await {
         Ok(ms) => labels.iter().map(|_| Ok(ms)).collect(),
         Err(e) if labels.len() == 1 => vec![Err(e)],
         Err(_) => save_labels_each_once(ctx, rubric, items, labels).await,
-    }
+    };
+    each.into_iter()
+        .map(|r| r.map_err(|e| SaveError::of(&e)))
+        .collect()
 }
 
 /// File formats of a label export.

@@ -92,40 +92,66 @@ impl Label {
     }
 }
 
+/// A label the study's rules refuse (an unknown item, criterion or label value, a
+/// final label without adjudicator or rationale, another rubric version): it would be
+/// refused again, unlike a store that failed, where trying again may work. Carried
+/// inside the `anyhow::Error` [`save_labels`] returns, so a front tells the two apart
+/// with `downcast_ref::<RefusedLabel>()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedLabel(pub String);
+
+impl std::fmt::Display for RefusedLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RefusedLabel {}
+
 /// Validate and commit labels (all or nothing): unknown items, criteria or label
-/// values, and mixed rubric versions are rejected before anything is written.
+/// values, and mixed rubric versions are rejected ([`RefusedLabel`]) before anything
+/// is written.
 pub async fn save_labels(
     ws: &Workspace,
     rubric: &Rubric,
     items: &[Item],
     labels: &[Label],
 ) -> Result<u64> {
+    check_labels(rubric, items, labels).map_err(anyhow::Error::new)?;
+    Ok(labels_table(ws).append(labels).await?)
+}
+
+/// The study's rules for a batch of labels, checked before anything is written.
+fn check_labels(rubric: &Rubric, items: &[Item], labels: &[Label]) -> Result<(), RefusedLabel> {
+    macro_rules! refuse {
+        ($($t:tt)*) => { return Err(RefusedLabel(format!($($t)*))) };
+    }
     let known: BTreeSet<&str> = items.iter().map(|i| i.item_id.as_str()).collect();
     let pairwise = rubric.pairwise();
     let versions: BTreeSet<&str> = labels.iter().map(|l| l.rubric_version.as_str()).collect();
     if versions.len() > 1 {
-        bail!("labels mix rubric versions {versions:?}; import one version at a time");
+        refuse!("labels mix rubric versions {versions:?}; import one version at a time");
     }
     for l in labels {
         if l.reviewer == FINAL {
             // An adjudicated label: decided by a named lead, with a rationale.
             let Some(lead) = &l.adjudicator else {
-                bail!("final label {}: no adjudicator", l.label_id);
+                refuse!("final label {}: no adjudicator", l.label_id);
             };
             if let Err(e) = crate::core::annotation::check_reviewer(lead) {
-                bail!("final label {}: adjudicator {e}", l.label_id);
+                refuse!("final label {}: adjudicator {e}", l.label_id);
             }
             if l.label.is_some() && l.note.as_deref().is_none_or(|n| n.trim().is_empty()) {
-                bail!(
+                refuse!(
                     "final label {}: a rationale is required for every adjudicated label",
                     l.label_id
                 );
             }
         } else if let Err(e) = crate::core::annotation::check_reviewer(&l.reviewer) {
-            bail!("label {}: {e}", l.label_id);
+            refuse!("label {}: {e}", l.label_id);
         }
         if !known.contains(l.item_id.as_str()) {
-            bail!("label {}: unknown item `{}`", l.label_id, l.item_id);
+            refuse!("label {}: unknown item `{}`", l.label_id, l.item_id);
         }
         // A pair item is labelled first/second/tie on the rubric's criteria.
         let rubric = if crate::core::preference::is_pair_item(&l.item_id) {
@@ -134,7 +160,7 @@ pub async fn save_labels(
             rubric
         };
         let Some(c) = rubric.criterion(&l.criterion) else {
-            bail!(
+            refuse!(
                 "label {}: unknown criterion `{}` (rubric {} has {:?})",
                 l.label_id,
                 l.criterion,
@@ -145,7 +171,7 @@ pub async fn save_labels(
         if let Some(v) = &l.label
             && !rubric.labels_of(c).contains(v)
         {
-            bail!(
+            refuse!(
                 "label {}: `{v}` is not a label of `{}` (allowed: {:?})",
                 l.label_id,
                 l.criterion,
@@ -153,7 +179,7 @@ pub async fn save_labels(
             );
         }
         if l.rubric_version != rubric.version {
-            bail!(
+            refuse!(
                 "label {}: rubric version {} but the rubric is version {}",
                 l.label_id,
                 l.rubric_version,
@@ -161,7 +187,7 @@ pub async fn save_labels(
             );
         }
     }
-    Ok(labels_table(ws).append(labels).await?)
+    Ok(())
 }
 
 /// Current labels: (item, reviewer, criterion) -> newest label, the last in

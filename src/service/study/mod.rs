@@ -23,41 +23,38 @@ mod trust;
 pub use crate::core::annotation::RaterPair;
 pub use crate::core::blinding::{Blinding, LabelVersion, Schedule, Sight, Viewer};
 pub use crate::core::signing::Refusal;
-pub use agree::{
-    Agreement, AgreementRequest, DRIFT_WINDOW, NO_IDENTITY, agreement_of, agreement_with,
-    export_final, final_label, finals_of,
-};
-pub use agreement::{
-    PAPER_OVERALL, export_to_workspace, fmt_est, noise_verdict, to_csv, to_markdown,
-};
-pub use assign::{Assigned, assign};
-pub use calibrate::{CalibrateRequest, Calibration, CalibrationRow, Judged, calibrate};
-pub use founding::{FOUNDED, founded_table, memory_file};
-pub use gold::{GOLD, gold_report, gold_rows, gold_table, mark_gold};
-pub use items::{CreatedItems, ItemSource, add_answer_item, create_items, items_from_file};
+pub use agree::{Agreement, AgreementRequest, DRIFT_WINDOW, agreement_of, final_label, finals_of};
+pub(crate) use agree::{NO_IDENTITY, agreement_with, export_final};
+pub(crate) use agreement::{export_to_workspace, fmt_est, noise_verdict, to_csv, to_markdown};
+pub use assign::assign;
+pub(crate) use calibrate::CalibrateRequest;
+pub use calibrate::{Judged, calibrate};
+pub use founding::{FOUNDED, memory_file};
+pub use gold::{GOLD, gold_table};
+pub(crate) use gold::{gold_report, gold_rows, mark_gold};
+pub use items::{ItemSource, add_answer_item, create_items, items_from_file};
+pub(crate) use label_io::{ExportFormat, export_labels, final_csv};
 pub use label_io::{
-    ExportFormat, History, LabelExport, commit_labels, export_labels, final_csv, history_of,
-    import_labels, label_history, labels_csv, labels_jsonl, read_label_file, save_label,
-    save_label_batch, visible_label_rows,
+    SaveError, commit_labels, history_of, import_labels, label_history, labels_csv, labels_jsonl,
+    read_label_file, save_label, save_label_batch, visible_label_rows,
 };
+pub(crate) use labels::PAPER_REFERENCE;
 pub use labels::{
-    ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, FinalLabel, ITEMS, Item, JUDGE,
-    LABELS, Label, PAPER_REFERENCE, agreement_table, assignments_table, criterion_rows, current,
-    disagreements, final_labels, items_table, judge_labels, labels_table, noise_table, now_nanos,
-    pairs_of, pick_reviewers, read_items, save_labels,
+    ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, ITEMS, Item, JUDGE, LABELS, Label,
+    agreement_table, assignments_table, current, disagreements, items_table, labels_table,
+    pairs_of, read_items, save_labels,
 };
-pub use pairwise::{
-    PAIR_ITEMS, PairItem, Preferences, create_pair_items, is_pairwise, pair_items_table,
-    preferences,
-};
-pub use pin::{RUBRIC_PINS, pins_table};
-pub use raters::{drift_report, human_reviewers, rater_report};
-pub use rubric::{
-    RubricPinned, RubricView, judge_live, pin_rubric, rubric_show, rubric_toml, study_rubric,
-};
-pub use study_read::{Study, load_study, sight, study_fingerprint, visible_judgements};
+pub use pairwise::{PairItem, pair_items_table, preferences};
+pub(crate) use pairwise::{Preferences, create_pair_items, is_pairwise};
+pub use pin::pins_table;
+pub use rubric::rubric_toml;
+pub(crate) use rubric::{judge_live, pin_rubric, rubric_show, study_rubric};
+pub(crate) use study_read::study_fingerprint;
+pub use study_read::{Study, load_study, sight};
 pub use trust::{
-    ROSTER, RosterAdded, RosterView, TrustedLog, UNBOUND, UNSIGNED, binding, check_authorship,
-    confirm, key_file, my_key, pinned_rubric, require_lead, roster, roster_add, roster_list,
-    roster_remove, roster_rotate, roster_table, sign_assignment, sign_label, trusted_log,
+    ROSTER, binding, my_key, roster, roster_add, roster_table, sign_assignment, sign_label,
+    trusted_log,
+};
+pub(crate) use trust::{
+    UNBOUND, UNSIGNED, confirm, key_file, require_lead, roster_list, roster_remove, roster_rotate,
 };

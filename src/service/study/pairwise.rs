@@ -20,6 +20,7 @@ use super::labels::read_items;
 use super::raters::{human_reviewers, rater_report};
 use crate::core::agreement::raters::RaterReport;
 use crate::core::agreement::{Bootstrap, Estimate};
+use crate::core::annotation::Label;
 use crate::core::blinding::{Blinding, LabelVersion, Viewer};
 pub use crate::core::preference::PairItem;
 use crate::core::preference::{
@@ -235,6 +236,86 @@ pub struct Preferences {
     pub refused: Vec<Refusal>,
 }
 
+/// Each criterion's comparisons (run indices into `runs`) from the human reviewers'
+/// current labels of the pair items, and the items with at least one.
+fn comparisons<'k>(
+    records: &[PairItem],
+    current: &BTreeMap<(String, String, String), Label>,
+    reviewers: &[String],
+    runs: &[String],
+    keys: &[&'k str],
+) -> (BTreeMap<&'k str, Vec<PairComparison>>, BTreeSet<String>) {
+    let run_ix = |r: &str| runs.iter().position(|x| x == r);
+    let unit_of: HashMap<&str, (usize, &PairItem)> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.item_id.as_str(), (i, r)))
+        .collect();
+    let mut per_criterion: BTreeMap<&str, Vec<PairComparison>> = BTreeMap::new();
+    let mut labelled = BTreeSet::new();
+    for ((item, reviewer, criterion), l) in current {
+        let (Some(&(unit, rec)), Some(label)) = (unit_of.get(item.as_str()), l.label.as_deref())
+        else {
+            continue;
+        };
+        if !reviewers.contains(reviewer) {
+            continue;
+        }
+        let (Some(f), Some(s)) = (run_ix(&rec.first_run), run_ix(&rec.second_run)) else {
+            continue;
+        };
+        if let Some(c) = comparison(unit, f, s, label) {
+            labelled.insert(item.clone());
+            if let Some(k) = keys.iter().find(|k| **k == criterion.as_str()) {
+                per_criterion.entry(k).or_default().push(c);
+            }
+        }
+    }
+    (per_criterion, labelled)
+}
+
+/// One criterion's row: the runs' Bradley-Terry scores with their intervals (highest
+/// first) and every two runs' head-to-head record.
+fn preference_row(
+    name: &str,
+    runs: &[String],
+    comparisons: &[PairComparison],
+    boot: Bootstrap,
+) -> PreferenceRow {
+    let estimates = scores_with_ci(runs.len(), comparisons, boot);
+    let mut scores: Vec<RunScore> = runs
+        .iter()
+        .zip(estimates)
+        .map(|(run, score)| RunScore {
+            run: run.clone(),
+            score,
+        })
+        .collect();
+    scores.sort_by(|a, b| {
+        let v = |s: &RunScore| s.score.value.unwrap_or(f64::NEG_INFINITY);
+        v(b).total_cmp(&v(a))
+    });
+    let mut head_to_head = Vec::new();
+    for (i, a) in runs.iter().enumerate() {
+        for (j, b) in runs.iter().enumerate().skip(i + 1) {
+            let record = preference::record(comparisons, i, j);
+            if record != Record::default() {
+                head_to_head.push(HeadToHead {
+                    run: a.clone(),
+                    against: b.clone(),
+                    record,
+                });
+            }
+        }
+    }
+    PreferenceRow {
+        criterion: name.to_string(),
+        comparisons: comparisons.len(),
+        scores,
+        head_to_head,
+    }
+}
+
 /// Rank the runs of the pairwise study from every human reviewer's own labels (each
 /// as given before any reveal), the lead's view only.
 pub async fn preferences(
@@ -271,78 +352,18 @@ pub async fn preferences(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let run_ix = |r: &str| runs.iter().position(|x| x == r);
-    let unit_of: HashMap<&str, usize> = records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.item_id.as_str(), i))
-        .collect();
-    let mut per_criterion: BTreeMap<&str, Vec<PairComparison>> = BTreeMap::new();
-    let mut labelled = BTreeSet::new();
-    for ((item, reviewer, criterion), l) in &current {
-        let (Some(rec), Some(label)) = (by_item.get(item.as_str()), l.label.as_deref()) else {
-            continue;
-        };
-        if !reviewers.contains(reviewer) {
-            continue;
-        }
-        let (Some(f), Some(s)) = (run_ix(&rec.first_run), run_ix(&rec.second_run)) else {
-            continue;
-        };
-        let unit = unit_of.get(item.as_str()).copied().unwrap_or(0);
-        if let Some(c) = comparison(unit, f, s, label) {
-            labelled.insert(item.clone());
-            if let Some(k) = keys.iter().find(|k| **k == criterion.as_str()) {
-                per_criterion.entry(k).or_default().push(c);
-            }
-        }
-    }
-    let row = |name: &str, comparisons: &[PairComparison]| {
-        let estimates = scores_with_ci(runs.len(), comparisons, boot);
-        let mut scores: Vec<RunScore> = runs
-            .iter()
-            .zip(estimates)
-            .map(|(run, score)| RunScore {
-                run: run.clone(),
-                score,
-            })
-            .collect();
-        scores.sort_by(|a, b| {
-            let v = |s: &RunScore| s.score.value.unwrap_or(f64::NEG_INFINITY);
-            v(b).total_cmp(&v(a))
-        });
-        let mut head_to_head = Vec::new();
-        for (i, a) in runs.iter().enumerate() {
-            for (j, b) in runs.iter().enumerate().skip(i + 1) {
-                let record = preference::record(comparisons, i, j);
-                if record != Record::default() {
-                    head_to_head.push(HeadToHead {
-                        run: a.clone(),
-                        against: b.clone(),
-                        record,
-                    });
-                }
-            }
-        }
-        PreferenceRow {
-            criterion: name.to_string(),
-            comparisons: comparisons.len(),
-            scores,
-            head_to_head,
-        }
-    };
+    let (per_criterion, labelled) = comparisons(&records, &current, &reviewers, &runs, &keys);
     let mut rows: Vec<PreferenceRow> = rubric
         .criteria
         .iter()
         .map(|c| {
-            row(
-                &c.name,
-                per_criterion.get(c.key.as_str()).map_or(&[], Vec::as_slice),
-            )
+            let of: &[PairComparison] =
+                per_criterion.get(c.key.as_str()).map_or(&[], Vec::as_slice);
+            preference_row(&c.name, &runs, of, boot)
         })
         .collect();
     let pooled: Vec<PairComparison> = per_criterion.values().flatten().copied().collect();
-    rows.push(row("Overall", &pooled));
+    rows.push(preference_row("Overall", &runs, &pooled, boot));
     let agreement = (reviewers.len() >= 2).then(|| {
         rater_report(
             &rubric,

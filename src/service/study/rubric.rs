@@ -60,7 +60,6 @@ pub async fn judge_live(
 /// What `raglab study rubric pin` did.
 #[derive(Debug, Clone)]
 pub struct RubricPinned {
-    pub rubric: Rubric,
     /// Label rows stored when pinned: the pin is in force from there (the first pin
     /// of a study from the start).
     pub label_rows: u64,
@@ -91,7 +90,6 @@ pub async fn pin_rubric(ctx: &Context, rubric: &Rubric) -> Result<RubricPinned> 
     if let Some(c) = &current {
         if c.rubric == *rubric {
             return Ok(RubricPinned {
-                rubric: rubric.clone(),
                 label_rows: c.label_rows,
                 follows: None,
                 unchanged: true,
@@ -121,7 +119,6 @@ pub async fn pin_rubric(ctx: &Context, rubric: &Rubric) -> Result<RubricPinned> 
     pins_table(ws).append(std::slice::from_ref(&row)).await?;
     founding::record(ws, &roster_rows, &roster).await?;
     Ok(RubricPinned {
-        rubric: rubric.clone(),
         label_rows,
         follows: current.map(|c| (c.rubric.name, c.rubric.version)),
         unchanged: false,

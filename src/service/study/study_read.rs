@@ -119,16 +119,3 @@ pub async fn sight(ctx: &Context, viewer: &Viewer) -> Result<Sight> {
     let blinding = Blinding::replay(&log.labels, &keys, &log.schedule);
     Ok(Sight::new(viewer.clone(), blinding, &items))
 }
-
-/// The judgements whose labels `viewer` may see: those of answers that are no study
-/// item, or whose items are revealed to the viewer (all of them for the lead).
-pub async fn visible_judgements(
-    ctx: &Context,
-    viewer: &Viewer,
-    judgements: Vec<crate::core::answer::JudgementRecord>,
-) -> Result<Vec<crate::core::answer::JudgementRecord>> {
-    if *viewer == Viewer::Lead {
-        return Ok(judgements);
-    }
-    Ok(sight(ctx, viewer).await?.judgements_seen(judgements))
-}

@@ -65,8 +65,9 @@ pub enum Msg {
         result: Result<Box<AnswerRecord>, String>,
     },
     Annotation(Result<Box<Study>, String>),
-    /// One group commit finished: each label's ticket with its result.
-    Saved(Vec<(u64, Result<f64, String>)>),
+    /// One group commit finished: each label's ticket with its result (a refusal by
+    /// the study's rules told apart from a store that failed).
+    Saved(Vec<(u64, Result<f64, crate::service::study::SaveError>)>),
     Agreement {
         ticket: u64,
         result: Result<Box<Agreement>, String>,

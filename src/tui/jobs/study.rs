@@ -60,20 +60,16 @@ impl Jobs {
         let labels: Vec<_> = batch.into_iter().map(|(_, l)| l).collect();
         self.spawn(
             async move { study::commit_labels(&ctx, &rubric, &items, &labels).await },
-            move |results| {
-                Msg::Saved(
-                    tickets
-                        .into_iter()
-                        .zip(results)
-                        .map(|(t, r)| (t, r.map_err(err_text)))
-                        .collect(),
-                )
-            },
+            move |results| Msg::Saved(tickets.into_iter().zip(results).collect()),
         );
     }
 
     /// A commit finished: the pane is told, and the labels that waited go next.
-    pub(super) fn on_saved(&mut self, app: &mut App, results: Vec<(u64, Result<f64, String>)>) {
+    pub(super) fn on_saved(
+        &mut self,
+        app: &mut App,
+        results: Vec<(u64, Result<f64, study::SaveError>)>,
+    ) {
         app.on_labels_saved(results);
         self.label_saving = false;
         self.flush_labels(app);

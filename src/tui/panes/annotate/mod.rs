@@ -27,7 +27,7 @@ use crate::core::rubric::Rubric;
 use crate::core::signing::{Refusal, Roster, short};
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::core::timing::{ActiveClock, IDLE_GAP_MS};
-use crate::service::study::{Item, JUDGE, Label};
+use crate::service::study::{Item, JUDGE, Label, SaveError};
 use crate::tui::action::Action;
 use crate::tui::effect::Effect;
 use crate::tui::input::TextInput;
@@ -616,7 +616,7 @@ impl AnnotatePane {
     }
 
     /// A commit finished.
-    pub fn on_saved(&mut self, ticket: u64, result: Result<f64, String>) {
+    pub fn on_saved(&mut self, ticket: u64, result: Result<f64, SaveError>) {
         let Some(label) = self.pending.remove(&ticket) else {
             return;
         };
@@ -658,7 +658,14 @@ impl AnnotatePane {
                     label.criterion,
                     label.label.as_deref().unwrap_or("(undo)")
                 ));
-                self.status = Some(format!("NOT saved: {e}"));
+                // A refusal would be refused again; a failed store may take it next
+                // time, and the reviewer is told to give the label again.
+                self.status = Some(match e {
+                    SaveError::Refused(why) => format!("NOT saved (refused): {why}"),
+                    SaveError::Failed(why) => {
+                        format!("NOT saved (storing failed; give the label again): {why}")
+                    }
+                });
             }
         }
     }

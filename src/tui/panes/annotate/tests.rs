@@ -117,3 +117,47 @@ fn a_lead_is_checked_again_at_each_read_of_the_roster() {
         }
     }
 }
+
+/// The progress line as drawn.
+fn screen(pane: &AnnotatePane) -> String {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    let mut term = Terminal::new(TestBackend::new(200, 20)).expect("terminal");
+    let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
+    let frame = term
+        .draw(|f| PaneView::draw(pane, f, f.area(), &theme))
+        .expect("draw");
+    crate::tui::ui::buffer_text(frame.buffer)
+}
+
+/// A label the study's rules refuse and a label whose store failed are said apart on
+/// screen: only the second asks the reviewer to give it again; neither is kept.
+#[test]
+fn a_refused_label_and_a_failed_store_are_said_apart() {
+    for (error, said, retry) in [
+        (
+            SaveError::Refused("label x: `maybe` is not a label of accuracy".into()),
+            "NOT saved (refused): label x: `maybe` is not a label",
+            false,
+        ),
+        (
+            SaveError::Failed("the object store timed out".into()),
+            "NOT saved (storing failed; give the label again): the object store timed out",
+            true,
+        ),
+    ] {
+        let mut pane = AnnotatePane::new(AnnotateSettings {
+            reviewer: Some("ann".into()),
+            ..AnnotateSettings::default()
+        });
+        pane.load_with(vec![item("i1")], Vec::new(), Schedule::default());
+        let Some(Effect::SaveLabel { ticket, label }) = pane.update(Action::LabelPass) else {
+            panic!("a label key asks for a save");
+        };
+        pane.on_saved(ticket, Err(error));
+        let shown = screen(&pane);
+        assert!(shown.contains(said), "{shown}");
+        assert_eq!(shown.contains("give the label again"), retry, "{shown}");
+        assert!(pane.label_of("i1", "ann", &label.criterion).is_none());
+    }
+}

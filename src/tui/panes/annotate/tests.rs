@@ -14,8 +14,9 @@ fn item(id: &str) -> Item {
     }
 }
 
-/// ann's pane on one item, her first label (`p`: pass on the first criterion) saved.
-fn with_a_saved_label() -> (AnnotatePane, Label) {
+/// ann's pane on one item, her first label (`p`: pass on the first criterion) given
+/// and its save asked for: the pane, the save's ticket and the label.
+fn with_a_label_given() -> (AnnotatePane, u64, Label) {
     let mut pane = AnnotatePane::new(AnnotateSettings {
         reviewer: Some("ann".into()),
         ..AnnotateSettings::default()
@@ -24,6 +25,12 @@ fn with_a_saved_label() -> (AnnotatePane, Label) {
     let Some(Effect::SaveLabel { ticket, label }) = pane.update(Action::LabelPass) else {
         panic!("a label key asks for a save");
     };
+    (pane, ticket, label)
+}
+
+/// [`with_a_label_given`], the label saved.
+fn with_a_saved_label() -> (AnnotatePane, Label) {
+    let (mut pane, ticket, label) = with_a_label_given();
     pane.on_saved(ticket, Ok(1.0));
     (pane, label)
 }
@@ -146,14 +153,7 @@ fn a_refused_label_and_a_failed_store_are_said_apart() {
             true,
         ),
     ] {
-        let mut pane = AnnotatePane::new(AnnotateSettings {
-            reviewer: Some("ann".into()),
-            ..AnnotateSettings::default()
-        });
-        pane.load_with(vec![item("i1")], Vec::new(), Schedule::default());
-        let Some(Effect::SaveLabel { ticket, label }) = pane.update(Action::LabelPass) else {
-            panic!("a label key asks for a save");
-        };
+        let (mut pane, ticket, label) = with_a_label_given();
         pane.on_saved(ticket, Err(error));
         let shown = screen(&pane);
         assert!(shown.contains(said), "{shown}");

@@ -215,10 +215,15 @@ fn setup_said(c: &GenerationConfig) -> String {
     if c.no_retrieval {
         format!("no retrieval, prompt {}", c.template().label())
     } else {
+        // The weight only where the method fuses (a BM25 run has none to show).
+        let alpha = if c.ranking.method.uses_alpha() {
+            format!(" a={}", c.ranking.alpha)
+        } else {
+            String::new()
+        };
         format!(
-            "{} a={} k={}, context {} {}, prompt {}",
+            "{}{alpha} k={}, context {} {}, prompt {}",
             c.ranking.method,
-            c.ranking.alpha,
             c.k,
             c.context,
             c.order,

@@ -143,12 +143,12 @@ impl AnswerBatch {
             None
         } else {
             config.abstain_below = config.abstain_below.or(ctx.config.retrieval.abstain_below);
-            let r = Retriever::open_variant(
-                &ctx.workspace,
-                Some(&ctx.embed_config(&embed)?),
-                config.variant,
-            )
-            .await?;
+            // The embedding model only where something reads the dense side (the
+            // ranking, or abstention's best cosine): a BM25 or TF-IDF run on a
+            // sparse-only workspace needs none.
+            let dense = config.ranking.method.needs_dense() || config.abstain_below.is_some();
+            let embed = dense.then(|| ctx.embed_config(&embed)).transpose()?;
+            let r = Retriever::open_variant(&ctx.workspace, embed.as_ref(), config.variant).await?;
             r.ensure_fresh()?;
             Some(r)
         };

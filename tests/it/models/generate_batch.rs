@@ -266,3 +266,45 @@ fn batches_resume_without_duplicates_and_keep_provenance() {
     );
     check(&given);
 }
+
+/// A BM25 run reads no dense side, so it needs no embedding model: with the model's
+/// path wrong it answers; a hybrid run with the same path is refused, naming it.
+#[test]
+fn a_sparse_run_generates_without_an_embedding_model() {
+    let (env, q) = setup();
+    let missing = env.dir.path().join("no-such-embedder.gguf");
+    let missing = missing.to_str().expect("utf8");
+    let run = |method: &str| {
+        env.cmd()
+            .args([
+                "generate",
+                "--questions",
+                q.to_str().expect("utf8"),
+                "--run",
+                method,
+                "--method",
+                method,
+                "--k",
+                "1",
+                "--max-tokens",
+                "4",
+                "--limit",
+                "1",
+                "--embed-model",
+                missing,
+            ])
+            .output()
+            .expect("spawn")
+    };
+    let sparse = run("bm25");
+    assert!(
+        sparse.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sparse.stderr)
+    );
+    assert_eq!(answers(&env, "bm25").len(), 1);
+    let dense = run("hybrid");
+    let err = String::from_utf8_lossy(&dense.stderr);
+    assert!(!dense.status.success() && err.contains(missing), "{err}");
+    assert!(answers(&env, "hybrid").is_empty());
+}

@@ -546,3 +546,6 @@ impl PaneView for CorpusPane {
         self.apply_filter();
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -306,3 +306,79 @@ fn score_lines<'a>(
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::core::candidates::CandidateRecord;
+
+    fn view(id: &str, question: &str) -> CandidateView {
+        CandidateView {
+            candidate: CandidateRecord {
+                candidate_id: id.into(),
+                kind: "fact".into(),
+                chunk_ids: vec![format!("{id}#chunk")],
+                question: question.into(),
+                answer: "A yearly vaccine.".into(),
+                ..CandidateRecord::default()
+            },
+            critique: None,
+            critiques: 0,
+            decision: None,
+            verdict: "kept".into(),
+            duplicate_of: None,
+        }
+    }
+
+    fn screen(pane: &EvalsetPane) -> String {
+        let mut term = Terminal::new(TestBackend::new(160, 30)).expect("terminal");
+        let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
+        let frame = term
+            .draw(|f| PaneView::draw(pane, f, f.area(), &theme))
+            .expect("draw");
+        crate::tui::ui::buffer_text(frame.buffer)
+    }
+
+    /// With no candidate the pane says which command makes some; loaded, `j` moves to
+    /// the next candidate and `a` asks to store its acceptance, said on screen, and the
+    /// stored decision reloads the list.
+    #[test]
+    fn a_candidate_is_chosen_by_keys_and_its_decision_asked_for() {
+        let mut pane = EvalsetPane::default();
+        pane.on_loaded(Ok(Vec::new()));
+        assert!(screen(&pane).contains(HOW_TO), "{}", screen(&pane));
+        pane.on_loaded(Ok(vec![
+            view("c1", "How is the flu spread?"),
+            view("c2", "Who should get a flu vaccine?"),
+        ]));
+        pane.update(Action::Down);
+        assert_eq!(
+            pane.current().map(|c| c.candidate.candidate_id.as_str()),
+            Some("c2")
+        );
+        assert!(screen(&pane).contains("Who should get a flu vaccine?"));
+        let Some(Effect::DecideCandidate {
+            candidate_id,
+            decision,
+        }) = pane.update(Action::AcceptCandidate)
+        else {
+            panic!("accepting asks for a decision to be stored");
+        };
+        assert_eq!(
+            (candidate_id.as_str(), decision),
+            ("c2", Some(Decision::Accept))
+        );
+        assert!(
+            screen(&pane).contains("saving accept of c2"),
+            "{}",
+            screen(&pane)
+        );
+        assert_eq!(pane.saves_in_flight(), 1);
+        let next = pane.on_decided(Ok("accepted c2".into()));
+        assert!(matches!(next, Some(Effect::LoadEvalset)));
+        assert_eq!(pane.saves_in_flight(), 0);
+    }
+}

@@ -88,6 +88,17 @@ pub fn draw_opening(f: &mut Frame, theme: &Theme, workspace: &str, o: &Opening) 
     scrub(f.buffer_mut());
 }
 
+/// What `pane` draws on a `width` x `height` screen in the dark theme, one line per
+/// row: for the panes' tests that read their screen.
+#[cfg(test)]
+pub fn pane_screen(pane: &dyn crate::tui::panes::PaneView, width: u16, height: u16) -> String {
+    let backend = ratatui::backend::TestBackend::new(width, height);
+    let mut term = ratatui::Terminal::new(backend).expect("terminal");
+    let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
+    let frame = term.draw(|f| pane.draw(f, f.area(), &theme)).expect("draw");
+    buffer_text(frame.buffer)
+}
+
 /// What `buf` shows, one line per row: for tests that read a screen.
 pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
     (0..buf.area.height)

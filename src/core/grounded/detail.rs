@@ -118,33 +118,20 @@ impl GroundedDetail {
                 (context_precision(&self.context_useful), recall)
             }
         };
-        let (mut f1, mut correctness) = (None, None);
-        if has_reference {
-            let (answer, reference) = (
-                self.answer_statements.len(),
-                self.reference_statements.len(),
-            );
-            // TP and FP come from the answer's statements judged against the reference's
-            // text, and only when the reference has statements (else each is an FP); FN
-            // from the reference's statements judged against the answer.
-            let tp = if reference == 0 {
-                0
-            } else {
-                self.answer_in_reference.iter().filter(|v| **v).count()
-            };
-            let fn_ = self.reference_in_answer.iter().filter(|v| !**v).count();
-            let value = statement_f1(answer, reference, tp, answer - tp, fn_);
-            f1 = Some(value);
-            correctness = answer_correctness(value, similarity, w);
+        let (f1, correctness) = if has_reference {
+            let f1 = self.statement_f1();
+            let correctness = answer_correctness(f1, similarity, w);
             if correctness.is_none() {
                 undefined(
                     "answer correctness",
                     "no embedding similarity (an empty embedding)",
                 );
             }
+            (Some(f1), correctness)
         } else {
             undefined("answer correctness", NO_REFERENCE);
-        }
+            (None, None)
+        };
         GroundedScores {
             faithfulness: faithful,
             context_precision: precision,
@@ -154,5 +141,23 @@ impl GroundedDetail {
             similarity: if has_reference { similarity } else { None },
             undefined: why,
         }
+    }
+
+    /// Answer correctness's statement F1. TP and FP come from the answer's statements
+    /// judged against the reference's text, and only when the reference has
+    /// statements (else each is an FP); FN from the reference's statements judged
+    /// against the answer.
+    fn statement_f1(&self) -> f64 {
+        let (answer, reference) = (
+            self.answer_statements.len(),
+            self.reference_statements.len(),
+        );
+        let tp = if reference == 0 {
+            0
+        } else {
+            self.answer_in_reference.iter().filter(|v| **v).count()
+        };
+        let fn_ = self.reference_in_answer.iter().filter(|v| !**v).count();
+        statement_f1(answer, reference, tp, answer - tp, fn_)
     }
 }

@@ -289,6 +289,30 @@ impl Answerer<'_> {
     }
 }
 
+impl Prepared {
+    /// A prompt with no chunk in it: answered without retrieval, or abstained on.
+    fn without_chunks(
+        user_prompt: PromptText,
+        retrieval_ms: f64,
+        best_cosine: Option<f64>,
+        abstain: bool,
+    ) -> Self {
+        Prepared {
+            user_prompt,
+            chunk_ids: vec![],
+            chunk_ranks: vec![],
+            dropped: vec![],
+            target_rank: None,
+            target_prompt_rank: None,
+            target_list_rank: None,
+            retrieval_ms,
+            rerank_ms: None,
+            best_cosine,
+            abstain,
+        }
+    }
+}
+
 /// Retrieve and assemble the prompt of `q` with the run's template and context policy
 /// under its token budget, counted with `count` and capped by a model context of
 /// `context_tokens`.
@@ -310,22 +334,11 @@ pub fn prepare_prompt(
     let started = Instant::now();
     let template = config.template();
     if config.no_retrieval {
-        return Ok(Prepared {
-            user_prompt: fill(
-                &template.text,
-                &[("question", Slot::Untrusted(q.text.trim()))],
-            ),
-            chunk_ids: vec![],
-            chunk_ranks: vec![],
-            dropped: vec![],
-            target_rank: None,
-            target_prompt_rank: None,
-            target_list_rank: None,
-            retrieval_ms: 0.0,
-            rerank_ms: None,
-            best_cosine: None,
-            abstain: false,
-        });
+        let user_prompt = fill(
+            &template.text,
+            &[("question", Slot::Untrusted(q.text.trim()))],
+        );
+        return Ok(Prepared::without_chunks(user_prompt, 0.0, None, false));
     }
     let r = retriever.context("retrieval is required unless --no-retrieval")?;
     let (lists, _) = r.query(&q.text, DEFAULT_DEPTH.max(config.k))?;
@@ -334,19 +347,13 @@ pub fn prepare_prompt(
         let best = best_cosine
             .context("abstention needs dense retrieval: build the embeddings (`raglab index`)")?;
         if abstains(best, t) {
-            return Ok(Prepared {
-                user_prompt: PromptText::default(),
-                chunk_ids: vec![],
-                chunk_ranks: vec![],
-                dropped: vec![],
-                target_rank: None,
-                target_prompt_rank: None,
-                target_list_rank: None,
-                retrieval_ms: started.elapsed().as_secs_f64() * 1e3,
-                rerank_ms: None,
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            return Ok(Prepared::without_chunks(
+                PromptText::default(),
+                ms,
                 best_cosine,
-                abstain: true,
-            });
+                true,
+            ));
         }
     }
     let ranked: Vec<&str> = match reranked {

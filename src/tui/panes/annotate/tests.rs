@@ -127,14 +127,7 @@ fn a_lead_is_checked_again_at_each_read_of_the_roster() {
 
 /// The progress line as drawn.
 fn screen(pane: &AnnotatePane) -> String {
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
-    let mut term = Terminal::new(TestBackend::new(200, 20)).expect("terminal");
-    let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
-    let frame = term
-        .draw(|f| PaneView::draw(pane, f, f.area(), &theme))
-        .expect("draw");
-    crate::tui::ui::buffer_text(frame.buffer)
+    crate::tui::ui::pane_screen(pane, 200, 20)
 }
 
 /// A label the study's rules refuse and a label whose store failed are said apart on

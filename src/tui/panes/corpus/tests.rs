@@ -1,8 +1,5 @@
 //! The Corpus pane driven by its keys, checked on the screen it draws.
 
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
-
 use super::*;
 
 fn chunk(doc: &str, section: &str, ordinal: usize, text: &str) -> Chunk {
@@ -43,12 +40,7 @@ fn pane() -> CorpusPane {
 }
 
 fn screen(pane: &CorpusPane) -> String {
-    let mut term = Terminal::new(TestBackend::new(160, 30)).expect("terminal");
-    let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
-    let frame = term
-        .draw(|f| PaneView::draw(pane, f, f.area(), &theme))
-        .expect("draw");
-    crate::tui::ui::buffer_text(frame.buffer)
+    crate::tui::ui::pane_screen(pane, 160, 30)
 }
 
 /// `/` and typed text filter the documents by title and header path, `enter` keeps

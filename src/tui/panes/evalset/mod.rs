@@ -309,8 +309,6 @@ fn score_lines<'a>(
 
 #[cfg(test)]
 mod tests {
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
 
     use super::*;
     use crate::core::candidates::CandidateRecord;
@@ -334,12 +332,7 @@ mod tests {
     }
 
     fn screen(pane: &EvalsetPane) -> String {
-        let mut term = Terminal::new(TestBackend::new(160, 30)).expect("terminal");
-        let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
-        let frame = term
-            .draw(|f| PaneView::draw(pane, f, f.area(), &theme))
-            .expect("draw");
-        crate::tui::ui::buffer_text(frame.buffer)
+        crate::tui::ui::pane_screen(pane, 160, 30)
     }
 
     /// With no candidate the pane says which command makes some; loaded, `j` moves to

@@ -725,16 +725,11 @@ impl PaneView for GeneratePane {
 
 #[cfg(test)]
 mod tests {
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
 
     use super::*;
 
     fn screen(pane: &GeneratePane) -> String {
-        let mut term = Terminal::new(TestBackend::new(260, 16)).expect("terminal");
-        let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
-        let frame = term.draw(|f| pane.draw(f, f.area(), &theme)).expect("draw");
-        crate::tui::ui::buffer_text(frame.buffer)
+        crate::tui::ui::pane_screen(pane, 260, 16)
     }
 
     fn choice(name: &str, file: Option<&str>) -> TemplateChoice {

@@ -1439,17 +1439,12 @@ impl PaneView for QueryPane {
 
 #[cfg(test)]
 mod tests {
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
 
     use super::*;
     use crate::core::retrieval::Alpha;
 
     fn screen(pane: &QueryPane) -> String {
-        let mut term = Terminal::new(TestBackend::new(110, 20)).expect("terminal");
-        let theme = crate::tui::theme::Theme::builtin("dark").expect("theme");
-        let frame = term.draw(|f| pane.draw(f, f.area(), &theme)).expect("draw");
-        crate::tui::ui::buffer_text(frame.buffer)
+        crate::tui::ui::pane_screen(pane, 110, 20)
     }
 
     /// With no flag and no config, each method ranks at its own default, as every

@@ -645,6 +645,19 @@ fn judge(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<()>
         row(s, &cells);
     }
     let _ = writeln!(s, "\npaper {}\n", paper::JUDGE_RANK_NOTE);
+    judge_by_rank_chart(s, j, &present, charts)?;
+    per_run(s, r);
+    Ok(())
+}
+
+/// Figure 6: each criterion's pass rate by the target's rank in the prompt, over the
+/// ranked buckets of `present`.
+fn judge_by_rank_chart(
+    s: &mut String,
+    j: &crate::service::evaluate::JudgePassRates,
+    present: &[&str],
+    charts: &mut Charts<'_>,
+) -> Result<()> {
     let ranked: Vec<String> = present
         .iter()
         .filter(|b| !matches!(**b, "overall" | "dropped" | "not retrieved"))
@@ -678,7 +691,6 @@ fn judge(s: &mut String, r: &StudyReport, charts: &mut Charts<'_>) -> Result<()>
         )?;
         let _ = writeln!(s, "{img}\n");
     }
-    per_run(s, r);
     Ok(())
 }
 

@@ -22,8 +22,8 @@ use crate::infer::generate::{GenStats, Generator};
 use crate::service::base::{
     Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Resumable, Role, run_on_pool,
 };
-use crate::service::retrieval::Retriever;
 use crate::service::retrieval::rerank::StageRanking;
+use crate::service::retrieval::{Retriever, open_ranking};
 
 /// Every question's ranking through the run's rerank stage, each question once
 /// (repeats share it), before any answer is generated: the stage's model and the
@@ -143,14 +143,8 @@ impl AnswerBatch {
             None
         } else {
             config.abstain_below = config.abstain_below.or(ctx.config.retrieval.abstain_below);
-            // The embedding model only where something reads the dense side (the
-            // ranking, or abstention's best cosine): a BM25 or TF-IDF run on a
-            // sparse-only workspace needs none.
             let dense = config.ranking.method.needs_dense() || config.abstain_below.is_some();
-            let embed = dense.then(|| ctx.embed_config(&embed)).transpose()?;
-            let r = Retriever::open_variant(&ctx.workspace, embed.as_ref(), config.variant).await?;
-            r.ensure_fresh()?;
-            Some(r)
+            Some(open_ranking(ctx, dense, &embed, config.variant).await?)
         };
         let configs = config.repeats(repeats);
         let items: Vec<Repeated> = (0..configs.len())

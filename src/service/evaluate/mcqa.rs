@@ -519,8 +519,7 @@ async fn open_retriever(
     if ks.iter().all(|&k| k == 0) {
         return Ok(None);
     }
-    let r = Retriever::open(&ctx.workspace, Some(&ctx.embed_config(&args.embed)?)).await?;
-    r.ensure_fresh()?;
+    let r = crate::service::retrieval::open_for(ctx, args.method, &args.embed).await?;
     let missing = questions
         .iter()
         .filter(|q| !q.relevant.is_empty() && q.relevant.iter().all(|t| r.chunk(t).is_none()))

@@ -10,5 +10,5 @@ pub use on_demand::{lists_on_demand, places_on_demand, rank_on_demand};
 pub use retriever::{
     CHECKPOINT_CHUNKS, DEFAULT_DEPTH, IndexReport, IndexRequest, IndexSummary, QueryTimings,
     Retriever, SearchRequest, SearchResult, SearchRow, build_index, open_for, open_for_browsing,
-    open_variant_for, search,
+    open_ranking, open_variant_for, search,
 };

@@ -621,10 +621,21 @@ pub async fn open_variant_for(
     embed: &ModelChoice,
     variant: Variant,
 ) -> Result<Retriever> {
-    let cfg = method
-        .needs_dense()
-        .then(|| ctx.embed_config(embed))
-        .transpose()?;
+    open_ranking(ctx, method.needs_dense(), embed, variant).await
+}
+
+/// The one place a use case opens the retriever its ranking needs: the embedding
+/// model only when `dense` (something reads the dense side: the method, or
+/// abstention's best cosine), so a BM25 or TF-IDF run on a sparse-only workspace, or
+/// with the models elsewhere, loads none; then a check that the indexes hold the
+/// current chunks.
+pub async fn open_ranking(
+    ctx: &Context,
+    dense: bool,
+    embed: &ModelChoice,
+    variant: Variant,
+) -> Result<Retriever> {
+    let cfg = dense.then(|| ctx.embed_config(embed)).transpose()?;
     let r = Retriever::open_variant(&ctx.workspace, cfg.as_ref(), variant).await?;
     r.ensure_fresh()?;
     Ok(r)

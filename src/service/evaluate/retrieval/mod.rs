@@ -611,9 +611,7 @@ fn eval_config(
 /// method needs them.
 async fn open_ranker(ctx: &Context, req: &RetrievalEval) -> Result<Retriever> {
     let dense = req.methods.iter().any(|m| m.needs_dense());
-    let cfg = dense.then(|| ctx.embed_config(&req.embed)).transpose()?;
-    let r = Retriever::open_variant(&ctx.workspace, cfg.as_ref(), req.variant).await?;
-    r.ensure_fresh()?;
+    let r = crate::service::retrieval::open_ranking(ctx, dense, &req.embed, req.variant).await?;
     if dense && !r.has_dense() {
         bail!("no embeddings for this model: run `raglab index`");
     }

@@ -314,6 +314,11 @@ pub struct RerankConfig {
     pub depth: Option<usize>,
     /// Chunks kept after reranking (default 5).
     pub keep: Option<usize>,
+    /// A GGUF scorer decodes a question's candidates in one call with their common
+    /// prefix once, instead of each prompt whole as llama-server does: fewer tokens,
+    /// but scores that differ from the server's (`raglab bench rerank` measures
+    /// both). Cached apart from whole-prompt scores. Default false.
+    pub share_prefix: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -630,6 +635,7 @@ mod template_tests {
                 prompt: path(),
                 depth: Some(10),
                 keep: Some(5),
+                share_prefix: true,
             },
             endpoints: vec![EndpointConfig {
                 url: "u".into(),

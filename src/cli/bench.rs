@@ -1,4 +1,4 @@
-//! `raglab bench retrieval` and `raglab bench generate`: figures, not assertions.
+//! `raglab bench retrieval|generate|embed|rerank`: figures, not assertions.
 
 use std::path::PathBuf;
 
@@ -395,5 +395,72 @@ pub async fn embed(ctx: &Context, args: EmbedBenchArgs) -> Result<()> {
             opt(&v["reference_worst_cosine"]),
         );
     }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct RerankBenchArgs {
+    /// JSONL questions; the first `--limit` are timed.
+    #[arg(long)]
+    pub questions: PathBuf,
+    /// Questions timed.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Candidates per question (BM25's first N chunks).
+    #[arg(long, default_value_t = 10)]
+    pub depth: usize,
+    /// Scorer threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<i32>,
+    /// GGUF scorer (default: `[rerank] model`, else the generator).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+}
+
+/// `raglab bench rerank`: both ways of decoding a question's candidates, side by side.
+pub async fn rerank(ctx: &Context, args: RerankBenchArgs) -> Result<()> {
+    let req = crate::service::evaluate::RerankBench {
+        questions: &args.questions,
+        limit: args.limit,
+        depth: args.depth,
+        model: ModelChoice {
+            model: args.model.or_else(|| ctx.config.rerank.model.clone()),
+            threads: args.threads,
+        },
+    };
+    let out = crate::service::evaluate::bench_rerank(ctx, &req).await?;
+    say!(
+        "{}: {} questions, {} candidates (BM25's first {}), each question both ways in turn",
+        out.model,
+        out.questions,
+        out.candidates,
+        args.depth
+    );
+    say!(
+        "per question (median)   tokens    wall ms   llama.cpp prompt ms   wall / llama.cpp (sums)"
+    );
+    for (name, f) in [
+        ("whole prompts", &out.whole),
+        ("prefix shared", &out.shared),
+    ] {
+        say!(
+            "{name:<22} {:>7.0} {:>10.1} {:>21.1} {:>25.3}x",
+            f.tokens,
+            f.wall_ms,
+            f.llama_prompt_ms,
+            f.wall_over_llama
+        );
+    }
+    say!(
+        "prefix shared / whole wall time: {:.3}x",
+        out.shared_over_whole
+    );
+    say!(
+        "|P(yes) shared - whole|: max {:.4}, mean {:.4}; same order in {} of {} questions",
+        out.max_abs_diff,
+        out.mean_abs_diff,
+        out.same_order,
+        out.questions
+    );
     Ok(())
 }

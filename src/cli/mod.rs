@@ -225,6 +225,9 @@ pub enum BenchCmd {
     Generate(bench::GenBenchArgs),
     /// Embedding speed (passages/s, query latency) of several embedder set-ups, interleaved in one run.
     Embed(bench::EmbedBenchArgs),
+    /// A GGUF pointwise reranker's time per question, prompts decoded whole and with
+    /// their common prefix shared, against llama.cpp's prompt-eval time, side by side.
+    Rerank(bench::RerankBenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -299,6 +302,9 @@ pub async fn run(
         Command::Bench {
             cmd: BenchCmd::Generate(args),
         } => bench::generate(ctx, args).await,
+        Command::Bench {
+            cmd: BenchCmd::Rerank(args),
+        } => bench::rerank(ctx, args).await,
         Command::Bench {
             cmd: BenchCmd::Embed(args),
         } => bench::embed(ctx, args).await,

@@ -142,6 +142,7 @@ enum Request {
     PromptTokens(Vec<ChatMessage>, Reply<PromptTokens>),
     Score(
         Vec<Vec<ChatMessage>>,
+        super::pointwise::Decode,
         Reply<super::pointwise::PointwiseScores>,
     ),
 }
@@ -275,13 +276,15 @@ impl Generator {
         self.ask(|tx| Request::PromptTokens(messages, tx))
     }
 
-    /// P(yes) of each prompt's next token (the pointwise rerank score), each prompt
-    /// decoded whole as llama-server would ([`super::pointwise`]).
+    /// P(yes) of each prompt's next token (the pointwise rerank score), decoded as
+    /// `decode` says ([`super::pointwise`]: whole, as llama-server would, or with
+    /// the common prefix shared).
     pub fn score_yes_no(
         &self,
         prompts: Vec<Vec<ChatMessage>>,
+        decode: super::pointwise::Decode,
     ) -> Result<super::pointwise::PointwiseScores> {
-        self.ask(|tx| Request::Score(prompts, tx))
+        self.ask(|tx| Request::Score(prompts, decode, tx))
     }
 
     fn ask<T>(&self, request: impl FnOnce(Reply<T>) -> Request) -> Result<T> {
@@ -370,12 +373,13 @@ fn worker(cfg: &GenConfig, rx: &mpsc::Receiver<Request>, ready: &mpsc::Sender<Re
                         .map(|r| describe(&model, &r.tokens(&model))),
                 );
             }
-            Request::Score(prompts, reply) => {
+            Request::Score(prompts, decode, reply) => {
                 let _ = reply.send(super::pointwise::score(
                     &model,
                     &specials,
                     cfg.threads,
                     &prompts,
+                    decode,
                 ));
             }
             Request::Generate(req) => {

@@ -2,14 +2,17 @@
 //! asking whether the chunk answers it), P(yes) from the logits of the token after
 //! the prompt.
 //!
-//! Each prompt is decoded on its own, from position 0, in micro-batches of 512 tokens
-//! as llama-server decodes a prompt: its P(yes) then equals, to float precision, the
-//! value from the server's own next-token log-probabilities (a test checks 20 pairs).
-//! Sharing the prompts' common prefix (decoded once, then copied to a sequence per
-//! prompt, or put in one batch as a token of every sequence) was built and measured:
-//! on SmolLM2 Q4_1 it moved P(yes) by up to 0.058 against the server's value, because
-//! the logits of a quantised model depend on how its prompt is cut into decode calls.
-//! Exact scores were chosen over the saved prefix work.
+//! Two ways to decode the prompts ([`Decode`]):
+//! - [`Decode::Whole`] (the default): each prompt on its own, from position 0, in
+//!   micro-batches of 512 tokens as llama-server decodes a prompt. Its P(yes) equals,
+//!   to float precision, the value from the server's own next-token log-probabilities
+//!   (a test checks 20 pairs).
+//! - [`Decode::SharedPrefix`]: one decode call for all prompts, a sequence per prompt,
+//!   their common token prefix put in the batch once as a token of every sequence. It
+//!   decodes fewer tokens, but the logits of a quantised model depend on how its
+//!   prompt is cut into batches, so its P(yes) differs from the server's by more than
+//!   float noise (`raglab bench rerank` prints by how much, beside both timings). It
+//!   is a setting (`[rerank] share_prefix`), and its scores are cached apart.
 
 use std::num::NonZeroU32;
 use std::time::Instant;
@@ -54,12 +57,23 @@ fn word_token(model: &LlamaModel, word: &str) -> Result<LlamaToken, String> {
         .ok_or_else(|| format!("the vocabulary has no token for `{word}`"))
 }
 
-/// P(yes) of every prompt, each decoded whole (see the module's note).
+/// How a scoring call decodes its prompts (see the module's note).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Decode {
+    /// Each prompt on its own, as llama-server does: scores equal the server's.
+    #[default]
+    Whole,
+    /// All prompts in one decode, their common prefix once.
+    SharedPrefix,
+}
+
+/// P(yes) of every prompt, decoded as `decode` says.
 pub fn score(
     model: &LlamaModel,
     specials: &Specials,
     threads: i32,
     prompts: &[Vec<ChatMessage>],
+    decode: Decode,
 ) -> Result<PointwiseScores, String> {
     let started = Instant::now();
     if prompts.is_empty() {
@@ -86,6 +100,9 @@ pub fn score(
         return Err(format!(
             "a scoring prompt of {longest} tokens exceeds the model's context ({window})"
         ));
+    }
+    if decode == Decode::SharedPrefix {
+        return score_shared(model, threads, &tokens, (yes, no), started);
     }
     let n_ctx = u32::try_from(longest.next_multiple_of(256)).unwrap_or(u32::MAX);
     let params = LlamaContextParams::default()
@@ -127,4 +144,101 @@ pub fn score(
         wall_ms: started.elapsed().as_secs_f64() * 1e3,
         llama_prompt_ms: ctx.timings().t_p_eval_ms(),
     })
+}
+
+/// How many leading tokens every prompt shares, leaving each at least its last token
+/// of its own (whose logits are read).
+fn common_prefix(tokens: &[Vec<LlamaToken>]) -> usize {
+    let Some((first, rest)) = tokens.split_first() else {
+        return 0;
+    };
+    let shortest = tokens.iter().map(Vec::len).min().unwrap_or(0);
+    let mut n = 0;
+    while n + 1 < shortest && rest.iter().all(|t| t[n] == first[n]) {
+        n += 1;
+    }
+    n
+}
+
+/// [`Decode::SharedPrefix`]: one batch holding the common prefix once, as a token of
+/// every prompt's sequence, then each prompt's own tail in its sequence; one
+/// `decode` call (llama.cpp cuts it into micro-batches itself); P(yes) read at each
+/// tail's last token.
+fn score_shared(
+    model: &LlamaModel,
+    threads: i32,
+    tokens: &[Vec<LlamaToken>],
+    (yes, no): (LlamaToken, LlamaToken),
+    started: Instant,
+) -> Result<PointwiseScores, String> {
+    let shared = common_prefix(tokens);
+    let total = shared + tokens.iter().map(|t| t.len() - shared).sum::<usize>();
+    let n_seq = u32::try_from(tokens.len()).map_err(|e| e.to_string())?;
+    let n_ctx = u32::try_from(total.next_multiple_of(256)).unwrap_or(u32::MAX);
+    let n_batch = u32::try_from(total).unwrap_or(u32::MAX);
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(n_ctx))
+        .with_n_batch(n_batch)
+        .with_n_ubatch(UBATCH)
+        .with_n_seq_max(n_seq)
+        .with_kv_unified(true)
+        .with_n_threads(threads)
+        .with_n_threads_batch(threads)
+        .with_no_perf(false);
+    let backend = super::backend::backend().map_err(|e| e.to_string())?;
+    let mut ctx = model
+        .new_context(backend, params)
+        .map_err(|e| format!("cannot create a scoring context: {e}"))?;
+    let pos = |p: usize| i32::try_from(p).unwrap_or(i32::MAX);
+    let every: Vec<i32> = (0..tokens.len()).map(pos).collect();
+    let mut batch = LlamaBatch::new(total, pos(tokens.len()));
+    for (p, tok) in tokens[0][..shared].iter().enumerate() {
+        batch
+            .add(*tok, pos(p), &every, false)
+            .map_err(|e| e.to_string())?;
+    }
+    let mut last = Vec::with_capacity(tokens.len());
+    for (seq, t) in tokens.iter().enumerate() {
+        for (p, tok) in t.iter().enumerate().skip(shared) {
+            let end = p + 1 == t.len();
+            batch
+                .add(*tok, pos(p), &[pos(seq)], end)
+                .map_err(|e| e.to_string())?;
+        }
+        last.push(batch.n_tokens() - 1);
+    }
+    ctx.decode(&mut batch)
+        .map_err(|e| format!("scoring decode failed: {e}"))?;
+    let p_yes = last
+        .iter()
+        .map(|&i| {
+            let logits = ctx.get_logits_ith(i);
+            let at = |t: LlamaToken| f64::from(logits[usize::try_from(t.0).unwrap_or(0)]);
+            crate::core::rerank::p_yes(at(yes), at(no))
+        })
+        .collect();
+    ctx.synchronize();
+    Ok(PointwiseScores {
+        p_yes,
+        tokens: total,
+        wall_ms: started.elapsed().as_secs_f64() * 1e3,
+        llama_prompt_ms: ctx.timings().t_p_eval_ms(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared prefix stops at the first token that differs, and never takes a
+    /// prompt's last token (its logits are read); a single prompt keeps its last.
+    #[test]
+    fn the_common_prefix_leaves_every_prompt_a_token_of_its_own() {
+        let t = |v: &[i32]| v.iter().map(|&i| LlamaToken(i)).collect::<Vec<_>>();
+        assert_eq!(common_prefix(&[t(&[1, 2, 3, 4]), t(&[1, 2, 5])]), 2);
+        assert_eq!(common_prefix(&[t(&[1, 2, 3]), t(&[1, 2, 3, 4])]), 2);
+        assert_eq!(common_prefix(&[t(&[1, 2, 3])]), 2);
+        assert_eq!(common_prefix(&[t(&[9]), t(&[9])]), 0);
+        assert_eq!(common_prefix(&[]), 0);
+    }
 }

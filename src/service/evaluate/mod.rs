@@ -8,6 +8,7 @@ mod abstention;
 mod answer_runs;
 mod bench;
 mod bench_embed;
+mod bench_rerank;
 mod frugality;
 mod last;
 mod mcqa;
@@ -29,6 +30,7 @@ pub(crate) use answer_runs::{
 };
 pub(crate) use bench::{GenBench, bench_generate, bench_retrieval};
 pub(crate) use bench_embed::{EmbedBench, EmbedVariant, bench_embed};
+pub(crate) use bench_rerank::{RerankBench, bench_rerank};
 pub use frugality::Skipped;
 pub(crate) use frugality::{McqaFrugality, Temperatures, mcqa_frugality};
 pub use last::overview;

@@ -22,6 +22,7 @@ use crate::core::rerank::{RerankCut, Reranked, cache_key, rerank};
 use crate::core::template::{Template, TemplateKind};
 use crate::infer::endpoint::EndpointSpec;
 use crate::infer::generate::Generator;
+pub use crate::infer::pointwise::Decode;
 use crate::infer::rerank_endpoint::RerankEndpoint;
 use crate::service::base::{Context, ModelChoice, load_generator, model_sha256, now_rfc3339};
 use crate::store::records::Table;
@@ -60,6 +61,8 @@ pub struct RerankSetup {
     pub cut: RerankCut,
     pub backend: RerankBackend,
     pub template: Template,
+    /// How a GGUF scorer decodes a question's prompts (`[rerank] share_prefix`).
+    pub decode: Decode,
 }
 
 impl RerankSetup {
@@ -75,8 +78,12 @@ impl RerankSetup {
     /// The stage as records and reports name it: `top 10 reranked, 5 kept by MODEL
     /// (TEMPLATE@HASH)`.
     pub fn describe(&self) -> String {
+        let shared = match (&self.backend, self.decode) {
+            (RerankBackend::Model(_), Decode::SharedPrefix) => ", prefix shared",
+            _ => "",
+        };
         format!(
-            "{} by {} ({})",
+            "{} by {} ({}{shared})",
             self.cut,
             self.scorer_name(),
             self.template.label()
@@ -121,6 +128,11 @@ pub fn setup(ctx: &Context, flags: &RerankFlags) -> Result<RerankSetup> {
         cut,
         backend,
         template,
+        decode: if conf.share_prefix {
+            Decode::SharedPrefix
+        } else {
+            Decode::Whole
+        },
     })
 }
 
@@ -149,6 +161,7 @@ pub fn pointwise_prompt(
 struct LazyModel {
     cfg: crate::infer::generate::GenConfig,
     loaded: Option<Generator>,
+    decode: Decode,
 }
 
 impl LazyModel {
@@ -212,7 +225,17 @@ impl Reranker {
                 });
                 cfg.reuse_prefix = false;
                 let sha = model_sha256(&ctx.paths.data_dir, &path)?;
-                (Scorer::Model(LazyModel { cfg, loaded: None }), sha)
+                // Shared-prefix scores differ from whole-prompt ones: cached apart.
+                let id = match setup.decode {
+                    Decode::Whole => sha,
+                    Decode::SharedPrefix => format!("{sha}+shared-prefix"),
+                };
+                let lazy = LazyModel {
+                    cfg,
+                    loaded: None,
+                    decode: setup.decode,
+                };
+                (Scorer::Model(lazy), id)
             }
             RerankBackend::Endpoint(spec) => {
                 let e = RerankEndpoint::new(spec)?;
@@ -308,6 +331,7 @@ impl Reranker {
         match &mut self.scorer {
             Scorer::Endpoint(e) => Ok(e.scores(question, docs).await?),
             Scorer::Model(lazy) => {
+                let decode = lazy.decode;
                 let g = lazy.generator()?;
                 let mut out = Vec::with_capacity(docs.len());
                 for group in docs.chunks(crate::infer::pointwise::MAX_PROMPTS) {
@@ -315,7 +339,7 @@ impl Reranker {
                         .iter()
                         .map(|d| vec![ChatMessage::user(pointwise_prompt(template, question, d))])
                         .collect();
-                    out.extend(g.score_yes_no(prompts)?.p_yes);
+                    out.extend(g.score_yes_no(prompts, decode)?.p_yes);
                 }
                 Ok(out)
             }

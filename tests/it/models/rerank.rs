@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use raglab::core::prompt::ChatMessage;
 use raglab::core::template::{Template, TemplateKind};
 use raglab::infer::generate::{GenConfig, Generator};
-use raglab::service::retrieval::rerank::pointwise_prompt;
+use raglab::service::retrieval::rerank::{Decode, pointwise_prompt};
 use serde_json::Value;
 
 use crate::common::rerank_server::{Mode, RerankServer};
@@ -100,6 +100,7 @@ fn pointwise_p_yes_equals_llama_servers_next_token_logprobs() {
     );
     let mut pairs = 0;
     let mut worst: f64 = 0.0;
+    let mut worst_shared: f64 = 0.0;
     let short_targets = qs.iter().filter(|(_, _, t)| chunks[t].len() < 800);
     for (n, (_, question, target)) in short_targets.step_by(30).take(4).enumerate() {
         let mut docs = vec![chunks[target].clone()];
@@ -114,9 +115,18 @@ fn pointwise_p_yes_equals_llama_servers_next_token_logprobs() {
             .iter()
             .map(|d| vec![ChatMessage::user(pointwise_prompt(&template, question, d))])
             .collect();
-        let ours = g.score_yes_no(prompts.clone()).expect("score");
+        let ours = g
+            .score_yes_no(prompts.clone(), Decode::Whole)
+            .expect("score");
         assert_eq!(ours.p_yes.len(), 5);
-        for (m, p) in prompts.into_iter().zip(&ours.p_yes) {
+        let shared = g
+            .score_yes_no(prompts.clone(), Decode::SharedPrefix)
+            .expect("score shared");
+        assert!(shared.tokens < ours.tokens, "the prefix is decoded once");
+        for (m, (p, s)) in prompts
+            .into_iter()
+            .zip(ours.p_yes.iter().zip(&shared.p_yes))
+        {
             let tokens = g.prompt_tokens(m).expect("tokens").ids;
             let body = serde_json::json!({
                 "prompt": tokens,
@@ -134,11 +144,17 @@ fn pointwise_p_yes_equals_llama_servers_next_token_logprobs() {
             let diff = (p - reference).abs();
             worst = worst.max(diff);
             assert!(diff < 1e-4, "P(yes) {p} against the server's {reference}");
+            // The shared prefix moves scores by batch numerics only: a token at the
+            // wrong position or in the wrong sequence would move them by far more.
+            worst_shared = worst_shared.max((s - reference).abs());
             pairs += 1;
         }
     }
     assert_eq!(pairs, 20);
-    eprintln!("20 pairs, largest |P(yes) - server| = {worst:.2e}");
+    eprintln!(
+        "20 pairs, largest |P(yes) - server| = {worst:.2e} decoded whole, {worst_shared:.2e} with the prefix shared"
+    );
+    assert!(worst_shared < 0.1, "{worst_shared}");
 }
 
 /// A workspace of five sample pages, indexed, whose config reranks on `url`.

@@ -197,6 +197,7 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
     }
     match done.created {
         0 => say!("no new items (all already present)"),
+        1 => say!("created 1 item"),
         n => say!("created {n} items"),
     }
     Ok(())

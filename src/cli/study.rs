@@ -1,5 +1,6 @@
-//! `raglab study key`, `raglab study roster add|list` and `raglab study rubric
-//! pin|show`: who is who in a study, and the study's own rubric.
+//! `raglab study key`, `raglab study roster add|rotate|remove|list`, `raglab study
+//! seal-items` and `raglab study rubric pin|show`: who is who in a study, its items,
+//! and its own rubric.
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -20,6 +21,10 @@ pub enum StudyCmd {
         #[command(subcommand)]
         cmd: RosterCmd,
     },
+    /// Seal, as the lead, every item that has no sealed row yet (items of a study
+    /// founded before items were sealed): in a signed study only the lead's sealed
+    /// items are shown and labelled. Lists what it sealed, for the lead to check.
+    SealItems,
     /// The study's rubric, pinned in the workspace by the lead: submission and reveal
     /// follow it in every view, whatever rubric a reviewer holds.
     Rubric {
@@ -106,11 +111,28 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
                     short(e.signature.as_deref().unwrap_or_default())
                 );
             }
+            if added.sealed_items > 0 {
+                tell!(
+                    "sealed the {} items already in the workspace with your key: in a signed study only the lead's sealed items count",
+                    added.sealed_items
+                );
+            }
             if added.earlier_labels > 0 {
                 tell!(
                     "warning: the {} label rows written before the roster was founded carry no study id and do not count in the signed study; their reviewers label again",
                     added.earlier_labels
                 );
+            }
+        }
+        StudyCmd::SealItems => {
+            let sealed = study::seal_items(ctx).await?;
+            for i in &sealed {
+                say!("sealed {}  {}", clean(&i.item_id), clean(&i.question));
+            }
+            match sealed.len() {
+                0 => tell!("every item is sealed already"),
+                1 => tell!("1 item sealed"),
+                n => tell!("{n} items sealed"),
             }
         }
         StudyCmd::Roster {

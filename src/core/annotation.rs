@@ -57,7 +57,7 @@ fn folded(name: &str) -> String {
 }
 
 /// One thing to label: question, reference answer, target chunk, model answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Item {
     pub item_id: String,
     pub set: String,
@@ -69,6 +69,15 @@ pub struct Item {
     pub answer: String,
     #[serde(default)]
     pub answer_id: Option<String>,
+    /// The lead's public key (ed25519, hex) and seal over every other field
+    /// ([`crate::core::signing::item_bytes`]): in a signed study only the lead's
+    /// sealed rows are items, so a member who can append cannot put an item in the
+    /// study, or take the id of one the lead will make, with what they wrote. Added
+    /// with sealed items, so nullable and last: unsigned studies' items have neither.
+    #[serde(default)]
+    pub signer: Option<String>,
+    #[serde(default)]
+    pub signature: Option<String>,
 }
 
 /// One label version.

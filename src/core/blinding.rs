@@ -680,6 +680,7 @@ mod tests {
             target_chunk: String::new(),
             answer: String::new(),
             answer_id: answer.map(str::to_string),
+            ..Default::default()
         };
         let items = [item("i", Some("ans-1")), item("j", None)];
         let nobody = Sight::new(Viewer::Nobody, b.clone(), &items);

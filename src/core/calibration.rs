@@ -251,6 +251,7 @@ mod tests {
                 target_chunk: format!("Guidance {i}"),
                 answer: format!("Answer {i}"),
                 answer_id: Some(format!("a{i}")),
+                ..Default::default()
             },
             labels: vec![
                 ("faithfulness".into(), labels[0].into()),

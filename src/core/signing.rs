@@ -48,12 +48,22 @@
 //! order is fixed when the item is made, so any later row for it (a copy, or one with
 //! the runs swapped to invert the ranking) is refused and named. Under a roster they
 //! count only when signed by the lead's key.
+//!
+//! Items (what reviewers label: question, reference, target chunk, answer) are read
+//! first-wins too, and under a roster only the lead's sealed rows are items. Why:
+//! item ids can be foreseen (an item made from an answer takes the answer's id, which
+//! names its run and question), so a member who can append could otherwise write an
+//! item row under the id of one the lead is about to make, and first-wins would show
+//! every reviewer the member's text. An unsealed row is passed over without a word
+//! when the lead sealed an item of its id (the lead seals the items of an unsigned
+//! study when founding its roster, after their unsealed rows); one whose id has no
+//! sealed item is refused and named.
 
 use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::annotation::{Assignment, FINAL, Label};
+use super::annotation::{Assignment, FINAL, Item, Label};
 use super::gold::GoldLabel;
 use super::preference::PairItem;
 
@@ -253,6 +263,21 @@ pub fn pair_order_bytes(p: &PairItem, study: &Binding) -> Vec<u8> {
         .str(&p.second_answer_id)
         .num(Some(p.seed))
         .opt(p.signer.as_deref());
+    c.0
+}
+
+/// The bytes an item row is sealed over by the lead in a study bound as `study`
+/// (every field but the signature; a tag of its own).
+pub fn item_bytes(i: &Item, study: &Binding) -> Vec<u8> {
+    let mut c = study.canon("item");
+    c.str(&i.item_id)
+        .str(&i.set)
+        .str(&i.question)
+        .str(&i.reference_answer)
+        .str(&i.target_chunk)
+        .str(&i.answer)
+        .opt(i.answer_id.as_deref())
+        .opt(i.signer.as_deref());
     c.0
 }
 
@@ -858,6 +883,67 @@ pub fn check_pair_orders(
         let item = p.item_id.clone();
         if out.keep_or_refuse(p, pos, &item, None, fault) {
             ordered.insert(item);
+        }
+    }
+    out
+}
+
+/// The items that count, first-wins, in log order. In an unsigned study (no roster)
+/// an id's first row is its item and later rows for it are passed over (two
+/// processes making the same item at once both append it). Under a roster an id's
+/// item is its first row sealed by the lead's key; a later sealed row for the id is
+/// refused (an item is fixed when it is made); an unsealed or forged row is passed
+/// over when its id has a sealed item, and refused and named when it has none.
+pub fn check_items(rows: Vec<Item>, roster: &Roster, verify: Verify) -> Checked<Item> {
+    let mut out = Checked::default();
+    if !roster.is_signed() {
+        let mut seen: HashSet<String> = HashSet::new();
+        for (pos, i) in rows.into_iter().enumerate() {
+            if seen.insert(i.item_id.clone()) {
+                out.kept.push(i);
+                out.rows.push(pos);
+            }
+        }
+        return out;
+    }
+    let mut sealed: HashSet<String> = HashSet::new();
+    let mut unsealed: Vec<(String, String)> = Vec::new();
+    for (pos, i) in rows.into_iter().enumerate() {
+        let bytes = |b: &Binding| item_bytes(&i, b);
+        let fault = lead_seal_fault(
+            roster,
+            i.signer.as_deref(),
+            i.signature.as_deref(),
+            &bytes,
+            verify,
+        );
+        let id = i.item_id.clone();
+        match fault {
+            Some(why) => unsealed.push((id, why)),
+            None if sealed.contains(&id) => out.refused.push(Refusal {
+                item: Some(id.clone()),
+                row: None,
+                why: format!(
+                    "item {id} comes after the item's first sealed row, which counts (an item is fixed when it is made)"
+                ),
+            }),
+            None => {
+                out.kept.push(i);
+                out.rows.push(pos);
+                sealed.insert(id);
+            }
+        }
+    }
+    let mut named: HashSet<String> = HashSet::new();
+    for (id, why) in unsealed {
+        if !sealed.contains(&id) && named.insert(id.clone()) {
+            out.refused.push(Refusal {
+                item: Some(id.clone()),
+                row: None,
+                why: format!(
+                    "item {id} is not sealed by the lead's key{why}: only the lead puts items in a signed study (`raglab study seal-items` seals what the lead accepts)"
+                ),
+            });
         }
     }
     out
@@ -1622,6 +1708,77 @@ mod repeats {
         assert_eq!(checked.rows, vec![0]);
         assert_eq!(checked.kept[0].first_run, "alpha");
         assert_eq!(checked.refused.len(), 1);
+    }
+
+    fn item(id: &str, answer: &str, by: Option<&str>, bound: &Binding) -> Item {
+        let mut i = Item {
+            item_id: id.into(),
+            set: "s".into(),
+            question: "How is flu prevented?".into(),
+            answer: answer.into(),
+            answer_id: Some(id.into()),
+            signer: by.map(str::to_string),
+            ..Item::default()
+        };
+        i.signature = by.map(|k| sign(k, &item_bytes(&i, bound)));
+        i
+    }
+
+    /// Under a roster: ann writes an item under the id the lead will use, and one
+    /// under an id of her own; mal forges the lead's key as signer. The lead's sealed
+    /// item counts though it comes after ann's row (which is then passed over); ann's
+    /// own item is refused and named once; a later sealed row for the lead's id (even
+    /// the lead's, with another answer) is refused; a copy of the lead's item too.
+    #[test]
+    fn items_are_the_leads_sealed_rows_and_the_first_wins() {
+        let (roster, bound) = study();
+        let lead = item("run/q1", "A yearly vaccine.", Some(LENA), &bound);
+        let mut forged = item("run/q2", "Nothing helps.", None, &bound);
+        forged.signer = Some(LENA.into());
+        forged.signature = Some("00".into());
+        let rows = vec![
+            item("run/q1", "Drink bleach.", Some(ANN), &bound),
+            item("run/q2", "Nothing helps.", None, &bound),
+            lead.clone(),
+            item("run/q1", "Another answer.", Some(LENA), &bound),
+            forged,
+            lead.clone(),
+        ];
+        let checked = check_items(rows, &roster, &verify);
+        assert_eq!(checked.rows, vec![2]);
+        assert_eq!(checked.kept[0].answer, "A yearly vaccine.");
+        let later = "item run/q1 comes after the item's first sealed row, which counts (an item is fixed when it is made)";
+        assert_eq!(
+            why(&checked),
+            [
+                later,
+                later,
+                "item run/q2 is not sealed by the lead's key (it carries no signature): only the lead puts items in a signed study (`raglab study seal-items` seals what the lead accepts)",
+            ]
+        );
+        // Every field is sealed: the answer changed under the lead's signature breaks it.
+        let mut changed = lead;
+        changed.answer = "Drink bleach.".into();
+        let c = check_items(vec![changed], &roster, &verify);
+        assert!(
+            why(&c)[0].contains("(its signature does not match its fields and this study's id)")
+        );
+    }
+
+    /// An unsigned study reads items first-wins, unsealed, passing repeats over
+    /// without a word (two processes may append the same new item).
+    #[test]
+    fn an_unsigned_study_reads_items_first_wins() {
+        let unbound = Binding::Unbound;
+        let rows = vec![
+            item("i0", "first", None, &unbound),
+            item("i1", "other", None, &unbound),
+            item("i0", "second", None, &unbound),
+        ];
+        let checked = check_items(rows, &Roster::default(), &verify);
+        assert_eq!(checked.rows, vec![0, 1]);
+        assert_eq!(checked.kept[0].answer, "first");
+        assert!(checked.refused.is_empty());
     }
 
     /// ann's key rotated to mal's at label row 0 (before any label); a copy of her

@@ -271,7 +271,7 @@ async fn answer_sections(ctx: &Context, req: &StudyRequest, r: &mut StudyReport)
 /// The agreement table as `raglab agree` computes it for the viewer (its defaults:
 /// the two reviewers with most labels, labels given before reveal, every judge model).
 async fn agreement_section(ctx: &Context, req: &StudyRequest, r: &mut StudyReport) {
-    match study::read_items(&ctx.workspace).await {
+    match study::read_items(ctx).await {
         Ok(items) if items.is_empty() => return r.miss("agreement", absent("agreement")),
         Ok(_) => {}
         Err(e) => return r.miss("agreement", format!("{e:#}")),

@@ -6,8 +6,9 @@
 
 use anyhow::{Result, bail};
 
-use super::labels::{Assignment, Item, assignments_table, labels_table, read_items};
+use super::labels::{Assignment, Item, assignments_table, labels_table};
 use super::trust;
+use super::trust::read_items;
 use crate::service::base::Context;
 
 /// What `assign` did: how many items, and each reviewer's share.
@@ -48,7 +49,7 @@ pub async fn assign(
         bail!("{r} is not on the study roster: add them first (`raglab study roster add {r} KEY`)");
     }
     let gold = super::gold::gold_items(ctx).await?;
-    let (gold_items, items): (Vec<Item>, Vec<Item>) = read_items(&ctx.workspace)
+    let (gold_items, items): (Vec<Item>, Vec<Item>) = read_items(ctx)
         .await?
         .into_iter()
         .filter(|i| set.is_none_or(|s| i.set == s))

@@ -16,8 +16,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
+use super::labels::pick_reviewers;
 use super::labels::{FinalLabel, Item, JUDGE, Label, criterion_rows, final_labels, noise_table};
-use super::labels::{pick_reviewers, read_items};
+use super::trust::read_items;
 use crate::core::agreement::{AgreementReport, Bootstrap, Estimate, NoiseReport, agreement};
 use crate::core::blinding::{Blinding, LabelVersion, Viewer};
 use crate::core::calibration::{FoldAssignment, Shot, examples_section, kappa_difference, plan};
@@ -189,7 +190,7 @@ pub async fn calibrate(
             "calibration reads every final label and the judge's labels of every item: it is the study lead's (`--role lead`)"
         );
     }
-    let items = read_items(&ctx.workspace).await?;
+    let items = read_items(ctx).await?;
     let f = finals(ctx, rubric, req.reviewers.clone())
         .await
         .context("calibration learns from the study's final labels (two reviewers' agreed labels and the lead's adjudications)")?;

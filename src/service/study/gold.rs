@@ -9,8 +9,9 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::labels::{Label, read_items};
+use super::labels::Label;
 use super::trust;
+use super::trust::read_items;
 use crate::core::agreement::Bootstrap;
 use crate::core::gold::{GoldAccuracy, GoldLabel, accuracy, expected};
 use crate::core::rubric::Rubric;
@@ -45,7 +46,7 @@ pub async fn mark_gold(ctx: &Context, rubric: &Rubric, file: &Path) -> Result<us
         file,
         "a gold row {item_id, criterion, label (null withdraws)}",
     )?;
-    let items: BTreeSet<String> = read_items(&ctx.workspace)
+    let items: BTreeSet<String> = read_items(ctx)
         .await?
         .into_iter()
         .map(|i| i.item_id)

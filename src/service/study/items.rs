@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
-use super::labels::{Item, items_table, read_items};
+use super::labels::{Item, items_table};
+use super::trust::read_items;
 use crate::core::question::MissingTargets;
 use crate::core::rng::Rng;
 use crate::service::answer::{AnswerRecord, answers};
@@ -37,7 +38,7 @@ pub async fn create_items(
     set: Option<String>,
     sample: Option<(usize, u64)>,
 ) -> Result<CreatedItems> {
-    let existing: Vec<Item> = read_items(&ctx.workspace).await?;
+    let existing: Vec<Item> = read_items(ctx).await?;
     let (mut items, missing_targets) = match source {
         ItemSource::Run(run) => items_from_run(ctx, run, set).await?,
         ItemSource::File(f) => (items_from_file(f, set)?, MissingTargets::default()),
@@ -48,6 +49,7 @@ pub async fn create_items(
     }
     items.retain(|i| !existing.iter().any(|e| e.item_id == i.item_id));
     if !items.is_empty() {
+        super::trust::seal_new_items(ctx, "annotate create", &mut items).await?;
         items_table(&ctx.workspace).append(&items).await?;
     }
     Ok(CreatedItems {
@@ -103,6 +105,8 @@ pub(super) fn item_of_answer(
         reference_answer: a.reference_answer.unwrap_or_default(),
         answer: a.answer,
         answer_id: Some(a.answer_id),
+        signer: None,
+        signature: None,
     }
 }
 
@@ -152,6 +156,8 @@ pub fn items_from_file(f: &Path, set: Option<String>) -> Result<Vec<Item>> {
             target_chunk: r.target_chunk,
             answer: r.answer,
             answer_id: r.answer_id,
+            signer: None,
+            signature: None,
         })
         .collect())
 }
@@ -159,7 +165,7 @@ pub fn items_from_file(f: &Path, set: Option<String>) -> Result<Vec<Item>> {
 /// Send one stored answer to annotation as an item (set `tui`); returns whether it
 /// was new.
 pub async fn add_answer_item(ctx: &Context, answer_id: &str) -> Result<bool> {
-    let existing: Vec<Item> = read_items(&ctx.workspace).await?;
+    let existing: Vec<Item> = read_items(ctx).await?;
     if existing.iter().any(|i| i.item_id == answer_id) {
         return Ok(false);
     }
@@ -168,7 +174,8 @@ pub async fn add_answer_item(ctx: &Context, answer_id: &str) -> Result<bool> {
         bail!("answer `{answer_id}` is not stored");
     };
     let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;
-    let item = item_of_answer(a, &chunks, "tui");
-    items_table(&ctx.workspace).append(&[item]).await?;
+    let mut item = [item_of_answer(a, &chunks, "tui")];
+    super::trust::seal_new_items(ctx, "sending an answer to annotation", &mut item).await?;
+    items_table(&ctx.workspace).append(&item).await?;
     Ok(true)
 }

@@ -7,9 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
-use super::labels::{
-    FINAL, FinalLabel, Item, Label, RefusedLabel, labels_table, read_items, save_labels,
-};
+use super::labels::{FINAL, FinalLabel, Item, Label, RefusedLabel, labels_table, save_labels};
 use super::trust;
 use crate::core::blinding::{Blinding, Schedule, Viewer};
 use crate::core::rubric::Rubric;
@@ -39,7 +37,7 @@ pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Resul
     super::rubric::check_writing(ctx, rubric)
         .await
         .with_context(|| format!("nothing imported from {}", file.display()))?;
-    let items: Vec<Item> = read_items(&ctx.workspace).await?;
+    let items: Vec<Item> = trust::read_items(ctx).await?;
     let mut labels = read_label_file(file, rubric)?;
     // Signed by the importer: under a roster, only their own labels would count.
     let key = trust::my_key(ctx)?;

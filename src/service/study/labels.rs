@@ -14,7 +14,9 @@ use crate::core::agreement::{AgreementReport, Bootstrap, agreement};
 use crate::core::agreement::{NoiseReport, judge_within_noise};
 pub use crate::core::annotation::{Assignment, Disagreement, FINAL, Item, JUDGE, Label};
 use crate::core::rubric::Rubric;
+use crate::core::signing::{self, Refusal, Roster};
 use crate::service::base::now_rfc3339;
+use crate::store::keys;
 use crate::store::records::Table;
 use crate::store::workspace::Workspace;
 
@@ -39,18 +41,11 @@ pub fn items_table(ws: &Workspace) -> Table<'_> {
     Table::of::<Item>(ws, ITEMS)
 }
 
-/// The study's items, each id once (the first stored wins). Why: two processes
-/// creating items at once (two `annotate create`, or one beside the TUI sending an
-/// answer) each read the items before appending, so both may append the same item;
-/// stored rows are never rewritten, so the repeat is dropped here, where every view
-/// and command reads the items.
-pub async fn read_items(ws: &Workspace) -> Result<Vec<Item>> {
-    let stored: Vec<Item> = items_table(ws).read_all().await?;
-    let mut seen = std::collections::HashSet::new();
-    Ok(stored
-        .into_iter()
-        .filter(|i| seen.insert(i.item_id.clone()))
-        .collect())
+/// The stored item rows as they count under `roster` ([`signing::check_items`]), and the
+/// rows refused.
+pub(super) fn items_under(rows: Vec<Item>, roster: &Roster) -> (Vec<Item>, Vec<Refusal>) {
+    let checked = signing::check_items(rows, roster, &keys::verify_cached);
+    (checked.kept, checked.refused)
 }
 
 pub fn labels_table(ws: &Workspace) -> Table<'_> {

@@ -42,7 +42,7 @@ pub(crate) use labels::PAPER_REFERENCE;
 pub use labels::{
     ASSIGNMENTS, AgreementRow, Assignment, Disagreement, FINAL, ITEMS, Item, JUDGE, LABELS, Label,
     agreement_table, assignments_table, current, disagreements, items_table, labels_table,
-    pairs_of, read_items, save_labels,
+    pairs_of, save_labels,
 };
 pub use pairwise::{PairItem, pair_items_table, preferences};
 pub(crate) use pairwise::{Preferences, create_pair_items, is_pairwise};
@@ -52,8 +52,8 @@ pub(crate) use rubric::{judge_live, pin_rubric, rubric_show, study_rubric};
 pub(crate) use study_read::study_fingerprint;
 pub use study_read::{Study, load_study, sight};
 pub use trust::{
-    ROSTER, binding, my_key, roster, roster_add, roster_table, sign_assignment, sign_label,
-    trusted_log,
+    ROSTER, binding, checked_items, my_key, read_items, roster, roster_add, roster_table,
+    seal_item, seal_items, sign_assignment, sign_label, trusted_log,
 };
 pub(crate) use trust::{
     UNBOUND, UNSIGNED, confirm, key_file, require_lead, roster_list, roster_remove, roster_rotate,

@@ -16,8 +16,8 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::labels::read_items;
 use super::raters::{human_reviewers, rater_report};
+use super::trust::read_items;
 use crate::core::agreement::raters::RaterReport;
 use crate::core::agreement::{Bootstrap, Estimate};
 use crate::core::annotation::Label;
@@ -123,7 +123,7 @@ pub async fn create_pair_items(
     if run_a == run_b {
         bail!("--pairs needs two different runs (got `{run_a}` twice)");
     }
-    let existing = read_items(&ctx.workspace).await?;
+    let existing = read_items(ctx).await?;
     let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
     let (a, b) = (
         answers_by_question(&all, run_a),
@@ -176,6 +176,9 @@ pub async fn create_pair_items(
         item.item_id = item_id.clone();
         item.answer = pair_text(&first.answer, &second.answer);
         item.answer_id = None;
+        if roster.is_signed() {
+            super::trust::seal_item(&mut item, &key, roster.binding());
+        }
         items.push(item);
     }
     if !records.is_empty() {

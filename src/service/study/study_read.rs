@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::labels::{
-    ASSIGNMENTS, Assignment, ITEMS, Item, LABELS, Label, judge_labels, read_items,
+    ASSIGNMENTS, Assignment, ITEMS, Item, LABELS, Label, items_table, items_under, judge_labels,
 };
 use super::trust::{self, TrustedLog};
 use crate::core::blinding::{Blinding, Schedule, Sight, Viewer};
@@ -94,8 +94,10 @@ pub(super) async fn study_log(
     ctx: &Context,
     judge_model: Option<&str>,
 ) -> Result<(Vec<Item>, TrustedLog, Vec<Label>)> {
-    let items: Vec<Item> = read_items(&ctx.workspace).await?;
-    let log = trust::trusted_log(ctx).await?;
+    let rows = async { anyhow::Ok(items_table(&ctx.workspace).read_all::<Item>().await?) };
+    let (rows, mut log) = futures::try_join!(rows, trust::trusted_log(ctx))?;
+    let (items, refused) = items_under(rows, &log.roster);
+    log.refused.extend(refused);
     let mut labels = log.labels.clone();
     labels.extend(judge_labels(
         &items,
@@ -109,7 +111,7 @@ pub(super) async fn study_log(
 /// stored answers: the judge's labels, pass rates).
 pub async fn sight(ctx: &Context, viewer: &Viewer) -> Result<Sight> {
     let rubric = ctx.rubric(None)?;
-    let items: Vec<Item> = read_items(&ctx.workspace).await?;
+    let items: Vec<Item> = trust::read_items(ctx).await?;
     if *viewer == Viewer::Lead || items.is_empty() {
         return Ok(Sight::new(viewer.clone(), Blinding::default(), &items));
     }

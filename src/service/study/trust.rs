@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::founding::{self, founded_table};
-use super::labels::{Assignment, Label, assignments_table, labels_table};
+use super::labels::{Assignment, Item, Label, assignments_table, items_table, labels_table};
 use super::pin::pins_table;
 use crate::core::blinding::{Schedule, Viewer};
 use crate::core::pinned::{self, PinnedRubric, RubricPin};
@@ -52,6 +52,44 @@ pub fn sign_label(label: &mut Label, key: &Keypair, study: &Binding) {
 pub fn sign_assignment(a: &mut Assignment, key: &Keypair, study: &Binding) {
     a.signer = Some(key.public_hex());
     a.signature = Some(key.sign_hex(&signing::assignment_bytes(a, study)));
+}
+
+/// The study's items as they count, each id once, and the rows refused: the first
+/// stored row of an id wins (two processes creating items at once, two `annotate
+/// create` or one beside the TUI sending an answer, may both append the same item,
+/// and stored rows are never rewritten); under a roster only the lead's sealed rows
+/// are items ([`crate::core::signing::check_items`]). Every view and command reads
+/// the items here.
+pub async fn checked_items(ctx: &Context) -> Result<(Vec<Item>, Vec<Refusal>)> {
+    let rows = async { anyhow::Ok(items_table(&ctx.workspace).read_all::<Item>().await?) };
+    let (rows, (roster, _)) = futures::try_join!(rows, roster(ctx))?;
+    Ok(super::labels::items_under(rows, &roster))
+}
+
+/// The study's items as they count ([`checked_items`] without the refusals).
+pub async fn read_items(ctx: &Context) -> Result<Vec<Item>> {
+    Ok(checked_items(ctx).await?.0)
+}
+
+/// Seal `item` as the lead (this key's holder) for the study bound as `study`.
+pub fn seal_item(item: &mut Item, key: &Keypair, study: &Binding) {
+    item.signer = Some(key.public_hex());
+    item.signature = Some(key.sign_hex(&signing::item_bytes(item, study)));
+}
+
+/// Make `items` ready to append as `what` would: in a signed study only the lead
+/// puts items in (each sealed with the lead's key, so a refusal comes before
+/// anything is written); an unsigned study takes them as they are.
+pub async fn seal_new_items(ctx: &Context, what: &str, items: &mut [Item]) -> Result<()> {
+    let (roster, _) = roster(ctx).await?;
+    if !roster.is_signed() {
+        return Ok(());
+    }
+    let key = require_lead(ctx, what).await?;
+    for i in items.iter_mut() {
+        seal_item(i, &key, roster.binding());
+    }
+    Ok(())
 }
 
 /// The verified roster and the roster rows refused; an error when the workspace or
@@ -312,6 +350,8 @@ pub struct RosterAdded {
     /// On founding: label rows already in the workspace. They were signed without
     /// the new study's id, so the signed study does not count them.
     pub earlier_labels: u64,
+    /// On founding: items already in the workspace, now sealed by the lead.
+    pub sealed_items: usize,
 }
 
 /// Add `name` with `key` to the roster (signed by this user, who must be the lead;
@@ -381,15 +421,52 @@ pub async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Res
     // founded before this memory, from the lead's next roster entry).
     let (roster, _, rows) = roster_rows(ctx).await?;
     founding::record(&ctx.workspace, &rows, &roster).await?;
-    let earlier_labels = if lead {
-        labels_table(&ctx.workspace).count_rows().await?
+    let (earlier_labels, sealed_items) = if lead {
+        let labels = labels_table(&ctx.workspace).count_rows().await?;
+        (labels, seal_unsealed_items(ctx, &me, &roster).await?.len())
     } else {
-        0
+        (0, 0)
     };
     Ok(RosterAdded {
         entry,
         earlier_labels,
+        sealed_items,
     })
+}
+
+/// Seal, as the lead holding `key`, every item id of the workspace that has no
+/// sealed item under `roster`: its first stored row, as an unsigned study reads it
+/// (at founding, the items the study had; later, items a study founded before items
+/// were sealed still lacks). Returns the items sealed, in log order.
+async fn seal_unsealed_items(ctx: &Context, key: &Keypair, roster: &Roster) -> Result<Vec<Item>> {
+    let rows: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    let (counted, _) = super::labels::items_under(rows.clone(), roster);
+    let sealed: std::collections::HashSet<&str> =
+        counted.iter().map(|i| i.item_id.as_str()).collect();
+    let (first_rows, _) = super::labels::items_under(rows, &Roster::default());
+    let mut new: Vec<Item> = first_rows
+        .into_iter()
+        .filter(|i| !sealed.contains(i.item_id.as_str()))
+        .collect();
+    for i in &mut new {
+        seal_item(i, key, roster.binding());
+    }
+    if !new.is_empty() {
+        items_table(&ctx.workspace).append(&new).await?;
+    }
+    Ok(new)
+}
+
+/// `raglab study seal-items`: the lead seals every item that has no sealed row yet
+/// (items of a study founded before items were sealed, or of a founding whose
+/// sealing did not finish); returns them, for the lead to check what was accepted.
+pub async fn seal_items(ctx: &Context) -> Result<Vec<Item>> {
+    let key = require_lead(ctx, "study seal-items").await?;
+    let (roster, _) = roster(ctx).await?;
+    if !roster.is_signed() {
+        bail!("study seal-items: this study has no roster yet, so its items need no seal");
+    }
+    seal_unsealed_items(ctx, &key, &roster).await
 }
 
 /// Write a roster entry changing `name` (the lead only; `name` on the roster and not

@@ -120,7 +120,7 @@ async fn study(env: &Env) -> BTreeMap<(String, String), String> {
     study::import_labels(&ctx, &rubric, &file)
         .await
         .expect("import");
-    let items = study::read_items(&ctx.workspace).await.expect("items");
+    let items = study::read_items(&ctx).await.expect("items");
     let mut lead = Vec::new();
     let mut finals = BTreeMap::new();
     for i in 0..QA.len() {

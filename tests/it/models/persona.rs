@@ -350,8 +350,16 @@ impl Shell {
             .enable_all()
             .build()
             .expect("runtime")
-            .block_on(raglab::service::study::read_items(&ws))
+            .block_on(
+                raglab::service::study::items_table(&ws).read_all::<raglab::service::study::Item>(),
+            )
             .expect("items");
+        // Stored rows: the founding lead's sealed copies repeat the items' ids.
+        let mut seen = std::collections::HashSet::new();
+        let items: Vec<_> = items
+            .into_iter()
+            .filter(|i| seen.insert(i.item_id.clone()))
+            .collect();
         assert!(!items.is_empty(), "no items to label for {reviewer}");
         let criteria: Vec<String> = raglab::service::base::default_rubric()
             .criteria

@@ -195,6 +195,7 @@ fn items() -> Vec<Item> {
             target_chunk: String::new(),
             answer: format!("A{i}"),
             answer_id: None,
+            ..Default::default()
         })
         .collect()
 }

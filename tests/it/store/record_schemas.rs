@@ -161,6 +161,9 @@ fn items_and_labels_keep_their_schema() {
         ("target_chunk", Utf8, false),
         ("answer", Utf8, false),
         ("answer_id", Utf8, true),
+        // Added with sealed items: the lead's key and seal.
+        ("signer", Utf8, true),
+        ("signature", Utf8, true),
     ]);
     assert_eq!(*schema_of::<Item>(), items);
     let labels = fixture(&[

@@ -565,9 +565,7 @@ fn a_batch_retried_label_by_label_stores_no_label_twice() {
     let rubric = default_rubric();
     let (c, v) = (rubric.criteria[0].key.clone(), rubric.version.clone());
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let items = rt
-        .block_on(study::read_items(&ctx.workspace))
-        .expect("items");
+    let items = rt.block_on(study::read_items(&ctx)).expect("items");
     let good = |i: &str| study::Label::new(i, "ann", &c, Some("pass"), None, &v);
     let (first, second) = (good("i0"), good("i1"));
     // The first was committed, but its writer never heard back.

@@ -136,6 +136,7 @@ fn build(case: &Case) -> Study {
             target_chunk: format!("Target {i}"),
             answer: format!("Answer {i}"),
             answer_id: Some(format!("ans-{i}")),
+            ..Default::default()
         })
         .collect();
     let mut with_judge = table.clone();

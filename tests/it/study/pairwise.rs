@@ -104,7 +104,7 @@ async fn a_pairwise_study_ranks_the_runs_blind() {
         .read_all()
         .await
         .expect("pair records");
-    let items = study::read_items(&ctx.workspace).await.expect("items");
+    let items = study::read_items(&ctx).await.expect("items");
     assert_eq!((records.len(), items.len()), (QUESTIONS, QUESTIONS));
     let run_of = |name: &str| RUNS.iter().position(|r| *r == name).expect("run");
     let mut orders = Vec::new();

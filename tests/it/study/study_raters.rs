@@ -17,7 +17,7 @@ use raglab::tui::panes::annotate::{AnnotatePane, AnnotateSettings};
 /// Each reviewer's queue as the Annotate pane builds it from the stored study.
 fn queues(env: &Env, rubric: &Rubric, names: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     let ctx = common::context(env, raglab::config::Config::default());
-    let items = block(study::read_items(&ctx.workspace)).expect("items");
+    let items = block(study::read_items(&ctx)).expect("items");
     let log = block(study::trusted_log(&ctx)).expect("the study's log");
     assert!(log.refused.is_empty(), "{:?}", log.refused);
     names

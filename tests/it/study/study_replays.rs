@@ -362,3 +362,136 @@ fn the_judge_refuses_a_rubric_that_differs_from_the_pinned_one() {
         assert!(err.contains(text(&no_models)), "{rubric:?}: {err}");
     }
 }
+
+/// An items file of `rows` (id, answer) for `annotate create --from-file`; its path.
+fn items_file(env: &Env, name: &str, rows: &[(&str, &str)]) -> String {
+    let rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|(id, answer)| serde_json::json!({"item_id": id, "question": format!("{id}?"), "answer": answer}))
+        .collect();
+    jsonl(env, name, &rows)
+}
+
+/// Items are the lead's. i0 and i1 exist before the roster: founding seals them and
+/// says so. ann, a member who can append, writes an item row under the id the lead
+/// will use next (i2, which ids make easy to foresee) and a row for i0 with another
+/// answer; her own `annotate create` is refused. Her i2 row is refused and named, her
+/// i0 row changes nothing; once the lead makes i2, the lead's text is the item and
+/// ann's row is passed over. Nothing she wrote reaches a reviewer's screen.
+#[test]
+fn a_members_item_row_under_a_future_id_is_not_an_item() {
+    let env = Env::new();
+    let location = text_of(&env.workspace());
+    let everyone = people(&env, &location, &[]);
+    create_n_items(&env, &everyone[0], 2);
+    let founded = found_roster(&everyone);
+    assert!(
+        founded.contains("sealed the 2 items already in the workspace"),
+        "{founded}"
+    );
+    let [lena, ann, ..] = &everyone;
+    let ws = Workspace::open(env.workspace()).expect("ws");
+
+    let mine = items_file(&env, "ann.jsonl", &[("i2", "Drink bleach.")]);
+    let (ok, _, err) = ann.run(&["annotate", "create", "--from-file", &mine]);
+    assert!(
+        !ok && err.contains("annotate create needs the study lead's key"),
+        "{err}"
+    );
+    let forged = |id: &str, answer: &str| study::Item {
+        item_id: id.into(),
+        set: "items".into(),
+        question: format!("{id}?"),
+        answer: answer.into(),
+        ..Default::default()
+    };
+    block(
+        study::items_table(&ws)
+            .append(&[forged("i2", "Drink bleach."), forged("i0", "Drink bleach.")]),
+    )
+    .expect("ann appends");
+
+    let read = block(study::load_study(&context_of(ann, &env))).expect("study");
+    let ids: Vec<&str> = read.items.iter().map(|i| i.item_id.as_str()).collect();
+    assert_eq!(ids, ["i0", "i1"]);
+    assert_eq!(read.items[0].answer, "A0");
+    let why: Vec<&str> = read.refused.iter().map(|r| r.why.as_str()).collect();
+    assert_eq!(
+        why,
+        [
+            "item i2 is not sealed by the lead's key (it carries no signature): only the lead puts items in a signed study (`raglab study seal-items` seals what the lead accepts)"
+        ]
+    );
+    // A label for ann's item is refused as one for no item.
+    let (ok, _, err) = ann.import("ann", &all("i2", &criteria(), "pass"));
+    assert!(!ok && err.contains("i2"), "{err}");
+
+    let genuine = items_file(&env, "lena.jsonl", &[("i2", "A yearly vaccine.")]);
+    let made = lena.ok(&["annotate", "create", "--from-file", &genuine]);
+    assert!(made.contains("created 1"), "{made}");
+    let read = block(study::load_study(&context_of(ann, &env))).expect("study");
+    let items: Vec<(&str, &str)> = read
+        .items
+        .iter()
+        .map(|i| (i.item_id.as_str(), i.answer.as_str()))
+        .collect();
+    assert_eq!(
+        items,
+        [("i0", "A0"), ("i1", "A1"), ("i2", "A yearly vaccine.")]
+    );
+    assert!(read.refused.is_empty(), "{:?}", read.refused);
+    assert!(ann.import("ann", &all("i2", &criteria(), "pass")).0);
+}
+
+/// A study founded before items were sealed: its items are unsealed rows, refused
+/// and named in the signed study, until the lead runs `study seal-items`, which
+/// lists what it sealed. A reviewer cannot run it.
+#[test]
+fn study_seal_items_seals_the_items_of_an_older_study() {
+    let env = Env::new();
+    let location = text_of(&env.workspace());
+    let everyone = people(&env, &location, &[]);
+    found_roster(&everyone);
+    let [lena, ann, ..] = &everyone;
+    let ws = Workspace::open(env.workspace()).expect("ws");
+    // As an older raglab wrote them: no seal.
+    let old: Vec<study::Item> = (0..2)
+        .map(|i| study::Item {
+            item_id: format!("i{i}"),
+            set: "items".into(),
+            question: format!("Q{i}?"),
+            answer: format!("A{i}"),
+            ..Default::default()
+        })
+        .collect();
+    block(study::items_table(&ws).append(&old)).expect("old items");
+    let read = block(study::load_study(&context_of(lena, &env))).expect("study");
+    assert!(read.items.is_empty());
+    assert_eq!(read.refused.len(), 2);
+
+    let (ok, _, err) = ann.run(&["study", "seal-items"]);
+    assert!(
+        !ok && err.contains("study seal-items needs the study lead's key"),
+        "{err}"
+    );
+    let (ok, out, err) = lena.run(&["study", "seal-items"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "sealed i0  Q0?\nsealed i1  Q1?\n");
+    assert!(err.contains("2 items sealed"), "{err}");
+    let read = block(study::load_study(&context_of(ann, &env))).expect("study");
+    let lead_key = lena.key();
+    for (got, stored) in read.items.iter().zip(&old) {
+        let unsealed = study::Item {
+            signer: None,
+            signature: None,
+            ..got.clone()
+        };
+        assert_eq!(&unsealed, stored, "the item as it was stored");
+        assert_eq!(got.signer.as_deref(), Some(lead_key.as_str()));
+    }
+    assert_eq!(read.items.len(), 2);
+    assert!(read.refused.is_empty(), "{:?}", read.refused);
+    // Run again, nothing is left to seal.
+    let (ok, out, _) = lena.run(&["study", "seal-items"]);
+    assert!(ok && out.is_empty(), "{out}");
+}

@@ -23,6 +23,7 @@ fn items(n: usize) -> Vec<Item> {
             target_chunk: format!("Target chunk {i}"),
             answer: format!("Model answer {i}"),
             answer_id: None,
+            ..Default::default()
         })
         .collect()
 }

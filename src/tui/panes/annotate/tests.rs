@@ -11,6 +11,7 @@ fn item(id: &str) -> Item {
         target_chunk: String::new(),
         answer: "By droplets.".into(),
         answer_id: None,
+        ..Default::default()
     }
 }
 

@@ -72,6 +72,7 @@ fn main() -> anyhow::Result<()> {
             target_chunk: String::new(),
             answer: format!("A{i}"),
             answer_id: None,
+            ..Default::default()
         })
         .collect();
     let (mut signed, mut plain) = (Vec::new(), Vec::new());

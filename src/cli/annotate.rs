@@ -74,6 +74,15 @@ pub struct CreateArgs {
     /// Seed of `--sample` (the same seed, the same answers).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// In a signed study, also take the answers these signers stored (names on the
+    /// roster, or public keys as `raglab study key` prints them on the machine that
+    /// generated): by default only answers signed by the lead's key are taken.
+    #[arg(long, value_delimiter = ',', conflicts_with = "from_file")]
+    pub answers_by: Vec<String>,
+    /// In a signed study, also take answers that carry no signature (stored by a
+    /// raglab before answers were signed): the lead vouches for them.
+    #[arg(long, conflicts_with = "from_file")]
+    pub unsigned_answers: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -165,12 +174,18 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
             return Ok(());
         }
     };
+    let accept = study::AnswerSigners {
+        by: args.answers_by,
+        unsigned: args.unsigned_answers,
+    };
     if let Some(runs) = &args.pairs {
         let [a, b] = runs.as_slice() else {
             bail!("--pairs takes two runs: --pairs RUN_A,RUN_B");
         };
         let sample = args.sample.map(|n| (n, args.seed));
-        let n = study::create_pair_items(ctx, (a, b), args.set, sample, args.seed).await?;
+        let (n, taken) =
+            study::create_pair_items(ctx, (a, b), args.set, sample, args.seed, &accept).await?;
+        tell_answers_taken(&taken);
         match n {
             0 => say!("no new pair items (all already present)"),
             n => say!(
@@ -183,12 +198,13 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
         return Ok(());
     }
     let source = match (args.from_run, args.from_file) {
-        (Some(run), _) => ItemSource::Run(run),
+        (Some(run), _) => ItemSource::Run(run, accept),
         (None, Some(f)) => ItemSource::File(f),
         (None, None) => bail!("give --from-run RUN, --from-file FILE or --pairs RUN_A,RUN_B"),
     };
     let sample = args.sample.map(|n| (n, args.seed));
     let done = study::create_items(ctx, &source, args.set, sample).await?;
+    tell_answers_taken(&done.answers);
     if let Some(w) = done
         .missing_targets
         .warning("their items show no target chunk")
@@ -201,6 +217,26 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
         n => say!("created {n} items"),
     }
     Ok(())
+}
+
+/// Say, in a signed study, whose answers items were made from and each answer left
+/// out (on standard error: the lead reads them before labelling starts).
+fn tell_answers_taken(taken: &study::AnswersTaken) {
+    const SHOWN: usize = 20;
+    let Some(by) = &taken.signed_by else {
+        return;
+    };
+    tell!("items are made from the answers signed by {}", clean(by));
+    if taken.left_out.is_empty() {
+        return;
+    }
+    tell!("left out {} answers:", taken.left_out.len());
+    for r in taken.left_out.iter().take(SHOWN) {
+        tell!("  {}", clean(&r.why));
+    }
+    if taken.left_out.len() > SHOWN {
+        tell!("  and {} more", taken.left_out.len() - SHOWN);
+    }
 }
 
 /// `raglab labels ...` for `viewer`: exports and histories hold only what blinding

@@ -102,6 +102,14 @@ pub struct AnswerRecord {
     /// were cached).
     #[serde(default)]
     pub rerank_ms: Option<f64>,
+    /// The public key of whoever stored the answer (the key of the config folder of
+    /// the `generate`, TUI or `answers import` that wrote it) and its signature over
+    /// the answer's fields (`core::answer_signing`). None in answers stored before
+    /// answers were signed.
+    #[serde(default)]
+    pub signer: Option<String>,
+    #[serde(default)]
+    pub signature: Option<String>,
 }
 
 impl AnswerRecord {

@@ -100,6 +100,9 @@ impl ExternalAnswer {
             chunk_order: None,
             rerank: None,
             rerank_ms: None,
+            // Signed when stored.
+            signer: None,
+            signature: None,
         }
     }
 

@@ -6,6 +6,7 @@ pub mod abstention;
 pub mod agreement;
 pub mod annotation;
 pub mod answer;
+pub mod answer_signing;
 pub mod assessment;
 pub mod assignment;
 pub mod beir;

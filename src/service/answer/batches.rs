@@ -10,6 +10,7 @@ use anyhow::{Result, bail};
 use super::generation::{
     Answerer, GenerationConfig, Prepared, answers, endpoint_judge_sampling, endpoint_judgement,
     judge_prompt_with, judge_prompted, judge_template_tag, judgements, prepare_prompt, record,
+    store_answers,
 };
 use crate::core::abstention::ABSTAIN_ANSWER;
 use crate::core::answer::{AnswerRecord, JudgementRecord};
@@ -20,7 +21,8 @@ use crate::core::template::{Template, TemplateKind};
 use crate::infer::endpoint::{ChatReply, Constraint, Endpoint};
 use crate::infer::generate::{GenStats, Generator};
 use crate::service::base::{
-    Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Resumable, Role, run_on_pool,
+    Backend, Context, ModelChoice, Pool, PoolReport, Provenance, Resumable, Role, my_key,
+    run_on_pool,
 };
 use crate::service::retrieval::rerank::StageRanking;
 use crate::service::retrieval::{Retriever, open_ranking};
@@ -215,6 +217,7 @@ impl AnswerBatch {
             Backend::Pool(pool, _) => return self.run_pool(ctx, pool, progress).await,
         };
         let mut s = BatchSummary::default();
+        let key = my_key(ctx)?;
         for (i, it) in self.work.todo.iter().enumerate() {
             let answerer = Answerer {
                 retriever: self.retriever.as_ref(),
@@ -233,9 +236,7 @@ impl AnswerBatch {
             )?;
             s.tokens += rec.output_tokens as usize;
             s.abstained += usize::from(rec.abstained == Some(true));
-            answers(&ctx.workspace)
-                .append(std::slice::from_ref(&rec))
-                .await?;
+            store_answers(&ctx.workspace, &key, &mut [rec]).await?;
             s.answered += 1;
             progress(i + 1, self.work.todo.len(), s.tokens);
         }
@@ -256,6 +257,7 @@ impl AnswerBatch {
     ) -> Result<BatchSummary> {
         let total = self.work.todo.len();
         let mut s = BatchSummary::default();
+        let key = my_key(ctx)?;
         let count = |t: &str| estimate_tokens(t);
         let mut jobs = Vec::new();
         let mut done = 0usize;
@@ -271,7 +273,7 @@ impl AnswerBatch {
             )?;
             if prepared.abstain {
                 let rec = self.abstention(config, q, prepared)?;
-                answers(&ctx.workspace).append(&[rec]).await?;
+                store_answers(&ctx.workspace, &key, &mut [rec]).await?;
                 s.abstained += 1;
                 s.answered += 1;
                 done += 1;
@@ -310,7 +312,7 @@ impl AnswerBatch {
                     &reply.stats,
                     Provenance::endpoint(&pool.endpoints[i].spec.url, reply.served_model),
                 )?;
-                answers(&ctx.workspace).append(&[rec]).await?;
+                store_answers(&ctx.workspace, &key, &mut [rec]).await?;
                 s.tokens += reply.stats.output_tokens;
                 s.answered += 1;
                 done += 1;
@@ -343,12 +345,9 @@ impl AnswerBatch {
     }
 }
 
-/// Commit one answer to `answers.lance`.
+/// Commit one answer to `answers.lance`, signed by this user's key.
 pub async fn save_answer(ctx: &Context, rec: &AnswerRecord) -> Result<()> {
-    answers(&ctx.workspace)
-        .append(std::slice::from_ref(rec))
-        .await?;
-    Ok(())
+    store_answers(&ctx.workspace, &my_key(ctx)?, &mut [rec.clone()]).await
 }
 
 /// Every stored answer.

@@ -183,6 +183,22 @@ pub fn answers(ws: &Workspace) -> Table<'_> {
     Table::of::<AnswerRecord>(ws, ANSWERS)
 }
 
+/// Commit `recs` to `answers.lance`, each signed by `key` (this user's: whoever
+/// stores an answer signs it, so a signed study's lead makes items only from the
+/// answers of keys the lead accepts, `core::answer_signing`).
+pub async fn store_answers(
+    ws: &Workspace,
+    key: &crate::store::keys::Keypair,
+    recs: &mut [AnswerRecord],
+) -> Result<()> {
+    for a in recs.iter_mut() {
+        a.signer = Some(key.public_hex());
+        a.signature = Some(key.sign_hex(&crate::core::answer_signing::answer_bytes(a)));
+    }
+    answers(ws).append(recs).await?;
+    Ok(())
+}
+
 pub fn judgements(ws: &Workspace) -> Table<'_> {
     Table::of::<JudgementRecord>(ws, JUDGEMENTS)
 }
@@ -463,6 +479,9 @@ pub fn record(
         chunk_order: (!c.no_retrieval).then(|| c.order.to_string()),
         rerank: c.rerank.clone().filter(|_| !c.no_retrieval),
         rerank_ms: prepared.rerank_ms,
+        // Signed when stored.
+        signer: None,
+        signature: None,
     })
 }
 

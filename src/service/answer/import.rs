@@ -91,7 +91,8 @@ pub async fn import_answers(
     }
     summary.imported = new.len();
     if !new.is_empty() {
-        answers(&ctx.workspace).append(&new).await?;
+        let key = crate::service::base::my_key(ctx)?;
+        super::generation::store_answers(&ctx.workspace, &key, &mut new).await?;
     }
     Ok(summary)
 }

@@ -20,6 +20,6 @@ pub use jsonl::{
     read_jsonl, read_jsonl_ignoring, read_qrels, read_questions, read_run, read_text, read_texts,
 };
 pub use pool::{MAX_ATTEMPTS, Pool, PoolReport, run_chains_on_pool, run_on_pool, spec_of};
-pub use provenance::{Provenance, file_sha256, model_sha256, now_nanos, now_rfc3339};
+pub use provenance::{Provenance, file_sha256, model_sha256, my_key, now_nanos, now_rfc3339};
 pub use rubric::{DEFAULT_RUBRIC, default_rubric, load_rubric, parse_rubric};
 pub use run::{Backend, Progress, Resumable, Role, load_generator, split_done};

@@ -1,10 +1,13 @@
 //! Provenance shared by every stored record: when it was written (an RFC 3339 UTC
 //! time) and which model produced it (the model file's name and SHA-256, or the
-//! endpoint that answered and the model it said it served).
+//! endpoint that answered and the model it said it served), and who wrote it (the
+//! user's signing key).
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
+
+use crate::store::keys::Keypair;
 use sha2::{Digest, Sha256};
 
 /// Which model produced an answer.
@@ -108,6 +111,13 @@ fn hash_file(path: &Path) -> Result<String> {
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// This user's signing key (made in the config folder on first use, so each
+/// `RAGLAB_CONFIG_DIR` is one identity): it signs the labels, items and study rows
+/// this user writes, and every answer they store.
+pub fn my_key(ctx: &super::Context) -> Result<Keypair> {
+    Keypair::load_or_create(&ctx.paths.config_dir).context("the signing key")
 }
 
 #[cfg(test)]

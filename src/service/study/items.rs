@@ -7,16 +7,18 @@ use anyhow::{Result, bail};
 
 use super::labels::{Item, items_table};
 use super::trust::read_items;
+use crate::core::answer_signing::{Signers, take_answers};
 use crate::core::question::MissingTargets;
 use crate::core::rng::Rng;
+use crate::core::signing::Refusal;
 use crate::service::answer::{AnswerRecord, answers};
 use crate::service::base::Context;
 
 /// Where new items come from.
 #[derive(Debug, Clone)]
 pub enum ItemSource {
-    /// The answers of a generation run.
-    Run(String),
+    /// The answers of a generation run, those of the signers the lead accepts.
+    Run(String, AnswerSigners),
     /// A JSONL file `{item_id, question, reference_answer, target_chunk, answer}`.
     File(PathBuf),
 }
@@ -28,6 +30,53 @@ pub struct CreatedItems {
     /// Target chunks of the run's answers that are not in the corpus (their items
     /// have no target text).
     pub missing_targets: MissingTargets,
+    /// Whose answers were taken, and those left out.
+    pub answers: AnswersTaken,
+}
+
+/// Whose stored answers a signed study's lead makes items from, besides the lead's
+/// own (`--answers-by`, `--unsigned-answers`).
+#[derive(Debug, Clone, Default)]
+pub struct AnswerSigners {
+    /// Names on the roster, or public keys (a machine that generated a shard).
+    pub by: Vec<String>,
+    /// Answers with no signature (stored before answers were signed) count too.
+    pub unsigned: bool,
+}
+
+/// Which answers items were made from: under a roster, whose signatures were taken
+/// (`lena (lead), ben`) and the answers left out, each named with why.
+#[derive(Debug, Clone, Default)]
+pub struct AnswersTaken {
+    /// None: the study has no roster, and every stored answer counts.
+    pub signed_by: Option<String>,
+    pub left_out: Vec<Refusal>,
+}
+
+/// The stored answers `which` picks that items may be made from (each answer id
+/// once, its first taken row, in stored order), and which were taken and left out:
+/// under a roster only those signed by the lead or by the signers the lead accepts
+/// ([`crate::core::answer_signing`]).
+pub(super) async fn answers_taken(
+    ctx: &Context,
+    which: &(dyn Fn(&AnswerRecord) -> bool + Sync),
+    accept: &AnswerSigners,
+) -> Result<(Vec<AnswerRecord>, AnswersTaken)> {
+    let rows = async { anyhow::Ok(answers(&ctx.workspace).read_all::<AnswerRecord>().await?) };
+    let (rows, (roster, _)) = futures::try_join!(rows, super::trust::roster(ctx))?;
+    let signers = Signers::of(&roster, &accept.by, accept.unsigned).map_err(anyhow::Error::msg)?;
+    let rows = rows.into_iter().filter(|a| which(a));
+    let taken = take_answers(
+        rows.collect(),
+        &signers,
+        &roster,
+        &crate::store::keys::verify_cached,
+    );
+    let said = AnswersTaken {
+        signed_by: signers.applies().then(|| signers.describe()),
+        left_out: taken.left_out,
+    };
+    Ok((taken.answers, said))
 }
 
 /// Create items (optionally a seeded random sample); items already present are kept
@@ -39,9 +88,13 @@ pub async fn create_items(
     sample: Option<(usize, u64)>,
 ) -> Result<CreatedItems> {
     let existing: Vec<Item> = read_items(ctx).await?;
-    let (mut items, missing_targets) = match source {
-        ItemSource::Run(run) => items_from_run(ctx, run, set).await?,
-        ItemSource::File(f) => (items_from_file(f, set)?, MissingTargets::default()),
+    let (mut items, missing_targets, answers) = match source {
+        ItemSource::Run(run, accept) => items_from_run(ctx, run, accept, set).await?,
+        ItemSource::File(f) => (
+            items_from_file(f, set)?,
+            MissingTargets::default(),
+            AnswersTaken::default(),
+        ),
     };
     if let Some((n, seed)) = sample {
         let idx = Rng::new(seed).sample_indices(items.len(), n);
@@ -55,33 +108,46 @@ pub async fn create_items(
     Ok(CreatedItems {
         created: items.len(),
         missing_targets,
+        answers,
     })
 }
 
 async fn items_from_run(
     ctx: &Context,
     run: &str,
+    accept: &AnswerSigners,
     set: Option<String>,
-) -> Result<(Vec<Item>, MissingTargets)> {
-    let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
+) -> Result<(Vec<Item>, MissingTargets, AnswersTaken)> {
+    let (all, said) = answers_taken(ctx, &|a| a.run == run, accept).await?;
+    if all.is_empty() {
+        bail!("{}", no_answers_taken(run, &said));
+    }
     let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;
     let known: std::collections::HashSet<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
     let missing = MissingTargets::find(
-        all.iter()
-            .filter(|a| a.run == run)
-            .map(|a| a.target_ids.iter().map(String::as_str)),
+        all.iter().map(|a| a.target_ids.iter().map(String::as_str)),
         |id| known.contains(id),
     );
     let set = set.unwrap_or_else(|| run.to_string());
     let v: Vec<Item> = all
         .into_iter()
-        .filter(|a| a.run == run)
         .map(|a| item_of_answer(a, &chunks, &set))
         .collect();
-    if v.is_empty() {
-        bail!("no answers in run `{run}` (see `raglab report answers`)");
+    Ok((v, missing, said))
+}
+
+/// Why run `run` gives no items: it has no answers, or none the study takes (the
+/// first reason one was left out).
+pub(super) fn no_answers_taken(run: &str, said: &AnswersTaken) -> String {
+    let of_run = format!(" of run {run} ");
+    let mine = said.left_out.iter().find(|r| r.why.contains(&of_run));
+    match (mine, &said.signed_by) {
+        (Some(r), Some(by)) => format!(
+            "no answers in run `{run}` signed by {by} ({} left out; the first: {r})",
+            said.left_out.len()
+        ),
+        _ => format!("no answers in run `{run}` (see `raglab report answers`)"),
     }
-    Ok((v, missing))
 }
 
 /// The item of one stored answer: its question, reference, target chunks' text and
@@ -169,13 +235,21 @@ pub async fn add_answer_item(ctx: &Context, answer_id: &str) -> Result<bool> {
     if existing.iter().any(|i| i.item_id == answer_id) {
         return Ok(false);
     }
-    let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
-    let Some(a) = all.into_iter().find(|a| a.answer_id == answer_id) else {
-        bail!("answer `{answer_id}` is not stored");
+    const WHAT: &str = "sending an answer to annotation";
+    super::trust::require_lead(ctx, WHAT).await?;
+    let which = |a: &AnswerRecord| a.answer_id == answer_id;
+    let (taken, said) = answers_taken(ctx, &which, &AnswerSigners::default()).await?;
+    let Some(a) = taken.into_iter().next() else {
+        match said.left_out.first() {
+            None => bail!("answer `{answer_id}` is not stored"),
+            Some(why) => bail!(
+                "this answer cannot be sent to annotation: {why} (`raglab annotate create --from-run RUN`)"
+            ),
+        }
     };
     let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;
     let mut item = [item_of_answer(a, &chunks, "tui")];
-    super::trust::seal_new_items(ctx, "sending an answer to annotation", &mut item).await?;
+    super::trust::seal_new_items(ctx, WHAT, &mut item).await?;
     items_table(&ctx.workspace).append(&item).await?;
     Ok(true)
 }

@@ -32,7 +32,9 @@ pub use calibrate::{Judged, calibrate};
 pub use founding::{FOUNDED, memory_file};
 pub use gold::{GOLD, gold_table};
 pub(crate) use gold::{gold_report, gold_rows, mark_gold};
-pub use items::{ItemSource, add_answer_item, create_items, items_from_file};
+pub use items::{
+    AnswerSigners, AnswersTaken, ItemSource, add_answer_item, create_items, items_from_file,
+};
 pub(crate) use label_io::{ExportFormat, export_labels, final_csv};
 pub use label_io::{
     SaveError, commit_labels, history_of, import_labels, label_history, labels_csv, labels_jsonl,

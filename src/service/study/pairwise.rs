@@ -16,6 +16,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::items::{AnswerSigners, AnswersTaken};
 use super::raters::{human_reviewers, rater_report};
 use super::trust::read_items;
 use crate::core::agreement::raters::RaterReport;
@@ -29,7 +30,7 @@ use crate::core::preference::{
 use crate::core::rng::Rng;
 use crate::core::rubric::Rubric;
 use crate::core::signing::{self, Refusal, Roster};
-use crate::service::answer::{AnswerRecord, answers};
+use crate::service::answer::AnswerRecord;
 use crate::service::base::Context;
 use crate::store::keys::{self, Keypair};
 use crate::store::records::Table;
@@ -119,22 +120,24 @@ pub async fn create_pair_items(
     set: Option<String>,
     sample: Option<(usize, u64)>,
     seed: u64,
-) -> Result<usize> {
+    accept: &AnswerSigners,
+) -> Result<(usize, AnswersTaken)> {
     if run_a == run_b {
         bail!("--pairs needs two different runs (got `{run_a}` twice)");
     }
+    let key = super::trust::require_lead(ctx, "annotate create --pairs").await?;
     let existing = read_items(ctx).await?;
-    let all: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
+    let which = |a: &AnswerRecord| a.run == run_a || a.run == run_b;
+    let (all, said) = super::items::answers_taken(ctx, &which, accept).await?;
     let (a, b) = (
         answers_by_question(&all, run_a),
         answers_by_question(&all, run_b),
     );
     for (run, got) in [(run_a, &a), (run_b, &b)] {
         if got.is_empty() {
-            bail!("no answers in run `{run}` (see `raglab report answers`)");
+            bail!("{}", super::items::no_answers_taken(run, &said));
         }
     }
-    let key = super::trust::require_lead(ctx, "annotate create --pairs").await?;
     let (roster, _) = super::trust::roster(ctx).await?;
     let (orders, _) = pair_orders(&ctx.workspace, &roster).await?;
     let ordered: HashMap<&str, &PairItem> =
@@ -192,7 +195,7 @@ pub async fn create_pair_items(
             .append(&items)
             .await?;
     }
-    Ok(items.len())
+    Ok((items.len(), said))
 }
 
 /// A run's Bradley-Terry score with its CI.

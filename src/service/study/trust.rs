@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::founding::{self, founded_table};
@@ -25,6 +25,7 @@ use crate::store::records::Table;
 use crate::store::workspace::Workspace;
 
 pub use super::founding::ROSTER;
+pub use crate::service::base::my_key;
 
 pub fn roster_table(ws: &Workspace) -> Table<'_> {
     Table::of::<RosterEntry>(ws, ROSTER)
@@ -34,11 +35,6 @@ pub fn roster_table(ws: &Workspace) -> Table<'_> {
 /// `RAGLAB_CONFIG_DIR` is one identity. It exists once a command needed the key.
 pub fn key_file(paths: &crate::config::Paths) -> std::path::PathBuf {
     paths.config_dir.join(crate::store::keys::KEY_FILE)
-}
-
-/// This user's signing key (made in the config folder on first use).
-pub fn my_key(ctx: &Context) -> Result<Keypair> {
-    Keypair::load_or_create(&ctx.paths.config_dir).context("the study signing key")
 }
 
 /// Sign `label` as this key's holder for the study bound as `study` (the key and

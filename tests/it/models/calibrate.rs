@@ -95,9 +95,14 @@ async fn study(env: &Env) -> BTreeMap<(String, String), String> {
         let a = common::records::written("cal", i, q, reference, answer, target);
         save_answer(&ctx, &a).await.expect("answer");
     }
-    study::create_items(&ctx, &study::ItemSource::Run("cal".into()), None, None)
-        .await
-        .expect("items");
+    study::create_items(
+        &ctx,
+        &study::ItemSource::Run("cal".into(), Default::default()),
+        None,
+        None,
+    )
+    .await
+    .expect("items");
     let rubric = default_rubric();
     let keys: Vec<String> = rubric.criteria.iter().map(|c| c.key.clone()).collect();
     let mut rows = String::new();

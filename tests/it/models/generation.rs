@@ -250,6 +250,8 @@ fn judge_grammar_always_parses_across_seeds() {
         chunk_order: None,
         rerank: None,
         rerank_ms: None,
+        signer: None,
+        signature: None,
     };
     for seed in 0..4 {
         let (rec, j) = judge(

@@ -81,6 +81,9 @@ fn answers_keep_their_schema() {
         // Added with the rerank stage.
         ("rerank", Utf8, true),
         ("rerank_ms", Float64, true),
+        // Added with signed answers.
+        ("signer", Utf8, true),
+        ("signature", Utf8, true),
     ]);
     assert_eq!(*schema_of::<AnswerRecord>(), want);
 }

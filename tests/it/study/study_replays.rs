@@ -495,3 +495,132 @@ fn study_seal_items_seals_the_items_of_an_older_study() {
     let (ok, out, _) = lena.run(&["study", "seal-items"]);
     assert!(ok && out.is_empty(), "{out}");
 }
+
+/// Answers belong to the workspace, and any member can append one: ann stores an
+/// answer of the lead's run under the id the lead's generator will use next (q1,
+/// ahead of the lead's own) and one for a question of her own (q2), and an unsigned
+/// row is appended beside them (q3). The lead's `annotate create --from-run` makes
+/// items only of the lead's signed answers, each of the others left out and named;
+/// the lead's TUI `a` on ann's answer is refused; `--answers-by ann` then takes
+/// hers, and `--unsigned-answers` the unsigned one. Nothing a member wrote becomes an
+/// item unless the lead accepts its signer.
+#[test]
+fn a_members_answers_become_items_only_when_the_lead_takes_them() {
+    let env = Env::new();
+    let location = text_of(&env.workspace());
+    let everyone = people(&env, &location, &[]);
+    found_roster(&everyone);
+    let [lena, ann, ..] = &everyone;
+    let answer = |q: usize, text: &str| {
+        written(
+            "rag",
+            q,
+            &format!("Question {q}?"),
+            "A yearly vaccine.",
+            text,
+            "flu#a",
+        )
+    };
+    let store = |p: &Person, q: usize, text: &str| {
+        let ctx = context_of(p, &env);
+        block(raglab::service::answer::save_answer(&ctx, &answer(q, text))).expect("answer");
+    };
+    store(lena, 0, "Genuine 0.");
+    store(ann, 1, "Planted 1.");
+    store(lena, 1, "Genuine 1.");
+    store(ann, 2, "Planted 2.");
+    let ws = Workspace::open(env.workspace()).expect("ws");
+    let unsigned = answer(3, "Unsigned 3.");
+    block(raglab::service::answer::answers(&ws).append(&[unsigned])).expect("unsigned");
+
+    let (ok, _, err) = ann.run(&["annotate", "create", "--from-run", "rag"]);
+    assert!(!ok && err.contains("needs the study lead's key"), "{err}");
+    let (ok, out, err) = lena.run(&["annotate", "create", "--from-run", "rag"]);
+    assert!(ok && out.contains("created 2 items"), "{out}{err}");
+    assert!(
+        err.contains("items are made from the answers signed by lena (lead)"),
+        "{err}"
+    );
+    assert!(err.contains("left out 3 answers"), "{err}");
+    for (q, why) in [
+        (
+            1,
+            "is signed by ann, whose answers the lead did not accept: take them with --answers-by ann",
+        ),
+        (2, "is signed by ann, whose answers the lead did not accept"),
+        (3, "carries no signature"),
+    ] {
+        assert!(
+            err.contains(&format!("answer rag/q{q}/s42 of run rag {why}")),
+            "{q}: {err}"
+        );
+    }
+    let items = |p: &Person| -> Vec<(String, String)> {
+        let read = block(study::load_study(&context_of(p, &env))).expect("study");
+        assert!(read.refused.is_empty(), "{:?}", read.refused);
+        read.items
+            .into_iter()
+            .map(|i| (i.item_id, i.answer))
+            .collect()
+    };
+    let pair = |id: &str, text: &str| (id.to_string(), text.to_string());
+    assert_eq!(
+        items(ann),
+        [
+            pair("rag/q0/s42", "Genuine 0."),
+            pair("rag/q1/s42", "Genuine 1.")
+        ]
+    );
+
+    // The lead's TUI sends ann's answer: refused, naming its signer.
+    let sent = block(study::add_answer_item(
+        &context_of(lena, &env),
+        "rag/q2/s42",
+    ));
+    let err = sent.expect_err("ann's answer").to_string();
+    assert!(err.contains("is signed by ann"), "{err}");
+
+    let (ok, out, err) = lena.run(&[
+        "annotate",
+        "create",
+        "--from-run",
+        "rag",
+        "--answers-by",
+        "ann",
+    ]);
+    assert!(ok && out.contains("created 1 item"), "{out}{err}");
+    assert!(
+        err.contains("signed by lena (lead), ann") && err.contains("left out 1 answers"),
+        "{err}"
+    );
+    let (ok, out, err) = lena.run(&[
+        "annotate",
+        "create",
+        "--from-run",
+        "rag",
+        "--unsigned-answers",
+    ]);
+    assert!(ok && out.contains("created 1 item"), "{out}{err}");
+    assert_eq!(
+        items(ann),
+        [
+            pair("rag/q0/s42", "Genuine 0."),
+            pair("rag/q1/s42", "Genuine 1."),
+            pair("rag/q2/s42", "Planted 2."),
+            pair("rag/q3/s42", "Unsigned 3."),
+        ],
+        "q1 stays the lead's: an item is fixed when it is made"
+    );
+    let (ok, _, err) = lena.run(&[
+        "annotate",
+        "create",
+        "--from-run",
+        "rag",
+        "--answers-by",
+        "carol-typo",
+    ]);
+    assert!(
+        !ok && err.contains("--answers-by carol-typo: not a name on the study's roster"),
+        "{err}"
+    );
+}

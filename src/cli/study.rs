@@ -93,51 +93,24 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
             let key = study::my_key(ctx)?;
             say!("{}", key.public_hex());
             tell!("(kept in {})", key.path().display());
+            Ok(())
         }
-        StudyCmd::Roster {
-            cmd: RosterCmd::Add { name, key, lead },
-        } => {
-            let added = study::roster_add(ctx, &name, &key, lead).await?;
-            let e = &added.entry;
-            say!(
-                "added {} ({}) with key {}",
-                clean(&e.name),
-                e.role,
-                e.public_key
-            );
-            if lead {
-                tell!(
-                    "study id {} (every row of the study is signed with it)",
-                    short(e.signature.as_deref().unwrap_or_default())
-                );
-            }
-            if added.sealed_items > 0 {
-                tell!(
-                    "sealed the {} items already in the workspace with your key: in a signed study only the lead's sealed items count",
-                    added.sealed_items
-                );
-            }
-            if added.earlier_labels > 0 {
-                tell!(
-                    "warning: the {} label rows written before the roster was founded carry no study id and do not count in the signed study; their reviewers label again",
-                    added.earlier_labels
-                );
-            }
-        }
-        StudyCmd::SealItems => {
-            let sealed = study::seal_items(ctx).await?;
-            for i in &sealed {
-                say!("sealed {}  {}", clean(&i.item_id), clean(&i.question));
-            }
-            match sealed.len() {
-                0 => tell!("every item is sealed already"),
-                1 => tell!("1 item sealed"),
-                n => tell!("{n} items sealed"),
-            }
-        }
-        StudyCmd::Roster {
-            cmd: RosterCmd::Rotate { name, key },
-        } => {
+        StudyCmd::Roster { cmd } => roster(ctx, cmd).await,
+        StudyCmd::SealItems => seal_items(ctx).await,
+        StudyCmd::Rubric {
+            cmd: RubricCmd::Pin { file },
+        } => pin(ctx, file.as_deref()).await,
+        StudyCmd::Rubric {
+            cmd: RubricCmd::Show { toml },
+        } => show(ctx, toml).await,
+    }
+}
+
+/// `raglab study roster add|rotate|remove|list`.
+async fn roster(ctx: &Context, cmd: RosterCmd) -> Result<()> {
+    match cmd {
+        RosterCmd::Add { name, key, lead } => roster_add(ctx, &name, &key, lead).await?,
+        RosterCmd::Rotate { name, key } => {
             let e = study::roster_rotate(ctx, &name, &key).await?;
             say!(
                 "{} now signs with key {} (from label row {}; earlier labels keep counting)",
@@ -146,9 +119,7 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
                 e.label_rows.unwrap_or(0)
             );
         }
-        StudyCmd::Roster {
-            cmd: RosterCmd::Remove { name },
-        } => {
+        RosterCmd::Remove { name } => {
             let e = study::roster_remove(ctx, &name).await?;
             say!(
                 "removed {} from the roster (from label row {}; earlier labels keep counting)",
@@ -156,38 +127,79 @@ pub async fn run(ctx: &Context, cmd: StudyCmd) -> Result<()> {
                 e.label_rows.unwrap_or(0)
             );
         }
-        StudyCmd::Rubric {
-            cmd: RubricCmd::Pin { file },
-        } => pin(ctx, file.as_deref()).await?,
-        StudyCmd::Rubric {
-            cmd: RubricCmd::Show { toml },
-        } => show(ctx, toml).await?,
-        StudyCmd::Roster {
-            cmd: RosterCmd::List { json },
-        } => {
-            let view = study::roster_list(ctx).await?;
-            if json {
-                return json_schema::print(json_schema::ROSTER, &view);
-            }
-            if !view.signed {
-                say!(
-                    "{} (the lead founds a roster with `raglab study roster add NAME KEY --lead`)",
-                    study::UNSIGNED
-                );
-            }
-            match &view.study_id {
-                Some(id) => say!("study id {}", short(id)),
-                None if view.signed => say!("{}", study::UNBOUND),
-                None => {}
-            }
-            for (name, role, key) in &view.entries {
-                let you = if *key == view.me { "  (you)" } else { "" };
-                say!("{:<24} {:<8} {key}{you}", clean(name), role);
-            }
-            for r in &view.refused {
-                say!("not counted: {r}");
-            }
-        }
+        RosterCmd::List { json } => return roster_list(ctx, json).await,
+    }
+    Ok(())
+}
+
+/// `raglab study roster add NAME KEY [--lead]`: what founding did is said on stderr.
+async fn roster_add(ctx: &Context, name: &str, key: &str, lead: bool) -> Result<()> {
+    let added = study::roster_add(ctx, name, key, lead).await?;
+    let e = &added.entry;
+    say!(
+        "added {} ({}) with key {}",
+        clean(&e.name),
+        e.role,
+        e.public_key
+    );
+    if lead {
+        tell!(
+            "study id {} (every row of the study is signed with it)",
+            short(e.signature.as_deref().unwrap_or_default())
+        );
+    }
+    if added.sealed_items > 0 {
+        tell!(
+            "sealed the {} items already in the workspace with your key: in a signed study only the lead's sealed items count",
+            added.sealed_items
+        );
+    }
+    if added.earlier_labels > 0 {
+        tell!(
+            "warning: the {} label rows written before the roster was founded carry no study id and do not count in the signed study; their reviewers label again",
+            added.earlier_labels
+        );
+    }
+    Ok(())
+}
+
+/// `raglab study roster list [--json]`.
+async fn roster_list(ctx: &Context, json: bool) -> Result<()> {
+    let view = study::roster_list(ctx).await?;
+    if json {
+        return json_schema::print(json_schema::ROSTER, &view);
+    }
+    if !view.signed {
+        say!(
+            "{} (the lead founds a roster with `raglab study roster add NAME KEY --lead`)",
+            study::UNSIGNED
+        );
+    }
+    match &view.study_id {
+        Some(id) => say!("study id {}", short(id)),
+        None if view.signed => say!("{}", study::UNBOUND),
+        None => {}
+    }
+    for (name, role, key) in &view.entries {
+        let you = if *key == view.me { "  (you)" } else { "" };
+        say!("{:<24} {:<8} {key}{you}", clean(name), role);
+    }
+    for r in &view.refused {
+        say!("not counted: {r}");
+    }
+    Ok(())
+}
+
+/// `raglab study seal-items`: each item sealed on stdout, for the lead to check.
+async fn seal_items(ctx: &Context) -> Result<()> {
+    let sealed = study::seal_items(ctx).await?;
+    for i in &sealed {
+        say!("sealed {}  {}", clean(&i.item_id), clean(&i.question));
+    }
+    match sealed.len() {
+        0 => tell!("every item is sealed already"),
+        1 => tell!("1 item sealed"),
+        n => tell!("{n} items sealed"),
     }
     Ok(())
 }

@@ -17,6 +17,7 @@
 use std::num::NonZeroU32;
 use std::time::Instant;
 
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
@@ -85,8 +86,7 @@ pub fn score(
             prompts.len()
         ));
     }
-    let yes = word_token(model, "yes")?;
-    let no = word_token(model, "no")?;
+    let yes_no = (word_token(model, "yes")?, word_token(model, "no")?);
     let tokens: Vec<Vec<LlamaToken>> = prompts
         .iter()
         .map(|m| chat::render(model, specials, m).map(|r| r.tokens(model)))
@@ -101,25 +101,80 @@ pub fn score(
             "a scoring prompt of {longest} tokens exceeds the model's context ({window})"
         ));
     }
-    if decode == Decode::SharedPrefix {
-        return score_shared(model, threads, &tokens, (yes, no), started);
+    match decode {
+        Decode::Whole => score_whole(model, threads, &tokens, yes_no, started),
+        Decode::SharedPrefix => score_shared(model, threads, &tokens, yes_no, started),
     }
-    let n_ctx = u32::try_from(longest.next_multiple_of(256)).unwrap_or(u32::MAX);
-    let params = LlamaContextParams::default()
+}
+
+/// A llama.cpp context for scoring: `n_ctx` rounded up to 256, `n_batch` tokens per
+/// decode call, `n_seq` sequences (several share one unified KV cache), performance
+/// timings kept (they give llama.cpp's prompt-eval time).
+fn scoring_context<'m>(
+    model: &'m LlamaModel,
+    threads: i32,
+    n_ctx: usize,
+    n_batch: u32,
+    n_seq: u32,
+) -> Result<LlamaContext<'m>, String> {
+    let n_ctx = u32::try_from(n_ctx.next_multiple_of(256)).unwrap_or(u32::MAX);
+    let mut params = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(n_ctx))
-        .with_n_batch(UBATCH)
+        .with_n_batch(n_batch)
         .with_n_ubatch(UBATCH)
         .with_n_threads(threads)
         .with_n_threads_batch(threads)
         .with_no_perf(false);
+    if n_seq > 1 {
+        params = params.with_n_seq_max(n_seq).with_kv_unified(true);
+    }
     let backend = super::backend::backend().map_err(|e| e.to_string())?;
-    let mut ctx = model
+    model
         .new_context(backend, params)
-        .map_err(|e| format!("cannot create a scoring context: {e}"))?;
-    let pos = |p: usize| i32::try_from(p).unwrap_or(i32::MAX);
+        .map_err(|e| format!("cannot create a scoring context: {e}"))
+}
+
+/// P(yes) from the logits of batch position `i`.
+fn p_yes_at(ctx: &LlamaContext, i: i32, (yes, no): (LlamaToken, LlamaToken)) -> f64 {
+    let logits = ctx.get_logits_ith(i);
+    let at = |t: LlamaToken| f64::from(logits[usize::try_from(t.0).unwrap_or(0)]);
+    crate::core::rerank::p_yes(at(yes), at(no))
+}
+
+/// The scores of a finished call, with llama.cpp's prompt-eval time of `ctx`.
+fn scored(
+    ctx: &mut LlamaContext,
+    p_yes: Vec<f64>,
+    tokens: usize,
+    started: Instant,
+) -> PointwiseScores {
+    ctx.synchronize();
+    PointwiseScores {
+        p_yes,
+        tokens,
+        wall_ms: started.elapsed().as_secs_f64() * 1e3,
+        llama_prompt_ms: ctx.timings().t_p_eval_ms(),
+    }
+}
+
+fn pos(p: usize) -> i32 {
+    i32::try_from(p).unwrap_or(i32::MAX)
+}
+
+/// [`Decode::Whole`]: each prompt decoded alone from an empty cache, in micro-batches;
+/// P(yes) read at its last token.
+fn score_whole(
+    model: &LlamaModel,
+    threads: i32,
+    tokens: &[Vec<LlamaToken>],
+    yes_no: (LlamaToken, LlamaToken),
+    started: Instant,
+) -> Result<PointwiseScores, String> {
+    let longest = tokens.iter().map(Vec::len).max().unwrap_or(0);
+    let mut ctx = scoring_context(model, threads, longest, UBATCH, 1)?;
     let mut batch = LlamaBatch::new(UBATCH as usize, 1);
-    let mut p_yes = Vec::with_capacity(prompts.len());
-    for t in &tokens {
+    let mut p_yes = Vec::with_capacity(tokens.len());
+    for t in tokens {
         ctx.clear_kv_cache();
         for (c, chunk) in t.chunks(UBATCH as usize).enumerate() {
             batch.clear();
@@ -132,18 +187,10 @@ pub fn score(
             ctx.decode(&mut batch)
                 .map_err(|e| format!("scoring decode failed: {e}"))?;
         }
-        let logits = ctx.get_logits_ith(batch.n_tokens() - 1);
-        let at = |t: LlamaToken| f64::from(logits[usize::try_from(t.0).unwrap_or(0)]);
-        p_yes.push(crate::core::rerank::p_yes(at(yes), at(no)));
+        p_yes.push(p_yes_at(&ctx, batch.n_tokens() - 1, yes_no));
     }
-    ctx.synchronize();
     let total: usize = tokens.iter().map(Vec::len).sum();
-    Ok(PointwiseScores {
-        p_yes,
-        tokens: total,
-        wall_ms: started.elapsed().as_secs_f64() * 1e3,
-        llama_prompt_ms: ctx.timings().t_p_eval_ms(),
-    })
+    Ok(scored(&mut ctx, p_yes, total, started))
 }
 
 /// How many leading tokens every prompt shares, leaving each at least its last token
@@ -168,28 +215,14 @@ fn score_shared(
     model: &LlamaModel,
     threads: i32,
     tokens: &[Vec<LlamaToken>],
-    (yes, no): (LlamaToken, LlamaToken),
+    yes_no: (LlamaToken, LlamaToken),
     started: Instant,
 ) -> Result<PointwiseScores, String> {
     let shared = common_prefix(tokens);
     let total = shared + tokens.iter().map(|t| t.len() - shared).sum::<usize>();
     let n_seq = u32::try_from(tokens.len()).map_err(|e| e.to_string())?;
-    let n_ctx = u32::try_from(total.next_multiple_of(256)).unwrap_or(u32::MAX);
     let n_batch = u32::try_from(total).unwrap_or(u32::MAX);
-    let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(n_ctx))
-        .with_n_batch(n_batch)
-        .with_n_ubatch(UBATCH)
-        .with_n_seq_max(n_seq)
-        .with_kv_unified(true)
-        .with_n_threads(threads)
-        .with_n_threads_batch(threads)
-        .with_no_perf(false);
-    let backend = super::backend::backend().map_err(|e| e.to_string())?;
-    let mut ctx = model
-        .new_context(backend, params)
-        .map_err(|e| format!("cannot create a scoring context: {e}"))?;
-    let pos = |p: usize| i32::try_from(p).unwrap_or(i32::MAX);
+    let mut ctx = scoring_context(model, threads, total, n_batch, n_seq)?;
     let every: Vec<i32> = (0..tokens.len()).map(pos).collect();
     let mut batch = LlamaBatch::new(total, pos(tokens.len()));
     for (p, tok) in tokens[0][..shared].iter().enumerate() {
@@ -209,21 +242,8 @@ fn score_shared(
     }
     ctx.decode(&mut batch)
         .map_err(|e| format!("scoring decode failed: {e}"))?;
-    let p_yes = last
-        .iter()
-        .map(|&i| {
-            let logits = ctx.get_logits_ith(i);
-            let at = |t: LlamaToken| f64::from(logits[usize::try_from(t.0).unwrap_or(0)]);
-            crate::core::rerank::p_yes(at(yes), at(no))
-        })
-        .collect();
-    ctx.synchronize();
-    Ok(PointwiseScores {
-        p_yes,
-        tokens: total,
-        wall_ms: started.elapsed().as_secs_f64() * 1e3,
-        llama_prompt_ms: ctx.timings().t_p_eval_ms(),
-    })
+    let p_yes = last.iter().map(|&i| p_yes_at(&ctx, i, yes_no)).collect();
+    Ok(scored(&mut ctx, p_yes, total, started))
 }
 
 #[cfg(test)]

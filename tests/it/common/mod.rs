@@ -284,6 +284,34 @@ pub fn five_docs_sparse() -> (Env, PathBuf) {
     (env, file)
 }
 
+/// Run `args` with `--run M --method M` for M = bm25, then hybrid, each with
+/// `--embed-model` naming a file that does not exist: a sparse run reads no dense
+/// side, so it must succeed; the hybrid one must fail naming the missing file.
+pub fn only_hybrid_needs_the_embedder(env: &Env, args: &[&str]) {
+    let missing = env.dir.path().join("no-such-embedder.gguf");
+    let missing = missing.to_str().expect("utf8");
+    let run = |method: &str| {
+        env.cmd()
+            .args(args)
+            .args([
+                "--run",
+                method,
+                "--method",
+                method,
+                "--embed-model",
+                missing,
+            ])
+            .output()
+            .expect("spawn")
+    };
+    let sparse = run("bm25");
+    let said = String::from_utf8_lossy(&sparse.stderr);
+    assert!(sparse.status.success(), "{said}");
+    let dense = run("hybrid");
+    let err = String::from_utf8_lossy(&dense.stderr);
+    assert!(!dense.status.success() && err.contains(missing), "{err}");
+}
+
 /// A config where BM25 ranks and the embedding model is not there (nothing loads).
 pub fn bm25_without_model(env: &Env) -> raglab::config::Config {
     let mut config = raglab::config::Config::default();

@@ -244,40 +244,17 @@ fn mcqa_answers_are_letters_with_consistent_provenance_and_report() {
 
     // A BM25 run reads no dense side, so it needs no embedding model; a hybrid one
     // is refused naming the missing file.
-    let missing = env.dir.path().join("no-such-embedder.gguf");
-    let missing = missing.to_str().expect("utf8");
-    let run = |method: &str| {
-        env.cmd()
-            .args([
-                "eval",
-                "mcqa",
-                "--questions",
-                q,
-                "--ks",
-                "1",
-                "--limit",
-                "1",
-            ])
-            .args([
-                "--run",
-                method,
-                "--method",
-                method,
-                "--embed-model",
-                missing,
-            ])
-            .output()
-            .expect("spawn")
-    };
-    let sparse = run("bm25");
-    assert!(
-        sparse.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sparse.stderr)
-    );
-    let dense = run("hybrid");
-    let err = String::from_utf8_lossy(&dense.stderr);
-    assert!(!dense.status.success() && err.contains(missing), "{err}");
+    let args = [
+        "eval",
+        "mcqa",
+        "--questions",
+        q,
+        "--ks",
+        "1",
+        "--limit",
+        "1",
+    ];
+    crate::common::only_hybrid_needs_the_embedder(&env, &args);
 }
 
 #[test]

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::labels::{Item, items_table};
-use super::trust::read_items;
+use super::trust;
 use crate::core::answer_signing::{Signers, take_answers};
 use crate::core::question::MissingTargets;
 use crate::core::rng::Rng;
-use crate::core::signing::Refusal;
+use crate::core::signing::{Refusal, Roster};
 use crate::service::answer::{AnswerRecord, answers};
 use crate::service::base::Context;
 
@@ -59,19 +59,14 @@ pub struct AnswersTaken {
 /// ([`crate::core::answer_signing`]).
 pub(super) async fn answers_taken(
     ctx: &Context,
+    roster: &Roster,
     which: &(dyn Fn(&AnswerRecord) -> bool + Sync),
     accept: &AnswerSigners,
 ) -> Result<(Vec<AnswerRecord>, AnswersTaken)> {
-    let rows = async { anyhow::Ok(answers(&ctx.workspace).read_all::<AnswerRecord>().await?) };
-    let (rows, (roster, _)) = futures::try_join!(rows, super::trust::roster(ctx))?;
-    let signers = Signers::of(&roster, &accept.by, accept.unsigned).map_err(anyhow::Error::msg)?;
-    let rows = rows.into_iter().filter(|a| which(a));
-    let taken = take_answers(
-        rows.collect(),
-        &signers,
-        &roster,
-        &crate::store::keys::verify_cached,
-    );
+    let signers = Signers::of(roster, &accept.by, accept.unsigned).map_err(anyhow::Error::msg)?;
+    let rows: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
+    let rows = rows.into_iter().filter(|a| which(a)).collect();
+    let taken = take_answers(rows, &signers, roster, &crate::store::keys::verify_cached);
     let said = AnswersTaken {
         signed_by: signers.applies().then(|| signers.describe()),
         left_out: taken.left_out,
@@ -87,9 +82,11 @@ pub async fn create_items(
     set: Option<String>,
     sample: Option<(usize, u64)>,
 ) -> Result<CreatedItems> {
-    let existing: Vec<Item> = read_items(ctx).await?;
+    let (roster, _) = trust::roster(ctx).await?;
+    let key = trust::lead_key(ctx, &roster, "annotate create")?;
+    let existing: Vec<Item> = trust::items_under_roster(ctx, &roster).await?;
     let (mut items, missing_targets, answers) = match source {
-        ItemSource::Run(run, accept) => items_from_run(ctx, run, accept, set).await?,
+        ItemSource::Run(run, accept) => items_from_run(ctx, &roster, run, accept, set).await?,
         ItemSource::File(f) => (
             items_from_file(f, set)?,
             MissingTargets::default(),
@@ -102,7 +99,7 @@ pub async fn create_items(
     }
     items.retain(|i| !existing.iter().any(|e| e.item_id == i.item_id));
     if !items.is_empty() {
-        super::trust::seal_new_items(ctx, "annotate create", &mut items).await?;
+        trust::seal_new_items(&mut items, &key, &roster);
         items_table(&ctx.workspace).append(&items).await?;
     }
     Ok(CreatedItems {
@@ -114,11 +111,12 @@ pub async fn create_items(
 
 async fn items_from_run(
     ctx: &Context,
+    roster: &Roster,
     run: &str,
     accept: &AnswerSigners,
     set: Option<String>,
 ) -> Result<(Vec<Item>, MissingTargets, AnswersTaken)> {
-    let (all, said) = answers_taken(ctx, &|a| a.run == run, accept).await?;
+    let (all, said) = answers_taken(ctx, roster, &|a| a.run == run, accept).await?;
     if all.is_empty() {
         bail!("{}", no_answers_taken(run, &said));
     }
@@ -231,14 +229,14 @@ pub fn items_from_file(f: &Path, set: Option<String>) -> Result<Vec<Item>> {
 /// Send one stored answer to annotation as an item (set `tui`); returns whether it
 /// was new.
 pub async fn add_answer_item(ctx: &Context, answer_id: &str) -> Result<bool> {
-    let existing: Vec<Item> = read_items(ctx).await?;
+    let (roster, _) = trust::roster(ctx).await?;
+    let existing: Vec<Item> = trust::items_under_roster(ctx, &roster).await?;
     if existing.iter().any(|i| i.item_id == answer_id) {
         return Ok(false);
     }
-    const WHAT: &str = "sending an answer to annotation";
-    super::trust::require_lead(ctx, WHAT).await?;
+    let key = trust::lead_key(ctx, &roster, "sending an answer to annotation")?;
     let which = |a: &AnswerRecord| a.answer_id == answer_id;
-    let (taken, said) = answers_taken(ctx, &which, &AnswerSigners::default()).await?;
+    let (taken, said) = answers_taken(ctx, &roster, &which, &AnswerSigners::default()).await?;
     let Some(a) = taken.into_iter().next() else {
         match said.left_out.first() {
             None => bail!("answer `{answer_id}` is not stored"),
@@ -249,7 +247,7 @@ pub async fn add_answer_item(ctx: &Context, answer_id: &str) -> Result<bool> {
     };
     let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;
     let mut item = [item_of_answer(a, &chunks, "tui")];
-    super::trust::seal_new_items(ctx, WHAT, &mut item).await?;
+    trust::seal_new_items(&mut item, &key, &roster);
     items_table(&ctx.workspace).append(&item).await?;
     Ok(true)
 }

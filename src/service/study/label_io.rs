@@ -37,11 +37,11 @@ pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Resul
     super::rubric::check_writing(ctx, rubric)
         .await
         .with_context(|| format!("nothing imported from {}", file.display()))?;
-    let items: Vec<Item> = trust::read_items(ctx).await?;
     let mut labels = read_label_file(file, rubric)?;
     // Signed by the importer: under a roster, only their own labels would count.
     let key = trust::my_key(ctx)?;
     let (roster, _) = trust::roster(ctx).await?;
+    let items: Vec<Item> = trust::items_under_roster(ctx, &roster).await?;
     trust::check_authorship(&roster, &labels, &key)
         .with_context(|| format!("nothing imported from {}", file.display()))?;
     let read = labels_table(&ctx.workspace).count_rows().await?;

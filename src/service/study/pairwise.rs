@@ -18,7 +18,6 @@ use sha2::{Digest, Sha256};
 
 use super::items::{AnswerSigners, AnswersTaken};
 use super::raters::{human_reviewers, rater_report};
-use super::trust::read_items;
 use crate::core::agreement::raters::RaterReport;
 use crate::core::agreement::{Bootstrap, Estimate};
 use crate::core::annotation::Label;
@@ -125,10 +124,11 @@ pub async fn create_pair_items(
     if run_a == run_b {
         bail!("--pairs needs two different runs (got `{run_a}` twice)");
     }
-    let key = super::trust::require_lead(ctx, "annotate create --pairs").await?;
-    let existing = read_items(ctx).await?;
+    let (roster, _) = super::trust::roster(ctx).await?;
+    let key = super::trust::lead_key(ctx, &roster, "annotate create --pairs")?;
+    let existing = super::trust::items_under_roster(ctx, &roster).await?;
     let which = |a: &AnswerRecord| a.run == run_a || a.run == run_b;
-    let (all, said) = super::items::answers_taken(ctx, &which, accept).await?;
+    let (all, said) = super::items::answers_taken(ctx, &roster, &which, accept).await?;
     let (a, b) = (
         answers_by_question(&all, run_a),
         answers_by_question(&all, run_b),
@@ -138,7 +138,6 @@ pub async fn create_pair_items(
             bail!("{}", super::items::no_answers_taken(run, &said));
         }
     }
-    let (roster, _) = super::trust::roster(ctx).await?;
     let (orders, _) = pair_orders(&ctx.workspace, &roster).await?;
     let ordered: HashMap<&str, &PairItem> =
         orders.iter().map(|o| (o.item_id.as_str(), o)).collect();

@@ -62,6 +62,13 @@ pub async fn checked_items(ctx: &Context) -> Result<(Vec<Item>, Vec<Refusal>)> {
     Ok(super::labels::items_under(rows, &roster))
 }
 
+/// The study's items as they count under `roster`, which the caller read already
+/// (a write that needs the roster for several steps reads it once).
+pub async fn items_under_roster(ctx: &Context, roster: &Roster) -> Result<Vec<Item>> {
+    let rows: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
+    Ok(super::labels::items_under(rows, roster).0)
+}
+
 /// The study's items as they count ([`checked_items`] without the refusals).
 pub async fn read_items(ctx: &Context) -> Result<Vec<Item>> {
     Ok(checked_items(ctx).await?.0)
@@ -73,19 +80,15 @@ pub fn seal_item(item: &mut Item, key: &Keypair, study: &Binding) {
     item.signature = Some(key.sign_hex(&signing::item_bytes(item, study)));
 }
 
-/// Make `items` ready to append as `what` would: in a signed study only the lead
-/// puts items in (each sealed with the lead's key, so a refusal comes before
-/// anything is written); an unsigned study takes them as they are.
-pub async fn seal_new_items(ctx: &Context, what: &str, items: &mut [Item]) -> Result<()> {
-    let (roster, _) = roster(ctx).await?;
-    if !roster.is_signed() {
-        return Ok(());
+/// Make `items` ready to append: in a signed study each is sealed with `key`, the
+/// lead's ([`lead_key`] checked it before anything was read or written); an
+/// unsigned study takes them as they are.
+pub fn seal_new_items(items: &mut [Item], key: &Keypair, roster: &Roster) {
+    if roster.is_signed() {
+        for i in items.iter_mut() {
+            seal_item(i, key, roster.binding());
+        }
     }
-    let key = require_lead(ctx, what).await?;
-    for i in items.iter_mut() {
-        seal_item(i, &key, roster.binding());
-    }
-    Ok(())
 }
 
 /// The verified roster and the roster rows refused; an error when the workspace or
@@ -294,8 +297,14 @@ pub async fn confirm(ctx: &Context, viewer: &Viewer) -> Result<()> {
 /// Refuse unless this user holds the lead's key (for assignments and adjudication);
 /// an unsigned study lets anyone. Returns the key.
 pub async fn require_lead(ctx: &Context, what: &str) -> Result<Keypair> {
-    let key = my_key(ctx)?;
     let (roster, _) = roster(ctx).await?;
+    lead_key(ctx, &roster, what)
+}
+
+/// This user's key, when `roster` makes them the lead (any user's in an unsigned
+/// study); else an error saying `what` needs the lead's key and whose it is.
+pub fn lead_key(ctx: &Context, roster: &Roster, what: &str) -> Result<Keypair> {
+    let key = my_key(ctx)?;
     match roster.lead() {
         _ if !roster.is_signed() => Ok(key),
         Some((_, k)) if k == key.public_hex() => Ok(key),
@@ -457,8 +466,8 @@ async fn seal_unsealed_items(ctx: &Context, key: &Keypair, roster: &Roster) -> R
 /// (items of a study founded before items were sealed, or of a founding whose
 /// sealing did not finish); returns them, for the lead to check what was accepted.
 pub async fn seal_items(ctx: &Context) -> Result<Vec<Item>> {
-    let key = require_lead(ctx, "study seal-items").await?;
     let (roster, _) = roster(ctx).await?;
+    let key = lead_key(ctx, &roster, "study seal-items")?;
     if !roster.is_signed() {
         bail!("study seal-items: this study has no roster yet, so its items need no seal");
     }
@@ -475,8 +484,8 @@ async fn roster_change(ctx: &Context, name: &str, key: Option<&str>) -> Result<R
     } else {
         "study roster remove"
     };
-    let me = require_lead(ctx, what).await?;
     let (roster, _, rows) = roster_rows(ctx).await?;
+    let me = lead_key(ctx, &roster, what)?;
     let Some((lead, _)) = roster.lead().filter(|_| roster.is_signed()) else {
         bail!("{what}: this study has no roster yet");
     };

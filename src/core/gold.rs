@@ -44,6 +44,11 @@ pub struct GoldLabel {
     pub signer: Option<String>,
     #[serde(default)]
     pub signature: Option<String>,
+    /// Gold rows stored when the lead wrote this one (signed): appends never land
+    /// before that, so a row stored earlier was moved forward and is refused. None in
+    /// rows written before gold rows carried it.
+    #[serde(default)]
+    pub log_rows: Option<u64>,
 }
 
 /// The expected labels in force: (item, criterion) -> label, the newest row of
@@ -112,6 +117,7 @@ mod tests {
             seq: 0,
             signer: None,
             signature: None,
+            log_rows: None,
         }
     }
 

@@ -248,6 +248,11 @@ pub fn gold_bytes(g: &GoldLabel, study: &Binding) -> Vec<u8> {
         .str(&g.set_at)
         .num(Some(g.seq))
         .opt(g.signer.as_deref());
+    if g.log_rows.is_some() {
+        // Signed only when present, so earlier rows keep their exact bytes
+        // (type-tagged: it can be neither stripped nor added).
+        c.num(g.log_rows);
+    }
     c.0
 }
 
@@ -815,9 +820,11 @@ pub fn check_assignments(
 
 /// The gold rows that count: all in an unsigned study; under a roster, those signed
 /// by the lead's key (a reviewer cannot forge the expected labels they are scored
-/// against). In both, a row that repeats an earlier counted one is refused: gold
-/// rows are read newest-wins, so a copy of an old expected label appended after the
-/// lead changed it would bring it back.
+/// against) and stored no earlier than their signed `log_rows` (a rewrite of the log
+/// that moves the lead's newer row before an older one, so the older wins, is
+/// named). In both, a row that repeats an earlier counted one is refused: gold rows
+/// are read newest-wins, so a copy of an old expected label appended after the lead
+/// changed it would bring it back.
 pub fn check_gold(rows: Vec<GoldLabel>, roster: &Roster, verify: Verify) -> Checked<GoldLabel> {
     let mut out = Checked::default();
     let mut seen = Counted::default();
@@ -838,6 +845,12 @@ pub fn check_gold(rows: Vec<GoldLabel>, roster: &Roster, verify: Verify) -> Chec
                 verify,
             )
             .map(|why| format!("{what} is not signed by the lead's key{why}"))
+            .or_else(|| {
+                let read = g.log_rows.filter(|&r| r > pos as u64)?;
+                Some(format!(
+                    "{what} was written when the gold log held {read} rows but is stored at row {pos}: rows before it were removed or it was moved forward (the log was rewritten)"
+                ))
+            })
         } else {
             None
         };
@@ -1612,9 +1625,39 @@ mod repeats {
             seq,
             signer: Some(LENA.into()),
             signature: None,
+            log_rows: Some(seq - 1),
         };
         g.signature = Some(sign(LENA, &gold_bytes(&g, bound)));
         g
+    }
+
+    /// The lead sets g1/clarity to pass (the log held 0 rows), then to fail (1 row);
+    /// a rewrite that stores fail first, so pass would win newest-wins, is named:
+    /// fail was written after a row it now stands before. A field added or stripped
+    /// breaks the signature.
+    #[test]
+    fn a_gold_row_moved_before_the_rows_its_writer_read_is_refused() {
+        let (roster, bound) = study();
+        let (pass, fail) = (gold("pass", 1, &bound), gold("fail", 2, &bound));
+        let kept = check_gold(vec![pass.clone(), fail.clone()], &roster, &verify);
+        assert_eq!(kept.rows, vec![0, 1]);
+        let swapped = check_gold(vec![fail.clone(), pass.clone()], &roster, &verify);
+        assert_eq!(swapped.rows, vec![1]);
+        assert_eq!(
+            why(&swapped),
+            [
+                "gold label of item g1 on clarity was written when the gold log held 1 rows but is stored at row 0: rows before it were removed or it was moved forward (the log was rewritten)"
+            ]
+        );
+        for log_rows in [None, Some(0)] {
+            let changed = GoldLabel {
+                log_rows,
+                ..fail.clone()
+            };
+            let checked = check_gold(vec![pass.clone(), changed], &roster, &verify);
+            assert_eq!(checked.rows, vec![0], "log_rows {log_rows:?}");
+            assert!(why(&checked)[0].contains("not signed by the lead's key"));
+        }
     }
 
     /// The lead sets g1/clarity to pass, then to fail; a copy of the pass row

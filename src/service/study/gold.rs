@@ -71,6 +71,7 @@ pub async fn mark_gold(ctx: &Context, rubric: &Rubric, file: &Path) -> Result<us
     let key = trust::require_lead(ctx, "annotate gold").await?;
     super::rubric::check_writing(ctx, rubric).await?;
     let (roster, _) = trust::roster(ctx).await?;
+    let read = gold_table(&ctx.workspace).count_rows().await?;
     let out: Vec<GoldLabel> = rows
         .into_iter()
         .map(|r| {
@@ -82,6 +83,7 @@ pub async fn mark_gold(ctx: &Context, rubric: &Rubric, file: &Path) -> Result<us
                 seq: super::labels::now_nanos(),
                 signer: Some(key.public_hex()),
                 signature: None,
+                log_rows: Some(read),
             };
             g.signature = Some(key.sign_hex(&signing::gold_bytes(&g, roster.binding())));
             g

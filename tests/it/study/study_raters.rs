@@ -284,6 +284,7 @@ fn gold_items_reach_every_queue_unmarked_and_the_lead_sees_accuracy() {
         seq: 1,
         signer: Some(ann.keypair().public_hex()),
         signature: None,
+        log_rows: None,
     };
     forged.signature = Some(
         ann.keypair()

@@ -211,6 +211,7 @@ fn agreement_over_time_and_time_per_item_by_hand() {
                     seq: 0,
                     signer: None,
                     signature: None,
+                    log_rows: None,
                 })
         })
         .collect();

@@ -120,7 +120,8 @@ pub struct Taken {
     pub left_out: Vec<Refusal>,
 }
 
-/// Why answer `a` is not taken under `signers` (None: it is); `roster` names keys.
+/// Why answer `a` is not taken under `signers` (None: it is), said after the answer
+/// (`is signed by ann, …`); `roster` names keys.
 pub fn answer_fault(
     a: &AnswerRecord,
     signers: &Signers,
@@ -130,14 +131,13 @@ pub fn answer_fault(
     if !signers.signed_study {
         return None;
     }
-    let of = format!("answer {} of run {}", a.answer_id, a.run);
     match (a.signer.as_deref(), a.signature.as_deref()) {
         (None, _) | (_, None) if signers.unsigned => None,
-        (None, _) | (_, None) => Some(format!(
-            "{of} carries no signature (stored by a raglab before answers were signed, or written by other means): the lead takes unsigned answers with --unsigned-answers"
-        )),
+        (None, _) | (_, None) => Some(
+            "carries no signature (stored by a raglab before answers were signed, or written by other means): the lead takes unsigned answers with --unsigned-answers".into()
+        ),
         (Some(k), Some(sig)) if !verify(k, &answer_bytes(a), sig) => Some(format!(
-            "{of} has a signature that does not match its fields (key {})",
+            "has a signature that does not match its fields (key {})",
             short(k)
         )),
         (Some(k), _) if signers.accepts(k) => None,
@@ -150,7 +150,7 @@ pub fn answer_fault(
                 ),
             };
             Some(format!(
-                "{of} is signed by {who}, whose answers the lead did not accept: take them with --answers-by {flag}"
+                "is signed by {who}, whose answers the lead did not accept: take them with --answers-by {flag}"
             ))
         }
     }
@@ -171,7 +171,7 @@ pub fn take_answers(
             Some(why) => out.left_out.push(Refusal {
                 item: Some(a.answer_id.clone()),
                 row: None,
-                why,
+                why: format!("answer {} of run {} {why}", a.answer_id, a.run),
             }),
             None if seen.contains(&a.answer_id) => {}
             None => {

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 
 use super::labels::{Item, items_table};
 use super::trust;
-use crate::core::answer_signing::{Signers, take_answers};
+use crate::core::answer_signing::{Signers, answer_fault, take_answers};
 use crate::core::question::MissingTargets;
 use crate::core::rng::Rng;
 use crate::core::signing::{Refusal, Roster};
@@ -235,14 +235,22 @@ pub async fn add_answer_item(ctx: &Context, answer_id: &str) -> Result<bool> {
         return Ok(false);
     }
     let key = trust::lead_key(ctx, &roster, "sending an answer to annotation")?;
-    let which = |a: &AnswerRecord| a.answer_id == answer_id;
-    let (taken, said) = answers_taken(ctx, &roster, &which, &AnswerSigners::default()).await?;
-    let Some(a) = taken.into_iter().next() else {
-        match said.left_out.first() {
+    let rows: Vec<AnswerRecord> = answers(&ctx.workspace).read_all().await?;
+    let signers = Signers::of(&roster, &[], false).map_err(anyhow::Error::msg)?;
+    let verify = &crate::store::keys::verify_cached;
+    let mut faults = Vec::new();
+    let taken = rows
+        .into_iter()
+        .filter(|a| a.answer_id == answer_id)
+        .find(|a| {
+            let fault = answer_fault(a, &signers, &roster, verify);
+            faults.extend(fault.clone());
+            fault.is_none()
+        });
+    let Some(a) = taken else {
+        match faults.first() {
             None => bail!("answer `{answer_id}` is not stored"),
-            Some(why) => bail!(
-                "this answer cannot be sent to annotation: {why} (`raglab annotate create --from-run RUN`)"
-            ),
+            Some(why) => bail!("this answer {why}"),
         }
     };
     let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;

@@ -26,6 +26,13 @@ pub struct SourceSet {
     pub files_seen: usize,
 }
 
+impl SourceSet {
+    /// Record that the input at `path` is skipped, and why.
+    fn skip(&mut self, path: String, reason: String) {
+        self.skipped.push(SkippedInput { path, reason });
+    }
+}
+
 const EXTENSIONS: &[&str] = &["md", "markdown", "txt", "html", "htm", "jsonl"];
 
 /// List the candidate files under `paths`: files are taken as given (the user named
@@ -170,24 +177,24 @@ pub fn read_file(
     let shown = path.display().to_string();
     let bytes = match read_bounded(path, limits.max_file_bytes) {
         Ok(b) => b,
-        Err(e) => {
-            set.skipped.push(SkippedInput {
-                path: shown,
-                reason: e.to_string(),
-            });
-            return;
-        }
+        Err(e) => return set.skip(shown, e.to_string()),
     };
     let text = match check_text(&bytes, limits) {
         Ok(t) => t,
-        Err(r) => {
-            set.skipped.push(SkippedInput {
-                path: shown,
-                reason: r.to_string(),
-            });
-            return;
-        }
+        Err(r) => return set.skip(shown, r.to_string()),
     };
+    if extension(path) == "jsonl" {
+        return read_records(path, text, seen_records, set);
+    }
+    match document(root, path, text, &shown) {
+        Ok(doc) => set.docs.push(doc),
+        Err(reason) => set.skip(shown, reason),
+    }
+}
+
+/// The document of one HTML, text or markdown file (`text`, checked), or why it is
+/// skipped (an HTML page the converter refuses).
+fn document(root: &Path, path: &Path, text: &str, shown: &str) -> Result<SourceDoc, String> {
     let id = doc_id_for(root, path);
     // Topic: the first folder under the ingest root, unless the document says otherwise.
     let folder_topic = id.split_once('/').map(|(t, _)| t.to_string());
@@ -195,42 +202,31 @@ pub fn read_file(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    match extension(path).as_str() {
-        "jsonl" => read_records(path, text, seen_records, set),
+    let doc = |title, topic, format, text, metadata| SourceDoc {
+        id: id.clone(),
+        title,
+        topic,
+        format,
+        text,
+        origin: shown.to_string(),
+        metadata,
+    };
+    Ok(match extension(path).as_str() {
         "html" | "htm" => {
-            let page = match crate::core::html::html_to_markdown(text) {
-                Ok(page) => page,
-                Err(reason) => {
-                    set.skipped.push(SkippedInput {
-                        path: shown,
-                        reason,
-                    });
-                    return;
-                }
-            };
+            let page = crate::core::html::html_to_markdown(text)?;
             let md = page.markdown;
             // The page's first header names it best; its <title> often carries the
             // site's name too ("Measles | CDC").
             let title = first_h1(&md).or(page.title).unwrap_or(stem);
-            set.docs.push(SourceDoc {
-                id,
-                title,
-                topic: folder_topic,
-                format: DocFormat::Html,
-                text: md,
-                origin: shown,
-                metadata: BTreeMap::new(),
-            });
+            doc(title, folder_topic, DocFormat::Html, md, BTreeMap::new())
         }
-        "txt" => set.docs.push(SourceDoc {
-            id,
-            title: stem,
-            topic: folder_topic,
-            format: DocFormat::Text,
-            text: text.to_string(),
-            origin: shown,
-            metadata: BTreeMap::new(),
-        }),
+        "txt" => doc(
+            stem,
+            folder_topic,
+            DocFormat::Text,
+            text.to_string(),
+            BTreeMap::new(),
+        ),
         _ => {
             let (meta, body) = front_matter(text);
             let title = meta
@@ -239,17 +235,9 @@ pub fn read_file(
                 .or_else(|| first_h1(&text[body..]))
                 .unwrap_or(stem);
             let topic = meta.get("topic").cloned().or(folder_topic);
-            set.docs.push(SourceDoc {
-                id,
-                title,
-                topic,
-                format: DocFormat::Markdown,
-                text: text.to_string(),
-                origin: shown,
-                metadata: meta,
-            });
+            doc(title, topic, DocFormat::Markdown, text.to_string(), meta)
         }
-    }
+    })
 }
 
 fn first_h1(md: &str) -> Option<String> {
@@ -268,28 +256,19 @@ fn read_records(path: &Path, text: &str, seen: &mut HashMap<String, String>, set
         let value: serde_json::Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                set.skipped.push(SkippedInput {
-                    path: origin,
-                    reason: format!("invalid JSON: {e}"),
-                });
+                set.skip(origin, format!("invalid JSON: {e}"));
                 continue;
             }
         };
         let Some(obj) = value.as_object() else {
-            set.skipped.push(SkippedInput {
-                path: origin,
-                reason: "record is not a JSON object".into(),
-            });
+            set.skip(origin, "record is not a JSON object".into());
             continue;
         };
         let id = match obj.get("id") {
             Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s.clone(),
             Some(serde_json::Value::Number(n)) => n.to_string(),
             _ => {
-                set.skipped.push(SkippedInput {
-                    path: origin,
-                    reason: "record has no `id`".into(),
-                });
+                set.skip(origin, "record has no `id`".into());
                 continue;
             }
         };
@@ -298,17 +277,14 @@ fn read_records(path: &Path, text: &str, seen: &mut HashMap<String, String>, set
             .and_then(|t| t.as_str())
             .filter(|t| !t.trim().is_empty())
         else {
-            set.skipped.push(SkippedInput {
-                path: origin,
-                reason: format!("record `{id}` has no `text`"),
-            });
+            set.skip(origin, format!("record `{id}` has no `text`"));
             continue;
         };
         if let Some(first) = seen.get(&id) {
-            set.skipped.push(SkippedInput {
-                path: origin,
-                reason: format!("duplicate record id `{id}` (first seen at {first})"),
-            });
+            set.skip(
+                origin,
+                format!("duplicate record id `{id}` (first seen at {first})"),
+            );
             continue;
         }
         seen.insert(id.clone(), origin.clone());

@@ -195,28 +195,15 @@ pub fn agreement_of(
     let finals = final_labels(&cur, &latest, (&r1, &r2));
     let judge_vs_final = judge_against_final(rubric, &cur, &finals, req.boot);
     let reviewer_names = super::raters::human_reviewers(&cur);
-    // Two reviewers named with `--reviewers` get the all-reviewer table too (AC1 and
-    // Brennan-Prediger for a pair); unnamed, two reviewers get it for ordered labels.
-    let named_pair = req.raters.as_ref().is_some_and(|r| r.len() == 2);
-    let raters = req.raters.clone().unwrap_or_else(|| reviewer_names.clone());
-    let drift = {
-        let order = reveal_order(&all_items, &blinding, &req.viewer);
-        (raters.len() >= 2 && !order.is_empty()).then(|| {
-            super::raters::drift_report(
-                rubric,
-                &cur,
-                &raters,
-                &order,
-                (r1.as_str(), r2.as_str()),
-                req.window,
-            )
-        })
-    };
-    let raters =
-        (raters.len() > 2 || ((rubric.ordered || named_pair) && raters.len() == 2)).then(|| {
-            let visible = |item: &str| blinding.visible(&req.viewer, item);
-            super::raters::rater_report(rubric, &cur, &raters, visible, req.boot)
-        });
+    let (raters, drift) = every_reviewer(
+        rubric,
+        &cur,
+        &blinding,
+        &req,
+        &all_items,
+        (&r1, &r2),
+        &reviewer_names,
+    );
     let gold = (req.viewer == Viewer::Lead && !req.gold.is_empty())
         .then(|| super::gold_report(&cur, &req.gold, &reviewer_names, req.boot));
     let time = (req.viewer == Viewer::Lead)
@@ -245,6 +232,38 @@ pub fn agreement_of(
         refused: Vec::new(),
         signed: false,
     })
+}
+
+/// The parts that show every reviewer at once: the all-reviewer table (more than
+/// two reviewers; two named with `--reviewers`, which gives AC1 and Brennan-Prediger
+/// for a pair; two unnamed for ordered labels) and agreement over time in the order
+/// items were revealed to the viewer.
+fn every_reviewer(
+    rubric: &Rubric,
+    cur: &std::collections::BTreeMap<(String, String, String), Label>,
+    blinding: &Blinding,
+    req: &AgreementRequest,
+    all_items: &std::collections::BTreeSet<&str>,
+    (r1, r2): (&str, &str),
+    reviewer_names: &[String],
+) -> (
+    Option<RaterReport>,
+    Option<crate::core::agreement::drift::Drift>,
+) {
+    let named_pair = req.raters.as_ref().is_some_and(|r| r.len() == 2);
+    let raters = req
+        .raters
+        .clone()
+        .unwrap_or_else(|| reviewer_names.to_vec());
+    let order = reveal_order(all_items, blinding, &req.viewer);
+    let drift = (raters.len() >= 2 && !order.is_empty())
+        .then(|| super::raters::drift_report(rubric, cur, &raters, &order, (r1, r2), req.window));
+    let table = raters.len() > 2 || ((rubric.ordered || named_pair) && raters.len() == 2);
+    let report = table.then(|| {
+        let visible = |item: &str| blinding.visible(&req.viewer, item);
+        super::raters::rater_report(rubric, cur, &raters, visible, req.boot)
+    });
+    (report, drift)
 }
 
 /// The two reviewers the table compares, or why there are none to show this viewer.

@@ -303,6 +303,51 @@ async fn judge_before_after(
 
 type ByAnswer = HashMap<String, HashMap<String, String>>;
 
+/// One judge's label of `item` on criterion `c`, from its judgements by answer id.
+fn judge_label(
+    by: &ByAnswer,
+    answer_of: &dyn Fn(&str) -> String,
+    item: &str,
+    c: &str,
+) -> Option<String> {
+    by.get(&answer_of(item))?.get(c).cloned()
+}
+
+/// The two reviewers' current labels of the calibrated items, with one judge's
+/// (`by`) as the judge's.
+fn labels_with_judge(
+    rubric: &Rubric,
+    items: &[FoldAssignment],
+    answer_of: &dyn Fn(&str) -> String,
+    f: &Finals,
+    by: &ByAnswer,
+) -> BTreeMap<(String, String, String), Label> {
+    let mut cur: BTreeMap<(String, String, String), Label> = f
+        .current
+        .iter()
+        .filter(|((i, r, _), _)| {
+            (r == &f.reviewers.0 || r == &f.reviewers.1) && items.iter().any(|a| &a.item_id == i)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for a in items {
+        for c in &rubric.criteria {
+            if let Some(l) = judge_label(by, answer_of, &a.item_id, &c.key) {
+                let label = Label::new(
+                    &a.item_id,
+                    JUDGE,
+                    &c.key,
+                    Some(l.as_str()),
+                    None,
+                    &rubric.version,
+                );
+                cur.insert((a.item_id.clone(), JUDGE.into(), c.key.clone()), label);
+            }
+        }
+    }
+    cur
+}
+
 /// The report's rows over the calibrated items: per criterion and Overall, each
 /// judge against the final labels, the paired difference, and each judge within
 /// human noise.
@@ -324,37 +369,8 @@ fn report_rows(
             ))
         })
         .collect();
-    let judge_of = |by: &ByAnswer, item: &str, c: &str| -> Option<String> {
-        by.get(&answer_of(item))?.get(c).cloned()
-    };
-    // The humans' labels of the calibrated items, with one judge's as `judge`.
-    let with_judge = |by: &ByAnswer| {
-        let mut cur: BTreeMap<(String, String, String), Label> = f
-            .current
-            .iter()
-            .filter(|((i, r, _), _)| {
-                (r == &f.reviewers.0 || r == &f.reviewers.1)
-                    && items.iter().any(|a| &a.item_id == i)
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for a in items {
-            for c in &rubric.criteria {
-                if let Some(l) = judge_of(by, &a.item_id, &c.key) {
-                    let label = Label::new(
-                        &a.item_id,
-                        JUDGE,
-                        &c.key,
-                        Some(l.as_str()),
-                        None,
-                        &rubric.version,
-                    );
-                    cur.insert((a.item_id.clone(), JUDGE.into(), c.key.clone()), label);
-                }
-            }
-        }
-        cur
-    };
+    let judge_of = |by: &ByAnswer, item: &str, c: &str| judge_label(by, answer_of, item, c);
+    let with_judge = |by: &ByAnswer| labels_with_judge(rubric, items, answer_of, f, by);
     let pair = (f.reviewers.0.as_str(), f.reviewers.1.as_str());
     let noise_before = noise_table(rubric, &with_judge(plain), pair, boot);
     let noise_after = noise_table(rubric, &with_judge(calibrated), pair, boot);

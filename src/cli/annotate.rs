@@ -183,10 +183,10 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
             bail!("--pairs takes two runs: --pairs RUN_A,RUN_B");
         };
         let sample = args.sample.map(|n| (n, args.seed));
-        let (n, taken) =
+        let done =
             study::create_pair_items(ctx, (a, b), args.set, sample, args.seed, &accept).await?;
-        tell_answers_taken(&taken);
-        match n {
+        tell_what_was_left(&done);
+        match done.created {
             0 => say!("no new pair items (all already present)"),
             n => say!(
                 "created {n} pair items of {} and {} (order drawn with seed {}); reviewers label each criterion first, second or tie",
@@ -204,7 +204,7 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
     };
     let sample = args.sample.map(|n| (n, args.seed));
     let done = study::create_items(ctx, &source, args.set, sample).await?;
-    tell_answers_taken(&done.answers);
+    tell_what_was_left(&done);
     if let Some(w) = done
         .missing_targets
         .warning("their items show no target chunk")
@@ -219,23 +219,34 @@ pub async fn create(ctx: &Context, cmd: AnnotateCmd) -> Result<()> {
     Ok(())
 }
 
-/// Say, in a signed study, whose answers items were made from and each answer left
-/// out (on standard error: the lead reads them before labelling starts).
-fn tell_answers_taken(taken: &study::AnswersTaken) {
+/// Say on standard error (the lead reads it before labelling starts) the item rows
+/// already stored that do not count and, in a signed study, whose answers items were
+/// made from and each answer left out.
+fn tell_what_was_left(done: &study::CreatedItems) {
+    tell_each(
+        "item rows not counted",
+        done.refused_items.iter().map(|r| &r.why),
+    );
+    let taken = &done.answers;
+    if let Some(by) = &taken.signed_by {
+        tell!("items are made from the answers signed by {}", clean(by));
+        tell_each("left out answers", taken.left_out.iter().map(|r| &r.why));
+    }
+}
+
+/// `TITLE: N` and the first 20 lines, each on its own line.
+fn tell_each<'a>(title: &str, lines: impl ExactSizeIterator<Item = &'a String>) {
     const SHOWN: usize = 20;
-    let Some(by) = &taken.signed_by else {
-        return;
-    };
-    tell!("items are made from the answers signed by {}", clean(by));
-    if taken.left_out.is_empty() {
+    let n = lines.len();
+    if n == 0 {
         return;
     }
-    tell!("left out {} answers:", taken.left_out.len());
-    for r in taken.left_out.iter().take(SHOWN) {
-        tell!("  {}", clean(&r.why));
+    tell!("{title}: {n}");
+    for line in lines.take(SHOWN) {
+        tell!("  {}", clean(line));
     }
-    if taken.left_out.len() > SHOWN {
-        tell!("  and {} more", taken.left_out.len() - SHOWN);
+    if n > SHOWN {
+        tell!("  and {} more", n - SHOWN);
     }
 }
 

@@ -32,6 +32,9 @@ pub struct CreatedItems {
     pub missing_targets: MissingTargets,
     /// Whose answers were taken, and those left out.
     pub answers: AnswersTaken,
+    /// Item rows already in the workspace that do not count (named, as every view
+    /// of the study names them).
+    pub refused_items: Vec<Refusal>,
 }
 
 /// Whose stored answers a signed study's lead makes items from, besides the lead's
@@ -84,7 +87,7 @@ pub async fn create_items(
 ) -> Result<CreatedItems> {
     let (roster, _) = trust::roster(ctx).await?;
     let key = trust::lead_key(ctx, &roster, "annotate create")?;
-    let existing: Vec<Item> = trust::items_under_roster(ctx, &roster).await?;
+    let (existing, refused_items) = trust::items_under_roster(ctx, &roster).await?;
     let (mut items, missing_targets, answers) = match source {
         ItemSource::Run(run, accept) => items_from_run(ctx, &roster, run, accept, set).await?,
         ItemSource::File(f) => (
@@ -106,6 +109,7 @@ pub async fn create_items(
         created: items.len(),
         missing_targets,
         answers,
+        refused_items,
     })
 }
 
@@ -230,7 +234,7 @@ pub fn items_from_file(f: &Path, set: Option<String>) -> Result<Vec<Item>> {
 /// was new.
 pub async fn add_answer_item(ctx: &Context, answer_id: &str) -> Result<bool> {
     let (roster, _) = trust::roster(ctx).await?;
-    let existing: Vec<Item> = trust::items_under_roster(ctx, &roster).await?;
+    let (existing, _) = trust::items_under_roster(ctx, &roster).await?;
     if existing.iter().any(|i| i.item_id == answer_id) {
         return Ok(false);
     }

@@ -41,7 +41,7 @@ pub async fn import_labels(ctx: &Context, rubric: &Rubric, file: &Path) -> Resul
     // Signed by the importer: under a roster, only their own labels would count.
     let key = trust::my_key(ctx)?;
     let (roster, _) = trust::roster(ctx).await?;
-    let items: Vec<Item> = trust::items_under_roster(ctx, &roster).await?;
+    let (items, _) = trust::items_under_roster(ctx, &roster).await?;
     trust::check_authorship(&roster, &labels, &key)
         .with_context(|| format!("nothing imported from {}", file.display()))?;
     let read = labels_table(&ctx.workspace).count_rows().await?;

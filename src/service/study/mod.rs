@@ -33,7 +33,8 @@ pub use founding::{FOUNDED, memory_file};
 pub use gold::{GOLD, gold_table};
 pub(crate) use gold::{gold_report, gold_rows, mark_gold};
 pub use items::{
-    AnswerSigners, AnswersTaken, ItemSource, add_answer_item, create_items, items_from_file,
+    AnswerSigners, AnswersTaken, CreatedItems, ItemSource, add_answer_item, create_items,
+    items_from_file,
 };
 pub(crate) use label_io::{ExportFormat, export_labels, final_csv};
 pub use label_io::{

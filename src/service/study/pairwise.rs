@@ -16,7 +16,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::items::{AnswerSigners, AnswersTaken};
+use super::items::{AnswerSigners, CreatedItems};
 use super::raters::{human_reviewers, rater_report};
 use crate::core::agreement::raters::RaterReport;
 use crate::core::agreement::{Bootstrap, Estimate};
@@ -120,13 +120,13 @@ pub async fn create_pair_items(
     sample: Option<(usize, u64)>,
     seed: u64,
     accept: &AnswerSigners,
-) -> Result<(usize, AnswersTaken)> {
+) -> Result<CreatedItems> {
     if run_a == run_b {
         bail!("--pairs needs two different runs (got `{run_a}` twice)");
     }
     let (roster, _) = super::trust::roster(ctx).await?;
     let key = super::trust::lead_key(ctx, &roster, "annotate create --pairs")?;
-    let existing = super::trust::items_under_roster(ctx, &roster).await?;
+    let (existing, refused_items) = super::trust::items_under_roster(ctx, &roster).await?;
     let which = |a: &AnswerRecord| a.run == run_a || a.run == run_b;
     let (all, said) = super::items::answers_taken(ctx, &roster, &which, accept).await?;
     let (a, b) = (
@@ -194,7 +194,12 @@ pub async fn create_pair_items(
             .append(&items)
             .await?;
     }
-    Ok((items.len(), said))
+    Ok(CreatedItems {
+        created: items.len(),
+        answers: said,
+        refused_items,
+        ..CreatedItems::default()
+    })
 }
 
 /// A run's Bradley-Terry score with its CI.

@@ -62,11 +62,14 @@ pub async fn checked_items(ctx: &Context) -> Result<(Vec<Item>, Vec<Refusal>)> {
     Ok(super::labels::items_under(rows, &roster))
 }
 
-/// The study's items as they count under `roster`, which the caller read already
-/// (a write that needs the roster for several steps reads it once).
-pub async fn items_under_roster(ctx: &Context, roster: &Roster) -> Result<Vec<Item>> {
+/// [`checked_items`] under `roster`, which the caller read already (a write that
+/// needs the roster for several steps reads it once).
+pub async fn items_under_roster(
+    ctx: &Context,
+    roster: &Roster,
+) -> Result<(Vec<Item>, Vec<Refusal>)> {
     let rows: Vec<Item> = items_table(&ctx.workspace).read_all().await?;
-    Ok(super::labels::items_under(rows, roster).0)
+    Ok(super::labels::items_under(rows, roster))
 }
 
 /// The study's items as they count ([`checked_items`] without the refusals).

@@ -427,8 +427,13 @@ fn a_members_item_row_under_a_future_id_is_not_an_item() {
     assert!(!ok && err.contains("i2"), "{err}");
 
     let genuine = items_file(&env, "lena.jsonl", &[("i2", "A yearly vaccine.")]);
-    let made = lena.ok(&["annotate", "create", "--from-file", &genuine]);
-    assert!(made.contains("created 1"), "{made}");
+    let (ok, made, err) = lena.run(&["annotate", "create", "--from-file", &genuine]);
+    assert!(ok && made.contains("created 1"), "{made}{err}");
+    // The lead is told of the planted row as the study read it before.
+    assert!(
+        err.contains("item rows not counted: 1\n  item i2 is not sealed by the lead's key"),
+        "{err}"
+    );
     let read = block(study::load_study(&context_of(ann, &env))).expect("study");
     let items: Vec<(&str, &str)> = read
         .items
@@ -541,7 +546,7 @@ fn a_members_answers_become_items_only_when_the_lead_takes_them() {
         err.contains("items are made from the answers signed by lena (lead)"),
         "{err}"
     );
-    assert!(err.contains("left out 3 answers"), "{err}");
+    assert!(err.contains("left out answers: 3"), "{err}");
     for (q, why) in [
         (
             1,
@@ -590,7 +595,7 @@ fn a_members_answers_become_items_only_when_the_lead_takes_them() {
     ]);
     assert!(ok && out.contains("created 1 item"), "{out}{err}");
     assert!(
-        err.contains("signed by lena (lead), ann") && err.contains("left out 1 answers"),
+        err.contains("signed by lena (lead), ann") && err.contains("left out answers: 1"),
         "{err}"
     );
     let (ok, out, err) = lena.run(&[

@@ -101,10 +101,25 @@ pub fn score(
             "a scoring prompt of {longest} tokens exceeds the model's context ({window})"
         ));
     }
+    let call = Call {
+        model,
+        threads,
+        yes_no,
+        started,
+    };
     match decode {
-        Decode::Whole => score_whole(model, threads, &tokens, yes_no, started),
-        Decode::SharedPrefix => score_shared(model, threads, &tokens, yes_no, started),
+        Decode::Whole => score_whole(&call, &tokens),
+        Decode::SharedPrefix => score_shared(&call, &tokens),
     }
+}
+
+/// What every way of scoring needs besides the prompts' tokens.
+struct Call<'m> {
+    model: &'m LlamaModel,
+    threads: i32,
+    /// The tokens `yes` and `no` start with, whose logits give P(yes).
+    yes_no: (LlamaToken, LlamaToken),
+    started: Instant,
 }
 
 /// A llama.cpp context for scoring: `n_ctx` rounded up to 256, `n_batch` tokens per
@@ -163,15 +178,9 @@ fn pos(p: usize) -> i32 {
 
 /// [`Decode::Whole`]: each prompt decoded alone from an empty cache, in micro-batches;
 /// P(yes) read at its last token.
-fn score_whole(
-    model: &LlamaModel,
-    threads: i32,
-    tokens: &[Vec<LlamaToken>],
-    yes_no: (LlamaToken, LlamaToken),
-    started: Instant,
-) -> Result<PointwiseScores, String> {
+fn score_whole(call: &Call, tokens: &[Vec<LlamaToken>]) -> Result<PointwiseScores, String> {
     let longest = tokens.iter().map(Vec::len).max().unwrap_or(0);
-    let mut ctx = scoring_context(model, threads, longest, UBATCH, 1)?;
+    let mut ctx = scoring_context(call.model, call.threads, longest, UBATCH, 1)?;
     let mut batch = LlamaBatch::new(UBATCH as usize, 1);
     let mut p_yes = Vec::with_capacity(tokens.len());
     for t in tokens {
@@ -187,10 +196,10 @@ fn score_whole(
             ctx.decode(&mut batch)
                 .map_err(|e| format!("scoring decode failed: {e}"))?;
         }
-        p_yes.push(p_yes_at(&ctx, batch.n_tokens() - 1, yes_no));
+        p_yes.push(p_yes_at(&ctx, batch.n_tokens() - 1, call.yes_no));
     }
     let total: usize = tokens.iter().map(Vec::len).sum();
-    Ok(scored(&mut ctx, p_yes, total, started))
+    Ok(scored(&mut ctx, p_yes, total, call.started))
 }
 
 /// How many leading tokens every prompt shares, leaving each at least its last token
@@ -211,18 +220,12 @@ fn common_prefix(tokens: &[Vec<LlamaToken>]) -> usize {
 /// every prompt's sequence, then each prompt's own tail in its sequence; one
 /// `decode` call (llama.cpp cuts it into micro-batches itself); P(yes) read at each
 /// tail's last token.
-fn score_shared(
-    model: &LlamaModel,
-    threads: i32,
-    tokens: &[Vec<LlamaToken>],
-    yes_no: (LlamaToken, LlamaToken),
-    started: Instant,
-) -> Result<PointwiseScores, String> {
+fn score_shared(call: &Call, tokens: &[Vec<LlamaToken>]) -> Result<PointwiseScores, String> {
     let shared = common_prefix(tokens);
     let total = shared + tokens.iter().map(|t| t.len() - shared).sum::<usize>();
     let n_seq = u32::try_from(tokens.len()).map_err(|e| e.to_string())?;
     let n_batch = u32::try_from(total).unwrap_or(u32::MAX);
-    let mut ctx = scoring_context(model, threads, total, n_batch, n_seq)?;
+    let mut ctx = scoring_context(call.model, call.threads, total, n_batch, n_seq)?;
     let every: Vec<i32> = (0..tokens.len()).map(pos).collect();
     let mut batch = LlamaBatch::new(total, pos(tokens.len()));
     for (p, tok) in tokens[0][..shared].iter().enumerate() {
@@ -242,8 +245,11 @@ fn score_shared(
     }
     ctx.decode(&mut batch)
         .map_err(|e| format!("scoring decode failed: {e}"))?;
-    let p_yes = last.iter().map(|&i| p_yes_at(&ctx, i, yes_no)).collect();
-    Ok(scored(&mut ctx, p_yes, total, started))
+    let p_yes = last
+        .iter()
+        .map(|&i| p_yes_at(&ctx, i, call.yes_no))
+        .collect();
+    Ok(scored(&mut ctx, p_yes, total, call.started))
 }
 
 #[cfg(test)]

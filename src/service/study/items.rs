@@ -89,7 +89,10 @@ pub async fn create_items(
     let key = trust::lead_key(ctx, &roster, "annotate create")?;
     let (existing, refused_items) = trust::items_under_roster(ctx, &roster).await?;
     let (mut items, missing_targets, answers) = match source {
-        ItemSource::Run(run, accept) => items_from_run(ctx, &roster, run, accept, set).await?,
+        ItemSource::Run(run, accept) => {
+            let made = |id: &str| existing.iter().any(|e| e.item_id == id);
+            items_from_run(ctx, &roster, (run, &made), accept, set).await?
+        }
         ItemSource::File(f) => (
             items_from_file(f, set)?,
             MissingTargets::default(),
@@ -113,15 +116,21 @@ pub async fn create_items(
     })
 }
 
+/// The items of run `run`'s answers that the study takes; answers left out are named
+/// unless their id is an item already (`made`: an item is fixed when it is made, so
+/// such an answer would change nothing).
 async fn items_from_run(
     ctx: &Context,
     roster: &Roster,
-    run: &str,
+    (run, made): (&str, &dyn Fn(&str) -> bool),
     accept: &AnswerSigners,
     set: Option<String>,
 ) -> Result<(Vec<Item>, MissingTargets, AnswersTaken)> {
-    let (all, said) = answers_taken(ctx, roster, &|a| a.run == run, accept).await?;
-    if all.is_empty() {
+    let (all, mut said) = answers_taken(ctx, roster, &|a| a.run == run, accept).await?;
+    let stored = !all.is_empty() || !said.left_out.is_empty();
+    said.left_out
+        .retain(|r| !r.item.as_deref().is_some_and(made));
+    if all.is_empty() && (!stored || !said.left_out.is_empty()) {
         bail!("{}", no_answers_taken(run, &said));
     }
     let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;

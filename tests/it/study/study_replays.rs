@@ -616,6 +616,11 @@ fn a_members_answers_become_items_only_when_the_lead_takes_them() {
         ],
         "q1 stays the lead's: an item is fixed when it is made"
     );
+    // Run again, every answer is an item: nothing to say of the ones left out (an
+    // item is fixed when it is made).
+    let (ok, out, err) = lena.run(&["annotate", "create", "--from-run", "rag"]);
+    assert!(ok && out.contains("no new items"), "{out}{err}");
+    assert!(!err.contains("left out"), "{err}");
     let (ok, _, err) = lena.run(&[
         "annotate",
         "create",

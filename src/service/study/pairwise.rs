@@ -104,6 +104,25 @@ fn signed_order(
     p
 }
 
+/// The questions both runs answered, in question order (a seeded sample of `n` of
+/// them when `sample` is given); an error when they share none.
+fn shared_questions<'q>(
+    (run_a, a): (&str, &BTreeMap<&'q str, &AnswerRecord>),
+    (run_b, b): (&str, &BTreeMap<&'q str, &AnswerRecord>),
+    sample: Option<(usize, u64)>,
+) -> Result<Vec<&'q str>> {
+    let shared: Vec<&str> = a.keys().filter(|q| b.contains_key(*q)).copied().collect();
+    if shared.is_empty() {
+        bail!("runs `{run_a}` and `{run_b}` answered no question in common");
+    }
+    let Some((n, s)) = sample else {
+        return Ok(shared);
+    };
+    let mut idx = Rng::new(s).sample_indices(shared.len(), n);
+    idx.sort_unstable();
+    Ok(idx.into_iter().map(|i| shared[i]).collect())
+}
+
 /// Create a pair item for every question both runs answered (or a seeded sample of
 /// `n` of them); the order of each pair is drawn with `seed`. Pairs already present
 /// are kept as they are. Returns how many were created.
@@ -141,15 +160,7 @@ pub async fn create_pair_items(
     let (orders, _) = pair_orders(&ctx.workspace, &roster).await?;
     let ordered: HashMap<&str, &PairItem> =
         orders.iter().map(|o| (o.item_id.as_str(), o)).collect();
-    let mut shared: Vec<&str> = a.keys().filter(|q| b.contains_key(*q)).copied().collect();
-    if shared.is_empty() {
-        bail!("runs `{run_a}` and `{run_b}` answered no question in common");
-    }
-    if let Some((n, s)) = sample {
-        let mut idx = Rng::new(s).sample_indices(shared.len(), n);
-        idx.sort_unstable();
-        shared = idx.into_iter().map(|i| shared[i]).collect();
-    }
+    let shared = shared_questions((run_a, &a), (run_b, &b), sample)?;
     let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;
     // Reviewers see the set's name: by default it names the pair of runs without
     // their names (which runs are compared may sway a reviewer as much as which
@@ -175,14 +186,12 @@ pub async fn create_pair_items(
             }
         };
         let mut item = super::items::item_of_answer(first.clone(), &chunks, &set);
-        item.item_id = item_id.clone();
+        item.item_id = item_id;
         item.answer = pair_text(&first.answer, &second.answer);
         item.answer_id = None;
-        if roster.is_signed() {
-            super::trust::seal_item(&mut item, &key, roster.binding());
-        }
         items.push(item);
     }
+    super::trust::seal_new_items(&mut items, &key, &roster);
     if !records.is_empty() {
         // The records first: an order record without its item is never read (and
         // gives the item its order when it is made), an item without its record

@@ -8,7 +8,7 @@ use super::json_schema;
 use crate::core::retrieval::Sparse;
 use crate::core::text::sanitize_for_terminal as clean;
 use crate::service::Context;
-use crate::service::retrieval::{SearchRequest, search};
+use crate::service::retrieval::{SearchRequest, SearchResult, search};
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
@@ -63,6 +63,14 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         args.sparse,
         alpha
     );
+    print_results(&res, args.sparse);
+    Ok(())
+}
+
+/// The ranked table (rerank stage, each list's rank and score, the fused score, the
+/// chunk's id, header path and snippet), the timings and whether generation would
+/// abstain.
+fn print_results(res: &SearchResult, sparse: Sparse) {
     if let Some(stage) = &res.rerank {
         say!(
             "rerank: {stage}; rank is after the stage, first is the rank before it ({} of its scores cached)",
@@ -76,14 +84,14 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
         "rerank",
         "dense",
         "cos",
-        args.sparse.to_string(),
+        sparse.to_string(),
         "score",
         "fused"
     );
     let opt = |v: Option<usize>| v.map_or_else(|| "-".to_string(), |x| x.to_string());
     let optf = |v: Option<f64>, p: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.p$}"));
     for row in &res.results {
-        let (sparse_rank, sparse_score) = match args.sparse {
+        let (sparse_rank, sparse_score) = match sparse {
             Sparse::Bm25 => (row.sparse_rank, row.sparse_score),
             Sparse::Tfidf => (row.tfidf_rank, row.tfidf_score),
         };
@@ -120,5 +128,4 @@ pub async fn run(ctx: &Context, args: SearchArgs) -> Result<()> {
             "best cosine {c:.3} < abstain_below {t:.2}: generation would answer that no relevant guidance was found"
         );
     }
-    Ok(())
 }

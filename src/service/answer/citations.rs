@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 
 use super::generation::answers;
 use crate::core::answer::AnswerRecord;
-use crate::core::citation::{CitationRecord, Entailment, score};
+use crate::core::citation::{CitationRecord, CitationScores, Entailment, score};
 use crate::core::prompt::{ChatMessage, Slot, fill, render_chunk};
 use crate::core::template::Template;
 use crate::infer::generate::{Generator, Sampling};
@@ -128,6 +128,50 @@ impl Entailment for ModelEntailment<'_> {
     }
 }
 
+/// Every chunk of the corpus as the entailment judge's prompt shows it, by id.
+async fn context_chunks(
+    ctx: &Context,
+) -> Result<HashMap<String, crate::core::prompt::ContextChunk>> {
+    let chunks = crate::service::corpus::chunks_or_empty(ctx).await?;
+    Ok(chunks
+        .into_iter()
+        .map(|c| {
+            let cc = crate::core::prompt::ContextChunk {
+                id: c.id.clone(),
+                rank: 0,
+                path: c.path_label(),
+                text: c.text,
+            };
+            (c.id, cc)
+        })
+        .collect())
+}
+
+/// The stored record of answer `a`'s citation scores `s` by `judge_model` with the
+/// template of SHA-256 `template_sha256`.
+fn record_of(
+    a: &AnswerRecord,
+    s: &CitationScores,
+    judge_model: &str,
+    template_sha256: &str,
+) -> CitationRecord {
+    CitationRecord {
+        answer_id: a.answer_id.clone(),
+        run: a.run.clone(),
+        judge_model: judge_model.to_string(),
+        template_sha256: template_sha256.to_string(),
+        sentences: s.sentences.len() as u32,
+        supported: s.sentences.iter().filter(|v| v.supported).count() as u32,
+        citations: s.citations as u32,
+        needed: s.needed() as u32,
+        recall: s.recall,
+        precision: s.precision,
+        outside_prompt: s.outside_prompt.clone(),
+        verdicts: s.verdicts_json(),
+        created_at: now_rfc3339(),
+    }
+}
+
 /// Score the citations of `req.run`'s answers not yet scored by this judge and
 /// template; `progress(done, todo)` after each.
 pub async fn cite_run(
@@ -163,20 +207,7 @@ pub async fn cite_run(
         .into_iter()
         .take(req.limit.unwrap_or(usize::MAX))
         .collect();
-    let chunks: HashMap<String, crate::core::prompt::ContextChunk> =
-        crate::service::corpus::chunks_or_empty(ctx)
-            .await?
-            .into_iter()
-            .map(|c| {
-                let cc = crate::core::prompt::ContextChunk {
-                    id: c.id.clone(),
-                    rank: 0,
-                    path: c.path_label(),
-                    text: c.text,
-                };
-                (c.id, cc)
-            })
-            .collect();
+    let chunks = context_chunks(ctx).await?;
     let mut judge = ModelEntailment::new(&generator, &req.template, &chunks);
     let mut summary = CiteSummary {
         already: already.len(),
@@ -192,21 +223,7 @@ pub async fn cite_run(
             .cloned()
             .collect();
         let s = score(&a.answer, &in_prompt, &mut judge)?;
-        let rec = CitationRecord {
-            answer_id: a.answer_id.clone(),
-            run: a.run.clone(),
-            judge_model: judge_model.clone(),
-            template_sha256: req.template.sha256.clone(),
-            sentences: s.sentences.len() as u32,
-            supported: s.sentences.iter().filter(|v| v.supported).count() as u32,
-            citations: s.citations as u32,
-            needed: s.needed() as u32,
-            recall: s.recall,
-            precision: s.precision,
-            outside_prompt: s.outside_prompt.clone(),
-            verdicts: s.verdicts_json(),
-            created_at: now_rfc3339(),
-        };
+        let rec = record_of(a, &s, &judge_model, &req.template.sha256);
         citations(&ctx.workspace)
             .append(std::slice::from_ref(&rec))
             .await?;

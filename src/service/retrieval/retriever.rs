@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::core::chunk::Chunk;
 use crate::core::compare::WholePlaces;
-use crate::core::fusion::{Fusion, RRF_C, Scored};
+use crate::core::fusion::{FusedHit, Fusion, RRF_C, Scored};
 use crate::core::retrieval::{Method, QueryLists, RunConfig, Sparse};
 use crate::core::shard::Shard;
 use crate::core::variant::{REDUCE_ABOVE_TOKENS, Variant, retrieval_chunks};
@@ -742,6 +742,51 @@ pub struct SearchResult {
     pub rerank_cached: usize,
 }
 
+/// Where a search shows a chunk: its rank, its rank before the rerank stage and the
+/// stage's score (None without a stage).
+struct Place {
+    rank: usize,
+    first_rank: usize,
+    rerank_score: Option<f64>,
+}
+
+/// Chunk `id`'s row of a search at `place`: its rank and score in each list, its
+/// fused score, header path and snippet.
+fn search_row(
+    r: &Retriever,
+    lists: &QueryLists,
+    fused: &[FusedHit],
+    id: &str,
+    place: Place,
+) -> SearchRow {
+    let rank_in = |list: &[Scored]| {
+        list.iter()
+            .position(|s| s.id == id)
+            .map(|i| (i + 1, list[i].score))
+    };
+    let c = r.chunk(id);
+    let (d, s, t) = (
+        rank_in(&lists.dense),
+        rank_in(&lists.bm25),
+        rank_in(&lists.tfidf),
+    );
+    SearchRow {
+        rank: place.rank,
+        chunk_id: id.to_string(),
+        dense_rank: d.map(|x| x.0),
+        dense_score: d.map(|x| x.1),
+        sparse_rank: s.map(|x| x.0),
+        sparse_score: s.map(|x| x.1),
+        tfidf_rank: t.map(|x| x.0),
+        tfidf_score: t.map(|x| x.1),
+        fused_score: fused.iter().find(|h| h.id == id).map(|h| h.fused),
+        first_rank: place.first_rank,
+        rerank_score: place.rerank_score,
+        header_path: c.map(Chunk::path_label),
+        snippet: c.map(|c| crate::core::text::snippet(&c.text, 100)),
+    }
+}
+
 /// Retrieve the top `k` chunks of a question with every rank and score.
 pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> {
     let r = open_variant_for(ctx, req.method, &req.embed, req.variant).await?;
@@ -758,11 +803,6 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
         c: RRF_C,
     });
     let fused = lists.candidates_with(req.sparse).fuse(fusion);
-    let rank_in = |list: &[Scored], id: &str| {
-        list.iter()
-            .position(|s| s.id == id)
-            .map(|i| (i + 1, list[i].score))
-    };
     let first = lists.ranking_for(RunConfig::new(req.method, req.sparse, req.alpha));
     // With a rerank stage: its kept chunks, in its order; else the first k.
     let (order, rerank_info): (Vec<(usize, Option<f64>)>, _) = match &req.rerank {
@@ -786,28 +826,14 @@ pub async fn search(ctx: &Context, req: &SearchRequest) -> Result<SearchResult> 
     };
     let results = order
         .iter()
-        .map(|&(j, score)| (j, first[j], score))
         .enumerate()
-        .map(|(i, (j, id, rerank_score))| {
-            let c = r.chunk(id);
-            let d = rank_in(&lists.dense, id);
-            let s = rank_in(&lists.bm25, id);
-            let t = rank_in(&lists.tfidf, id);
-            SearchRow {
+        .map(|(i, &(j, rerank_score))| {
+            let place = Place {
                 rank: i + 1,
-                chunk_id: (*id).to_string(),
-                dense_rank: d.map(|x| x.0),
-                dense_score: d.map(|x| x.1),
-                sparse_rank: s.map(|x| x.0),
-                sparse_score: s.map(|x| x.1),
-                tfidf_rank: t.map(|x| x.0),
-                tfidf_score: t.map(|x| x.1),
-                fused_score: fused.iter().find(|h| h.id == *id).map(|h| h.fused),
                 first_rank: j + 1,
                 rerank_score,
-                header_path: c.map(Chunk::path_label),
-                snippet: c.map(|c| crate::core::text::snippet(&c.text, 100)),
-            }
+            };
+            search_row(&r, &lists, &fused, first[j], place)
         })
         .collect();
     let best_cosine = lists.dense.first().map(|s| s.score);

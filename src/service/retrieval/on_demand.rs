@@ -99,8 +99,7 @@ pub fn places_on_demand(
     let s = Instant::now();
     let (_, tfidf_places) = sparse.tfidf_ranked(query, 0, &wanted)?;
     t.tfidf_ms = ms(s);
-    let mut tfidf_at: HashMap<&str, Option<(usize, f64)>> =
-        wanted.iter().copied().zip(tfidf_places).collect();
+    let mut tfidf_at: At = wanted.iter().copied().zip(tfidf_places).collect();
     for (i, h) in lists.tfidf.iter().enumerate() {
         if seen.insert(h.id.as_str()) {
             wanted.push(h.id.as_str());
@@ -108,12 +107,6 @@ pub fn places_on_demand(
         tfidf_at.insert(h.id.as_str(), Some((i + 1, h.score)));
     }
     // Places inside a list, and the chunks each list must rank on demand.
-    fn inside(list: &[Scored]) -> HashMap<&str, (usize, f64)> {
-        list.iter()
-            .enumerate()
-            .map(|(i, h)| (h.id.as_str(), (i + 1, h.score)))
-            .collect()
-    }
     let (in_dense, in_bm25) = (inside(&lists.dense), inside(&lists.bm25));
     let outside = |within: &HashMap<&str, (usize, f64)>| -> Vec<&str> {
         wanted
@@ -124,7 +117,7 @@ pub fn places_on_demand(
     };
     let s = Instant::now();
     let bm25_out = outside(&in_bm25);
-    let bm25_at: HashMap<&str, Option<(usize, f64)>> = bm25_out
+    let bm25_at: At = bm25_out
         .iter()
         .copied()
         .zip(sparse.bm25_ranks(query, &bm25_out)?)
@@ -132,7 +125,7 @@ pub fn places_on_demand(
     t.bm25_ms = ms(s);
     let s = Instant::now();
     let dense_out = outside(&in_dense);
-    let dense_at: HashMap<&str, Option<(usize, f64)>> = match vector {
+    let dense_at: At = match vector {
         Some(q) => dense_out
             .iter()
             .copied()
@@ -141,12 +134,39 @@ pub fn places_on_demand(
         None => HashMap::new(),
     };
     t.dense_ms = ms(s);
+    let places = whole_places(
+        &wanted,
+        (&in_dense, &dense_at),
+        (&in_bm25, &bm25_at),
+        &tfidf_at,
+    );
+    Ok((places, t))
+}
+
+/// (rank, score) of each chunk of `list`, by id.
+fn inside(list: &[Scored]) -> HashMap<&str, (usize, f64)> {
+    list.iter()
+        .enumerate()
+        .map(|(i, h)| (h.id.as_str(), (i + 1, h.score)))
+        .collect()
+}
+
+/// A chunk's (rank, score) in one list, if any, by id.
+type At<'a> = HashMap<&'a str, Option<(usize, f64)>>;
+
+/// The places of `wanted` in each list: for dense and BM25 the place inside the list,
+/// else the one ranked on demand; for TF-IDF the one found for every chunk.
+fn whole_places(
+    wanted: &[&str],
+    (in_dense, dense_at): (&HashMap<&str, (usize, f64)>, &At),
+    (in_bm25, bm25_at): (&HashMap<&str, (usize, f64)>, &At),
+    tfidf_at: &At,
+) -> WholePlaces {
     let place = |p: Option<(usize, f64)>| p.map(|(rank, score)| Place { rank, score });
     let places = wanted
         .iter()
         .map(|&id| {
-            let from = |within: &HashMap<&str, (usize, f64)>,
-                        ranked: &HashMap<&str, Option<(usize, f64)>>| {
+            let from = |within: &HashMap<&str, (usize, f64)>, ranked: &At| {
                 place(
                     within
                         .get(id)
@@ -155,14 +175,14 @@ pub fn places_on_demand(
                 )
             };
             let p = ListPlaces {
-                dense: from(&in_dense, &dense_at),
-                bm25: from(&in_bm25, &bm25_at),
+                dense: from(in_dense, dense_at),
+                bm25: from(in_bm25, bm25_at),
                 tfidf: place(tfidf_at.get(id).copied().flatten()),
             };
             (id.to_string(), p)
         })
         .collect();
-    Ok((WholePlaces::new(places), t))
+    WholePlaces::new(places)
 }
 
 /// Both steps at once: the lists of `query` cut at `depth` and the whole-corpus

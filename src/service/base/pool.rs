@@ -322,7 +322,6 @@ where
     W: Fn(Arc<Endpoint>, J) -> F,
     F: Future<Output = Result<R, EndpointError>> + Send + 'static,
 {
-    type Outcome<J, R> = (usize, J, usize, Result<R, EndpointError>);
     let n = pool.endpoints.len();
     let mut state: Vec<State> = (0..n).map(|_| State::default()).collect();
     let mut report = PoolReport {
@@ -339,18 +338,7 @@ where
         for s in &mut state {
             s.resting_until = s.resting_until.filter(|t| *t > now);
         }
-        // Fill free slots, least loaded endpoint first (relative to its capacity).
-        while !queue.is_empty() {
-            let Some(i) = least_loaded(pool, &state) else {
-                break;
-            };
-            let Some((job, attempts)) = queue.pop_front() else {
-                break;
-            };
-            state[i].in_flight += 1;
-            let request = work(pool.endpoints[i].clone(), job.clone());
-            running.spawn(async move { (i, job, attempts, request.await) });
-        }
+        fill_free_slots(pool, &mut state, &mut queue, &mut running, &work);
         if let Some((job, r, i)) = ready.take() {
             let next = done(job, r, i).await?;
             queue.extend(next.into_iter().map(|j| (j, 0)));
@@ -372,27 +360,71 @@ where
             else => bail!("the endpoint pool stalled with {} job(s) queued", queue.len()),
         };
         let Some(joined) = joined else { continue };
-        let (i, job, attempts, outcome) = joined.context("an endpoint request panicked")?;
-        let s = &mut state[i];
-        s.in_flight -= 1;
-        match outcome {
-            Ok(r) => {
-                s.failures = 0;
-                s.resting_until = None;
-                report.served[i] += 1;
-                ready = Some((job, r, i));
-            }
-            Err(e) if e.retryable() => {
-                let attempts = count_failure(&mut state, i, &mut report, &e, attempts)?;
-                queue.push_front((job, attempts));
-            }
-            Err(e) if e.violation() => {
-                set_aside(&mut state, i, &mut report, &e)?;
-                queue.push_front((job, attempts + 1));
-            }
-            Err(e) => return Err(e.into()),
-        }
+        let outcome = joined.context("an endpoint request panicked")?;
+        ready = settle(&mut state, &mut report, &mut queue, outcome)?;
     }
+}
+
+/// What one request ended with: (endpoint, job, failed attempts before, result).
+type Outcome<J, R> = (usize, J, usize, Result<R, EndpointError>);
+
+/// Give queued jobs to free slots, least loaded endpoint first (relative to its
+/// capacity), each request spawned on `running`.
+fn fill_free_slots<J, R, W, F>(
+    pool: &Pool,
+    state: &mut [State],
+    queue: &mut VecDeque<(J, usize)>,
+    running: &mut JoinSet<Outcome<J, R>>,
+    work: &W,
+) where
+    J: Clone + Send + 'static,
+    R: Send + 'static,
+    W: Fn(Arc<Endpoint>, J) -> F,
+    F: Future<Output = Result<R, EndpointError>> + Send + 'static,
+{
+    while !queue.is_empty() {
+        let Some(i) = least_loaded(pool, state) else {
+            break;
+        };
+        let Some((job, attempts)) = queue.pop_front() else {
+            break;
+        };
+        state[i].in_flight += 1;
+        let request = work(pool.endpoints[i].clone(), job.clone());
+        running.spawn(async move { (i, job, attempts, request.await) });
+    }
+}
+
+/// Account for a finished request: a success is handed back to be committed; a
+/// transient failure goes to the front of the queue (its endpoint rests); a protocol
+/// violation sets its endpoint aside and the job goes to another; any other error
+/// ends the pool.
+fn settle<J, R>(
+    state: &mut [State],
+    report: &mut PoolReport,
+    queue: &mut VecDeque<(J, usize)>,
+    (i, job, attempts, outcome): Outcome<J, R>,
+) -> Result<Option<(J, R, usize)>> {
+    let s = &mut state[i];
+    s.in_flight -= 1;
+    match outcome {
+        Ok(r) => {
+            s.failures = 0;
+            s.resting_until = None;
+            report.served[i] += 1;
+            return Ok(Some((job, r, i)));
+        }
+        Err(e) if e.retryable() => {
+            let attempts = count_failure(state, i, report, &e, attempts)?;
+            queue.push_front((job, attempts));
+        }
+        Err(e) if e.violation() => {
+            set_aside(state, i, report, &e)?;
+            queue.push_front((job, attempts + 1));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

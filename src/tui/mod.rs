@@ -156,10 +156,17 @@ pub async fn build_app_showing(
     });
     app.message =
         (!errors.is_empty()).then(|| crate::core::text::sanitize_for_terminal(&errors.join("; ")));
-    // In a study with a roster, `--reviewer NAME` needs NAME's key and `--role lead`
-    // the lead's.
-    let viewer = crate::core::blinding::Viewer::of(opts.reviewer.as_deref(), opts.lead);
     show(step("checking the study", 0, 0));
+    set_up_study_panes(ctx, opts, &mut app).await?;
+    app.generate = panes::generate::GeneratePane::new(generate);
+    app.corpus.set_note(tiny_model_note(ctx));
+    Ok(app)
+}
+
+/// The Annotate and Agreement panes for this session's identity. In a study with a
+/// roster, `--reviewer NAME` needs NAME's key and `--role lead` the lead's.
+async fn set_up_study_panes(ctx: &Context, opts: &TuiOptions, app: &mut App) -> Result<()> {
+    let viewer = crate::core::blinding::Viewer::of(opts.reviewer.as_deref(), opts.lead);
     crate::service::study::confirm(ctx, &viewer).await?;
     // The study's pinned rubric when its lead pinned one (a differing local one is
     // refused, its differences named).
@@ -182,9 +189,7 @@ pub async fn build_app_showing(
         lead_name: opts.reviewer.clone(),
         rubric: Some(rubric),
     });
-    app.generate = panes::generate::GeneratePane::new(generate);
-    app.corpus.set_note(tiny_model_note(ctx));
-    Ok(app)
+    Ok(())
 }
 
 /// The Generate pane's settings from the config: the generator's name (or the

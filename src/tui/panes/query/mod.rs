@@ -1034,65 +1034,69 @@ impl QueryPane {
         );
     }
 
-    /// The top k with the move against the baseline, dense and sparse ranks and the
-    /// fused score as a bar.
-    fn draw_results(&self, f: &mut Frame, table_area: Rect, theme: &Theme) {
-        let max = self.rows.iter().map(|r| r.hit.fused).fold(0.0f64, f64::max);
+    /// Row `i` of the results: rank (▶ on the target), move against the baseline, the
+    /// rerank stage's first rank and score when it is on, dense and sparse ranks, the
+    /// fused score as a bar scaled to `max`, and the chunk (with this reviewer's grade).
+    fn result_row(&self, i: usize, r: &ResultRow, max: f64, theme: &Theme) -> Row<'static> {
         let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| r.to_string());
         // This reviewer's own grade of the chunk for the question, stored here.
         let qid = self.current.as_ref().map_or("", |q| q.id.as_str());
-        let graded = |id: &str| {
-            self.grading
-                .mark(qid, id)
-                .map_or(String::new(), |g| format!("[{g}] "))
-        };
-        let delta = |i: usize| match self.comparison.moves.get(i) {
+        let graded = self
+            .grading
+            .mark(qid, &r.hit.id)
+            .map_or(String::new(), |g| format!("[{g}] "));
+        let delta = match self.comparison.moves.get(i) {
             None => String::new(),
             Some(Move::Same) => "=".into(),
             Some(Move::Up(n)) => format!("↑{n}"),
             Some(Move::Down(n)) => format!("↓{n}"),
             Some(Move::New(_)) => "new".into(),
         };
+        let width = if max > 0.0 {
+            (r.hit.fused / max * 10.0).round() as usize
+        } else {
+            0
+        };
+        let style = if r.is_target {
+            theme.target_chunk
+        } else {
+            theme.text
+        };
+        let mut cells = vec![
+            Line::styled(
+                format!("{}{}", if r.is_target { "▶" } else { " " }, i + 1),
+                style,
+            ),
+            Line::styled(delta, theme.filter),
+        ];
+        if let Some((first, score)) = r.rerank {
+            cells.push(Line::styled(first.to_string(), theme.muted));
+            cells.push(Line::styled(
+                score.map_or("…".to_string(), |s| format!("{s:.4}")),
+                theme.score_bar,
+            ));
+        }
+        cells.extend([
+            Line::styled(rank(r.hit.dense_rank), theme.rank_dense),
+            Line::styled(rank(r.hit.sparse_rank), theme.rank_sparse),
+            Line::from(vec![
+                Span::styled("█".repeat(width), theme.score_bar),
+                Span::styled(format!(" {:.4}", r.hit.fused), theme.muted),
+            ]),
+            Line::styled(format!("{graded}{}  {}", r.id, r.path), style),
+        ]);
+        Row::new(cells)
+    }
+
+    /// The top k with the move against the baseline, dense and sparse ranks and the
+    /// fused score as a bar.
+    fn draw_results(&self, f: &mut Frame, table_area: Rect, theme: &Theme) {
+        let max = self.rows.iter().map(|r| r.hit.fused).fold(0.0f64, f64::max);
         let rows: Vec<Row> = self
             .rows
             .iter()
             .enumerate()
-            .map(|(i, r)| {
-                let width = if max > 0.0 {
-                    (r.hit.fused / max * 10.0).round() as usize
-                } else {
-                    0
-                };
-                let style = if r.is_target {
-                    theme.target_chunk
-                } else {
-                    theme.text
-                };
-                let mut cells = vec![
-                    Line::styled(
-                        format!("{}{}", if r.is_target { "▶" } else { " " }, i + 1),
-                        style,
-                    ),
-                    Line::styled(delta(i), theme.filter),
-                ];
-                if let Some((first, score)) = r.rerank {
-                    cells.push(Line::styled(first.to_string(), theme.muted));
-                    cells.push(Line::styled(
-                        score.map_or("…".to_string(), |s| format!("{s:.4}")),
-                        theme.score_bar,
-                    ));
-                }
-                cells.extend([
-                    Line::styled(rank(r.hit.dense_rank), theme.rank_dense),
-                    Line::styled(rank(r.hit.sparse_rank), theme.rank_sparse),
-                    Line::from(vec![
-                        Span::styled("█".repeat(width), theme.score_bar),
-                        Span::styled(format!(" {:.4}", r.hit.fused), theme.muted),
-                    ]),
-                    Line::styled(format!("{}{}  {}", graded(&r.hit.id), r.id, r.path), style),
-                ]);
-                Row::new(cells)
-            })
+            .map(|(i, r)| self.result_row(i, r, max, theme))
             .collect();
         let sparse = self.sparse.to_string();
         let mut names = vec!["rank", "Δ"];

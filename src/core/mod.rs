@@ -1,55 +1,30 @@
-//! The domain, pure and synchronous: corpus and chunking, fusion, metrics, agreement
-//! statistics, rubric, prompt assembly, frugality. Depends on serde/thiserror only —
-//! no async runtime, no UI, no storage, no inference crates.
+//! The domain, pure and synchronous: one folder per concept, as `service` has one per
+//! use case, so that a rule found through a use case is found under the same name here.
+//! `base` holds what many concepts use; `corpus`, `retrieval`, `answer`, `study` and
+//! `evalset` hold the rules of each. Depends on serde/thiserror only: no async runtime,
+//! no UI, no storage, no inference crates.
+//!
+//! Each concept's files are also reachable by their short path (`core::fusion`,
+//! `core::signing`), which the layers above have always used.
 
-pub mod abstention;
-pub mod agreement;
-pub mod annotation;
 pub mod answer;
-pub mod answer_signing;
-pub mod assessment;
-pub mod assignment;
-pub mod beir;
-pub mod blinding;
-pub mod calibration;
-pub mod candidates;
-pub mod chunk;
-pub mod citation;
-pub mod compare;
-pub mod conclusions;
-pub mod context_policy;
+pub mod base;
 pub mod corpus;
 pub mod evalset;
-pub mod external;
-pub mod frugality;
-pub mod fusion;
-pub mod gold;
-pub mod grounded;
-pub mod html;
-pub mod incomplete;
-pub mod mcqa;
-pub mod metrics;
-pub mod paper;
-pub mod per_query;
-pub mod pinned;
-pub mod preference;
-pub mod prompt;
-pub mod prompt_marks;
-pub mod question;
-pub mod replay;
-pub mod rerank;
 pub mod retrieval;
-pub mod rng;
-pub mod rubric;
-pub mod sampling;
-pub mod shard;
-pub mod significance;
-pub mod signing;
-pub mod stats;
-pub mod summary;
-pub mod synthetic;
-pub mod template;
-pub mod text;
-pub mod timing;
-pub mod trec;
-pub mod variant;
+pub mod study;
+
+pub use answer::{
+    abstention, citation, context_policy, external, frugality, grounded, mcqa, prompt,
+    prompt_marks, replay, sampling, template,
+};
+pub use base::{paper, question, rng, shard, stats, timing};
+pub use corpus::{chunk, html, summary, text, variant};
+pub use evalset::{candidates, synthetic};
+pub use retrieval::{
+    beir, compare, conclusions, fusion, incomplete, metrics, per_query, rerank, significance, trec,
+};
+pub use study::{
+    agreement, annotation, answer_signing, assessment, assignment, blinding, calibration, gold,
+    pinned, preference, rubric, signing,
+};

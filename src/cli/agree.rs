@@ -87,6 +87,29 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
         return json_schema::print(json_schema::AGREEMENT, &agree_json(&a));
     }
     say_part!("{}", render_table(&a.rows, &clean(r1), &clean(r2), boot));
+    say_judge(&a);
+    if let Some(r) = &a.raters {
+        say_part!("{}", super::raters::render(r));
+    }
+    if let Some(g) = &a.gold {
+        say_part!("{}", super::raters::render_gold(g, boot));
+    }
+    if let Some(d) = &a.drift {
+        say_part!("{}", super::raters::render_drift(d));
+    }
+    if let Some(t) = &a.time {
+        say_part!("{}", super::raters::render_time(t));
+    }
+    say_versions(&a);
+    say_trust(&a);
+    say!("({:.2}s)", a.seconds);
+    Ok(())
+}
+
+/// The judge against the humans: per criterion and overall, whether its kappa is
+/// within the two reviewers' own disagreement, then its agreement with final labels.
+fn say_judge(a: &study::Agreement) {
+    let (r1, r2) = &a.reviewers;
     say!(
         "Judge within human noise (paired bootstrap Δκ = κ(judge, human) − κ({}, {}); within noise when the CI contains 0):",
         clean(r1),
@@ -117,22 +140,6 @@ pub async fn agree(ctx: &Context, args: AgreeArgs, viewer: &Viewer) -> Result<()
             }
         }
     }
-    if let Some(r) = &a.raters {
-        say_part!("{}", super::raters::render(r));
-    }
-    if let Some(g) = &a.gold {
-        say_part!("{}", super::raters::render_gold(g, boot));
-    }
-    if let Some(d) = &a.drift {
-        say_part!("{}", super::raters::render_drift(d));
-    }
-    if let Some(t) = &a.time {
-        say_part!("{}", super::raters::render_time(t));
-    }
-    say_versions(&a);
-    say_trust(&a);
-    say!("({:.2}s)", a.seconds);
-    Ok(())
 }
 
 /// Which label versions counted, and how many changed after reveal.

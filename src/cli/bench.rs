@@ -160,6 +160,27 @@ async fn run_synthetic(ctx: &Context, args: &BenchArgs) -> Result<()> {
             f(&s["p95_ms"])
         );
     }
+    say_scans(&out);
+    for a in out["ann"].as_array().into_iter().flatten() {
+        say!(
+            "ANN IVF_PQ top {} nprobes {:>4} refine {}: p50 {:>8.3} ms  p95 {:>8.3} ms  recall@{} {:.3}",
+            a["k"],
+            a["nprobes"],
+            a["refine"],
+            f(&a["p50_ms"]),
+            f(&a["p95_ms"]),
+            a["k"],
+            f(&a["recall_at_k"])
+        );
+    }
+    say_ivf(&out["ivf"]);
+    Ok(())
+}
+
+/// The dense-scan and tf-idf pruning lines: each fast path's speed beside
+/// the plain one it replaces, and whether their top k agree.
+fn say_scans(out: &serde_json::Value) {
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
     let d = &out["dense_scan"];
     say!(
         "dense scan: {:.1} MB of int8 in {:.3} ms = {:.2} GB/s; memcpy of the same bytes {:.3} ms = {:.2} GB/s ({:.0}% of memcpy); {:.0} rows rescored in f32 (p50); plain f32 scan {:.2} ms on {} queries, identical: {}",
@@ -186,20 +207,6 @@ async fn run_synthetic(ctx: &Context, args: &BenchArgs) -> Result<()> {
         100.0 * f(&t["postings_read_share"]),
         f(&t["candidates_p50"])
     );
-    for a in out["ann"].as_array().into_iter().flatten() {
-        say!(
-            "ANN IVF_PQ top {} nprobes {:>4} refine {}: p50 {:>8.3} ms  p95 {:>8.3} ms  recall@{} {:.3}",
-            a["k"],
-            a["nprobes"],
-            a["refine"],
-            f(&a["p50_ms"]),
-            f(&a["p95_ms"]),
-            a["k"],
-            f(&a["recall_at_k"])
-        );
-    }
-    say_ivf(&out["ivf"]);
-    Ok(())
 }
 
 /// The in-memory IVF's lines: its build, then per `nprobes` time and recall.

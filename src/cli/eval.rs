@@ -222,20 +222,26 @@ async fn abstention(ctx: &Context, args: AbstentionArgs) -> Result<()> {
     Ok(())
 }
 
-async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
-    let queries = match (args.beir, args.queries) {
+/// The query set the flags name: a BEIR folder (its split, or the default) before
+/// a questions file with its optional qrels; neither is an error.
+fn query_set(
+    beir: Option<PathBuf>,
+    queries: Option<PathBuf>,
+    split: Option<String>,
+    qrels: Option<PathBuf>,
+) -> Result<QuerySet> {
+    Ok(match (beir, queries) {
         (Some(dir), _) => QuerySet::Beir {
             dir,
-            split: args
-                .split
-                .unwrap_or_else(|| crate::core::beir::DEFAULT_SPLIT.to_string()),
+            split: split.unwrap_or_else(|| crate::core::beir::DEFAULT_SPLIT.to_string()),
         },
-        (None, Some(file)) => QuerySet::Questions {
-            file,
-            qrels: args.qrels,
-        },
+        (None, Some(file)) => QuerySet::Questions { file, qrels },
         (None, None) => bail!("give --queries FILE or --beir DIR"),
-    };
+    })
+}
+
+async fn retrieval(ctx: &Context, args: RetrievalArgs) -> Result<()> {
+    let queries = query_set(args.beir, args.queries, args.split, args.qrels)?;
     let req = RetrievalEval {
         queries,
         methods: args.methods,

@@ -362,27 +362,10 @@ impl Quantised {
         let mut diff = vec![0isize; m + 1];
         let lowest = tally.below.first().copied().unwrap_or(f64::INFINITY);
         let highest = tally.above.last().copied().unwrap_or(f64::INFINITY);
-        // A row near thresholds `from..to`: scored in f32, it beats those below its
-        // score, and those equal to it when its key is greater.
-        let near = |row: usize, s: f32, from: usize, to: usize, diff: &mut [isize]| {
-            let run = &sorted[from..to];
-            let below = from + run.partition_point(|t| t.0.total_cmp(&s).is_lt());
-            diff[from] += 1;
-            diff[below] -= 1;
-            for (j, t) in sorted.iter().enumerate().take(to).skip(below) {
-                if t.0.total_cmp(&s).is_gt() {
-                    break;
-                }
-                if t.1 != row && (job.key)(row) > (job.key)(t.1) {
-                    diff[j] += 1;
-                    diff[j + 1] -= 1;
-                }
-            }
-        };
         if exact {
             let rows = (panels.start * LANES)..(panels.end * LANES).min(self.rows);
             for row in rows {
-                near(row, (job.score)(row), 0, m, &mut diff);
+                Self::count_near(job, row, (job.score)(row), 0, m, &mut diff);
             }
             return diff;
         }
@@ -393,7 +376,7 @@ impl Quantised {
             let rows: Vec<usize> = pending.iter().map(|p| p.0).collect();
             let scores = score_rows(job.row_major, job.dim, job.query, &rows);
             for (&(row, from, to), s) in pending.iter().zip(scores) {
-                near(row, s, from, to, diff);
+                Self::count_near(job, row, s, from, to, diff);
             }
             pending.clear();
         };
@@ -425,6 +408,38 @@ impl Quantised {
             flush(&mut pending, &mut diff);
         });
         diff
+    }
+
+    /// [`Quantised::rank_part`]'s count for a row near thresholds `from..to`: scored
+    /// in f32 (`s`), it beats those below its score, and those equal to it when its
+    /// key is greater.
+    #[inline]
+    fn count_near<'a, K, S, F>(
+        job: &RankJob<'_, S, F>,
+        row: usize,
+        s: f32,
+        from: usize,
+        to: usize,
+        diff: &mut [isize],
+    ) where
+        K: Ord + ?Sized + 'a,
+        S: Fn(usize) -> f32,
+        F: Fn(usize) -> &'a K,
+    {
+        let sorted = job.sorted;
+        let run = &sorted[from..to];
+        let below = from + run.partition_point(|t| t.0.total_cmp(&s).is_lt());
+        diff[from] += 1;
+        diff[below] -= 1;
+        for (j, t) in sorted.iter().enumerate().take(to).skip(below) {
+            if t.0.total_cmp(&s).is_gt() {
+                break;
+            }
+            if t.1 != row && (job.key)(row) > (job.key)(t.1) {
+                diff[j] += 1;
+                diff[j + 1] -= 1;
+            }
+        }
     }
 
     /// The approximate score (the row's scale times its int8 dot product with

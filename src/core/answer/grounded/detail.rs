@@ -70,13 +70,7 @@ impl GroundedDetail {
         let mut undefined = |metric: &str, reason: &str| why.push(format!("{metric}: {reason}"));
         // A context the judge could not read (gone from the corpus) leaves every metric
         // that reads the contexts unknown, not scored on the rest.
-        let gone = (!self.contexts_missing.is_empty()).then(|| {
-            format!(
-                "{} of the prompt's contexts no longer in the corpus ({})",
-                self.contexts_missing.len(),
-                self.contexts_missing.join(", ")
-            )
-        });
+        let gone = self.contexts_gone();
         let context_reason = match &gone {
             Some(g) => Some(g.as_str()),
             None if self.contexts.is_empty() => Some(NO_CONTEXT),
@@ -141,6 +135,18 @@ impl GroundedDetail {
             similarity: if has_reference { similarity } else { None },
             undefined: why,
         }
+    }
+
+    /// Why the contexts cannot be read, when some are gone from the corpus: how many
+    /// and which, the reason given for every metric that reads them.
+    fn contexts_gone(&self) -> Option<String> {
+        (!self.contexts_missing.is_empty()).then(|| {
+            format!(
+                "{} of the prompt's contexts no longer in the corpus ({})",
+                self.contexts_missing.len(),
+                self.contexts_missing.join(", ")
+            )
+        })
     }
 
     /// Answer correctness's statement F1. TP and FP come from the answer's statements

@@ -86,6 +86,7 @@ fn table(queries: usize, configs: usize, ties: bool) -> ScoreTable {
             "Recall@10".into(),
         ],
         runs,
+        clusters: Vec::new(),
     }
 }
 

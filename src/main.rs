@@ -29,6 +29,14 @@ fn main() -> std::process::ExitCode {
     match run(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
+            if let Some(exit) = e.downcast_ref::<raglab::cli::Exit>() {
+                if !exit.message.is_empty() {
+                    let msg = raglab::core::text::sanitize_for_terminal(&exit.message);
+                    use std::io::Write as _;
+                    let _ = writeln!(std::io::stderr(), "error: {msg}");
+                }
+                return std::process::ExitCode::from(exit.code);
+            }
             // Errors quote file names, ids and lines of input: cleaned like all text.
             let msg = raglab::core::text::sanitize_for_terminal(&format!("{e:#}"));
             // Not `eprintln!`: after a hang-up stderr is gone, and a failed write would

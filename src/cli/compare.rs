@@ -39,6 +39,11 @@ pub struct TestArgs {
     /// difference that gained or lost significance (Holm randomisation p < 0.05).
     #[arg(long, value_name = "FILE")]
     pub before: Option<std::path::PathBuf>,
+    /// A file of `query-id cluster` lines for the clustered standard errors (default:
+    /// each question's `cluster` field or target document; for run files, each query's
+    /// first relevant document).
+    #[arg(long, value_name = "FILE")]
+    pub clusters: Option<std::path::PathBuf>,
     /// Print the result as one JSON document (its fields: docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
@@ -55,6 +60,7 @@ impl TestArgs {
                 seed: self.seed,
             },
             threads: self.threads,
+            clusters: self.clusters.clone(),
         }
     }
 }
@@ -123,6 +129,7 @@ pub fn render(rep: &ComparisonReport, json: bool) -> Result<()> {
             );
         }
     }
+    render_clustered(rep);
     render_changed(rep);
     say!();
     say!("Holm: {}", rep.holm_family);
@@ -131,6 +138,46 @@ pub fn render(rep: &ComparisonReport, json: bool) -> Result<()> {
         rep.seconds
     );
     Ok(())
+}
+
+/// Each difference's standard errors with questions clustered, its normal 95% interval
+/// and the smallest difference the question set detects (nothing for a comparison
+/// without them).
+fn render_clustered(rep: &ComparisonReport) {
+    if rep.rows.iter().all(|r| r.clustered.is_none()) {
+        return;
+    }
+    say!();
+    say!("clustered by question: {}", rep.clusters);
+    say!(
+        "  {:<10} {:<22} {:<22} {:>8} {:>8} {:>6} {:>21} {:>8}",
+        "metric",
+        "candidate",
+        "baseline",
+        "se_naive",
+        "se_clust",
+        "deff",
+        "95% CI (clustered)",
+        "mde_80"
+    );
+    for row in &rep.rows {
+        let Some(c) = &row.clustered else { continue };
+        say!(
+            "  {:<10} {:<22} {:<22} {:>8.4} {:>8} {:>6} [{:>+8.4}, {:>+8.4}] {:>8.4}",
+            row.metric,
+            row.candidate,
+            row.baseline,
+            c.se_naive,
+            c.se_clustered.map_or("-".into(), |s| format!("{s:.4}")),
+            c.design_effect.map_or("-".into(), |d| format!("{d:.2}")),
+            c.ci.0,
+            c.ci.1,
+            c.mde_80
+        );
+    }
+    say!(
+        "  se_clust: cluster-robust (CR1) standard error of the mean difference; deff = (se_clust / se_naive)^2; mde_80: this question set can detect differences of that size or more (80% power, two-sided 5%)"
+    );
 }
 
 /// The conclusions that changed since `--before` (nothing without it).

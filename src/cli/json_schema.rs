@@ -51,6 +51,8 @@ schemas! {
     MCQA = "mcqa" / 1 : "raglab eval mcqa --json";
     MCQA_LIST = "mcqa-list" / 1 : "raglab eval mcqa --list";
     COMPARISON = "comparison" / 1 : "raglab compare --json, raglab eval runs --json";
+    GATE = "gate" / 1 : "raglab gate --json";
+    RUNS = "runs" / 1 : "raglab report runs --json";
     EVALSET_FILTER = "evalset-filter" / 1 : "raglab evalset filter --json";
     EVALSET_LIST = "evalset-list" / 1 : "raglab evalset list --json";
     ANSWERS_REPORT = "answers-report" / 1 : "raglab report answers";

@@ -39,6 +39,7 @@ mod config_file;
 mod corpus;
 mod eval;
 mod evalset;
+mod gate;
 mod generate;
 mod index;
 mod ingest;
@@ -46,6 +47,7 @@ pub mod json_schema;
 mod mcqa;
 mod preferences;
 mod raters;
+mod report_runs;
 mod report_study;
 mod search;
 mod shell;
@@ -58,6 +60,31 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::service::Context;
+
+/// An ending with its own exit code, for commands a script reads by exit code (the
+/// gate: 1 not shown non-inferior, 2 bad input or usage). The message, when there is
+/// one, is printed as an error.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Exit {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Exit {
+    /// Bad input or usage: exit 2 with `message`.
+    pub fn usage(message: String) -> Self {
+        Self { code: 2, message }
+    }
+
+    /// Exit `code` with nothing more to say (the report was printed).
+    pub fn quiet(code: u8) -> Self {
+        Self {
+            code,
+            message: String::new(),
+        }
+    }
+}
 
 /// The heading of the options every command takes: `raglab COMMAND --help` lists them
 /// apart from the command's own flags, so a reader sees which flags the command adds.
@@ -141,6 +168,9 @@ pub enum Command {
     /// Is one configuration really better? Paired tests (bootstrap CI, randomisation,
     /// t-test, Holm) over the per-query scores of the last `eval retrieval`.
     Compare(compare::TestArgs),
+    /// May a candidate replace a baseline? A paired, clustered non-inferiority test on
+    /// one metric for CI: exit 0 pass, 1 not shown non-inferior, 2 bad input.
+    Gate(gate::GateArgs),
     /// Build an evaluation set: generate candidate questions, critique, filter.
     Evalset {
         #[command(subcommand)]
@@ -234,6 +264,9 @@ pub enum BenchCmd {
 pub enum ReportCmd {
     /// Pass rates per criterion and target-rank bucket, latency and tokens, frugality.
     Answers(generate::ReportArgs),
+    /// Every pipeline side by side: retrieval configurations and answer runs with
+    /// quality (clustered 95% intervals), cost, Pareto marks and a pinned baseline.
+    Runs(report_runs::RunsMatrixArgs),
     /// One self-contained study report (`DIR/report.md` and SVG charts): corpus,
     /// retrieval beside the paper, alpha sweep, breakdowns, significance, MCQA, judge
     /// pass rates, agreement and frugality, each from its command's numbers, as the
@@ -268,6 +301,7 @@ pub async fn run(
         Command::Summarise(args) => summarise::run(ctx, args).await,
         Command::Eval { cmd } => eval::run(ctx, cmd).await,
         Command::Compare(args) => compare::run(ctx, args).await,
+        Command::Gate(args) => gate::run(ctx, args).await,
         Command::Evalset { cmd } => evalset::run(ctx, cmd).await,
         Command::Annotate { cmd } => annotate::create(ctx, cmd).await,
         Command::Labels { cmd } => {
@@ -316,6 +350,12 @@ pub async fn run(
         } => {
             crate::service::study::confirm(ctx, viewer).await?;
             generate::report(ctx, args, viewer).await
+        }
+        Command::Report {
+            cmd: ReportCmd::Runs(args),
+        } => {
+            crate::service::study::confirm(ctx, viewer).await?;
+            report_runs::run(ctx, args, viewer).await
         }
         Command::Report {
             cmd: ReportCmd::Study(args),

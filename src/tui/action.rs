@@ -17,6 +17,7 @@ pub enum Action {
     PaneAgreement,
     PaneEvaluation,
     PaneEvalset,
+    PaneRuns,
     Up,
     Down,
     PageUp,
@@ -119,4 +120,9 @@ pub enum Action {
     AcceptCandidate,
     RejectCandidate,
     ClearDecision,
+    /// The Runs pane: the next sort order (kind, quality, latency, tokens, label).
+    SortNext,
+    /// The Runs pane: the next quality column (the Pareto marks and the baseline
+    /// follow it).
+    CycleQuality,
 }

@@ -14,6 +14,7 @@ use super::panes::evalset::EvalsetPane;
 use super::panes::evaluation::EvaluationPane;
 use super::panes::generate::GeneratePane;
 use super::panes::query::QueryPane;
+use super::panes::runs::RunsPane;
 use crate::core::chunk::Chunk;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,10 +26,11 @@ pub enum Pane {
     Agreement,
     Evaluation,
     Evalset,
+    Runs,
 }
 
 impl Pane {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Corpus,
         Self::Query,
         Self::Generate,
@@ -36,6 +38,7 @@ impl Pane {
         Self::Agreement,
         Self::Evaluation,
         Self::Evalset,
+        Self::Runs,
     ];
 
     pub fn title(self) -> &'static str {
@@ -47,6 +50,7 @@ impl Pane {
             Self::Agreement => "Agreement",
             Self::Evaluation => "Evaluation",
             Self::Evalset => "Evalset",
+            Self::Runs => "Runs",
         }
     }
 
@@ -60,6 +64,7 @@ impl Pane {
             Self::Agreement => "agreement",
             Self::Evaluation => "evaluation",
             Self::Evalset => "evalset",
+            Self::Runs => "runs",
         }
     }
 
@@ -97,6 +102,7 @@ pub struct App {
     pub agreement: AgreementPane,
     pub evaluation: EvaluationPane,
     pub evalset: EvalsetPane,
+    pub runs: RunsPane,
     pub keymap: Keymap,
     /// Shown in the status bar: workspace and counts.
     pub context_line: String,
@@ -192,6 +198,7 @@ impl App {
             agreement: AgreementPane::default(),
             evaluation: EvaluationPane::default(),
             evalset: EvalsetPane::default(),
+            runs: RunsPane::default(),
             keymap,
             context_line,
             message: None,
@@ -208,6 +215,7 @@ impl App {
             Pane::Agreement => &self.agreement,
             Pane::Evaluation => &self.evaluation,
             Pane::Evalset => &self.evalset,
+            Pane::Runs => &self.runs,
         }
     }
 
@@ -220,6 +228,7 @@ impl App {
             Pane::Agreement => &mut self.agreement,
             Pane::Evaluation => &mut self.evaluation,
             Pane::Evalset => &mut self.evalset,
+            Pane::Runs => &mut self.runs,
         }
     }
 
@@ -295,6 +304,59 @@ impl App {
         self.generate.start(q, self.query.config(), self.query.k())
     }
 
+    /// Move to the pane a number key names; the Evalset and Runs panes read their data
+    /// again each time they are opened.
+    fn switch_pane(&mut self, action: Action) -> Option<Effect> {
+        self.pane = match action {
+            Action::PaneCorpus => Pane::Corpus,
+            Action::PaneQuery => Pane::Query,
+            Action::PaneGenerate => Pane::Generate,
+            Action::PaneAnnotate => Pane::Annotate,
+            Action::PaneAgreement => Pane::Agreement,
+            Action::PaneEvaluation => Pane::Evaluation,
+            Action::PaneEvalset => {
+                self.evalset.start_loading();
+                self.pane = Pane::Evalset;
+                return Some(Effect::LoadEvalset);
+            }
+            Action::PaneRuns => {
+                self.pane = Pane::Runs;
+                return Some(self.runs.load());
+            }
+            _ => self.pane,
+        };
+        None
+    }
+
+    /// The Runs pane's `enter`: a retrieval row opens the Query pane ranking in its
+    /// configuration (the current question searched again); an answer row opens the
+    /// Generate pane's Compare view of the stored runs.
+    fn open_run(&mut self) -> Option<Effect> {
+        let row = self.runs.current()?.clone();
+        if row.kind == "retrieval" {
+            let p = &row.pipeline;
+            let method = match p.method.parse::<crate::core::retrieval::Method>() {
+                Ok(m) => m,
+                Err(e) => {
+                    self.runs.say(format!("cannot open {}: {e}", row.label));
+                    return None;
+                }
+            };
+            let sparse = p.sparse.as_deref().and_then(|s| s.parse().ok());
+            self.pane = Pane::Query;
+            return self
+                .query
+                .show_config(&row.label, method, sparse, p.alpha, p.rerank.is_some());
+        }
+        self.pane = Pane::Generate;
+        let _ = self.update(Action::CompareRuns);
+        self.message = Some(format!(
+            "answers of run {}: pick it in the Compare view (another run beside it), or p in the Query pane's question to replay one",
+            crate::core::text::sanitize_for_terminal(&row.label)
+        ));
+        None
+    }
+
     /// Apply an action: global ones here, the rest by the current pane. Returns the
     /// effect the event loop should hand to the jobs.
     pub fn update(&mut self, action: Action) -> Option<Effect> {
@@ -314,18 +376,15 @@ impl App {
             Action::PrevPane => {
                 self.pane = Pane::ALL[(self.pane.index() + Pane::ALL.len() - 1) % Pane::ALL.len()];
             }
-            Action::PaneCorpus => self.pane = Pane::Corpus,
-            Action::PaneQuery => self.pane = Pane::Query,
-            Action::PaneGenerate => self.pane = Pane::Generate,
-            Action::PaneAnnotate => self.pane = Pane::Annotate,
-            Action::PaneAgreement => self.pane = Pane::Agreement,
-            Action::PaneEvaluation => self.pane = Pane::Evaluation,
-            // The candidates are read again each time the pane is opened.
-            Action::PaneEvalset => {
-                self.pane = Pane::Evalset;
-                self.evalset.start_loading();
-                return Some(Effect::LoadEvalset);
-            }
+            Action::PaneCorpus
+            | Action::PaneQuery
+            | Action::PaneGenerate
+            | Action::PaneAnnotate
+            | Action::PaneAgreement
+            | Action::PaneEvaluation
+            | Action::PaneEvalset
+            | Action::PaneRuns => return self.switch_pane(action),
+            Action::RunSelected if self.pane == Pane::Runs => return self.open_run(),
             Action::Generate if matches!(self.pane, Pane::Query | Pane::Generate) => {
                 return self.start_generation(false);
             }

@@ -43,6 +43,12 @@ pub enum Effect {
     CompareAnswerRuns { ticket: u64, a: String, b: String },
     /// Read the evaluation-set candidates with their scores and decisions.
     LoadEvalset,
+    /// Build the runs matrix (`report runs`) around a quality column and a pinned
+    /// baseline (None: the matrix's default; none pinned).
+    LoadRuns {
+        quality: Option<String>,
+        baseline: Option<String>,
+    },
     /// Store an analyst's decision on a candidate (None: clear it).
     DecideCandidate {
         candidate_id: String,

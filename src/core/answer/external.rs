@@ -103,6 +103,8 @@ impl ExternalAnswer {
             // Signed when stored.
             signer: None,
             signature: None,
+            rerank_cost_ms: None,
+            rerank_cached: None,
         }
     }
 
@@ -142,6 +144,7 @@ mod tests {
             relevant: vec!["t".into()],
             answer: Some("Two.".into()),
             topic: None,
+            cluster: None,
         };
         let r = e.record(&q, "agent", "my-agent", "2026-12-05T00:00:00Z");
         assert_eq!(r.answer_id, "agent/q1/external");

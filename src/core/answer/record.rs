@@ -110,6 +110,16 @@ pub struct AnswerRecord {
     pub signer: Option<String>,
     #[serde(default)]
     pub signature: Option<String>,
+    /// What the rerank stage cost this question, ms: `rerank_ms` plus, for the pairs
+    /// read from the score cache, what they cost when they were scored, so a cached
+    /// run does not look free. None: no stage, or an answer stored before costs were
+    /// kept.
+    #[serde(default)]
+    pub rerank_cost_ms: Option<f64>,
+    /// Pairs of this question the stage read from the score cache (None: no stage, or
+    /// an answer stored before this was kept).
+    #[serde(default)]
+    pub rerank_cached: Option<u32>,
 }
 
 impl AnswerRecord {

@@ -26,6 +26,33 @@ pub struct Question {
     pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
+    /// The group whose questions share error (their source document), when the file
+    /// names one; else [`Question::cluster`] takes the first target's document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+impl Question {
+    /// The cluster this question's statistics share error with. Questions drawn from
+    /// one guidance document are not independent: the `cluster` field when given, else
+    /// the source document of its first target by id (a chunk id up to its `#`; by id,
+    /// so that qrels, which keep no order, give the same), else the question's own id
+    /// (a cluster of one).
+    pub fn cluster(&self) -> String {
+        if let Some(c) = &self.cluster {
+            return c.clone();
+        }
+        self.relevant
+            .iter()
+            .min()
+            .map_or_else(|| self.id.clone(), |t| document_of(t).to_string())
+    }
+}
+
+/// The source document of a chunk id: the part before its first `#` (raglab's chunk
+/// ids are `document#header-path`); an id without `#` is its own document.
+pub fn document_of(chunk_id: &str) -> &str {
+    chunk_id.split_once('#').map_or(chunk_id, |(d, _)| d)
 }
 
 /// Target chunk ids that are not in the corpus (a questions file made for another

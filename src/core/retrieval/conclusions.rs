@@ -146,6 +146,7 @@ mod tests {
                 randomisation_p_holm: p,
                 t_test_p_holm: None,
             },
+            clustered: None,
         }
     }
 

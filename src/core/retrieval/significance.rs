@@ -28,7 +28,9 @@
 //!   discordant pairs inform it; with b = A passes and B fails, c = the reverse,
 //!   p = min(1, 2 P(X <= min(b, c))) for X ~ Binomial(b + c, 1/2) (1 when b + c = 0).
 
+mod clustered;
 mod distribution;
+mod pareto;
 mod table;
 
 use serde::{Deserialize, Serialize};
@@ -36,7 +38,13 @@ use serde::{Deserialize, Serialize};
 use crate::core::rng::Rng;
 use crate::core::stats::percentile;
 
+pub use clustered::{
+    ClusteredInterval, ClusteredMean, GateError, GateVerdict, cluster_numbers,
+    clustered_difference, clustered_mean, mde_80, non_inferiority, normal_quantile,
+    normal_upper_tail,
+};
 pub use distribution::{binomial_two_sided_half, ln_gamma, regularized_beta, t_two_sided};
+pub use pareto::{ParetoPoint, dominated_by};
 pub use table::{
     ComparisonRow, RunScores, ScoreTable, is_judged_metric, judged_metric_names, metric_names,
     score_table,

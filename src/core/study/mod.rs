@@ -10,6 +10,7 @@ pub mod assessment;
 pub mod assignment;
 pub mod blinding;
 pub mod calibration;
+pub mod correction;
 pub mod gold;
 pub mod pinned;
 pub mod preference;

@@ -228,6 +228,10 @@ pub struct Prepared {
     pub retrieval_ms: f64,
     /// The rerank stage's time for this question (None: no stage).
     pub rerank_ms: Option<f64>,
+    /// What the stage cost, cached pairs at their cost when scored, and how many
+    /// pairs came from the cache (None: no stage).
+    pub rerank_cost_ms: Option<f64>,
+    pub rerank_cached: Option<u32>,
     pub best_cosine: Option<f64>,
     /// The best similarity is below the run's abstention threshold: do not generate.
     pub abstain: bool,
@@ -323,6 +327,8 @@ impl Prepared {
             target_list_rank: None,
             retrieval_ms,
             rerank_ms: None,
+            rerank_cost_ms: None,
+            rerank_cached: None,
             best_cosine,
             abstain,
         }
@@ -407,6 +413,8 @@ pub fn prepare_prompt(
         target_list_rank,
         retrieval_ms,
         rerank_ms: reranked.map(|s| s.ms),
+        rerank_cost_ms: reranked.map(|s| s.cost_ms),
+        rerank_cached: reranked.map(|s| u32::try_from(s.cached).unwrap_or(u32::MAX)),
         best_cosine,
         abstain: false,
     })
@@ -482,6 +490,8 @@ pub fn record(
         // Signed when stored.
         signer: None,
         signature: None,
+        rerank_cost_ms: prepared.rerank_cost_ms,
+        rerank_cached: prepared.rerank_cached,
     })
 }
 

@@ -630,6 +630,7 @@ fn kept_questions(
                 relevant: c.chunk_ids.clone(),
                 answer: Some(c.answer.clone()),
                 topic: c.topic.clone(),
+                cluster: None,
             },
             qtype: &c.kind,
         };

@@ -125,7 +125,7 @@ fn picks<'a>(
 }
 
 /// Each question's judgement in one run, by the pairing rule.
-fn labels_by_question<'a>(
+pub(crate) fn labels_by_question<'a>(
     answers: &[&'a AnswerRecord],
     by_answer: &HashMap<&str, Vec<&'a JudgementRecord>>,
 ) -> BTreeMap<&'a str, &'a JudgementRecord> {
@@ -136,7 +136,7 @@ fn labels_by_question<'a>(
 }
 
 /// The label of criterion `c` in `j`, if it has one.
-fn label_of<'a>(j: &'a JudgementRecord, c: &str) -> Option<&'a str> {
+pub(crate) fn label_of<'a>(j: &'a JudgementRecord, c: &str) -> Option<&'a str> {
     j.criteria
         .iter()
         .position(|x| x == c)

@@ -10,6 +10,7 @@ mod bench;
 mod bench_embed;
 mod bench_rerank;
 mod frugality;
+mod gate;
 mod last;
 mod mcqa;
 mod models;
@@ -26,13 +27,14 @@ pub use crate::core::mcqa::McqaRecord;
 pub(crate) use abstention::abstention_sweep;
 pub(crate) use answer_runs::{
     AnswerRunsComparison, CriterionComparison, PairedAnswer, QuestionComparison,
-    compare_answer_runs,
+    compare_answer_runs, label_of, labels_by_question,
 };
 pub(crate) use bench::{GenBench, bench_generate, bench_retrieval};
 pub(crate) use bench_embed::{EmbedBench, EmbedVariant, bench_embed};
 pub(crate) use bench_rerank::{RerankBench, bench_rerank};
 pub use frugality::Skipped;
 pub(crate) use frugality::{McqaFrugality, Temperatures, mcqa_frugality};
+pub use gate::{GateReport, GateRequest, gate};
 pub use last::overview;
 pub(crate) use last::{
     BUCKETS, EvalOverview, JudgePassRates, McqaSummary, fingerprint, judge_pass_rates, last_mcqa,
@@ -50,6 +52,7 @@ pub(crate) use retrieval::{
 pub(crate) use saved::Saved;
 pub use significance::{CompareRequest, ComparisonReport, compare_table, compare_table_with};
 pub(crate) use significance::{against_before, compare_last, evaluate_runs, last_scores};
+pub use significance::{describe_clusters, read_clusters, save_scores};
 pub use synthetic::{PaneWorkload, pane_workload};
 pub(crate) use synthetic::{SyntheticBench, bench_synthetic};
 pub(crate) use variants::{VariantBest, evaluate_variants};

@@ -18,10 +18,11 @@ use serde::{Deserialize, Serialize};
 use super::saved::{LAST_SCORES, Saved, load};
 use crate::core::incomplete::JudgedDocs;
 use crate::core::metrics::order_run;
+use crate::core::question::document_of;
 use crate::core::retrieval::{QueryOutcome, judged, judged_outcome};
 use crate::core::significance::{
     ComparisonRow, PairedComparison, ScoreTable, SignFlip, TestSettings, adjust, bootstrap_means,
-    compare_pair_with, is_judged_metric, pairs, score_table, sign_flip_p,
+    clustered_difference, compare_pair_with, is_judged_metric, pairs, score_table, sign_flip_p,
 };
 use crate::service::base::{Context, write_whole};
 
@@ -37,6 +38,8 @@ pub struct CompareRequest {
     pub settings: TestSettings,
     /// Worker threads (0: one per core).
     pub threads: usize,
+    /// A file of (query id, cluster) lines that overrides the table's own clusters.
+    pub clusters: Option<PathBuf>,
 }
 
 /// One compared run: its means over the table's queries.
@@ -69,6 +72,9 @@ pub struct ComparisonReport {
     pub settings: TestSettings,
     /// Which p-values Holm adjusted together.
     pub holm_family: String,
+    /// Where the questions' clusters came from, and how many there are.
+    #[serde(default)]
+    pub clusters: String,
     pub rows: Vec<ComparisonRow>,
     pub seconds: f64,
     /// The conclusions that differ from an earlier comparison's (`compare --before
@@ -140,7 +146,7 @@ pub fn compare_saved(
 }
 
 /// A run file's label: its file name without `.trec`, `.run` or `.txt` endings.
-fn run_label(path: &Path) -> String {
+pub(super) fn run_label(path: &Path) -> String {
     let mut name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -163,6 +169,15 @@ pub fn evaluate_runs(
     ks: &[usize],
     req: &CompareRequest,
 ) -> Result<ComparisonReport> {
+    let table = score_runs(qrels_path, runs, ks)?;
+    let source = format!("run files scored against {}", qrels_path.display());
+    compare_table(&table, req, source, runs)
+}
+
+/// The per-query scores of TREC run files against qrels (the scoring of
+/// [`evaluate_runs`]), each query clustered by its first relevant document's source
+/// document.
+pub fn score_runs(qrels_path: &Path, runs: &[PathBuf], ks: &[usize]) -> Result<ScoreTable> {
     let qrels = crate::service::base::read_qrels(qrels_path)?;
     let docs = JudgedDocs::of(&qrels);
     let mut qids: Vec<String> = qrels
@@ -171,6 +186,10 @@ pub fn evaluate_runs(
         .cloned()
         .collect();
     qids.sort();
+    let clusters = qids
+        .iter()
+        .map(|q| qrel_cluster(&qrels[q]).unwrap_or(q).to_string())
+        .collect();
     let mut labels: Vec<String> = runs.iter().map(|p| run_label(p)).collect();
     let unique: HashSet<&String> = labels.iter().collect();
     if unique.len() < labels.len() {
@@ -195,9 +214,99 @@ pub fn evaluate_runs(
         .cloned()
         .zip(outcomes.iter().map(Vec::as_slice))
         .collect();
-    let table = score_table(qids, ks, &named);
-    let source = format!("run files scored against {}", qrels_path.display());
-    compare_table(&table, req, source, runs)
+    let mut table = score_table(qids, ks, &named);
+    table.clusters = clusters;
+    Ok(table)
+}
+
+/// The cluster of a judged query of the qrels: the source document of its first
+/// relevant document by id (raglab chunk ids are `document#header-path`).
+fn qrel_cluster(q: &crate::core::metrics::Qrel) -> Option<&str> {
+    q.iter()
+        .filter(|(_, grade)| **grade > 0)
+        .map(|(doc, _)| doc.as_str())
+        .min()
+        .map(document_of)
+}
+
+/// The clusters of `qids` named by a `--clusters` file: one `query-id cluster` pair a
+/// line (tab or spaces between), `#` comments and blank lines skipped. A query the file
+/// does not name, or a line without two fields, is an error naming it.
+pub fn read_clusters(path: &Path, qids: &[String]) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the clusters file {}", path.display()))?;
+    let mut of: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut fields = line.split_whitespace();
+        match (fields.next(), fields.next(), fields.next()) {
+            (Some(q), Some(c), None) => {
+                of.insert(q, c);
+            }
+            _ => bail!(
+                "{}:{}: expected `query-id cluster`, found {:?}",
+                path.display(),
+                i + 1,
+                crate::core::text::sanitize_for_terminal(line)
+            ),
+        }
+    }
+    let missing: Vec<&str> = qids
+        .iter()
+        .filter(|q| !of.contains_key(q.as_str()))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "the clusters file {} names no cluster for {} of {} queries (first: {})",
+            path.display(),
+            missing.len(),
+            qids.len(),
+            missing[..missing.len().min(3)].join(", ")
+        );
+    }
+    Ok(qids.iter().map(|q| of[q.as_str()].to_string()).collect())
+}
+
+/// What `table`'s clusters are, for a report: their number and where they came from.
+pub fn describe_clusters(table: &ScoreTable, from: &str) -> String {
+    let numbers = table.cluster_numbers();
+    let distinct = numbers.iter().max().map_or(0, |m| m + 1);
+    if table.clusters.len() == table.qids.len() {
+        format!(
+            "{distinct} clusters of {} queries ({from})",
+            table.qids.len()
+        )
+    } else {
+        format!(
+            "none known: each of the {} queries is a cluster of its own",
+            table.qids.len()
+        )
+    }
+}
+
+/// `table` with the clusters of `file` when one is named, and where its
+/// clusters came from.
+pub fn with_clusters<'a>(
+    table: &'a ScoreTable,
+    file: Option<&Path>,
+) -> Result<(std::borrow::Cow<'a, ScoreTable>, String)> {
+    match file {
+        Some(path) => {
+            let mut t = table.clone();
+            t.clusters = read_clusters(path, &t.qids)?;
+            let said = describe_clusters(&t, &format!("from {}", path.display()));
+            Ok((std::borrow::Cow::Owned(t), said))
+        }
+        None => {
+            let said =
+                describe_clusters(table, "each question's `cluster` field or target document");
+            Ok((std::borrow::Cow::Borrowed(table), said))
+        }
+    }
 }
 
 /// Resolve the request against the table: the baseline's index and the metrics'.
@@ -284,6 +393,9 @@ pub fn compare_table_with(
     flip: SignFlip,
 ) -> Result<ComparisonReport> {
     let started = Instant::now();
+    let (table, clusters_said) = with_clusters(table, req.clusters.as_deref())?;
+    let table = table.as_ref();
+    let cluster_of = table.cluster_numbers();
     let (baseline, metrics) = resolve(table, req, files)?;
     let workers = threads(req);
     let s = req.settings;
@@ -317,6 +429,12 @@ pub fn compare_table_with(
             baseline: table.runs[b].label.clone(),
             candidate: table.runs[c].label.clone(),
             result,
+            clustered: clustered_difference(
+                &table.runs[b].scores[metrics[mi]],
+                &table.runs[c].scores[metrics[mi]],
+                &cluster_of,
+            )
+            .map(Into::into),
         })
         .collect::<Vec<_>>();
     Ok(ComparisonReport {
@@ -338,6 +456,7 @@ pub fn compare_table_with(
             metrics.len(),
             pairs(runs, baseline).len()
         ),
+        clusters: clusters_said,
         rows,
         seconds: started.elapsed().as_secs_f64(),
         changed: None,
@@ -419,6 +538,7 @@ mod tests {
             qids: (0..300).map(|i| format!("q{i}")).collect(),
             metrics: vec!["MRR".into(), "nDCG@10".into()],
             runs,
+            clusters: Vec::new(),
         }
     }
 

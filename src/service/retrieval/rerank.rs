@@ -40,6 +40,12 @@ pub struct RerankScoreRecord {
     pub chunk_id: String,
     pub score: f64,
     pub created_at: String,
+    /// What scoring this pair cost when it was computed, ms: its batch's wall time
+    /// shared equally by the batch's pairs. A later run that reads the score from the
+    /// cache reports this cost, marked cached, so a cached run does not look free.
+    /// None in scores cached before costs were kept.
+    #[serde(default)]
+    pub scoring_ms: Option<f64>,
 }
 
 fn scores_table(ws: &crate::store::workspace::Workspace) -> Table<'_> {
@@ -190,6 +196,17 @@ pub struct RerankStats {
     pub cached: usize,
     /// Wall time spent scoring (cache hits cost none).
     pub scoring_ms: f64,
+    /// What the pairs taken from the cache cost when they were scored, ms (0 for
+    /// scores cached before costs were kept).
+    #[serde(default)]
+    pub cached_cost_ms: f64,
+}
+
+impl RerankStats {
+    /// What the stage cost, cached pairs at the cost they had when computed.
+    pub fn cost_ms(&self) -> f64 {
+        self.scoring_ms + self.cached_cost_ms
+    }
 }
 
 /// A question's ranking after the stage, and what the stage cost it.
@@ -198,6 +215,11 @@ pub struct StageRanking {
     pub ids: Vec<String>,
     /// Wall time of the stage for this question, ms (cache lookups included).
     pub ms: f64,
+    /// What the stage cost this question: `ms`, plus what the pairs read from the
+    /// cache cost when they were scored.
+    pub cost_ms: f64,
+    /// Pairs of this question read from the cache.
+    pub cached: usize,
 }
 
 /// An open rerank stage: the scorer ready (a GGUF loads on the first pair the cache
@@ -210,7 +232,8 @@ pub struct Reranker {
     described: String,
     pub template: Template,
     pub cut: RerankCut,
-    cache: HashMap<String, f64>,
+    /// Cached scores by key, with what each cost when it was computed.
+    cache: HashMap<String, (f64, Option<f64>)>,
     pub stats: RerankStats,
 }
 
@@ -248,7 +271,7 @@ impl Reranker {
         if table.exists().await? {
             for r in table.read_all::<RerankScoreRecord>().await? {
                 if r.model == model_id && r.template_sha256 == setup.template.sha256 {
-                    cache.insert(r.key, r.score);
+                    cache.insert(r.key, (r.score, r.scoring_ms));
                 }
             }
         }
@@ -292,12 +315,18 @@ impl Reranker {
             .filter(|&i| !self.cache.contains_key(&keys[i]))
             .collect();
         self.stats.cached += chunks.len() - todo.len();
+        self.stats.cached_cost_ms += keys
+            .iter()
+            .filter_map(|k| self.cache.get(k).and_then(|(_, ms)| *ms))
+            .sum::<f64>();
         if !todo.is_empty() {
             let started = Instant::now();
             let docs: Vec<String> = todo.iter().map(|&i| document(chunks[i])).collect();
             let fresh = self.score_fresh(question, &docs).await?;
-            self.stats.scoring_ms += started.elapsed().as_secs_f64() * 1e3;
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            self.stats.scoring_ms += ms;
             self.stats.scored += fresh.len();
+            let per_pair = ms / fresh.len().max(1) as f64;
             let now = now_rfc3339();
             let rows: Vec<RerankScoreRecord> = todo
                 .iter()
@@ -309,18 +338,19 @@ impl Reranker {
                     chunk_id: chunks[i].id.clone(),
                     score,
                     created_at: now.clone(),
+                    scoring_ms: Some(per_pair),
                 })
                 .collect();
             scores_table(&ctx.workspace).append(&rows).await?;
             for r in rows {
-                self.cache.insert(r.key, r.score);
+                self.cache.insert(r.key, (r.score, r.scoring_ms));
             }
         }
         keys.iter()
             .map(|k| {
                 self.cache
                     .get(k)
-                    .copied()
+                    .map(|(score, _)| *score)
                     .ok_or_else(|| anyhow::anyhow!("a rerank score went missing"))
             })
             .collect()
@@ -384,10 +414,14 @@ impl Reranker {
         let (lists, _) = r.query(question, super::DEFAULT_DEPTH.max(self.cut.depth))?;
         let first = lists.ranking_for(config);
         let started = Instant::now();
+        let before = (self.stats.cached, self.stats.cached_cost_ms);
         let kept = self.rerank(ctx, r, question, &first).await?;
+        let ms = started.elapsed().as_secs_f64() * 1e3;
         Ok(StageRanking {
             ids: kept.into_iter().map(|k| k.id).collect(),
-            ms: started.elapsed().as_secs_f64() * 1e3,
+            ms,
+            cost_ms: ms + self.stats.cached_cost_ms - before.1,
+            cached: self.stats.cached - before.0,
         })
     }
 

@@ -70,6 +70,24 @@ impl Jobs {
         );
     }
 
+    /// Build the runs matrix for the viewer with the function `raglab report runs`
+    /// calls, around `quality` and the pinned `baseline`.
+    pub(super) fn load_runs(&mut self, quality: Option<String>, baseline: Option<String>) {
+        let (ctx, viewer) = (Arc::clone(&self.ctx), self.viewer.clone());
+        self.spawn(
+            async move {
+                let sight = crate::service::study::sight(&ctx, &viewer).await?;
+                let req = crate::service::report::RunsRequest {
+                    quality,
+                    baseline,
+                    clusters: None,
+                };
+                crate::service::report::runs_matrix(&ctx, &req, &sight).await
+            },
+            |r| Msg::Runs(r.map(Box::new).map_err(|e| format!("{e:#}"))),
+        );
+    }
+
     /// Store an analyst's decision on a candidate (None: clear it), signed with the
     /// reviewer's name when one was given.
     pub(super) fn decide(

@@ -100,6 +100,8 @@ pub enum Msg {
     Evalset(Result<Vec<crate::service::evalset::CandidateView>, String>),
     /// A decision on a candidate was stored (what to say), or not.
     Decided(Result<String, String>),
+    /// The runs matrix, for the Runs pane, or why not.
+    Runs(Result<Box<crate::service::report::RunsMatrix>, String>),
     /// Two answer runs compared (`report answers --compare`), or why not.
     AnswerRunsCompared {
         ticket: u64,
@@ -257,6 +259,7 @@ impl Jobs {
             Effect::Replay(job) => self.replay(app, job),
             Effect::CompareAnswerRuns { ticket, a, b } => self.compare_answer_runs(ticket, a, b),
             Effect::LoadEvalset => self.load_evalset(),
+            Effect::LoadRuns { quality, baseline } => self.load_runs(quality, baseline),
             Effect::DecideCandidate {
                 candidate_id,
                 decision,
@@ -316,6 +319,7 @@ impl Jobs {
                 app.evaluation.on_loaded(*o);
             }
             Msg::Evalset(r) => app.evalset.on_loaded(r),
+            Msg::Runs(r) => app.runs.on_loaded(r.map(|m| *m)),
             Msg::Decided(r) => {
                 if let Some(effect) = app.evalset.on_decided(r) {
                     self.run(app, effect);

@@ -10,6 +10,7 @@ pub mod evalset;
 pub mod evaluation;
 pub mod generate;
 pub mod query;
+pub mod runs;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;

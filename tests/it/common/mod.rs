@@ -104,6 +104,23 @@ pub fn sample_guidance() -> PathBuf {
     repo().join("sample-data").join("guidance")
 }
 
+/// The whole sample ingested with its sparse index only, and its questions evaluated
+/// under BM25 and TF-IDF (no model needed): two real retrieval configurations to
+/// compare, gate and list.
+pub fn sample_sparse_evaluated(env: &Env) {
+    env.ok(&["ingest", sample_guidance().to_str().expect("utf8")]);
+    env.ok(&["index", "--sparse-only"]);
+    let questions = repo().join("sample-data/questions.jsonl");
+    env.ok(&[
+        "eval",
+        "retrieval",
+        "--queries",
+        questions.to_str().expect("utf8"),
+        "--methods",
+        "bm25,tfidf",
+    ]);
+}
+
 /// Five sample documents (19 chunks, two of them over 512 MiniLM tokens): a corpus for
 /// tests whose point a few documents make as well as the whole sample.
 pub const FIVE_DOCS: [&str; 5] = [

@@ -47,6 +47,20 @@ pub async fn pump(
     screens
 }
 
+/// The TUI as `raglab` opens it on `ctx` (no options), its jobs started.
+pub async fn started(ctx: &raglab::service::Context) -> (App, Jobs, UnboundedReceiver<Msg>) {
+    let app = raglab::tui::build_app(
+        ctx,
+        &raglab::tui::TuiOptions::default(),
+        raglab::tui::keymap::Keymap::default_keymap(),
+    )
+    .await
+    .expect("app");
+    let (mut jobs, rx) = Jobs::new(ctx);
+    jobs.load_background();
+    (app, jobs, rx)
+}
+
 /// A context on `env`'s workspace, with its own config and data folders and `config`.
 pub fn context(env: &super::Env, config: raglab::config::Config) -> raglab::service::Context {
     let paths = raglab::config::Paths {

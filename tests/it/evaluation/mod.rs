@@ -3,6 +3,8 @@
 mod assess;
 mod compare_runs;
 mod frugality;
+mod gate;
 mod grounded_reference;
 mod judged;
 mod reference_trec;
+mod runs_matrix;

@@ -301,4 +301,74 @@ async fn compare_json_matches_a_hand_count_of_the_stored_labels() {
         &env, &out,
     )
     .await;
+    runs_matrix_rows_equal_the_comparison(&env, &out, &st);
+}
+
+/// `report runs` over the same two judged runs: each criterion's pass rate is the
+/// comparison's, the pinned baseline's McNemar p and difference are the comparison's,
+/// and the cost is the stored answers' means.
+fn runs_matrix_rows_equal_the_comparison(env: &Env, cmp: &Value, st: &Stored) {
+    let first = s(&cmp["criteria"][0]["criterion"]).to_string();
+    let m = env.json(&[
+        "report",
+        "runs",
+        "--baseline",
+        "rag",
+        "--quality",
+        &first,
+        "--json",
+    ]);
+    assert_eq!(s(&m["quality"]), first);
+    let row = |label: &str| {
+        m["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| r["label"] == label)
+            .unwrap_or_else(|| panic!("no row {label}"))
+            .clone()
+    };
+    let (rag, bare) = (row("rag"), row("bare"));
+    assert_eq!((s(&rag["kind"]), s(&bare["kind"])), ("answers", "answers"));
+    assert_eq!(s(&bare["pipeline"]["method"]), "none");
+    for c in cmp["criteria"].as_array().expect("criteria") {
+        let name = s(&c["criterion"]);
+        // Every question is judged in both runs here, so a run's rate over its own
+        // judged questions is its rate over the paired ones.
+        assert_eq!(c["questions"], answer_runs::QUESTIONS.len());
+        for (r, key) in [(&rag, "pass_rate_a"), (&bare, "pass_rate_b")] {
+            let got = f(&r["quality"][name]["mean"]);
+            assert!(
+                (got - f(&c[key])).abs() < 1e-12,
+                "{name}: {got} vs {}",
+                c[key]
+            );
+        }
+        if name == first {
+            let d = &bare["against_baseline"];
+            assert_eq!(s(&d["test"]), "mcnemar");
+            assert!((f(&d["p"]) - f(&c["mcnemar"]["p"])).abs() < 1e-12);
+            let diff = f(&c["pass_rate_b"]) - f(&c["pass_rate_a"]);
+            assert!((f(&d["difference"]) - diff).abs() < 1e-12);
+        }
+    }
+    let mean_of = |run: &str, field: &str| {
+        let v: Vec<f64> = st
+            .answers
+            .iter()
+            .filter(|a| a["run"] == run)
+            .map(|a| f(&a[field]))
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    for (r, run) in [(&rag, "rag"), (&bare, "bare")] {
+        let cost = &r["cost"];
+        assert!((f(&cost["prompt_tokens"]) - mean_of(run, "prompt_tokens")).abs() < 1e-9);
+        assert!((f(&cost["output_tokens"]) - mean_of(run, "output_tokens")).abs() < 1e-9);
+        assert!((f(&cost["latency_ms"]["total"]["mean"]) - mean_of(run, "total_ms")).abs() < 1e-6);
+        assert!(s(&cost["ran_on"][0]).starts_with("llama.cpp on this machine"));
+    }
+    // The bare run reads a shorter prompt; whichever way quality went, a row that is
+    // no better and costs more is marked, and the baseline row carries no difference.
+    assert_eq!(rag["against_baseline"], Value::Null);
 }

@@ -252,6 +252,8 @@ fn judge_grammar_always_parses_across_seeds() {
         rerank_ms: None,
         signer: None,
         signature: None,
+        rerank_cost_ms: None,
+        rerank_cached: None,
     };
     for seed in 0..4 {
         let (rec, j) = judge(

@@ -84,6 +84,9 @@ fn answers_keep_their_schema() {
         // Added with signed answers.
         ("signer", Utf8, true),
         ("signature", Utf8, true),
+        // Added with the runs matrix: the rerank stage's cost, cached pairs included.
+        ("rerank_cost_ms", Float64, true),
+        ("rerank_cached", UInt32, true),
     ]);
     assert_eq!(*schema_of::<AnswerRecord>(), want);
 }

@@ -2,6 +2,7 @@
 
 mod annotation;
 mod blind_views;
+mod corrected_runs;
 mod pairwise;
 mod reference_agreement;
 mod reference_preference;

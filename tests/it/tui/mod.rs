@@ -8,4 +8,5 @@ mod tui_compare;
 mod tui_corpus;
 mod tui_first_contact;
 mod tui_grade;
+mod tui_runs;
 mod tui_study;

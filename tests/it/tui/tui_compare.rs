@@ -29,17 +29,7 @@ fn p_text(p: f64) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pinning_a_configuration_compares_the_others_with_it() {
     let env = common::Env::new();
-    env.ok(&["ingest", common::sample_guidance().to_str().expect("utf8")]);
-    env.ok(&["index", "--sparse-only"]);
-    let questions = common::repo().join("sample-data/questions.jsonl");
-    env.ok(&[
-        "eval",
-        "retrieval",
-        "--queries",
-        questions.to_str().expect("utf8"),
-        "--methods",
-        "bm25,tfidf",
-    ]);
+    common::sample_sparse_evaluated(&env);
     let report = env.json(&["compare", "--json"]);
     let ctx = common::context(&env, Config::default());
     let mut app = raglab::tui::build_app(

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::PairedComparison;
+use super::clustered::{ClusteredInterval, cluster_numbers};
 use crate::core::retrieval::QueryOutcome;
 
 /// Per-query scores of several runs over the same judged queries.
@@ -22,6 +23,11 @@ pub struct ScoreTable {
     /// Metric names, in the order of every run's `scores`.
     pub metrics: Vec<String>,
     pub runs: Vec<RunScores>,
+    /// The cluster of each query, in the order of `qids` (its target's source document,
+    /// a `cluster` field, or a `--clusters` file); empty when unknown, and then every
+    /// query is a cluster of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<String>,
 }
 
 /// One run's per-query scores.
@@ -74,6 +80,16 @@ impl ScoreTable {
     /// The index of a run by label.
     pub fn run(&self, label: &str) -> Option<usize> {
         self.runs.iter().position(|r| r.label == label)
+    }
+
+    /// Each query's cluster number (see [`cluster_numbers`]): by `clusters` when it
+    /// gives one per query, else every query its own.
+    pub fn cluster_numbers(&self) -> Vec<usize> {
+        if self.clusters.len() == self.qids.len() {
+            cluster_numbers(&self.clusters)
+        } else {
+            (0..self.qids.len()).collect()
+        }
     }
 
     /// The index of a metric by name (case-insensitive: `ndcg@10` finds `nDCG@10`).
@@ -187,6 +203,7 @@ pub fn score_table(
         qids,
         metrics,
         runs,
+        clusters: Vec::new(),
     }
 }
 
@@ -198,4 +215,9 @@ pub struct ComparisonRow {
     pub candidate: String,
     #[serde(flatten)]
     pub result: PairedComparison,
+    /// The difference's standard errors with questions clustered, its normal 95%
+    /// interval and the smallest difference the set detects; absent from comparisons
+    /// written before clusters were reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clustered: Option<ClusteredInterval>,
 }

@@ -493,6 +493,7 @@ fn score_tables_round_trip_exactly() {
             absent: 0,
             scores: vec![column.clone(), vec![0.0; 2000]],
         }],
+        clusters: Vec::new(),
     };
     let text = serde_json::to_string(&table).expect("json");
     let back: ScoreTable = serde_json::from_str(&text).expect("read back");

@@ -121,17 +121,7 @@ pub(super) async fn evaluate_scored(
     let rerank_started = Instant::now();
     let stage = rerank_phase(ctx, &r, &queries, req, &best, &mut lists, &ids, progress).await?;
     let retrieval_s = retrieval_s + rerank_started.elapsed().as_secs_f64();
-    let mut lists_of: Vec<RunConfig> = Vec::new();
-    if has_dense {
-        lists_of.push(RunConfig::single(Method::Dense));
-    }
-    lists_of.push(RunConfig::single(Method::Bm25));
-    lists_of.push(RunConfig::single(Method::Tfidf));
-    lists_of.extend(
-        configs
-            .iter()
-            .filter(|c| c.method.uses_alpha() && c.rerank.is_none()),
-    );
+    let lists_of = target_lists(&configs, has_dense);
     let passed = config_phase(
         &mut lists,
         &ids,
@@ -168,6 +158,23 @@ pub(super) async fn evaluate_scored(
     Ok((report, scores))
 }
 
+/// The lists whose target ranks the per-query file places: each single method's
+/// (dense only when ranked), then every fused configuration's that is not reranked.
+fn target_lists(configs: &[RunConfig], has_dense: bool) -> Vec<RunConfig> {
+    let mut lists_of: Vec<RunConfig> = Vec::new();
+    if has_dense {
+        lists_of.push(RunConfig::single(Method::Dense));
+    }
+    lists_of.push(RunConfig::single(Method::Bm25));
+    lists_of.push(RunConfig::single(Method::Tfidf));
+    lists_of.extend(
+        configs
+            .iter()
+            .filter(|c| c.method.uses_alpha() && c.rerank.is_none()),
+    );
+    lists_of
+}
+
 /// Every configuration's per-query scores over the judged queries, each once, sorted
 /// by id (the order `eval runs` uses too, so the same scores give the same resamples
 /// and permutations whichever command compares them).
@@ -190,7 +197,14 @@ fn score_table_of(
         .zip(outcomes)
         .map(|(c, o)| (c.label(), o.as_slice()))
         .collect();
-    score_table(qids, ks, &runs)
+    let cluster: HashMap<&str, String> = queries
+        .iter()
+        .map(|q| (q.id.as_str(), q.cluster()))
+        .collect();
+    let clusters = qids.iter().map(|q| cluster[q.as_str()].clone()).collect();
+    let mut table = score_table(qids, ks, &runs);
+    table.clusters = clusters;
+    table
 }
 
 /// Relevant chunk ids that are not in the corpus, sorted within a query

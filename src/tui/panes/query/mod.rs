@@ -816,6 +816,44 @@ impl QueryPane {
         }
     }
 
+    /// Rank in a configuration of the runs matrix (its `enter` on a retrieval row):
+    /// the method, sparse side and weight; the current question is searched again. A
+    /// configuration with a rerank stage is said, for `R` turns the stage on here.
+    pub fn show_config(
+        &mut self,
+        label: &str,
+        method: Method,
+        sparse: Option<crate::core::retrieval::Sparse>,
+        alpha: Option<f64>,
+        reranked: bool,
+    ) -> Option<Effect> {
+        if method.needs_dense() && self.dense_off.is_some() {
+            self.status = Some(format!(
+                "{} needs dense retrieval, which is off here: ranking stays {}",
+                clean(label),
+                self.config().label()
+            ));
+            return None;
+        }
+        self.method = method;
+        self.sparse = sparse.unwrap_or(self.sparse);
+        if let Some(a) = alpha {
+            self.alpha = a;
+            self.alpha_chosen = true;
+        }
+        self.status = Some(format!(
+            "ranking as {} (from the Runs pane){}",
+            clean(label),
+            if reranked {
+                "; R turns its rerank stage on"
+            } else {
+                ""
+            }
+        ));
+        let q = self.current()?.clone();
+        self.submit(q)
+    }
+
     /// Open the failure at `pos` of the browser's list in the configuration that
     /// failed it.
     fn open_failure(&mut self, pos: usize) -> Option<Effect> {

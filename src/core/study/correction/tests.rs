@@ -75,6 +75,11 @@ fn rogan_gladen_by_hand_and_where_it_is_undefined() {
     let rg = rogan_gladen((0.61, 1000), (0.85, 100), (0.75, 100), 0.05).expect("defined");
     assert!((rg.estimate - 0.6).abs() < 1e-12);
     assert!(rg.low < 0.6 && rg.high > 0.6);
+    // The hand case: p = 0.70, spec = 0.85, sens = 0.90:
+    // (0.70 + 0.85 - 1) / (0.90 + 0.85 - 1) = 0.55 / 0.75 = 0.7333.
+    let hand = rogan_gladen((0.70, 300), (0.90, 60), (0.85, 40), 0.05).expect("defined");
+    assert!((hand.estimate - 0.55 / 0.75).abs() < 1e-12);
+    assert!((hand.estimate - 0.7333).abs() < 5e-5);
     // A judge no better than chance (sens + spec <= 1) cannot be corrected.
     assert!(rogan_gladen((0.5, 100), (0.5, 10), (0.5, 10), 0.05).is_none());
     // Clipped: a reported rate below the false-pass rate maps to 0.

@@ -38,7 +38,8 @@ use crate::core::significance::{
 use crate::core::stats::quantile;
 use crate::service::base::Context;
 use crate::service::evaluate::{
-    RetrievalReport, label_of, labels_by_question, last_retrieval, last_scores, read_clusters,
+    RetrievalReport, describe_clusters, label_of, labels_by_question, last_retrieval, last_scores,
+    read_clusters,
 };
 
 /// What to show and against what.
@@ -271,10 +272,11 @@ fn retrieval_rows(
         return Ok(None);
     };
     let mut table = saved.report;
-    let mut clusters = describe(&table, "each question's `cluster` field or target document");
+    let mut clusters =
+        describe_clusters(&table, "each question's `cluster` field or target document");
     if let Some(path) = &req.clusters {
         table.clusters = read_clusters(path, &table.qids)?;
-        clusters = describe(&table, &format!("from {}", path.display()));
+        clusters = describe_clusters(&table, &format!("from {}", path.display()));
     }
     let report = last_retrieval(ctx)?.map(|s| s.report);
     let groups = table.cluster_numbers();
@@ -312,11 +314,6 @@ fn retrieval_rows(
         clusters,
         table,
     }))
-}
-
-/// How many clusters and where they came from.
-fn describe(table: &ScoreTable, from: &str) -> String {
-    crate::service::evaluate::describe_clusters(table, from)
 }
 
 /// A mean with its clustered interval (None: no values).

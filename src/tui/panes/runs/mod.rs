@@ -308,80 +308,19 @@ fn row_item<'a>(r: &RunRow, m: &RunsMatrix, theme: &Theme) -> ListItem<'a> {
     ]))
 }
 
+/// One `name  value` line of the detail panel.
+fn field<'a>(name: &str, value: String, theme: &Theme) -> Line<'a> {
+    Line::from(vec![
+        Span::styled(format!("{name:<15}"), theme.muted),
+        Span::raw(clean(&value)),
+    ])
+}
+
 /// The selected row in full: its pipeline, every quality column, its cost by stage,
 /// the difference from the baseline, and the matrix's notes.
 fn detail<'a>(r: &RunRow, m: &RunsMatrix, status: Option<&str>, theme: &Theme) -> Vec<Line<'a>> {
-    let p = &r.pipeline;
-    let field = |k: &str, v: Option<String>| {
-        Line::from(vec![
-            Span::styled(format!("{k:<15}"), theme.muted),
-            Span::raw(clean(&v.unwrap_or_else(|| "-".into()))),
-        ])
-    };
-    let mut lines = vec![
-        field(
-            "pipeline",
-            Some(format!(
-                "{} · sparse {} · fusion {} · alpha {} · rerank {}",
-                p.method,
-                p.sparse.as_deref().unwrap_or("-"),
-                p.fusion.as_deref().unwrap_or("-"),
-                p.alpha.map_or("-".into(), |a| format!("{a:.2}")),
-                p.rerank.as_deref().unwrap_or("none")
-            )),
-        ),
-        field(
-            "prompt",
-            Some(format!(
-                "template {} · context {} · k {} · generator {}",
-                p.template.as_deref().unwrap_or("-"),
-                p.context_policy.as_deref().unwrap_or("-"),
-                p.k.map_or("-".into(), |k| k.to_string()),
-                p.generator.as_deref().unwrap_or("-")
-            )),
-        ),
-        field("ran on", Some(r.cost.ran_on.join(", "))),
-    ];
-    for (name, e) in &r.quality {
-        lines.push(field(
-            name,
-            Some(format!(
-                "{:.4} [{:.4}, {:.4}] · n {} · {} clusters · se {:.4} clustered / {:.4} naive · detects {:.4}",
-                e.mean,
-                e.interval.ci.0,
-                e.interval.ci.1,
-                e.n,
-                e.interval.clusters,
-                e.interval.se_clustered.unwrap_or(f64::NAN),
-                e.interval.se_naive,
-                e.interval.mde_80
-            )),
-        ));
-    }
-    for (stage, l) in &r.cost.latency_ms {
-        let q = match (l.p50, l.p95) {
-            (Some(a), Some(b)) => format!("p50 {a:.1} ms · p95 {b:.1} ms"),
-            _ => format!("{:.2} ms a question (mean)", l.mean),
-        };
-        lines.push(field(stage, Some(q)));
-    }
-    for (criterion, c) in &r.corrected {
-        let ppi = c.ppi_plus.as_ref().map_or("-".to_string(), |p| {
-            format!(
-                "{:.3} [{:.3}, {:.3}]",
-                p.interval.estimate, p.interval.low, p.interval.high
-            )
-        });
-        lines.push(field(
-            &format!("{criterion} corrected"),
-            Some(format!(
-                "raw judge {:.3} · PPI++ {ppi} · {} human labels{}",
-                c.raw_judge,
-                c.n_human,
-                if c.too_few { " (too few)" } else { "" }
-            )),
-        ));
-    }
+    let mut lines = pipeline_lines(r, theme);
+    lines.extend(measure_lines(r, theme));
     if let Some(d) = &r.against_baseline {
         lines.push(Line::styled(
             format!(
@@ -409,6 +348,86 @@ fn detail<'a>(r: &RunRow, m: &RunsMatrix, status: Option<&str>, theme: &Theme) -
     }
     if let Some(s) = status {
         lines.push(Line::styled(clean(s), theme.filter));
+    }
+    lines
+}
+
+/// What the row is: its retrieval and prompt settings, and where it ran.
+fn pipeline_lines<'a>(r: &RunRow, theme: &Theme) -> Vec<Line<'a>> {
+    let p = &r.pipeline;
+    vec![
+        field(
+            "pipeline",
+            format!(
+                "{} · sparse {} · fusion {} · alpha {} · rerank {}",
+                p.method,
+                p.sparse.as_deref().unwrap_or("-"),
+                p.fusion.as_deref().unwrap_or("-"),
+                p.alpha.map_or("-".into(), |a| format!("{a:.2}")),
+                p.rerank.as_deref().unwrap_or("none")
+            ),
+            theme,
+        ),
+        field(
+            "prompt",
+            format!(
+                "template {} · context {} · k {} · generator {}",
+                p.template.as_deref().unwrap_or("-"),
+                p.context_policy.as_deref().unwrap_or("-"),
+                p.k.map_or("-".into(), |k| k.to_string()),
+                p.generator.as_deref().unwrap_or("-")
+            ),
+            theme,
+        ),
+        field("ran on", r.cost.ran_on.join(", "), theme),
+    ]
+}
+
+/// What the row measured: every quality column with its interval, each stage's
+/// latency, and each criterion's pass rate corrected by human labels.
+fn measure_lines<'a>(r: &RunRow, theme: &Theme) -> Vec<Line<'a>> {
+    let mut lines = Vec::new();
+    for (name, e) in &r.quality {
+        lines.push(field(
+            name,
+            format!(
+                "{:.4} [{:.4}, {:.4}] · n {} · {} clusters · se {:.4} clustered / {:.4} naive · detects {:.4}",
+                e.mean,
+                e.interval.ci.0,
+                e.interval.ci.1,
+                e.n,
+                e.interval.clusters,
+                e.interval.se_clustered.unwrap_or(f64::NAN),
+                e.interval.se_naive,
+                e.interval.mde_80
+            ),
+            theme,
+        ));
+    }
+    for (stage, l) in &r.cost.latency_ms {
+        let q = match (l.p50, l.p95) {
+            (Some(a), Some(b)) => format!("p50 {a:.1} ms · p95 {b:.1} ms"),
+            _ => format!("{:.2} ms a question (mean)", l.mean),
+        };
+        lines.push(field(stage, q, theme));
+    }
+    for (criterion, c) in &r.corrected {
+        let ppi = c.ppi_plus.as_ref().map_or("-".to_string(), |p| {
+            format!(
+                "{:.3} [{:.3}, {:.3}]",
+                p.interval.estimate, p.interval.low, p.interval.high
+            )
+        });
+        lines.push(field(
+            &format!("{criterion} corrected"),
+            format!(
+                "raw judge {:.3} · PPI++ {ppi} · {} human labels{}",
+                c.raw_judge,
+                c.n_human,
+                if c.too_few { " (too few)" } else { "" }
+            ),
+            theme,
+        ));
     }
     lines
 }
